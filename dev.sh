@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Lamina's one entry point for people and CI.
+#   ./dev.sh run     install what is missing, build, run the example model
+#   ./dev.sh check   install what is missing, build, run every test
+#   ./dev.sh build   install what is missing and build
+set -euo pipefail
+cd "$(dirname "$0")"
+
+build_dir=build
+
+setup() {
+  scripts/install-deps.sh
+  if [[ ! -f "$build_dir/build.ninja" ]]; then
+    cmake --preset dev >/dev/null
+  fi
+  cmake --build "$build_dir"
+}
+
+case "${1:-}" in
+  build) setup ;;
+  run) setup && scripts/run-example.sh "$build_dir" ;;
+  check) setup && cmake --build "$build_dir" --target check-lamina ;;
+  *)
+    sed -n '2,6p' "$0"
+    exit 2
+    ;;
+esac

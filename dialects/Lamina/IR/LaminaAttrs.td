@@ -1,0 +1,137 @@
+//===- LaminaAttrs.td - Attributes of the lamina dialect ---*- tablegen -*-===//
+
+#ifndef LAMINA_LAMINA_ATTRS_TD
+#define LAMINA_LAMINA_ATTRS_TD
+
+include "Lamina/IR/LaminaDialect.td"
+include "mlir/IR/AttrTypeBase.td"
+include "mlir/IR/EnumAttr.td"
+
+//===----------------------------------------------------------------------===//
+// Enums
+//===----------------------------------------------------------------------===//
+
+def Lamina_ActGeluTanh : I32EnumAttrCase<"gelu_tanh", 0>;
+def Lamina_ActGeluErf : I32EnumAttrCase<"gelu_erf", 1>;
+def Lamina_ActRelu : I32EnumAttrCase<"relu", 2>;
+def Lamina_ActivationKindEnum : I32EnumAttr<"ActivationKind",
+    "element-wise activation function",
+    [Lamina_ActGeluTanh, Lamina_ActGeluErf, Lamina_ActRelu]> {
+  let genSpecializedAttr = 0;
+  let cppNamespace = "::mlir::lamina";
+}
+def Lamina_ActivationKindAttr
+    : EnumAttr<Lamina_Dialect, Lamina_ActivationKindEnum, "activation"> {
+  let summary = "`gelu_tanh` (Slapo's \"gelu\" and \"gelu_new\"), `gelu_erf` "
+                "(nn.GELU()) or `relu`";
+}
+
+def Lamina_SyncFwdPre : I32EnumAttrCase<"fwd_pre", 0>;
+def Lamina_SyncFwdPost : I32EnumAttrCase<"fwd_post", 1>;
+def Lamina_SyncBwdPost : I32EnumAttrCase<"bwd_post", 2>;
+def Lamina_SyncModeEnum : I32EnumAttr<"SyncMode",
+    "where a sync point acts (Slapo's sync modes)",
+    [Lamina_SyncFwdPre, Lamina_SyncFwdPost, Lamina_SyncBwdPost]> {
+  let genSpecializedAttr = 0;
+  let cppNamespace = "::mlir::lamina";
+}
+
+def Lamina_CollAllReduce : I32EnumAttrCase<"all_reduce", 0>;
+def Lamina_CollAllGather : I32EnumAttrCase<"all_gather", 1>;
+def Lamina_CollReduceScatter : I32EnumAttrCase<"reduce_scatter", 2>;
+def Lamina_CollScatter : I32EnumAttrCase<"scatter", 3>;
+def Lamina_CollectiveKindEnum : I32EnumAttr<"CollectiveKind",
+    "collective of a sync point",
+    [Lamina_CollAllReduce, Lamina_CollAllGather, Lamina_CollReduceScatter,
+     Lamina_CollScatter]> {
+  let genSpecializedAttr = 0;
+  let cppNamespace = "::mlir::lamina";
+}
+
+def Lamina_LayoutR : I32EnumAttrCase<"replicated", 0, "R">;
+def Lamina_LayoutS : I32EnumAttrCase<"sharded", 1, "S">;
+def Lamina_LayoutP : I32EnumAttrCase<"partial", 2, "P">;
+def Lamina_LayoutKindEnum : I32EnumAttr<"LayoutKind",
+    "distribution of a value over the device grid",
+    [Lamina_LayoutR, Lamina_LayoutS, Lamina_LayoutP]> {
+  let genSpecializedAttr = 0;
+  let cppNamespace = "::mlir::lamina";
+}
+
+//===----------------------------------------------------------------------===//
+// Attributes
+//===----------------------------------------------------------------------===//
+
+class Lamina_Attr<string name, string attrMnemonic, list<Trait> traits = []>
+    : AttrDef<Lamina_Dialect, name, traits> {
+  let mnemonic = attrMnemonic;
+}
+
+def Lamina_SyncAttr : Lamina_Attr<"Sync", "sync"> {
+  let summary = "a sync point: mode, collective and axis";
+  let description = [{
+    Slapo's `.sync(mode, op, axis=…, tensor_parallel_output_grad=…)`. The
+    legal combinations are those of the spec: `fwd_post` with any
+    collective, `fwd_pre` with `all_gather`, `bwd_post` with `all_reduce`.
+    `all_gather`, `reduce_scatter` and `scatter` need an axis, `all_reduce`
+    takes none.
+
+    ```mlir
+    #lamina.sync<fwd_post, all_reduce>
+    #lamina.sync<fwd_pre, all_gather, axis = 1>
+    #lamina.sync<fwd_post, all_gather, axis = 1, tensor_parallel_output_grad = false>
+    ```
+  }];
+  let parameters = (ins
+    EnumParameter<Lamina_SyncModeEnum>:$mode,
+    EnumParameter<Lamina_CollectiveKindEnum>:$collective,
+    OptionalParameter<"std::optional<int64_t>">:$axis,
+    DefaultValuedParameter<"bool", "true">:$tensorParallelOutputGrad);
+  let hasCustomAssemblyFormat = 1;
+  let genVerifyDecl = 1;
+}
+
+def Lamina_DropoutAttr : Lamina_Attr<"Dropout", "dropout"> {
+  let summary = "dropout configuration: probability, mode and RNG offset";
+  let description = [{
+    `p` is the probability of zeroing an element (survivors are scaled by
+    `1/(1-p)`); `training` is fixed when the program is imported or built;
+    `offset` selects this op's stream of the counter-based generator (unique
+    per dropout op); `fork_rng` keys the stream by rank (Megatron style)
+    instead of drawing masks by global element index.
+
+    ```mlir
+    #lamina.dropout<p = 0.1, training>
+    #lamina.dropout<p = 0.1, training, offset = 3>
+    #lamina.dropout<p = 0.5>                 // eval mode: identity
+    ```
+  }];
+  let parameters = (ins APFloatParameter<"probability">:$p, "bool":$training,
+                    "uint64_t":$offset, "bool":$forkRng);
+  let hasCustomAssemblyFormat = 1;
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// Whether this dropout changes its input (training with p > 0).
+    bool isActive() const;
+    double getProbability() const { return getP().convertToDouble(); }
+  }];
+}
+
+def Lamina_LayoutAttr : Lamina_Attr<"Layout", "layout"> {
+  let summary = "distribution of a value: R, S(axis) or P";
+  let description = [{
+    `R`: every rank holds the whole tensor. `S(a)`: rank r holds the r-th
+    contiguous block of axis `a`. `P`: every rank holds a full-shaped tensor
+    whose sum over ranks is the value.
+
+    ```mlir
+    func.func @f(%w: tensor<64x16xf32> {lamina.layout = #lamina.layout<S(0)>})
+    ```
+  }];
+  let parameters = (ins EnumParameter<Lamina_LayoutKindEnum>:$kind,
+                    OptionalParameter<"std::optional<int64_t>">:$axis);
+  let hasCustomAssemblyFormat = 1;
+  let genVerifyDecl = 1;
+}
+
+#endif // LAMINA_LAMINA_ATTRS_TD

@@ -1,0 +1,44 @@
+//===- LaminaDialect.td - The lamina dialect definition ----*- tablegen -*-===//
+//
+// Linear layers of transformer models as Slapo schedules them.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LAMINA_LAMINA_DIALECT_TD
+#define LAMINA_LAMINA_DIALECT_TD
+
+include "mlir/IR/OpBase.td"
+
+def Lamina_Dialect : Dialect {
+  let name = "lamina";
+  let cppNamespace = "::mlir::lamina";
+  let summary = "The Slapo linear-layer family, its primitive pieces, sync "
+                "points and distributed layouts";
+  let description = [{
+    Layer ops mirror Slapo's `slapo.op.linear` classes and `nn.Linear`; each
+    carries its module path (`h.0.mlp.fc_in`) so that schedules address it by
+    name. The primitive ops are what `decompose` produces (matmul `x·Wᵀ`, bias
+    add, activation, dropout, sync); `lamina.fused_linear` is what epilogue
+    fusion produces. Everything else between layers (residual adds, reshapes,
+    attention arithmetic) uses upstream `tensor`, `linalg` and `arith`.
+
+    Values of a distributed program carry layouts over a 1-D grid of
+    `world_size` ranks: `#lamina.layout<R>` (replicated),
+    `#lamina.layout<S(a)>` (sharded on axis `a`) and `#lamina.layout<P>`
+    (partial sums).
+  }];
+  let dependentDialects = ["::mlir::lamina::lns::LnsDialect"];
+  let useDefaultAttributePrinterParser = 1;
+  let hasCanonicalizer = 0;
+  let hasOperationAttrVerify = 1;
+  let hasRegionArgAttrVerify = 1;
+  let extraClassDeclaration = [{
+    /// Function-argument attribute holding a value's layout.
+    static constexpr ::llvm::StringLiteral kLayoutAttrName = "lamina.layout";
+    /// Module attribute holding the number of ranks of the device grid.
+    static constexpr ::llvm::StringLiteral kWorldSizeAttrName =
+        "lamina.world_size";
+  }];
+}
+
+#endif // LAMINA_LAMINA_DIALECT_TD

@@ -1,0 +1,325 @@
+//===- LaminaOps.td - Operations of the lamina dialect -----*- tablegen -*-===//
+
+#ifndef LAMINA_LAMINA_OPS_TD
+#define LAMINA_LAMINA_OPS_TD
+
+include "Lamina/IR/LaminaDialect.td"
+include "Lamina/IR/LaminaAttrs.td"
+include "Lns/IR/LnsTypes.td"
+include "mlir/IR/OpBase.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+//===----------------------------------------------------------------------===//
+// Type constraints
+//===----------------------------------------------------------------------===//
+
+/// Element types of linear layers: floats, or LNS numbers.
+def Lamina_LinearTensor : RankedTensorOf<[F32, F16, BF16, Lns_NumType]>;
+/// Element types of activation and dropout: floats only.
+def Lamina_FloatTensor : RankedTensorOf<[F32, F16, BF16]>;
+
+//===----------------------------------------------------------------------===//
+// Base classes
+//===----------------------------------------------------------------------===//
+
+class Lamina_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Lamina_Dialect, mnemonic, !listconcat(traits, [Pure])>;
+
+/// A layer: carries the module path that schedules use to address it.
+class Lamina_LayerOp<string mnemonic, list<Trait> traits = []>
+    : Lamina_Op<mnemonic, traits>;
+
+//===----------------------------------------------------------------------===//
+// The Slapo linear family
+//===----------------------------------------------------------------------===//
+
+def Lamina_LinearOp : Lamina_LayerOp<"linear"> {
+  let summary = "nn.Linear: `y = x·Wᵀ (+ b)`";
+  let description = [{
+    `x[..., K]` (any number of leading dims), `weight[N, K]`, optional
+    `bias[N]`, result `[..., N]`. With f16/bf16 inputs the result may be f32
+    (f32 accumulation). With LNS inputs the result has x's base.
+
+    ```mlir
+    %y = lamina.linear "h.0.mlp.fc_in" %x, %w bias %b
+           : (tensor<8x64xf32>, tensor<256x64xf32>, tensor<256xf32>) -> tensor<8x256xf32>
+    ```
+  }];
+  let arguments = (ins StrAttr:$path, Lamina_LinearTensor:$input,
+                   Lamina_LinearTensor:$weight,
+                   Optional<Lamina_LinearTensor>:$bias);
+  let results = (outs Lamina_LinearTensor:$result);
+  let assemblyFormat = [{
+    $path $input `,` $weight (`bias` $bias^)? attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Lamina_LinearWithSeparateBiasOp
+    : Lamina_LayerOp<"linear_separate_bias"> {
+  let summary = "Slapo LinearWithSeparateBias: `y = x·Wᵀ; y = y + b`";
+  let description = [{
+    The form `decompose` produces, so that the bias add can be fused or
+    moved after a sync. The bias is required.
+
+    ```mlir
+    %y = lamina.linear_separate_bias "h.0.mlp.fc_in" %x, %w bias %b
+           : (tensor<8x64xf32>, tensor<256x64xf32>, tensor<256xf32>) -> tensor<8x256xf32>
+    ```
+  }];
+  let arguments = (ins StrAttr:$path, Lamina_LinearTensor:$input,
+                   Lamina_LinearTensor:$weight, Lamina_LinearTensor:$bias);
+  let results = (outs Lamina_LinearTensor:$result);
+  let assemblyFormat = [{
+    $path $input `,` $weight `bias` $bias attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Lamina_LinearWithSyncOp : Lamina_LayerOp<"linear_sync"> {
+  let summary = "Slapo LinearWithSyncFunc: `y = x·Wᵀ; y = sync(y); y = y + b`";
+  let description = [{
+    The sync acts on the local matmul result before the bias (under row
+    parallelism: the partial sums), so a row-parallel bias is added once.
+    Only `fwd_post` syncs act on a layer's output.
+
+    ```mlir
+    %y = lamina.linear_sync "h.0.mlp.fc_out" %x, %w sync <fwd_post, all_reduce> bias %b
+           : (tensor<8x256xf32>, tensor<64x256xf32>, tensor<64xf32>) -> tensor<8x64xf32>
+    ```
+  }];
+  let arguments = (ins StrAttr:$path, Lamina_LinearTensor:$input,
+                   Lamina_LinearTensor:$weight,
+                   OptionalAttr<Lamina_SyncAttr>:$sync,
+                   Optional<Lamina_LinearTensor>:$bias);
+  let results = (outs Lamina_LinearTensor:$result);
+  let assemblyFormat = [{
+    $path $input `,` $weight (`sync` $sync^)? (`bias` $bias^)? attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+  let hasCanonicalizer = 1;
+}
+
+def Lamina_LinearWithActOp : Lamina_LayerOp<"linear_act"> {
+  let summary = "Slapo LinearWithAct: `y = act(sync(x·Wᵀ) + b)`";
+  let description = [{
+    Bias is required. Slapo's act_fn "gelu" and "gelu_new" are both
+    `gelu_tanh`.
+
+    ```mlir
+    %y = lamina.linear_act "h.0.mlp.fc_in" %x, %w bias %b activation gelu_tanh
+           : (tensor<8x64xf32>, tensor<256x64xf32>, tensor<256xf32>) -> tensor<8x256xf32>
+    ```
+  }];
+  let arguments = (ins StrAttr:$path, Lamina_FloatTensor:$input,
+                   Lamina_FloatTensor:$weight,
+                   OptionalAttr<Lamina_SyncAttr>:$sync,
+                   Lamina_FloatTensor:$bias,
+                   Lamina_ActivationKindAttr:$activation);
+  let results = (outs Lamina_FloatTensor:$result);
+  let assemblyFormat = [{
+    $path $input `,` $weight (`sync` $sync^)? `bias` $bias `activation` ``
+    $activation attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Lamina_LinearWithDropoutOp : Lamina_LayerOp<"linear_dropout"> {
+  let summary = "Slapo LinearWithDropout: `y = dropout(sync(x·Wᵀ) + b)`";
+  let description = [{
+    Bias is required. The mask is drawn from the counter-based generator
+    keyed by the `seed` operand (needed when the dropout is active), the
+    dropout's `offset` and the element's global index.
+
+    ```mlir
+    %y = lamina.linear_dropout "h.0.mlp.fc_out" %x, %w bias %b
+           dropout <p = 0.1, training> seed %s
+           : (tensor<8x256xf32>, tensor<64x256xf32>, tensor<64xf32>, i64) -> tensor<8x64xf32>
+    ```
+  }];
+  let arguments = (ins StrAttr:$path, Lamina_FloatTensor:$input,
+                   Lamina_FloatTensor:$weight,
+                   OptionalAttr<Lamina_SyncAttr>:$sync,
+                   Lamina_FloatTensor:$bias, Lamina_DropoutAttr:$dropout,
+                   Optional<I64>:$seed);
+  let results = (outs Lamina_FloatTensor:$result);
+  let assemblyFormat = [{
+    $path $input `,` $weight (`sync` $sync^)? `bias` $bias `dropout` $dropout
+    (`seed` $seed^)? attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+  let hasCanonicalizer = 1;
+}
+
+def Lamina_FusedQKVOp : Lamina_LayerOp<"fused_qkv"> {
+  let summary = "Slapo FusedQKV: one projection to interleaved q, k, v";
+  let description = [{
+    `qkv = x·Wᵀ + b` with `weight[3·hidden, hidden]`; output feature
+    `f = (h·hd + d)·3 + t` holds q (t = 0), k (t = 1) or v (t = 2) of head
+    `h`, element `d`. The result is viewed as `[..., heads, hd, 3]` and
+    split on the last dim into q, k, v of shape `[..., heads, hd]`.
+
+    `world_size` only divides the head count. The op is written either on
+    whole tensors (`heads = num_heads`, weight `[3·hidden, hidden]`, to be
+    sharded on axis 0) or per rank (`heads = num_heads / world_size`,
+    weight `[3·hidden / world_size, hidden]`).
+
+    ```mlir
+    %q, %k, %v = lamina.fused_qkv "h.0.attn.qkv" %x, %w bias %b
+                   num_heads 4 world_size 1
+                   : (tensor<2x8x32xf32>, tensor<96x32xf32>, tensor<96xf32>)
+                   -> (tensor<2x8x4x8xf32>, tensor<2x8x4x8xf32>, tensor<2x8x4x8xf32>)
+    ```
+  }];
+  let arguments = (ins StrAttr:$path, Lamina_FloatTensor:$input,
+                   Lamina_FloatTensor:$weight, Lamina_FloatTensor:$bias,
+                   ConfinedAttr<I64Attr, [IntPositive]>:$num_heads,
+                   ConfinedAttr<I64Attr, [IntPositive]>:$world_size);
+  let results = (outs Lamina_FloatTensor:$q, Lamina_FloatTensor:$k,
+                      Lamina_FloatTensor:$v);
+  let assemblyFormat = [{
+    $path $input `,` $weight `bias` $bias `num_heads` $num_heads `world_size`
+    $world_size attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Primitive pieces (what decompose produces)
+//===----------------------------------------------------------------------===//
+
+def Lamina_MatmulOp : Lamina_Op<"matmul"> {
+  let summary = "`y = x·Wᵀ` over the last dim of x";
+  let description = [{
+    `x[..., K]`, `weight[N, K]` (PyTorch's layout), result `[..., N]`.
+
+    ```mlir
+    %y = lamina.matmul %x, %w : (tensor<8x64xbf16>, tensor<256x64xbf16>) -> tensor<8x256xf32>
+    ```
+  }];
+  let arguments = (ins Lamina_LinearTensor:$input,
+                   Lamina_LinearTensor:$weight, OptionalAttr<StrAttr>:$path);
+  let results = (outs Lamina_LinearTensor:$result);
+  let assemblyFormat = [{
+    ($path^)? $input `,` $weight attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Lamina_BiasAddOp : Lamina_Op<"bias_add",
+                                  [AllTypesMatch<["input", "result"]>]> {
+  let summary = "`y[..., n] = x[..., n] + b[n]`";
+  let description = [{
+    ```mlir
+    %y = lamina.bias_add %x, %b : tensor<8x256xf32>, tensor<256xf32>
+    ```
+  }];
+  let arguments = (ins Lamina_LinearTensor:$input, Lamina_LinearTensor:$bias,
+                   OptionalAttr<StrAttr>:$path);
+  let results = (outs Lamina_LinearTensor:$result);
+  let assemblyFormat = [{
+    ($path^)? $input `,` $bias attr-dict `:` type($input) `,` type($bias)
+  }];
+  let hasVerifier = 1;
+}
+
+def Lamina_ActivationOp : Lamina_Op<"activation", [SameOperandsAndResultType]> {
+  let summary = "element-wise activation: gelu_tanh, gelu_erf or relu";
+  let description = [{
+    `gelu_tanh(x) = 0.5·x·(1 + tanh(sqrt(2/π)·(x + 0.044715·x³)))`,
+    `gelu_erf(x) = 0.5·x·(1 + erf(x/√2))`, `relu(x) = max(x, 0)`.
+
+    ```mlir
+    %y = lamina.activation gelu_tanh %x : tensor<8x256xf32>
+    ```
+  }];
+  let arguments = (ins Lamina_ActivationKindAttr:$kind,
+                   Lamina_FloatTensor:$input, OptionalAttr<StrAttr>:$path);
+  let results = (outs Lamina_FloatTensor:$result);
+  let assemblyFormat = "($path^)? $kind $input attr-dict `:` type($input)";
+  let hasFolder = 1;
+}
+
+def Lamina_DropoutOp : Lamina_Op<"dropout", [AllTypesMatch<["input", "result"]>]> {
+  let summary = "dropout with a counter-based, target-independent mask";
+  let description = [{
+    Zeroes each element with probability `p` and scales survivors by
+    `1/(1-p)`; the identity in eval mode or for `p = 0`, zeros for `p = 1`.
+    The mask depends only on (seed, offset, global element index).
+
+    ```mlir
+    %y = lamina.dropout %x <p = 0.1, training> seed %s : tensor<8x256xf32>
+    ```
+  }];
+  let arguments = (ins Lamina_FloatTensor:$input, Lamina_DropoutAttr:$config,
+                   Optional<I64>:$seed, OptionalAttr<StrAttr>:$path);
+  let results = (outs Lamina_FloatTensor:$result);
+  let assemblyFormat = [{
+    ($path^)? $input $config (`seed` $seed^)? attr-dict `:` type($input)
+  }];
+  let hasVerifier = 1;
+  let hasFolder = 1;
+  let hasCanonicalizer = 1;
+}
+
+def Lamina_SyncOp : Lamina_Op<"sync", [SameOperandsAndResultType]> {
+  let summary = "a sync point (collective) on a distributed value";
+  let description = [{
+    Changes the value's layout as the spec's sync table says (`all_reduce`:
+    P → R, `all_gather`: S(a) → R, `reduce_scatter`: P → S(a), `scatter`:
+    R → S(a)); `bwd_post` syncs are the identity in the forward pass. The
+    type is the whole (unsharded) tensor's; partitioning turns the op into
+    collectives on per-rank shapes.
+
+    ```mlir
+    %y = lamina.sync %x <fwd_post, all_reduce> : tensor<8x64xf32>
+    ```
+  }];
+  let arguments = (ins Lamina_LinearTensor:$input, Lamina_SyncAttr:$spec,
+                   OptionalAttr<StrAttr>:$path);
+  let results = (outs Lamina_LinearTensor:$result);
+  let assemblyFormat = "($path^)? $input $spec attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// The fused form
+//===----------------------------------------------------------------------===//
+
+def Lamina_FusedLinearOp
+    : Lamina_LayerOp<"fused_linear", [AttrSizedOperandSegments]> {
+  let summary = "x·Wᵀ followed by the ordered epilogue [sync] → bias → act → dropout";
+  let description = [{
+    What epilogue fusion produces: one op, one loop nest writing the output
+    once. The epilogue steps, each optional, always apply in the order in
+    which they are printed: a `fwd_post` sync on the matmul result, the bias
+    add, the activation, the dropout. A sync splits the generated kernel:
+    matmul, collective, then the rest of the epilogue.
+
+    ```mlir
+    %y = lamina.fused_linear "h.0.mlp.fc_in" %x, %w bias %b activation gelu_tanh
+           : (tensor<8x64xf32>, tensor<256x64xf32>, tensor<256xf32>) -> tensor<8x256xf32>
+    ```
+  }];
+  let arguments = (ins StrAttr:$path, Lamina_LinearTensor:$input,
+                   Lamina_LinearTensor:$weight,
+                   OptionalAttr<Lamina_SyncAttr>:$sync,
+                   Optional<Lamina_LinearTensor>:$bias,
+                   OptionalAttr<Lamina_ActivationKindAttr>:$activation,
+                   OptionalAttr<Lamina_DropoutAttr>:$dropout,
+                   Optional<I64>:$seed);
+  let results = (outs Lamina_LinearTensor:$result);
+  let assemblyFormat = [{
+    $path $input `,` $weight (`sync` $sync^)? (`bias` $bias^)?
+    (`activation` `` $activation^)? (`dropout` $dropout^)? (`seed` $seed^)?
+    attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+  let hasCanonicalizer = 1;
+}
+
+#endif // LAMINA_LAMINA_OPS_TD

@@ -1,0 +1,37 @@
+//===- LnsAttrs.td - Attributes of the lns dialect ---------*- tablegen -*-===//
+
+#ifndef LAMINA_LNS_ATTRS_TD
+#define LAMINA_LNS_ATTRS_TD
+
+include "Lns/IR/LnsDialect.td"
+include "mlir/IR/AttrTypeBase.td"
+include "mlir/IR/EnumAttr.td"
+
+def Lns_SbdbIdeal : I32EnumAttrCase<"ideal", 0>;
+def Lns_SbdbTable : I32EnumAttrCase<"table", 1>;
+def Lns_SbdbModeEnum : I32EnumAttr<"SbdbMode",
+    "implementation of the Gaussian logarithms sb/db",
+    [Lns_SbdbIdeal, Lns_SbdbTable]> {
+  let genSpecializedAttr = 0;
+  let cppNamespace = "::mlir::lamina::lns";
+}
+def Lns_SbdbModeAttr : EnumAttr<Lns_Dialect, Lns_SbdbModeEnum, "sbdb"> {
+  let summary = "Gaussian-log implementation: `ideal` (double formula) or "
+                "`table` (precomputed ideal values, f <= 16)";
+}
+
+def Lns_OrderSequential : I32EnumAttrCase<"sequential", 0>;
+def Lns_OrderPairwise : I32EnumAttrCase<"pairwise", 1>;
+def Lns_ReductionOrderEnum : I32EnumAttr<"ReductionOrder",
+    "order in which a reduction adds its terms",
+    [Lns_OrderSequential, Lns_OrderPairwise]> {
+  let genSpecializedAttr = 0;
+  let cppNamespace = "::mlir::lamina::lns";
+}
+def Lns_ReductionOrderAttr : EnumAttr<Lns_Dialect, Lns_ReductionOrderEnum,
+                                      "order"> {
+  let summary = "reduction order: `sequential` (the reference, default) or "
+                "`pairwise` (an explicit, non-reference mode)";
+}
+
+#endif // LAMINA_LNS_ATTRS_TD

@@ -1,0 +1,309 @@
+//===- LaminaDialect.cpp - The lamina dialect and its attributes ----------===//
+
+#include "lamina/Lamina/IR/Lamina.h"
+#include "lamina/Support/AsmUtils.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/DialectImplementation.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
+#include "llvm/ADT/SmallString.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace mlir::lamina;
+
+#include "lamina/Lamina/IR/LaminaOpsDialect.cpp.inc"
+
+#include "lamina/Lamina/IR/LaminaEnums.cpp.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "lamina/Lamina/IR/LaminaAttrs.cpp.inc"
+
+void LaminaDialect::initialize() {
+  addOperations<
+#define GET_OP_LIST
+#include "lamina/Lamina/IR/LaminaOps.cpp.inc"
+      >();
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "lamina/Lamina/IR/LaminaAttrs.cpp.inc"
+      >();
+}
+
+//===----------------------------------------------------------------------===//
+// SyncAttr
+//===----------------------------------------------------------------------===//
+
+Attribute SyncAttr::parse(AsmParser &parser, Type) {
+  SMLoc loc = parser.getCurrentLocation();
+  StringRef modeName, collectiveName;
+  if (parser.parseLess() || parser.parseKeyword(&modeName))
+    return {};
+  std::optional<SyncMode> mode = symbolizeSyncMode(modeName);
+  if (!mode) {
+    parser.emitError(loc, "unknown sync mode '")
+        << modeName << "', expected fwd_pre, fwd_post or bwd_post";
+    return {};
+  }
+  SMLoc collectiveLoc;
+  if (parser.parseComma())
+    return {};
+  collectiveLoc = parser.getCurrentLocation();
+  if (parser.parseKeyword(&collectiveName))
+    return {};
+  std::optional<CollectiveKind> collective =
+      symbolizeCollectiveKind(collectiveName);
+  if (!collective) {
+    parser.emitError(collectiveLoc, "unknown sync op '")
+        << collectiveName
+        << "', expected all_reduce, all_gather, reduce_scatter or scatter";
+    return {};
+  }
+  std::optional<int64_t> axis;
+  bool outputGrad = true;
+  while (succeeded(parser.parseOptionalComma())) {
+    SMLoc keyLoc = parser.getCurrentLocation();
+    StringRef key;
+    if (parser.parseKeyword(&key) || parser.parseEqual())
+      return {};
+    if (key == "axis") {
+      int64_t value;
+      if (parser.parseInteger(value))
+        return {};
+      axis = value;
+    } else if (key == "tensor_parallel_output_grad") {
+      StringRef flag;
+      SMLoc flagLoc = parser.getCurrentLocation();
+      if (parser.parseKeyword(&flag))
+        return {};
+      if (flag != "true" && flag != "false") {
+        parser.emitError(flagLoc, "expected true or false");
+        return {};
+      }
+      outputGrad = flag == "true";
+    } else {
+      parser.emitError(keyLoc, "unknown sync parameter '")
+          << key << "', expected axis or tensor_parallel_output_grad";
+      return {};
+    }
+  }
+  if (parser.parseGreater())
+    return {};
+  return parser.getChecked<SyncAttr>(loc, parser.getContext(), *mode,
+                                     *collective, axis, outputGrad);
+}
+
+void SyncAttr::print(AsmPrinter &printer) const {
+  printer << "<" << stringifySyncMode(getMode()) << ", "
+          << stringifyCollectiveKind(getCollective());
+  if (getAxis())
+    printer << ", axis = " << *getAxis();
+  if (!getTensorParallelOutputGrad())
+    printer << ", tensor_parallel_output_grad = false";
+  printer << ">";
+}
+
+LogicalResult SyncAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                               SyncMode mode, CollectiveKind collective,
+                               std::optional<int64_t> axis, bool) {
+  bool legal = mode == SyncMode::fwd_post ||
+               (mode == SyncMode::fwd_pre &&
+                collective == CollectiveKind::all_gather) ||
+               (mode == SyncMode::bwd_post &&
+                collective == CollectiveKind::all_reduce);
+  if (!legal)
+    return emitError() << "sync mode " << stringifySyncMode(mode)
+                       << " does not exist with "
+                       << stringifyCollectiveKind(collective)
+                       << " (fwd_pre takes all_gather, bwd_post takes "
+                          "all_reduce, fwd_post takes any collective)";
+  bool needsAxis = collective != CollectiveKind::all_reduce;
+  if (needsAxis && !axis)
+    return emitError() << stringifyCollectiveKind(collective)
+                       << " needs an axis";
+  if (!needsAxis && axis)
+    return emitError() << "all_reduce takes no axis";
+  if (axis && *axis < 0)
+    return emitError() << "sync axis must be non-negative, got " << *axis;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// DropoutAttr
+//===----------------------------------------------------------------------===//
+
+Attribute DropoutAttr::parse(AsmParser &parser, Type) {
+  SMLoc loc = parser.getCurrentLocation();
+  double p;
+  if (parser.parseLess() || parser.parseKeyword("p") || parser.parseEqual() ||
+      parser.parseFloat(p))
+    return {};
+  bool training = false, forkRng = false;
+  uint64_t offset = 0;
+  while (succeeded(parser.parseOptionalComma())) {
+    SMLoc keyLoc = parser.getCurrentLocation();
+    StringRef key;
+    if (parser.parseKeyword(&key))
+      return {};
+    if (key == "training") {
+      training = true;
+    } else if (key == "fork_rng") {
+      forkRng = true;
+    } else if (key == "offset") {
+      if (parser.parseEqual() || parser.parseInteger(offset))
+        return {};
+    } else {
+      parser.emitError(keyLoc, "unknown dropout parameter '")
+          << key << "', expected training, offset or fork_rng";
+      return {};
+    }
+  }
+  if (parser.parseGreater())
+    return {};
+  return parser.getChecked<DropoutAttr>(loc, parser.getContext(),
+                                        llvm::APFloat(p), training, offset,
+                                        forkRng);
+}
+
+void DropoutAttr::print(AsmPrinter &printer) const {
+  printer << "<p = ";
+  printShortestFloat(printer, getP());
+  if (getTraining())
+    printer << ", training";
+  if (getOffset() != 0)
+    printer << ", offset = " << getOffset();
+  if (getForkRng())
+    printer << ", fork_rng";
+  printer << ">";
+}
+
+LogicalResult DropoutAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                  llvm::APFloat p, bool, uint64_t, bool) {
+  double value = p.convertToDouble();
+  if (!(value >= 0.0 && value <= 1.0))
+    return emitError() << "dropout probability must be in [0, 1], got "
+                       << formatShortestFloat(p);
+  return success();
+}
+
+bool DropoutAttr::isActive() const {
+  return getTraining() && getProbability() > 0.0;
+}
+
+//===----------------------------------------------------------------------===//
+// LayoutAttr
+//===----------------------------------------------------------------------===//
+
+Attribute LayoutAttr::parse(AsmParser &parser, Type) {
+  SMLoc loc = parser.getCurrentLocation();
+  StringRef name;
+  if (parser.parseLess() || parser.parseKeyword(&name))
+    return {};
+  std::optional<LayoutKind> kind = symbolizeLayoutKind(name);
+  if (!kind) {
+    parser.emitError(loc, "unknown layout '")
+        << name << "', expected R, S(axis) or P";
+    return {};
+  }
+  std::optional<int64_t> axis;
+  if (succeeded(parser.parseOptionalLParen())) {
+    int64_t value;
+    if (parser.parseInteger(value) || parser.parseRParen())
+      return {};
+    axis = value;
+  }
+  if (parser.parseGreater())
+    return {};
+  return parser.getChecked<LayoutAttr>(loc, parser.getContext(), *kind, axis);
+}
+
+void LayoutAttr::print(AsmPrinter &printer) const {
+  printer << "<" << stringifyLayoutKind(getKind());
+  if (getAxis())
+    printer << "(" << *getAxis() << ")";
+  printer << ">";
+}
+
+LogicalResult LayoutAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                 LayoutKind kind,
+                                 std::optional<int64_t> axis) {
+  if (kind == LayoutKind::sharded && !axis)
+    return emitError() << "sharded layout needs an axis: S(axis)";
+  if (kind != LayoutKind::sharded && axis)
+    return emitError() << "only the sharded layout S takes an axis";
+  if (axis && *axis < 0)
+    return emitError() << "layout axis must be non-negative, got " << *axis;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Discardable attributes
+//===----------------------------------------------------------------------===//
+
+std::optional<int64_t> mlir::lamina::getWorldSize(Operation *op) {
+  for (Operation *parent = op; parent; parent = parent->getParentOp())
+    if (auto size = parent->getAttrOfType<IntegerAttr>(
+            LaminaDialect::kWorldSizeAttrName))
+      return size.getInt();
+  return std::nullopt;
+}
+
+LayoutAttr mlir::lamina::getDeclaredLayout(Value value) {
+  auto arg = dyn_cast<BlockArgument>(value);
+  if (!arg)
+    return {};
+  auto function = dyn_cast<FunctionOpInterface>(arg.getOwner()->getParentOp());
+  if (!function || arg.getOwner() != &function.getFunctionBody().front())
+    return {};
+  return function.getArgAttrOfType<LayoutAttr>(arg.getArgNumber(),
+                                                LaminaDialect::kLayoutAttrName);
+}
+
+LogicalResult LaminaDialect::verifyOperationAttribute(Operation *op,
+                                                      NamedAttribute attr) {
+  if (attr.getName() == kWorldSizeAttrName) {
+    auto size = dyn_cast<IntegerAttr>(attr.getValue());
+    if (!isa<ModuleOp>(op))
+      return op->emitError() << "'" << kWorldSizeAttrName
+                             << "' belongs on a builtin.module";
+    if (!size || size.getInt() < 1)
+      return op->emitError() << "'" << kWorldSizeAttrName
+                             << "' must be a positive integer";
+    return success();
+  }
+  return op->emitError() << "unknown lamina attribute '"
+                         << attr.getName().getValue() << "'";
+}
+
+LogicalResult LaminaDialect::verifyRegionArgAttribute(Operation *op, unsigned,
+                                                      unsigned argIndex,
+                                                      NamedAttribute attr) {
+  if (attr.getName() != kLayoutAttrName)
+    return op->emitError() << "unknown lamina argument attribute '"
+                           << attr.getName().getValue() << "'";
+  auto layout = dyn_cast<LayoutAttr>(attr.getValue());
+  if (!layout)
+    return op->emitError() << "'" << kLayoutAttrName
+                           << "' must be a #lamina.layout";
+  auto function = dyn_cast<FunctionOpInterface>(op);
+  if (!function || !layout.getAxis())
+    return success();
+  auto type = dyn_cast<RankedTensorType>(function.getArgumentTypes()[argIndex]);
+  if (!type)
+    return op->emitError() << "argument " << argIndex
+                           << " has a sharded layout but is not a ranked "
+                              "tensor";
+  int64_t axis = *layout.getAxis();
+  if (axis >= type.getRank())
+    return op->emitError() << "argument " << argIndex << " is sharded on axis "
+                           << axis << " but has rank " << type.getRank();
+  std::optional<int64_t> worldSize = getWorldSize(op);
+  int64_t size = type.getDimSize(axis);
+  if (worldSize && !ShapedType::isDynamic(size) && size % *worldSize != 0)
+    return op->emitError() << "argument " << argIndex << " is sharded on axis "
+                           << axis << " of size " << size
+                           << ", which is not divisible by the world size "
+                           << *worldSize;
+  return success();
+}

@@ -1,0 +1,19 @@
+//===- InitAll.cpp - Register everything Lamina provides ------------------===//
+
+#include "lamina/InitAll.h"
+
+#include "lamina/Lamina/IR/Lamina.h"
+#include "lamina/Lns/IR/Lns.h"
+
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/InitAllDialects.h"
+#include "mlir/InitAllExtensions.h"
+#include "mlir/InitAllPasses.h"
+
+void mlir::lamina::registerAllDialects(DialectRegistry &registry) {
+  registry.insert<LaminaDialect, lns::LnsDialect>();
+  mlir::registerAllDialects(registry);
+  mlir::registerAllExtensions(registry);
+}
+
+void mlir::lamina::registerAllPasses() { mlir::registerAllPasses(); }

@@ -1,0 +1,410 @@
+// RUN: lamina-opt %s -split-input-file -verify-diagnostics
+
+func.func @width_mismatch(%x: tensor<4x8xf32>, %w: tensor<16x7xf32>) -> tensor<4x16xf32> {
+  // expected-error @+1 {{input width 8 does not match in_features 7 of the weight [out_features, in_features]}}
+  %0 = lamina.linear "l" %x, %w : (tensor<4x8xf32>, tensor<16x7xf32>) -> tensor<4x16xf32>
+  return %0 : tensor<4x16xf32>
+}
+
+// -----
+
+func.func @weight_not_2d(%x: tensor<4x8xf32>, %w: tensor<16x8x1xf32>) -> tensor<4x16xf32> {
+  // expected-error @+1 {{weight must be 2-D [out_features, in_features], got 'tensor<16x8x1xf32>'}}
+  %0 = lamina.linear "l" %x, %w : (tensor<4x8xf32>, tensor<16x8x1xf32>) -> tensor<4x16xf32>
+  return %0 : tensor<4x16xf32>
+}
+
+// -----
+
+func.func @result_rank(%x: tensor<2x4x8xf32>, %w: tensor<16x8xf32>) -> tensor<8x16xf32> {
+  // expected-error @+1 {{result rank 2 differs from the input rank 3}}
+  %0 = lamina.linear "l" %x, %w : (tensor<2x4x8xf32>, tensor<16x8xf32>) -> tensor<8x16xf32>
+  return %0 : tensor<8x16xf32>
+}
+
+// -----
+
+func.func @result_batch(%x: tensor<2x4x8xf32>, %w: tensor<16x8xf32>) -> tensor<2x5x16xf32> {
+  // expected-error @+1 {{result dimension 1 is 5 but the input's is 4}}
+  %0 = lamina.linear "l" %x, %w : (tensor<2x4x8xf32>, tensor<16x8xf32>) -> tensor<2x5x16xf32>
+  return %0 : tensor<2x5x16xf32>
+}
+
+// -----
+
+func.func @result_width(%x: tensor<4x8xf32>, %w: tensor<16x8xf32>) -> tensor<4x15xf32> {
+  // expected-error @+1 {{result width 15 does not match out_features 16}}
+  %0 = lamina.linear "l" %x, %w : (tensor<4x8xf32>, tensor<16x8xf32>) -> tensor<4x15xf32>
+  return %0 : tensor<4x15xf32>
+}
+
+// -----
+
+func.func @float_and_lns(%x: tensor<4x8xf32>, %w: tensor<16x8x!lns.num<f = 10>>) -> tensor<4x16xf32> {
+  // expected-error @+1 {{input and weight must both be floats or both LNS numbers, got 'f32' and '!lns.num<f = 10>'}}
+  %0 = lamina.linear "l" %x, %w : (tensor<4x8xf32>, tensor<16x8x!lns.num<f = 10>>) -> tensor<4x16xf32>
+  return %0 : tensor<4x16xf32>
+}
+
+// -----
+
+func.func @lns_result_base(%x: tensor<4x8x!lns.num<f = 10>>, %w: tensor<16x8x!lns.num<f = 12>>) -> tensor<4x16x!lns.num<f = 12>> {
+  // expected-error @+1 {{LNS result must have the input's base '!lns.num<f = 10>', got '!lns.num<f = 12>'}}
+  %0 = lamina.linear "l" %x, %w : (tensor<4x8x!lns.num<f = 10>>, tensor<16x8x!lns.num<f = 12>>) -> tensor<4x16x!lns.num<f = 12>>
+  return %0 : tensor<4x16x!lns.num<f = 12>>
+}
+
+// -----
+
+func.func @mixed_floats(%x: tensor<4x8xbf16>, %w: tensor<16x8xf16>) -> tensor<4x16xf32> {
+  // expected-error @+1 {{input and weight element types differ: 'bf16' and 'f16'}}
+  %0 = lamina.linear "l" %x, %w : (tensor<4x8xbf16>, tensor<16x8xf16>) -> tensor<4x16xf32>
+  return %0 : tensor<4x16xf32>
+}
+
+// -----
+
+func.func @narrowing_result(%x: tensor<4x8xf32>, %w: tensor<16x8xf32>) -> tensor<4x16xbf16> {
+  // expected-error @+1 {{result element type must be the input's ('f32') or f32, got 'bf16'}}
+  %0 = lamina.linear "l" %x, %w : (tensor<4x8xf32>, tensor<16x8xf32>) -> tensor<4x16xbf16>
+  return %0 : tensor<4x16xbf16>
+}
+
+// -----
+
+func.func @bias_shape(%x: tensor<4x8xf32>, %w: tensor<16x8xf32>, %b: tensor<8xf32>) -> tensor<4x16xf32> {
+  // expected-error @+1 {{bias must have shape [16] (one value per output feature), got 'tensor<8xf32>'}}
+  %0 = lamina.linear "l" %x, %w bias %b : (tensor<4x8xf32>, tensor<16x8xf32>, tensor<8xf32>) -> tensor<4x16xf32>
+  return %0 : tensor<4x16xf32>
+}
+
+// -----
+
+func.func @bias_kind(%x: tensor<4x8xf32>, %w: tensor<16x8xf32>, %b: tensor<16x!lns.num<f = 10>>) -> tensor<4x16xf32> {
+  // expected-error @+1 {{bias element type '!lns.num<f = 10>' does not go with 'f32'}}
+  %0 = lamina.linear "l" %x, %w bias %b : (tensor<4x8xf32>, tensor<16x8xf32>, tensor<16x!lns.num<f = 10>>) -> tensor<4x16xf32>
+  return %0 : tensor<4x16xf32>
+}
+
+// -----
+
+func.func @separate_bias_requires_bias(%x: tensor<4x8xf32>, %w: tensor<16x8xf32>) -> tensor<4x16xf32> {
+  // expected-error @+1 {{expected 'bias'}}
+  %0 = lamina.linear_separate_bias "l" %x, %w : (tensor<4x8xf32>, tensor<16x8xf32>) -> tensor<4x16xf32>
+  return %0 : tensor<4x16xf32>
+}
+
+// -----
+
+func.func @act_requires_bias(%x: tensor<4x8xf32>, %w: tensor<16x8xf32>) -> tensor<4x16xf32> {
+  // expected-error @+1 {{expected 'bias'}}
+  %0 = lamina.linear_act "l" %x, %w activation gelu_tanh : (tensor<4x8xf32>, tensor<16x8xf32>) -> tensor<4x16xf32>
+  return %0 : tensor<4x16xf32>
+}
+
+// -----
+
+func.func @dropout_requires_bias(%x: tensor<4x8xf32>, %w: tensor<16x8xf32>) -> tensor<4x16xf32> {
+  // expected-error @+1 {{expected 'bias'}}
+  %0 = lamina.linear_dropout "l" %x, %w dropout <p = 0.5> : (tensor<4x8xf32>, tensor<16x8xf32>) -> tensor<4x16xf32>
+  return %0 : tensor<4x16xf32>
+}
+
+// -----
+
+func.func @unknown_activation(%x: tensor<4x16xf32>) -> tensor<4x16xf32> {
+  // expected-error @+2 {{expected ::mlir::lamina::ActivationKind to be one of: gelu_tanh, gelu_erf, relu}}
+  // expected-error @+1 {{failed to parse Lamina_ActivationKindAttr parameter 'value'}}
+  %0 = lamina.activation gelu_new %x : tensor<4x16xf32>
+  return %0 : tensor<4x16xf32>
+}
+
+// -----
+
+func.func @activation_on_lns(%x: tensor<4x8x!lns.num<f = 10>>, %w: tensor<16x8x!lns.num<f = 10>>, %b: tensor<16x!lns.num<f = 10>>) -> tensor<4x16x!lns.num<f = 10>> {
+  // expected-error @+1 {{operand #0 must be ranked tensor of 32-bit float or 16-bit float or bfloat16 type values}}
+  %0 = lamina.linear_act "l" %x, %w bias %b activation relu : (tensor<4x8x!lns.num<f = 10>>, tensor<16x8x!lns.num<f = 10>>, tensor<16x!lns.num<f = 10>>) -> tensor<4x16x!lns.num<f = 10>>
+  return %0 : tensor<4x16x!lns.num<f = 10>>
+}
+
+// -----
+
+func.func @fused_lns_activation(%x: tensor<4x8x!lns.num<f = 10>>, %w: tensor<16x8x!lns.num<f = 10>>) -> tensor<4x16x!lns.num<f = 10>> {
+  // expected-error @+1 {{activation and dropout epilogues need float data, not LNS numbers}}
+  %0 = lamina.fused_linear "l" %x, %w activation relu : (tensor<4x8x!lns.num<f = 10>>, tensor<16x8x!lns.num<f = 10>>) -> tensor<4x16x!lns.num<f = 10>>
+  return %0 : tensor<4x16x!lns.num<f = 10>>
+}
+
+// -----
+
+func.func @dropout_p_above_one(%x: tensor<4x16xf32>) -> tensor<4x16xf32> {
+  // expected-error @+1 {{dropout probability must be in [0, 1], got 1.5}}
+  %0 = lamina.dropout %x <p = 1.5> : tensor<4x16xf32>
+  return %0 : tensor<4x16xf32>
+}
+
+// -----
+
+func.func @dropout_p_negative(%x: tensor<4x16xf32>) -> tensor<4x16xf32> {
+  // expected-error @+1 {{dropout probability must be in [0, 1], got -0.1}}
+  %0 = lamina.dropout %x <p = -0.1, training> : tensor<4x16xf32>
+  return %0 : tensor<4x16xf32>
+}
+
+// -----
+
+func.func @dropout_unknown_parameter(%x: tensor<4x16xf32>) -> tensor<4x16xf32> {
+  // expected-error @+1 {{unknown dropout parameter 'inplace', expected training, offset or fork_rng}}
+  %0 = lamina.dropout %x <p = 0.1, inplace> : tensor<4x16xf32>
+  return %0 : tensor<4x16xf32>
+}
+
+// -----
+
+func.func @active_dropout_without_seed(%x: tensor<4x16xf32>) -> tensor<4x16xf32> {
+  // expected-error @+1 {{an active dropout (training, p > 0) needs a seed operand}}
+  %0 = lamina.dropout %x <p = 0.1, training> : tensor<4x16xf32>
+  return %0 : tensor<4x16xf32>
+}
+
+// -----
+
+func.func @layer_dropout_without_seed(%x: tensor<4x8xf32>, %w: tensor<16x8xf32>, %b: tensor<16xf32>) -> tensor<4x16xf32> {
+  // expected-error @+1 {{an active dropout (training, p > 0) needs a seed operand}}
+  %0 = lamina.linear_dropout "l" %x, %w bias %b dropout <p = 0.5, training> : (tensor<4x8xf32>, tensor<16x8xf32>, tensor<16xf32>) -> tensor<4x16xf32>
+  return %0 : tensor<4x16xf32>
+}
+
+// -----
+
+func.func @sync_fwd_pre_all_reduce(%x: tensor<4x16xf32>) -> tensor<4x16xf32> {
+  // expected-error @+1 {{sync mode fwd_pre does not exist with all_reduce (fwd_pre takes all_gather, bwd_post takes all_reduce, fwd_post takes any collective)}}
+  %0 = lamina.sync %x <fwd_pre, all_reduce> : tensor<4x16xf32>
+  return %0 : tensor<4x16xf32>
+}
+
+// -----
+
+func.func @sync_bwd_post_all_gather(%x: tensor<4x16xf32>) -> tensor<4x16xf32> {
+  // expected-error @+1 {{sync mode bwd_post does not exist with all_gather}}
+  %0 = lamina.sync %x <bwd_post, all_gather, axis = 1> : tensor<4x16xf32>
+  return %0 : tensor<4x16xf32>
+}
+
+// -----
+
+func.func @sync_fwd_pre_scatter(%x: tensor<4x16xf32>) -> tensor<4x16xf32> {
+  // expected-error @+1 {{sync mode fwd_pre does not exist with scatter}}
+  %0 = lamina.sync %x <fwd_pre, scatter, axis = 0> : tensor<4x16xf32>
+  return %0 : tensor<4x16xf32>
+}
+
+// -----
+
+func.func @sync_missing_axis(%x: tensor<4x16xf32>) -> tensor<4x16xf32> {
+  // expected-error @+1 {{reduce_scatter needs an axis}}
+  %0 = lamina.sync %x <fwd_post, reduce_scatter> : tensor<4x16xf32>
+  return %0 : tensor<4x16xf32>
+}
+
+// -----
+
+func.func @sync_all_reduce_axis(%x: tensor<4x16xf32>) -> tensor<4x16xf32> {
+  // expected-error @+1 {{all_reduce takes no axis}}
+  %0 = lamina.sync %x <fwd_post, all_reduce, axis = 1> : tensor<4x16xf32>
+  return %0 : tensor<4x16xf32>
+}
+
+// -----
+
+func.func @sync_negative_axis(%x: tensor<4x16xf32>) -> tensor<4x16xf32> {
+  // expected-error @+1 {{sync axis must be non-negative, got -1}}
+  %0 = lamina.sync %x <fwd_post, all_gather, axis = -1> : tensor<4x16xf32>
+  return %0 : tensor<4x16xf32>
+}
+
+// -----
+
+func.func @sync_axis_out_of_range(%x: tensor<4x16xf32>) -> tensor<4x16xf32> {
+  // expected-error @+1 {{sync axis 2 is out of range for a value of rank 2}}
+  %0 = lamina.sync %x <fwd_post, all_gather, axis = 2> : tensor<4x16xf32>
+  return %0 : tensor<4x16xf32>
+}
+
+// -----
+
+func.func @sync_unknown_mode(%x: tensor<4x16xf32>) -> tensor<4x16xf32> {
+  // expected-error @+1 {{unknown sync mode 'bwd_pre', expected fwd_pre, fwd_post or bwd_post}}
+  %0 = lamina.sync %x <bwd_pre, all_reduce> : tensor<4x16xf32>
+  return %0 : tensor<4x16xf32>
+}
+
+// -----
+
+func.func @sync_unknown_op(%x: tensor<4x16xf32>) -> tensor<4x16xf32> {
+  // expected-error @+1 {{unknown sync op 'broadcast', expected all_reduce, all_gather, reduce_scatter or scatter}}
+  %0 = lamina.sync %x <fwd_post, broadcast> : tensor<4x16xf32>
+  return %0 : tensor<4x16xf32>
+}
+
+// -----
+
+func.func @sync_unknown_parameter(%x: tensor<4x16xf32>) -> tensor<4x16xf32> {
+  // expected-error @+1 {{unknown sync parameter 'dim', expected axis or tensor_parallel_output_grad}}
+  %0 = lamina.sync %x <fwd_post, all_gather, dim = 1> : tensor<4x16xf32>
+  return %0 : tensor<4x16xf32>
+}
+
+// -----
+
+func.func @layer_sync_not_fwd_post(%x: tensor<4x8xf32>, %w: tensor<16x8xf32>, %b: tensor<16xf32>) -> tensor<4x16xf32> {
+  // expected-error @+1 {{a layer's sync acts on its matmul result and must be fwd_post, got bwd_post; express it as a lamina.sync on the value instead}}
+  %0 = lamina.linear_sync "l" %x, %w sync <bwd_post, all_reduce> bias %b : (tensor<4x8xf32>, tensor<16x8xf32>, tensor<16xf32>) -> tensor<4x16xf32>
+  return %0 : tensor<4x16xf32>
+}
+
+// -----
+
+func.func @layer_sync_axis(%x: tensor<4x8xf32>, %w: tensor<16x8xf32>) -> tensor<4x16xf32> {
+  // expected-error @+1 {{sync axis 3 is out of range for a result of rank 2}}
+  %0 = lamina.fused_linear "l" %x, %w sync <fwd_post, reduce_scatter, axis = 3> : (tensor<4x8xf32>, tensor<16x8xf32>) -> tensor<4x16xf32>
+  return %0 : tensor<4x16xf32>
+}
+
+// -----
+
+func.func @qkv_hidden_not_divisible(%x: tensor<2x30xf32>, %w: tensor<90x30xf32>, %b: tensor<90xf32>) -> (tensor<2x4x7xf32>) {
+  // expected-error @+1 {{hidden size 30 is not divisible by num_heads 4}}
+  %q, %k, %v = lamina.fused_qkv "qkv" %x, %w bias %b num_heads 4 world_size 1 : (tensor<2x30xf32>, tensor<90x30xf32>, tensor<90xf32>) -> (tensor<2x4x7xf32>, tensor<2x4x7xf32>, tensor<2x4x7xf32>)
+  return %q : tensor<2x4x7xf32>
+}
+
+// -----
+
+func.func @qkv_heads_not_divisible(%x: tensor<2x36xf32>, %w: tensor<108x36xf32>, %b: tensor<108xf32>) -> (tensor<2x6x6xf32>) {
+  // expected-error @+1 {{num_heads 6 is not divisible by world_size 4}}
+  %q, %k, %v = lamina.fused_qkv "qkv" %x, %w bias %b num_heads 6 world_size 4 : (tensor<2x36xf32>, tensor<108x36xf32>, tensor<108xf32>) -> (tensor<2x6x6xf32>, tensor<2x6x6xf32>, tensor<2x6x6xf32>)
+  return %q : tensor<2x6x6xf32>
+}
+
+// -----
+
+func.func @qkv_zero_heads(%x: tensor<2x32xf32>, %w: tensor<96x32xf32>, %b: tensor<96xf32>) -> (tensor<2x4x8xf32>) {
+  // expected-error @+1 {{attribute 'num_heads' failed to satisfy constraint: 64-bit signless integer attribute whose value is positive}}
+  %q, %k, %v = lamina.fused_qkv "qkv" %x, %w bias %b num_heads 0 world_size 1 : (tensor<2x32xf32>, tensor<96x32xf32>, tensor<96xf32>) -> (tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>)
+  return %q : tensor<2x4x8xf32>
+}
+
+// -----
+
+func.func @qkv_head_count(%x: tensor<2x32xf32>, %w: tensor<96x32xf32>, %b: tensor<96xf32>) -> (tensor<2x3x8xf32>) {
+  // expected-error @+1 {{q/k/v hold 3 heads; expected num_heads (4) or num_heads / world_size (2)}}
+  %q, %k, %v = lamina.fused_qkv "qkv" %x, %w bias %b num_heads 4 world_size 2 : (tensor<2x32xf32>, tensor<96x32xf32>, tensor<96xf32>) -> (tensor<2x3x8xf32>, tensor<2x3x8xf32>, tensor<2x3x8xf32>)
+  return %q : tensor<2x3x8xf32>
+}
+
+// -----
+
+func.func @qkv_head_dim(%x: tensor<2x32xf32>, %w: tensor<96x32xf32>, %b: tensor<96xf32>) -> (tensor<2x4x4xf32>) {
+  // expected-error @+1 {{head_dim of q/k/v is 4, expected hidden / num_heads = 8}}
+  %q, %k, %v = lamina.fused_qkv "qkv" %x, %w bias %b num_heads 4 world_size 1 : (tensor<2x32xf32>, tensor<96x32xf32>, tensor<96xf32>) -> (tensor<2x4x4xf32>, tensor<2x4x4xf32>, tensor<2x4x4xf32>)
+  return %q : tensor<2x4x4xf32>
+}
+
+// -----
+
+func.func @qkv_weight_rows(%x: tensor<2x32xf32>, %w: tensor<64x32xf32>, %b: tensor<64xf32>) -> (tensor<2x4x8xf32>) {
+  // expected-error @+1 {{weight must be [3·heads·head_dim, hidden] = [96, 32], got 'tensor<64x32xf32>'}}
+  %q, %k, %v = lamina.fused_qkv "qkv" %x, %w bias %b num_heads 4 world_size 1 : (tensor<2x32xf32>, tensor<64x32xf32>, tensor<64xf32>) -> (tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>)
+  return %q : tensor<2x4x8xf32>
+}
+
+// -----
+
+func.func @qkv_types_differ(%x: tensor<2x32xf32>, %w: tensor<96x32xf32>, %b: tensor<96xf32>) -> (tensor<2x4x8xf32>) {
+  // expected-error @+1 {{q, k and v must have the same type}}
+  %q, %k, %v = lamina.fused_qkv "qkv" %x, %w bias %b num_heads 4 world_size 1 : (tensor<2x32xf32>, tensor<96x32xf32>, tensor<96xf32>) -> (tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x8x4xf32>)
+  return %q : tensor<2x4x8xf32>
+}
+
+// -----
+
+module attributes {lamina.world_size = 2 : i64} {
+  func.func @qkv_unsharded_weight(%x: tensor<2x32xf32>, %w: tensor<96x32xf32> {lamina.layout = #lamina.layout<R>}, %b: tensor<96xf32>) -> (tensor<2x4x8xf32>) {
+    // expected-error @+1 {{world_size 2 needs the weight sharded on axis 0, but it is #lamina.layout<R>}}
+    %q, %k, %v = lamina.fused_qkv "qkv" %x, %w bias %b num_heads 4 world_size 2 : (tensor<2x32xf32>, tensor<96x32xf32>, tensor<96xf32>) -> (tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>)
+    return %q : tensor<2x4x8xf32>
+  }
+}
+
+// -----
+
+module attributes {lamina.world_size = 4 : i64} {
+  func.func @qkv_world_size_mismatch(%x: tensor<2x32xf32>, %w: tensor<96x32xf32> {lamina.layout = #lamina.layout<S(0)>}, %b: tensor<96xf32>) -> (tensor<2x4x8xf32>) {
+    // expected-error @+1 {{world_size 2 differs from the program's world size 4}}
+    %q, %k, %v = lamina.fused_qkv "qkv" %x, %w bias %b num_heads 4 world_size 2 : (tensor<2x32xf32>, tensor<96x32xf32>, tensor<96xf32>) -> (tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>)
+    return %q : tensor<2x4x8xf32>
+  }
+}
+
+// -----
+
+func.func @bias_add_shape(%x: tensor<4x16xf32>, %b: tensor<4xf32>) -> tensor<4x16xf32> {
+  // expected-error @+1 {{bias must have shape [16] (one value per output feature), got 'tensor<4xf32>'}}
+  %0 = lamina.bias_add %x, %b : tensor<4x16xf32>, tensor<4xf32>
+  return %0 : tensor<4x16xf32>
+}
+
+// -----
+
+// expected-error @+1 {{sharded layout needs an axis: S(axis)}}
+func.func private @layout_s_without_axis(tensor<4x16xf32> {lamina.layout = #lamina.layout<S>})
+
+// -----
+
+// expected-error @+1 {{only the sharded layout S takes an axis}}
+func.func private @layout_r_with_axis(tensor<4x16xf32> {lamina.layout = #lamina.layout<R(0)>})
+
+// -----
+
+// expected-error @+1 {{unknown layout 'Q', expected R, S(axis) or P}}
+func.func private @layout_unknown(tensor<4x16xf32> {lamina.layout = #lamina.layout<Q>})
+
+// -----
+
+// expected-error @+1 {{argument 0 is sharded on axis 2 but has rank 2}}
+func.func private @layout_axis_out_of_range(tensor<4x16xf32> {lamina.layout = #lamina.layout<S(2)>})
+
+// -----
+
+module attributes {lamina.world_size = 3 : i64} {
+  // expected-error @+1 {{argument 0 is sharded on axis 1 of size 16, which is not divisible by the world size 3}}
+  func.func private @layout_not_divisible(tensor<4x16xf32> {lamina.layout = #lamina.layout<S(1)>})
+}
+
+// -----
+
+// expected-error @+1 {{'lamina.layout' must be a #lamina.layout}}
+func.func private @layout_wrong_attr(tensor<4x16xf32> {lamina.layout = 1 : i64})
+
+// -----
+
+// expected-error @+1 {{unknown lamina argument attribute 'lamina.shard'}}
+func.func private @unknown_arg_attr(tensor<4x16xf32> {lamina.shard = 0 : i64})
+
+// -----
+
+// expected-error @+1 {{'lamina.world_size' must be a positive integer}}
+module attributes {lamina.world_size = 0 : i64} {
+}
+
+// -----
+
+// expected-error @+1 {{'lamina.world_size' belongs on a builtin.module}}
+func.func private @world_size_on_func() attributes {lamina.world_size = 2 : i64}
+
+// -----
+
+// expected-error @+1 {{unknown lamina attribute 'lamina.training'}}
+module attributes {lamina.training} {
+}

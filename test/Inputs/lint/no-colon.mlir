@@ -1,0 +1,3 @@
+// RUN lamina-opt %s | FileCheck %s
+// CHECK: func
+func.func @f() { return }
