@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
-# The main job: the GPT-2-style example block through Lamina's passes.
+# The main job: compile the example GPT-2 block with lamina-cpu-pipeline, run
+# it, check it against eager PyTorch and report its time per call.
 set -euo pipefail
-build_dir=${1:-build}
-example=examples/gpt2_block.mlir
-echo "== $example after canonicalize, cse"
-"$build_dir/bin/lamina-opt" "$example" --canonicalize --cse
+export LAMINA_BUILD_DIR=${1:-build}
+exec /usr/bin/python3 examples/run_gpt2_block.py

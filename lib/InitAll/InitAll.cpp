@@ -2,8 +2,11 @@
 
 #include "lamina/InitAll.h"
 
+#include "lamina/Conversion/Passes.h"
 #include "lamina/Lamina/IR/Lamina.h"
+#include "lamina/Lamina/Transforms/Passes.h"
 #include "lamina/Lns/IR/Lns.h"
+#include "lamina/Pipelines/Pipelines.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/InitAllDialects.h"
@@ -16,4 +19,9 @@ void mlir::lamina::registerAllDialects(DialectRegistry &registry) {
   mlir::registerAllExtensions(registry);
 }
 
-void mlir::lamina::registerAllPasses() { mlir::registerAllPasses(); }
+void mlir::lamina::registerAllPasses() {
+  mlir::registerAllPasses();
+  registerLaminaPasses();
+  registerLaminaConversionPasses();
+  registerLaminaPipelines();
+}

@@ -38,6 +38,9 @@ def Lamina_Dialect : Dialect {
     /// Module attribute holding the number of ranks of the device grid.
     static constexpr ::llvm::StringLiteral kWorldSizeAttrName =
         "lamina.world_size";
+    /// Attribute naming the role of a lowered linalg op ("matmul" or
+    /// "epilogue"), which the code-generation pipelines match on.
+    static constexpr ::llvm::StringLiteral kStageAttrName = "lamina.stage";
   }];
 }
 

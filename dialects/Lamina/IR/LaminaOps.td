@@ -240,7 +240,7 @@ def Lamina_ActivationOp : Lamina_Op<"activation", [SameOperandsAndResultType]> {
   let arguments = (ins Lamina_ActivationKindAttr:$kind,
                    Lamina_FloatTensor:$input, OptionalAttr<StrAttr>:$path);
   let results = (outs Lamina_FloatTensor:$result);
-  let assemblyFormat = "($path^)? $kind $input attr-dict `:` type($input)";
+  let assemblyFormat = "($path^ ``)? $kind $input attr-dict `:` type($input)";
   let hasFolder = 1;
 }
 

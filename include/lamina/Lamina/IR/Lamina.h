@@ -37,6 +37,23 @@ std::optional<int64_t> getWorldSize(Operation *op);
 /// The layout declared on a function argument (`lamina.layout`), or null.
 LayoutAttr getDeclaredLayout(Value value);
 
+/// What every x·Wᵀ layer computes, in the spec's order:
+/// matmul → [sync] → [bias] → [activation] → [dropout].
+struct LinearLayerParts {
+  StringAttr path;
+  Value input, weight;
+  SyncAttr sync;         // null: no sync point
+  Value bias;            // null: no bias
+  ActivationKindAttr activation; // null: no activation
+  DropoutAttr dropout;   // null: no dropout
+  Value seed;            // null unless the dropout is active
+};
+
+/// The parts of a linear layer op (linear, linear_separate_bias,
+/// linear_sync, linear_act, linear_dropout, fused_linear); nullopt for any
+/// other op.
+std::optional<LinearLayerParts> getLinearLayerParts(Operation *op);
+
 } // namespace mlir::lamina
 
 #endif // LAMINA_LAMINA_IR_LAMINA_H

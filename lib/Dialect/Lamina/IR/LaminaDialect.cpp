@@ -272,6 +272,14 @@ LogicalResult LaminaDialect::verifyOperationAttribute(Operation *op,
                              << "' must be a positive integer";
     return success();
   }
+  if (attr.getName() == kStageAttrName) {
+    auto stage = dyn_cast<StringAttr>(attr.getValue());
+    if (!stage || (stage.getValue() != "matmul" &&
+                   stage.getValue() != "epilogue"))
+      return op->emitError() << "'" << kStageAttrName
+                             << "' must be \"matmul\" or \"epilogue\"";
+    return success();
+  }
   return op->emitError() << "unknown lamina attribute '"
                          << attr.getName().getValue() << "'";
 }

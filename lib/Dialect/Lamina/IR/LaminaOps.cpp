@@ -5,6 +5,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/PatternMatch.h"
+#include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
 using namespace mlir::lamina;
@@ -376,4 +377,42 @@ void LinearWithDropoutOp::getCanonicalizationPatterns(
 void FusedLinearOp::getCanonicalizationPatterns(RewritePatternSet &results,
                                                 MLIRContext *context) {
   results.add<FusedLinearInactiveDropout>(context);
+}
+
+//===----------------------------------------------------------------------===//
+// LinearLayerParts
+//===----------------------------------------------------------------------===//
+
+std::optional<LinearLayerParts> mlir::lamina::getLinearLayerParts(Operation *op) {
+  return llvm::TypeSwitch<Operation *, std::optional<LinearLayerParts>>(op)
+      .Case([](LinearOp op) {
+        return LinearLayerParts{op.getPathAttr(), op.getInput(), op.getWeight(),
+                                {}, op.getBias(), {}, {}, {}};
+      })
+      .Case([](LinearWithSeparateBiasOp op) {
+        return LinearLayerParts{op.getPathAttr(), op.getInput(), op.getWeight(),
+                                {}, op.getBias(), {}, {}, {}};
+      })
+      .Case([](LinearWithSyncOp op) {
+        return LinearLayerParts{op.getPathAttr(), op.getInput(), op.getWeight(),
+                                op.getSyncAttr(), op.getBias(), {}, {}, {}};
+      })
+      .Case([](LinearWithActOp op) {
+        return LinearLayerParts{op.getPathAttr(), op.getInput(),
+                                op.getWeight(), op.getSyncAttr(),
+                                op.getBias(), op.getActivationAttr(), {}, {}};
+      })
+      .Case([](LinearWithDropoutOp op) {
+        return LinearLayerParts{op.getPathAttr(), op.getInput(),
+                                op.getWeight(), op.getSyncAttr(),
+                                op.getBias(), {}, op.getDropout(),
+                                op.getSeed()};
+      })
+      .Case([](FusedLinearOp op) {
+        return LinearLayerParts{op.getPathAttr(),      op.getInput(),
+                                op.getWeight(),        op.getSyncAttr(),
+                                op.getBias(),          op.getActivationAttr(),
+                                op.getDropoutAttr(),   op.getSeed()};
+      })
+      .Default([](Operation *) { return std::nullopt; });
 }

@@ -1,0 +1,98 @@
+//===- Passes.td - Transformations of the lamina dialect ---*- tablegen -*-===//
+
+#ifndef LAMINA_LAMINA_TRANSFORMS_PASSES_TD
+#define LAMINA_LAMINA_TRANSFORMS_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def LaminaDecompose : Pass<"lamina-decompose"> {
+  let summary = "Split layer ops into matmul, sync, bias add, activation and "
+                "dropout (Slapo's decompose)";
+  let description = [{
+    Rewrites every linear layer (`lamina.linear`, `linear_separate_bias`,
+    `linear_sync`, `linear_act`, `linear_dropout`, `fused_linear`) into the
+    primitive ops it computes, in the spec's order, each keeping the layer's
+    path. This exposes the bias add so that schedules can move it after a
+    sync, and gives epilogue fusion a uniform input.
+
+    ```mlir
+    %y = lamina.linear_act "fc" %x, %w bias %b activation gelu_tanh : ...
+    // becomes
+    %0 = lamina.matmul "fc" %x, %w : ...
+    %1 = lamina.bias_add "fc" %0, %b : ...
+    %y = lamina.activation "fc" gelu_tanh %1 : ...
+    ```
+  }];
+  let dependentDialects = ["::mlir::lamina::LaminaDialect"];
+}
+
+def LaminaFuseEpilogues : Pass<"lamina-fuse-epilogues"> {
+  let summary = "Fuse matmul → [sync] → bias → activation → dropout chains "
+                "into lamina.fused_linear";
+  let description = [{
+    Starting at each `lamina.matmul`, absorbs the longest chain of
+    single-use successors that follows the spec's epilogue order: an
+    optional `fwd_post` sync, an optional bias add, an optional activation,
+    an optional dropout. A value with a second use ends the chain (its
+    other users need it unfused), as does any op out of order. A matmul
+    with nothing to absorb is left alone.
+
+    ```mlir
+    %0 = lamina.matmul "fc" %x, %w : ...
+    %1 = lamina.bias_add "fc" %0, %b : ...
+    %2 = lamina.activation "fc" gelu_tanh %1 : ...
+    // becomes
+    %2 = lamina.fused_linear "fc" %x, %w bias %b activation gelu_tanh : ...
+    ```
+  }];
+  let dependentDialects = ["::mlir::lamina::LaminaDialect"];
+}
+
+//===----------------------------------------------------------------------===//
+// Code generation helpers
+//===----------------------------------------------------------------------===//
+
+def LaminaDecomposeAggregates : Pass<"lamina-decompose-aggregates"> {
+  let summary = "Decompose aggregated linalg ops (softmax) into simple ones";
+  let description = [{
+    Ops such as `linalg.softmax` have no direct lowering to loops or
+    vectors; they implement `AggregatedOpInterface`, whose decomposition
+    (max, exp, sum, div as `linalg.generic`s) this pass applies.
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::math::MathDialect"];
+}
+
+def LaminaApproximateMath : Pass<"lamina-approximate-math"> {
+  let summary = "Replace tanh, erf and exp by vectorizable polynomials";
+  let description = [{
+    The default lowering of `math.tanh` is a scalar libm call per element,
+    which halves the speed of a fused GELU epilogue. Upstream's polynomial
+    approximations (max error 2.7e-7 for tanh on f32) vectorize; this pass
+    applies them to f32 `tanh`, `erf` and `exp`. The same polynomials serve
+    the GPU path, so both targets compute the same GELU.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::math::MathDialect",
+                           "::mlir::vector::VectorDialect"];
+}
+
+def LaminaExpandCopies : Pass<"lamina-expand-copies"> {
+  let summary = "Turn memref.copy into linalg.copy";
+  let description = [{
+    The LLVM lowering of a `memref.copy` between strided views calls the
+    `memrefCopy` runtime function of upstream's C runner utilities. Rewriting
+    copies as `linalg.copy` lets them compile to loops, so compiled programs
+    need no MLIR runtime library on the host or in ahead-of-time artefacts.
+
+    ```mlir
+    memref.copy %a, %b : memref<2x4xf32, strided<[12, 3]>> to memref<2x4xf32>
+    // becomes
+    linalg.copy ins(%a : ...) outs(%b : ...)
+    ```
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect"];
+}
+
+#endif // LAMINA_LAMINA_TRANSFORMS_PASSES_TD

@@ -1,0 +1,33 @@
+//===- Philox.h - Counter-based random numbers in arith ---------*- C++ -*-===//
+//
+// Philox-4x32-10 (Salmon et al., "Parallel random numbers: as easy as 1, 2,
+// 3", SC'11) emitted as plain arith ops, so that every target draws the same
+// numbers for the same (key, counter).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LAMINA_CONVERSION_LAMINATOLINALG_PHILOX_H
+#define LAMINA_CONVERSION_LAMINATOLINALG_PHILOX_H
+
+#include "mlir/IR/Builders.h"
+
+#include <array>
+
+namespace mlir::lamina {
+
+/// Ten Philox rounds on four i32 counter words and two i32 key words;
+/// returns the four i32 output words.
+std::array<Value, 4> buildPhilox4x32(OpBuilder &builder, Location loc,
+                                     std::array<Value, 4> counter,
+                                     std::array<Value, 2> key);
+
+/// Whether dropout keeps element `index` (i64, the element's row-major index
+/// in the whole tensor): the first output word of Philox with key = `seed`
+/// (i64) and counter = (index, offset, stream) is compared with
+/// round(p · 2^32). Returns an i1.
+Value buildDropoutKeep(OpBuilder &builder, Location loc, Value index,
+                       Value seed, uint64_t offset, uint32_t stream, double p);
+
+} // namespace mlir::lamina
+
+#endif // LAMINA_CONVERSION_LAMINATOLINALG_PHILOX_H

@@ -1,0 +1,25 @@
+//===- Passes.h - Conversions out of Lamina's dialects ----------*- C++ -*-===//
+
+#ifndef LAMINA_CONVERSION_PASSES_H
+#define LAMINA_CONVERSION_PASSES_H
+
+#include "mlir/Pass/Pass.h"
+
+namespace mlir {
+class ConversionTarget;
+class RewritePatternSet;
+namespace lamina {
+
+#define GEN_PASS_DECL
+#include "lamina/Conversion/Passes.h.inc"
+
+/// Patterns lowering every lamina op to linalg, tensor, arith and lns.
+void populateLaminaToLinalgPatterns(RewritePatternSet &patterns);
+
+#define GEN_PASS_REGISTRATION
+#include "lamina/Conversion/Passes.h.inc"
+
+} // namespace lamina
+} // namespace mlir
+
+#endif // LAMINA_CONVERSION_PASSES_H

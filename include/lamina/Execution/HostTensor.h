@@ -1,0 +1,44 @@
+//===- HostTensor.h - Dense host arrays and .npy files ----------*- C++ -*-===//
+
+#ifndef LAMINA_EXECUTION_HOSTTENSOR_H
+#define LAMINA_EXECUTION_HOSTTENSOR_H
+
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace mlir::lamina {
+
+/// Element types crossing the host boundary. LNS numbers travel as their
+/// int64 codes; bf16 travels as its 16 raw bits (NumPy has no bf16).
+enum class ElementKind { F32, F64, F16, BF16, I64, I32 };
+
+size_t getElementSize(ElementKind kind);
+llvm::StringRef getElementName(ElementKind kind);
+
+/// A dense, row-major array owned by the host.
+struct HostTensor {
+  ElementKind kind = ElementKind::F32;
+  llvm::SmallVector<int64_t> shape;
+  std::vector<uint8_t> bytes;
+
+  static HostTensor zeros(ElementKind kind, llvm::ArrayRef<int64_t> shape);
+  int64_t getNumElements() const;
+  /// Element `i` converted to double (bf16/f16 widened exactly).
+  double getAsDouble(int64_t i) const;
+  void setFromDouble(int64_t i, double value);
+};
+
+/// Reads a C-ordered .npy file (format 1.0–3.0) of a supported dtype.
+llvm::Expected<HostTensor> readNpy(llvm::StringRef path);
+
+/// Writes `tensor` as a .npy 1.0 file (bf16 as '<u2').
+llvm::Error writeNpy(llvm::StringRef path, const HostTensor &tensor);
+
+} // namespace mlir::lamina
+
+#endif // LAMINA_EXECUTION_HOSTTENSOR_H

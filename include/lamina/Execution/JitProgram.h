@@ -1,0 +1,56 @@
+//===- JitProgram.h - Compile a module and run it on the host ---*- C++ -*-===//
+
+#ifndef LAMINA_EXECUTION_JITPROGRAM_H
+#define LAMINA_EXECUTION_JITPROGRAM_H
+
+#include "lamina/Execution/HostTensor.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
+
+#include <memory>
+
+namespace mlir {
+class ExecutionEngine;
+namespace lamina {
+
+/// One argument or result of the entry function as the host sees it.
+struct ArgumentSpec {
+  bool isScalar = false;
+  ElementKind kind = ElementKind::F32;
+  llvm::SmallVector<int64_t> shape;
+  std::string typeText; // the MLIR type, for messages
+};
+
+/// A module compiled for the host CPU with a named pipeline and loaded with
+/// the MLIR ExecutionEngine. Inputs are never written; results are returned
+/// in fresh host tensors.
+class JitProgram {
+public:
+  /// Compiles `module` with the textual pass pipeline `pipeline` (e.g.
+  /// "lamina-cpu-pipeline") and prepares `entry` for calls.
+  static llvm::Expected<std::unique_ptr<JitProgram>>
+  compile(OwningOpRef<ModuleOp> module, llvm::StringRef entry,
+          llvm::StringRef pipeline);
+
+  ~JitProgram();
+
+  llvm::ArrayRef<ArgumentSpec> getInputs() const { return inputs; }
+  llvm::ArrayRef<ArgumentSpec> getResults() const { return results; }
+
+  /// Checks `args` against the entry's signature and runs it once.
+  llvm::Expected<std::vector<HostTensor>> run(llvm::ArrayRef<HostTensor> args);
+
+private:
+  JitProgram() = default;
+
+  std::unique_ptr<ExecutionEngine> engine;
+  std::string entry;
+  llvm::SmallVector<ArgumentSpec> inputs;
+  llvm::SmallVector<ArgumentSpec> results;
+};
+
+} // namespace lamina
+} // namespace mlir
+
+#endif // LAMINA_EXECUTION_JITPROGRAM_H

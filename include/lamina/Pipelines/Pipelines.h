@@ -1,0 +1,36 @@
+//===- Pipelines.h - Lamina's end-to-end compilation pipelines --*- C++ -*-===//
+//
+// Named pipelines registered in lamina-opt and used by lamina-run and the
+// Python package, so that every entry point compiles alike.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LAMINA_PIPELINES_PIPELINES_H
+#define LAMINA_PIPELINES_PIPELINES_H
+
+#include "mlir/Pass/PassOptions.h"
+
+namespace mlir {
+class OpPassManager;
+namespace lamina {
+
+struct CpuPipelineOptions : public PassPipelineOptions<CpuPipelineOptions> {
+  Option<unsigned> threads{*this, "threads",
+                           llvm::cl::desc("threads running the outer tile "
+                                          "loop of each matmul (1 or 2)"),
+                           llvm::cl::init(1)};
+};
+
+/// lamina (+ upstream tensor IR) → LLVM dialect for the host CPU: epilogue
+/// fusion, lowering to linalg, vectorized math, bufferization with results
+/// as out-parameters, LLVM.
+void buildLaminaCpuPipeline(OpPassManager &pm,
+                            const CpuPipelineOptions &options);
+
+/// Registers `lamina-cpu-pipeline`.
+void registerLaminaPipelines();
+
+} // namespace lamina
+} // namespace mlir
+
+#endif // LAMINA_PIPELINES_PIPELINES_H

@@ -1,0 +1,478 @@
+//===- LaminaToLinalg.cpp - Lower lamina ops to linalg, tensor, arith -----===//
+
+#include "lamina/Conversion/LaminaToLinalg/Philox.h"
+#include "lamina/Conversion/Passes.h"
+#include "lamina/Lamina/IR/Lamina.h"
+#include "lamina/Lamina/Transforms/Passes.h"
+#include "lamina/Lns/IR/Lns.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Utils/Utils.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Utils/ReshapeOpsUtils.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/DialectConversion.h"
+
+namespace mlir::lamina {
+#define GEN_PASS_DEF_CONVERTLAMINATOLINALG
+#include "lamina/Conversion/Passes.h.inc"
+} // namespace mlir::lamina
+
+using namespace mlir;
+using namespace mlir::lamina;
+
+static constexpr StringLiteral kStageAttrName = LaminaDialect::kStageAttrName;
+
+//===----------------------------------------------------------------------===//
+// Shapes
+//===----------------------------------------------------------------------===//
+
+/// x[..., K] as [M, K]: leading dims flattened (rank 1 gets M = 1).
+static Value flattenRows(OpBuilder &b, Location loc, Value x) {
+  auto type = cast<RankedTensorType>(x.getType());
+  int64_t rank = type.getRank();
+  if (rank == 2)
+    return x;
+  if (rank == 1) {
+    auto rowType = RankedTensorType::get({1, type.getDimSize(0)},
+                                         type.getElementType());
+    SmallVector<OpFoldResult> shape = {b.getIndexAttr(1),
+                                       tensor::getMixedSize(b, loc, x, 0)};
+    return tensor::ExpandShapeOp::create(b, loc, rowType, x,
+                                         ArrayRef<ReassociationIndices>{{0, 1}},
+                                         shape);
+  }
+  ReassociationIndices rows;
+  for (int64_t d = 0; d < rank - 1; ++d)
+    rows.push_back(d);
+  return tensor::CollapseShapeOp::create(
+      b, loc, x, ArrayRef<ReassociationIndices>{rows, {rank - 1}});
+}
+
+/// A [M, N] value back to `resultType` = [..., N], the leading dims taken
+/// from `input` (x[..., K]).
+static Value restoreRows(OpBuilder &b, Location loc, Value value,
+                         RankedTensorType resultType, Value input) {
+  int64_t rank = resultType.getRank();
+  if (rank == 2)
+    return value;
+  if (rank == 1)
+    return tensor::CollapseShapeOp::create(
+        b, loc, resultType, value, ArrayRef<ReassociationIndices>{{0, 1}});
+  ReassociationIndices rows;
+  SmallVector<OpFoldResult> shape;
+  for (int64_t d = 0; d < rank - 1; ++d) {
+    rows.push_back(d);
+    shape.push_back(tensor::getMixedSize(b, loc, input, d));
+  }
+  shape.push_back(tensor::getMixedSize(b, loc, value, 1));
+  return tensor::ExpandShapeOp::create(
+      b, loc, resultType, value,
+      ArrayRef<ReassociationIndices>{rows, {rank - 1}}, shape);
+}
+
+static Value emptyLike(OpBuilder &b, Location loc, Value shapeSource,
+                       Type elementType) {
+  return tensor::EmptyOp::create(
+      b, loc, tensor::getMixedSizes(b, loc, shapeSource), elementType);
+}
+
+//===----------------------------------------------------------------------===//
+// Element-wise epilogue
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// Element-wise steps after a matmul, in the spec's order.
+struct EpilogueSteps {
+  Value bias;                    // [N], broadcast over the last dimension
+  ActivationKindAttr activation;
+  DropoutAttr dropout;           // only active dropouts are applied
+  Value seed;
+
+  bool empty() const {
+    return !bias && !activation && !(dropout && dropout.isActive());
+  }
+};
+} // namespace
+
+static Value buildActivation(OpBuilder &b, Location loc, ActivationKind kind,
+                             Value x) {
+  Type type = x.getType();
+  auto constant = [&](double value) -> Value {
+    return arith::ConstantOp::create(b, loc, b.getFloatAttr(type, value));
+  };
+  switch (kind) {
+  case ActivationKind::relu:
+    return arith::MaximumFOp::create(b, loc, x, constant(0.0));
+  case ActivationKind::gelu_tanh: {
+    // 0.5·x·(1 + tanh(sqrt(2/π)·(x + 0.044715·x³)))
+    Value x3 = arith::MulFOp::create(
+        b, loc, x, arith::MulFOp::create(b, loc, x, x));
+    Value inner = arith::AddFOp::create(
+        b, loc, x, arith::MulFOp::create(b, loc, constant(0.044715), x3));
+    Value t = math::TanhOp::create(
+        b, loc,
+        arith::MulFOp::create(b, loc, constant(0.7978845608028654), inner));
+    Value half = arith::MulFOp::create(b, loc, constant(0.5), x);
+    return arith::MulFOp::create(
+        b, loc, half, arith::AddFOp::create(b, loc, constant(1.0), t));
+  }
+  case ActivationKind::gelu_erf: {
+    // 0.5·x·(1 + erf(x/√2))
+    Value e = math::ErfOp::create(
+        b, loc, arith::MulFOp::create(b, loc, constant(0.7071067811865476), x));
+    Value half = arith::MulFOp::create(b, loc, constant(0.5), x);
+    return arith::MulFOp::create(
+        b, loc, half, arith::AddFOp::create(b, loc, constant(1.0), e));
+  }
+  }
+  llvm_unreachable("unknown activation");
+}
+
+/// Row-major strides of `source` as index values.
+static SmallVector<Value> buildStrides(OpBuilder &b, Location loc,
+                                       Value source) {
+  int64_t rank = cast<RankedTensorType>(source.getType()).getRank();
+  SmallVector<Value> strides(rank);
+  Value stride = arith::ConstantIndexOp::create(b, loc, 1);
+  for (int64_t d = rank - 1; d >= 0; --d) {
+    strides[d] = stride;
+    if (d > 0)
+      stride = arith::MulIOp::create(
+          b, loc, stride,
+          getValueOrCreateConstantIndexOp(
+              b, loc, tensor::getMixedSize(b, loc, source, d)));
+  }
+  return strides;
+}
+
+/// One linalg.generic applying `steps` to `source` (any rank, floats),
+/// computing in f32 and producing `resultElt`. Dropout masks use the
+/// element's row-major index in `source`.
+static Value buildEpilogue(OpBuilder &b, Location loc, Value source,
+                           Type resultElt, const EpilogueSteps &steps) {
+  auto sourceType = cast<RankedTensorType>(source.getType());
+  int64_t rank = sourceType.getRank();
+  MLIRContext *context = b.getContext();
+  Type f32 = b.getF32Type();
+  bool inPlace = sourceType.getElementType() == resultElt;
+
+  SmallVector<Value> inputs;
+  SmallVector<AffineMap> maps;
+  AffineMap identity = AffineMap::getMultiDimIdentityMap(rank, context);
+  if (steps.bias) {
+    inputs.push_back(steps.bias);
+    maps.push_back(AffineMap::get(rank, 0, b.getAffineDimExpr(rank - 1)));
+  }
+  if (!inPlace) {
+    inputs.push_back(source);
+    maps.push_back(identity);
+  }
+  Value init = inPlace ? source : emptyLike(b, loc, source, resultElt);
+  maps.push_back(identity);
+
+  bool dropout = steps.dropout && steps.dropout.isActive();
+  SmallVector<Value> strides;
+  if (dropout)
+    strides = buildStrides(b, loc, source);
+
+  SmallVector<utils::IteratorType> iterators(rank,
+                                             utils::IteratorType::parallel);
+  auto generic = linalg::GenericOp::create(
+      b, loc, init.getType(), inputs, ValueRange{init}, maps, iterators,
+      [&](OpBuilder &nb, Location nloc, ValueRange args) {
+        auto toF32 = [&](Value v) -> Value {
+          return v.getType() == f32 ? v
+                                    : arith::ExtFOp::create(nb, nloc, f32, v);
+        };
+        unsigned next = 0;
+        Value bias = steps.bias ? args[next++] : Value();
+        Value value = toF32(args[next]);
+        if (bias)
+          value = arith::AddFOp::create(nb, nloc, value, toF32(bias));
+        if (steps.activation)
+          value = buildActivation(nb, nloc, steps.activation.getValue(), value);
+        if (dropout) {
+          Value index = arith::ConstantIndexOp::create(nb, nloc, 0);
+          for (int64_t d = 0; d < rank; ++d)
+            index = arith::AddIOp::create(
+                nb, nloc, index,
+                arith::MulIOp::create(nb, nloc,
+                                      linalg::IndexOp::create(nb, nloc, d),
+                                      strides[d]));
+          Value index64 = arith::IndexCastUIOp::create(
+              nb, nloc, nb.getI64Type(), index);
+          double p = steps.dropout.getProbability();
+          Value keep = buildDropoutKeep(nb, nloc, index64, steps.seed,
+                                        steps.dropout.getOffset(),
+                                        /*stream=*/0, p);
+          Value scale = arith::ConstantOp::create(
+              nb, nloc, nb.getF32FloatAttr(static_cast<float>(1.0 / (1.0 - p))));
+          Value zero =
+              arith::ConstantOp::create(nb, nloc, nb.getF32FloatAttr(0.0f));
+          value = arith::SelectOp::create(
+              nb, nloc, keep, arith::MulFOp::create(nb, nloc, value, scale),
+              zero);
+        }
+        if (resultElt != f32)
+          value = arith::TruncFOp::create(nb, nloc, resultElt, value);
+        linalg::YieldOp::create(nb, nloc, value);
+      });
+  generic->setAttr(kStageAttrName, b.getStringAttr("epilogue"));
+  return generic.getResult(0);
+}
+
+//===----------------------------------------------------------------------===//
+// Matmul
+//===----------------------------------------------------------------------===//
+
+/// x[..., K]·W[N, K]ᵀ as a [M, N] accumulator (f32 for f16/bf16 inputs).
+static Value buildMatmul(OpBuilder &b, Location loc, Value input,
+                         Value weight, Type accElt) {
+  Value rows = flattenRows(b, loc, input);
+  SmallVector<OpFoldResult> shape = {tensor::getMixedSize(b, loc, rows, 0),
+                                     tensor::getMixedSize(b, loc, weight, 0)};
+  Value empty = tensor::EmptyOp::create(b, loc, shape, accElt);
+  Value zero = arith::ConstantOp::create(b, loc, b.getZeroAttr(accElt));
+  Value acc =
+      linalg::FillOp::create(b, loc, ValueRange{zero}, ValueRange{empty})
+          .getResult(0);
+
+  MLIRContext *context = b.getContext();
+  AffineExpr m, n, k;
+  bindDims(context, m, n, k);
+  auto maps = b.getAffineMapArrayAttr(
+      {AffineMap::get(3, 0, {m, k}, context),
+       AffineMap::get(3, 0, {n, k}, context),
+       AffineMap::get(3, 0, {m, n}, context)});
+  auto matmul = linalg::MatmulOp::create(
+      b, loc, TypeRange{acc.getType()}, ValueRange{rows, weight},
+      ValueRange{acc}, {b.getNamedAttr("indexing_maps", maps)});
+  matmul->setAttr(kStageAttrName, b.getStringAttr("matmul"));
+  return matmul.getResult(0);
+}
+
+static Type accumulatorType(OpBuilder &b, Type inputElt) {
+  return inputElt.getIntOrFloatBitWidth() < 32 ? b.getF32Type() : inputElt;
+}
+
+/// A float linear layer: matmul, then one epilogue, then the result shape.
+static Value buildFloatLinear(OpBuilder &b, Location loc, Value input,
+                              Value weight, const EpilogueSteps &steps,
+                              RankedTensorType resultType) {
+  Type inputElt = cast<RankedTensorType>(input.getType()).getElementType();
+  Value acc =
+      buildMatmul(b, loc, input, weight, accumulatorType(b, inputElt));
+  Type resultElt = resultType.getElementType();
+  if (!steps.empty() ||
+      cast<RankedTensorType>(acc.getType()).getElementType() != resultElt)
+    acc = buildEpilogue(b, loc, acc, resultElt, steps);
+  return restoreRows(b, loc, acc, resultType, input);
+}
+
+//===----------------------------------------------------------------------===//
+// Patterns
+//===----------------------------------------------------------------------===//
+
+static bool isLns(Value value) {
+  return isa<lns::NumType>(
+      cast<RankedTensorType>(value.getType()).getElementType());
+}
+
+namespace {
+struct FusedLinearToLinalg : OpRewritePattern<FusedLinearOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(FusedLinearOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    if (isLns(op.getInput())) {
+      rewriter.replaceOpWithNewOp<lns::LinearOp>(
+          op, op.getType(), op.getInput(), op.getWeight(), op.getBias());
+      return success();
+    }
+    EpilogueSteps steps{op.getBias(), op.getActivationAttr(),
+                        op.getDropoutAttr(), op.getSeed()};
+    rewriter.replaceOp(op, buildFloatLinear(rewriter, loc, op.getInput(),
+                                            op.getWeight(), steps,
+                                            op.getType()));
+    return success();
+  }
+};
+
+struct MatmulToLinalg : OpRewritePattern<MatmulOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(MatmulOp op,
+                                PatternRewriter &rewriter) const override {
+    if (isLns(op.getInput())) {
+      rewriter.replaceOpWithNewOp<lns::LinearOp>(
+          op, op.getType(), op.getInput(), op.getWeight(), Value());
+      return success();
+    }
+    rewriter.replaceOp(op, buildFloatLinear(rewriter, op.getLoc(),
+                                            op.getInput(), op.getWeight(),
+                                            EpilogueSteps(), op.getType()));
+    return success();
+  }
+};
+
+struct BiasAddToLinalg : OpRewritePattern<BiasAddOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(BiasAddOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    if (isLns(op.getInput())) {
+      // Broadcast the bias over the leading dims, then add element-wise.
+      auto type = op.getType();
+      auto biasElt =
+          cast<RankedTensorType>(op.getBias().getType()).getElementType();
+      Value init = emptyLike(rewriter, loc, op.getInput(), biasElt);
+      SmallVector<int64_t> leading;
+      for (int64_t d = 0; d < type.getRank() - 1; ++d)
+        leading.push_back(d);
+      Value bias = linalg::BroadcastOp::create(rewriter, loc, op.getBias(),
+                                               init, leading)
+                       .getResult()[0];
+      rewriter.replaceOpWithNewOp<lns::AddOp>(op, op.getInput(), bias);
+      return success();
+    }
+    EpilogueSteps steps;
+    steps.bias = op.getBias();
+    rewriter.replaceOp(op, buildEpilogue(rewriter, loc, op.getInput(),
+                                         op.getType().getElementType(),
+                                         steps));
+    return success();
+  }
+};
+
+struct ActivationToLinalg : OpRewritePattern<ActivationOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(ActivationOp op,
+                                PatternRewriter &rewriter) const override {
+    EpilogueSteps steps;
+    steps.activation = op.getKindAttr();
+    rewriter.replaceOp(op, buildEpilogue(rewriter, op.getLoc(), op.getInput(),
+                                         op.getType().getElementType(),
+                                         steps));
+    return success();
+  }
+};
+
+struct DropoutToLinalg : OpRewritePattern<DropoutOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(DropoutOp op,
+                                PatternRewriter &rewriter) const override {
+    if (!op.getConfig().isActive()) {
+      rewriter.replaceOp(op, op.getInput());
+      return success();
+    }
+    EpilogueSteps steps;
+    steps.dropout = op.getConfig();
+    steps.seed = op.getSeed();
+    rewriter.replaceOp(op, buildEpilogue(rewriter, op.getLoc(), op.getInput(),
+                                         op.getType().getElementType(),
+                                         steps));
+    return success();
+  }
+};
+
+/// In a single-rank program every sync is the identity.
+struct SyncToIdentity : OpRewritePattern<SyncOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(SyncOp op,
+                                PatternRewriter &rewriter) const override {
+    rewriter.replaceOp(op, op.getInput());
+    return success();
+  }
+};
+
+/// qkv = x·Wᵀ + b viewed as [..., heads, hd, 3] and split on the last dim.
+struct FusedQKVToLinalg : OpRewritePattern<FusedQKVOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(FusedQKVOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto qType = cast<RankedTensorType>(op.getQ().getType());
+    auto inputType = cast<RankedTensorType>(op.getInput().getType());
+    int64_t rank = inputType.getRank();
+    int64_t rows = cast<RankedTensorType>(op.getWeight().getType())
+                       .getDimSize(0);
+    SmallVector<int64_t> qkvShape(inputType.getShape().drop_back());
+    qkvShape.push_back(rows);
+    auto qkvType = RankedTensorType::get(qkvShape, qType.getElementType());
+
+    EpilogueSteps steps;
+    steps.bias = op.getBias();
+    Value qkv = buildFloatLinear(rewriter, loc, op.getInput(), op.getWeight(),
+                                 steps, qkvType);
+
+    // [..., 3·heads·hd] → [..., heads, hd, 3]
+    SmallVector<int64_t> splitShape(qType.getShape());
+    splitShape.push_back(3);
+    auto splitType = RankedTensorType::get(splitShape, qType.getElementType());
+    SmallVector<ReassociationIndices> reassociation;
+    SmallVector<OpFoldResult> outputShape;
+    for (int64_t d = 0; d < rank - 1; ++d) {
+      reassociation.push_back({d});
+      outputShape.push_back(tensor::getMixedSize(rewriter, loc, qkv, d));
+    }
+    reassociation.push_back({rank - 1, rank, rank + 1});
+    for (int64_t size : ArrayRef(splitShape).take_back(3))
+      outputShape.push_back(rewriter.getIndexAttr(size));
+    Value split = tensor::ExpandShapeOp::create(rewriter, loc, splitType, qkv,
+                                                reassociation, outputShape);
+
+    SmallVector<Value> results;
+    for (int64_t t = 0; t < 3; ++t) {
+      SmallVector<OpFoldResult> offsets(rank + 2, rewriter.getIndexAttr(0));
+      offsets.back() = rewriter.getIndexAttr(t);
+      SmallVector<OpFoldResult> sizes =
+          tensor::getMixedSizes(rewriter, loc, split);
+      sizes.back() = rewriter.getIndexAttr(1);
+      SmallVector<OpFoldResult> strides(rank + 2, rewriter.getIndexAttr(1));
+      results.push_back(tensor::ExtractSliceOp::create(
+          rewriter, loc, qType, split, offsets, sizes, strides));
+    }
+    rewriter.replaceOp(op, results);
+    return success();
+  }
+};
+
+struct ConvertLaminaToLinalgPass
+    : mlir::lamina::impl::ConvertLaminaToLinalgBase<ConvertLaminaToLinalgPass> {
+  void runOnOperation() override {
+    Operation *root = getOperation();
+    // Collectives must have been partitioned away in multi-rank programs.
+    WalkResult unpartitioned = root->walk([](Operation *op) {
+      std::optional<LinearLayerParts> parts = getLinearLayerParts(op);
+      bool hasSync = isa<SyncOp>(op) || (parts && parts->sync);
+      std::optional<int64_t> worldSize = getWorldSize(op);
+      if (!hasSync || !worldSize || *worldSize == 1)
+        return WalkResult::advance();
+      op->emitError("sync point in a program of world size ")
+          << *worldSize
+          << " must be partitioned into collectives before lowering";
+      return WalkResult::interrupt();
+    });
+    if (unpartitioned.wasInterrupted())
+      return signalPassFailure();
+
+    ConversionTarget target(getContext());
+    target.addIllegalDialect<LaminaDialect>();
+    target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
+    RewritePatternSet patterns(&getContext());
+    populateLaminaToLinalgPatterns(patterns);
+    if (failed(applyPartialConversion(root, target, std::move(patterns))))
+      signalPassFailure();
+  }
+};
+} // namespace
+
+void mlir::lamina::populateLaminaToLinalgPatterns(RewritePatternSet &patterns) {
+  populateLayerToFusedLinearPatterns(patterns);
+  patterns.add<FusedLinearToLinalg, MatmulToLinalg, BiasAddToLinalg,
+               ActivationToLinalg, DropoutToLinalg, SyncToIdentity,
+               FusedQKVToLinalg>(patterns.getContext());
+}

@@ -1,0 +1,73 @@
+//===- Philox.cpp - Counter-based random numbers in arith -----------------===//
+
+#include "lamina/Conversion/LaminaToLinalg/Philox.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+
+#include <cmath>
+
+using namespace mlir;
+
+// Constants of Philox-4x32 (Random123).
+static constexpr uint32_t kMultiplier0 = 0xD2511F53;
+static constexpr uint32_t kMultiplier1 = 0xCD9E8D57;
+static constexpr uint32_t kWeyl0 = 0x9E3779B9;
+static constexpr uint32_t kWeyl1 = 0xBB67AE85;
+static constexpr int kRounds = 10;
+
+static Value constantI32(OpBuilder &b, Location loc, uint32_t value) {
+  return arith::ConstantOp::create(
+      b, loc, b.getI32IntegerAttr(static_cast<int32_t>(value)));
+}
+
+std::array<Value, 4>
+mlir::lamina::buildPhilox4x32(OpBuilder &b, Location loc,
+                              std::array<Value, 4> counter,
+                              std::array<Value, 2> key) {
+  Value m0 = constantI32(b, loc, kMultiplier0);
+  Value m1 = constantI32(b, loc, kMultiplier1);
+  Value w0 = constantI32(b, loc, kWeyl0);
+  Value w1 = constantI32(b, loc, kWeyl1);
+  for (int round = 0; round < kRounds; ++round) {
+    if (round > 0) {
+      key[0] = arith::AddIOp::create(b, loc, key[0], w0);
+      key[1] = arith::AddIOp::create(b, loc, key[1], w1);
+    }
+    auto product0 = arith::MulUIExtendedOp::create(b, loc, m0, counter[0]);
+    auto product1 = arith::MulUIExtendedOp::create(b, loc, m1, counter[2]);
+    Value word0 = arith::XOrIOp::create(
+        b, loc, arith::XOrIOp::create(b, loc, product1.getHigh(), counter[1]),
+        key[0]);
+    Value word2 = arith::XOrIOp::create(
+        b, loc, arith::XOrIOp::create(b, loc, product0.getHigh(), counter[3]),
+        key[1]);
+    counter = {word0, product1.getLow(), word2, product0.getLow()};
+  }
+  return counter;
+}
+
+Value mlir::lamina::buildDropoutKeep(OpBuilder &b, Location loc, Value index,
+                                     Value seed, uint64_t offset,
+                                     uint32_t stream, double p) {
+  Type i32 = b.getI32Type();
+  Type i64 = b.getI64Type();
+  Value shift = arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(32));
+  auto low = [&](Value v) { return arith::TruncIOp::create(b, loc, i32, v); };
+  auto high = [&](Value v) {
+    return arith::TruncIOp::create(b, loc, i32,
+                                   arith::ShRUIOp::create(b, loc, v, shift));
+  };
+  std::array<Value, 4> counter = {
+      low(index), high(index),
+      constantI32(b, loc, static_cast<uint32_t>(offset)),
+      constantI32(b, loc, stream)};
+  std::array<Value, 2> key = {low(seed), high(seed)};
+  Value word = buildPhilox4x32(b, loc, counter, key)[0];
+
+  // Drop iff word < round(p · 2^32): P(drop) = threshold / 2^32.
+  auto threshold = static_cast<int64_t>(std::llround(p * 4294967296.0));
+  Value wide = arith::ExtUIOp::create(b, loc, i64, word);
+  Value limit =
+      arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(threshold));
+  return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, wide, limit);
+}

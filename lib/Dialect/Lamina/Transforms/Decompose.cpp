@@ -1,0 +1,63 @@
+//===- Decompose.cpp - Split layer ops into their primitive pieces --------===//
+
+#include "lamina/Lamina/Transforms/Passes.h"
+
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+namespace mlir::lamina {
+#define GEN_PASS_DEF_LAMINADECOMPOSE
+#include "lamina/Lamina/Transforms/Passes.h.inc"
+} // namespace mlir::lamina
+
+using namespace mlir;
+using namespace mlir::lamina;
+
+namespace {
+/// Any linear layer → matmul → [sync] → [bias_add] → [activation] →
+/// [dropout], every piece keeping the layer's path.
+struct DecomposeLinearLayer : RewritePattern {
+  DecomposeLinearLayer(MLIRContext *context)
+      : RewritePattern(MatchAnyOpTypeTag(), /*benefit=*/1, context) {}
+
+  LogicalResult matchAndRewrite(Operation *op,
+                                PatternRewriter &rewriter) const override {
+    std::optional<LinearLayerParts> parts = getLinearLayerParts(op);
+    if (!parts)
+      return failure();
+    Location loc = op->getLoc();
+    Type type = op->getResult(0).getType();
+    Value value = MatmulOp::create(rewriter, loc, type, parts->input,
+                                   parts->weight, parts->path);
+    if (parts->sync)
+      value = SyncOp::create(rewriter, loc, type, value, parts->sync,
+                             parts->path);
+    if (parts->bias)
+      value = BiasAddOp::create(rewriter, loc, type, value, parts->bias,
+                                parts->path);
+    if (parts->activation)
+      value = ActivationOp::create(rewriter, loc, type, parts->activation,
+                                   value, parts->path);
+    if (parts->dropout)
+      value = DropoutOp::create(rewriter, loc, type, value, parts->dropout,
+                                parts->seed, parts->path);
+    rewriter.replaceOp(op, value);
+    return success();
+  }
+};
+
+struct LaminaDecomposePass
+    : mlir::lamina::impl::LaminaDecomposeBase<LaminaDecomposePass> {
+  void runOnOperation() override {
+    RewritePatternSet patterns(&getContext());
+    populateLaminaDecomposePatterns(patterns);
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+      signalPassFailure();
+  }
+};
+} // namespace
+
+void mlir::lamina::populateLaminaDecomposePatterns(
+    RewritePatternSet &patterns) {
+  patterns.add<DecomposeLinearLayer>(patterns.getContext());
+}

@@ -1,0 +1,238 @@
+//===- JitProgram.cpp - Compile a module and run it on the host -----------===//
+
+#include "lamina/Execution/JitProgram.h"
+
+#include "lamina/Lns/IR/Lns.h"
+
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/ExecutionEngine/ExecutionEngine.h"
+#include "mlir/ExecutionEngine/OptUtils.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
+using namespace mlir::lamina;
+using llvm::createStringError;
+
+static std::string typeToString(Type type) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << type;
+  return text;
+}
+
+static std::optional<ElementKind> getElementKind(Type type) {
+  if (type.isF32())
+    return ElementKind::F32;
+  if (type.isF64())
+    return ElementKind::F64;
+  if (type.isF16())
+    return ElementKind::F16;
+  if (type.isBF16())
+    return ElementKind::BF16;
+  if (type.isInteger(64) || isa<lns::NumType>(type))
+    return ElementKind::I64;
+  if (type.isInteger(32))
+    return ElementKind::I32;
+  return std::nullopt;
+}
+
+/// The host view of `type`: a static-shaped tensor or a scalar.
+static llvm::Expected<ArgumentSpec> describe(Type type, StringRef role) {
+  ArgumentSpec spec;
+  spec.typeText = typeToString(type);
+  Type elementType = type;
+  if (auto tensor = dyn_cast<RankedTensorType>(type)) {
+    if (!tensor.hasStaticShape())
+      return createStringError(std::errc::invalid_argument,
+                               "%s of type %s: only static shapes can be "
+                               "called from the host",
+                               role.str().c_str(), spec.typeText.c_str());
+    spec.shape.assign(tensor.getShape().begin(), tensor.getShape().end());
+    elementType = tensor.getElementType();
+  } else if (type.isIntOrFloat()) {
+    spec.isScalar = true;
+  } else {
+    return createStringError(std::errc::invalid_argument,
+                             "%s of type %s cannot be passed from the host",
+                             role.str().c_str(), spec.typeText.c_str());
+  }
+  std::optional<ElementKind> kind = getElementKind(elementType);
+  if (!kind)
+    return createStringError(std::errc::invalid_argument,
+                             "%s has unsupported element type %s",
+                             role.str().c_str(), spec.typeText.c_str());
+  spec.kind = *kind;
+  return spec;
+}
+
+JitProgram::~JitProgram() = default;
+
+llvm::Expected<std::unique_ptr<JitProgram>>
+JitProgram::compile(OwningOpRef<ModuleOp> module, StringRef entry,
+                    StringRef pipeline) {
+  auto function = module->lookupSymbol<func::FuncOp>(entry);
+  if (!function || function.isDeclaration()) {
+    std::string known;
+    for (auto candidate : module->getOps<func::FuncOp>())
+      if (!candidate.isDeclaration())
+        known += " @" + candidate.getSymName().str();
+    return createStringError(std::errc::invalid_argument,
+                             "no function @%s in the module; it defines:%s",
+                             entry.str().c_str(), known.c_str());
+  }
+
+  std::unique_ptr<JitProgram> program(new JitProgram());
+  program->entry = entry.str();
+  for (auto [index, type] : llvm::enumerate(function.getArgumentTypes())) {
+    auto spec = describe(type, "argument " + std::to_string(index));
+    if (!spec)
+      return spec.takeError();
+    program->inputs.push_back(*spec);
+  }
+  for (auto [index, type] : llvm::enumerate(function.getResultTypes())) {
+    auto spec = describe(type, "result " + std::to_string(index));
+    if (!spec)
+      return spec.takeError();
+    if (spec->isScalar)
+      return createStringError(std::errc::invalid_argument,
+                               "result %zu is a scalar; entry functions "
+                               "return tensors",
+                               index);
+    program->results.push_back(*spec);
+  }
+
+  // The host owns the inputs (weights are reused across calls): the
+  // compiled code must never write them. Results come back through
+  // out-parameters of a C-callable wrapper.
+  MLIRContext *context = module->getContext();
+  for (unsigned i = 0, e = function.getNumArguments(); i < e; ++i)
+    if (isa<TensorType>(function.getArgumentTypes()[i]))
+      function.setArgAttr(i, bufferization::BufferizationDialect::kWritableAttrName,
+                          BoolAttr::get(context, false));
+  function->setAttr("llvm.emit_c_interface", UnitAttr::get(context));
+
+  PassManager pm(context);
+  if (failed(applyPassManagerCLOptions(pm)))
+    return createStringError(std::errc::invalid_argument,
+                             "bad pass manager options");
+  std::string pipelineErrors;
+  llvm::raw_string_ostream errorStream(pipelineErrors);
+  if (failed(parsePassPipeline(pipeline, pm, errorStream)))
+    return createStringError(std::errc::invalid_argument,
+                             "bad pipeline '%s': %s", pipeline.str().c_str(),
+                             pipelineErrors.c_str());
+  if (failed(pm.run(*module)))
+    return createStringError(std::errc::invalid_argument,
+                             "compilation with '%s' failed (diagnostics "
+                             "above)",
+                             pipeline.str().c_str());
+
+  DialectRegistry registry;
+  registerBuiltinDialectTranslation(registry);
+  registerLLVMDialectTranslation(registry);
+  context->appendDialectRegistry(registry);
+
+  llvm::InitializeNativeTarget();
+  llvm::InitializeNativeTargetAsmPrinter();
+  auto machineBuilder = llvm::orc::JITTargetMachineBuilder::detectHost();
+  if (!machineBuilder)
+    return machineBuilder.takeError();
+  auto machine = machineBuilder->createTargetMachine();
+  if (!machine)
+    return machine.takeError();
+  auto transformer = makeOptimizingTransformer(/*optLevel=*/3,
+                                               /*sizeLevel=*/0, machine->get());
+  ExecutionEngineOptions options;
+  options.transformer = transformer;
+  options.jitCodeGenOptLevel = llvm::CodeGenOptLevel::Aggressive;
+  auto engine = ExecutionEngine::create(*module, options);
+  if (!engine)
+    return engine.takeError();
+  program->engine = std::move(*engine);
+  return program;
+}
+
+namespace {
+/// A memref descriptor of any rank, laid out as the C interface expects:
+/// {allocated, aligned, offset, sizes[rank], strides[rank]}.
+struct Descriptor {
+  std::vector<int64_t> words;
+
+  Descriptor(void *data, llvm::ArrayRef<int64_t> shape) {
+    auto pointer = static_cast<int64_t>(reinterpret_cast<intptr_t>(data));
+    words = {pointer, pointer, 0};
+    words.insert(words.end(), shape.begin(), shape.end());
+    std::vector<int64_t> strides(shape.size(), 1);
+    for (int64_t d = int64_t(shape.size()) - 2; d >= 0; --d)
+      strides[d] = strides[d + 1] * shape[d + 1];
+    words.insert(words.end(), strides.begin(), strides.end());
+  }
+};
+} // namespace
+
+llvm::Expected<std::vector<HostTensor>>
+JitProgram::run(llvm::ArrayRef<HostTensor> args) {
+  if (args.size() != inputs.size())
+    return createStringError(std::errc::invalid_argument,
+                             "@%s takes %zu inputs, got %zu", entry.c_str(),
+                             inputs.size(), args.size());
+  for (auto [index, arg, spec] : llvm::enumerate(args, inputs)) {
+    if (arg.kind != spec.kind)
+      return createStringError(std::errc::invalid_argument,
+                               "input %zu must be %s (element %s), got "
+                               "element %s",
+                               index, spec.typeText.c_str(),
+                               getElementName(spec.kind).str().c_str(),
+                               getElementName(arg.kind).str().c_str());
+    bool shapeOk = spec.isScalar ? arg.getNumElements() == 1 &&
+                                       arg.shape.size() <= 1
+                                 : llvm::ArrayRef(arg.shape) ==
+                                       llvm::ArrayRef(spec.shape);
+    if (!shapeOk) {
+      std::string got;
+      for (auto [i, size] : llvm::enumerate(arg.shape))
+        got += (i ? ", " : "") + std::to_string(size);
+      return createStringError(std::errc::invalid_argument,
+                               "input %zu must be %s, got shape [%s]", index,
+                               spec.typeText.c_str(), got.c_str());
+    }
+  }
+
+  std::vector<HostTensor> outputs;
+  for (const ArgumentSpec &spec : results)
+    outputs.push_back(HostTensor::zeros(spec.kind, spec.shape));
+
+  // Packed calling convention: one pointer per argument to where the
+  // argument's value lives; a memref's value is a pointer to its descriptor.
+  std::vector<Descriptor> descriptors;
+  descriptors.reserve(args.size() + outputs.size());
+  std::vector<void *> descriptorPointers;
+  descriptorPointers.reserve(args.size() + outputs.size());
+  std::vector<void *> packed;
+  for (auto [arg, spec] : llvm::zip(args, inputs)) {
+    if (spec.isScalar) {
+      packed.push_back(const_cast<uint8_t *>(arg.bytes.data()));
+      continue;
+    }
+    descriptors.emplace_back(const_cast<uint8_t *>(arg.bytes.data()),
+                             arg.shape);
+    descriptorPointers.push_back(descriptors.back().words.data());
+    packed.push_back(&descriptorPointers.back());
+  }
+  for (HostTensor &output : outputs) {
+    descriptors.emplace_back(output.bytes.data(), output.shape);
+    descriptorPointers.push_back(descriptors.back().words.data());
+    packed.push_back(&descriptorPointers.back());
+  }
+  if (llvm::Error error = engine->invokePacked("_mlir_ciface_" + entry, packed))
+    return std::move(error);
+  return outputs;
+}

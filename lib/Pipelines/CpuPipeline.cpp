@@ -1,0 +1,72 @@
+//===- CpuPipeline.cpp - lamina-cpu-pipeline ------------------------------===//
+
+#include "lamina/Conversion/Passes.h"
+#include "lamina/Lamina/Transforms/Passes.h"
+#include "lamina/Pipelines/Pipelines.h"
+
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/Arith/Transforms/Passes.h"
+#include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
+#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
+#include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/Passes.h"
+
+using namespace mlir;
+
+void mlir::lamina::buildLaminaCpuPipeline(OpPassManager &pm,
+                                          const CpuPipelineOptions &options) {
+  // Layers → fused linear ops → linalg.
+  pm.addPass(createLaminaDecompose());
+  pm.addPass(createLaminaFuseEpilogues());
+  pm.addPass(createConvertLaminaToLinalg());
+  pm.addPass(createConvertElementwiseToLinalgPass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  pm.addPass(createLaminaDecomposeAggregates());
+  pm.addPass(createLaminaApproximateMath());
+
+  // Tensors → buffers; results become caller-provided out-parameters.
+  bufferization::OneShotBufferizePassOptions bufferize;
+  bufferize.bufferizeFunctionBoundaries = true;
+  bufferize.functionBoundaryTypeConversion =
+      bufferization::LayoutMapOption::IdentityLayoutMap;
+  pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  bufferization::BufferResultsToOutParamsPassOptions outParams;
+  outParams.hoistStaticAllocs = true;
+  outParams.modifyPublicFunctions = true;
+  pm.addPass(bufferization::createBufferResultsToOutParamsPass(outParams));
+  bufferization::BufferDeallocationPipelineOptions deallocation;
+  bufferization::buildBufferDeallocationPipeline(pm, deallocation);
+
+  // Loops → LLVM.
+  pm.addPass(createLaminaExpandCopies());
+  pm.addPass(createConvertLinalgToLoopsPass());
+  pm.addPass(createLowerAffinePass());
+  pm.addPass(createSCFToControlFlowPass());
+  pm.addPass(memref::createExpandStridedMetadataPass());
+  pm.addPass(createLowerAffinePass());
+  // bf16 conversions as integer arithmetic: no compiler-rt call at run time.
+  arith::ArithExpandOpsPassOptions expand;
+  expand.includeBf16 = true;
+  pm.addPass(arith::createArithExpandOpsPass(expand));
+  pm.addPass(createFinalizeMemRefToLLVMConversionPass());
+  pm.addPass(createConvertMathToLLVMPass());
+  pm.addPass(createArithToLLVMConversionPass());
+  pm.addPass(createConvertIndexToLLVMPass());
+  pm.addPass(createConvertFuncToLLVMPass());
+  pm.addPass(createConvertControlFlowToLLVMPass());
+  pm.addPass(createUBToLLVMConversionPass());
+  pm.addPass(createReconcileUnrealizedCastsPass());
+  pm.addPass(createCanonicalizerPass());
+}
+
+void mlir::lamina::registerLaminaPipelines() {
+  PassPipelineRegistration<CpuPipelineOptions>(
+      "lamina-cpu-pipeline",
+      "Compile lamina IR to LLVM for the host CPU (fusion, linalg, "
+      "bufferization with out-parameters, LLVM)",
+      buildLaminaCpuPipeline);
+}

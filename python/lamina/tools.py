@@ -1,0 +1,55 @@
+"""Locating and running the command-line tools of a Lamina build."""
+
+import os
+import pathlib
+import subprocess
+
+import numpy as np
+
+_REPO = pathlib.Path(__file__).resolve().parents[2]
+
+
+def build_dir():
+    """The build tree: $LAMINA_BUILD_DIR, else <repository>/build."""
+    return pathlib.Path(os.environ.get("LAMINA_BUILD_DIR", _REPO / "build"))
+
+
+def tool(name):
+    path = build_dir() / "bin" / name
+    if not path.exists():
+        raise FileNotFoundError(f"{path} does not exist; build Lamina first")
+    return str(path)
+
+
+def run_ir(ir_text, inputs, workdir, entry="main", pipeline=None,
+           extra_args=()):
+    """Compiles `ir_text` with lamina-run and calls `entry` on `inputs`.
+
+    `inputs` are NumPy arrays (written as .npy) or ("i64", value) scalars.
+    Returns the list of result arrays.
+    """
+    workdir = pathlib.Path(workdir)
+    workdir.mkdir(parents=True, exist_ok=True)
+    source = workdir / "program.mlir"
+    source.write_text(ir_text)
+    args = [tool("lamina-run"), str(source), f"--entry={entry}",
+            f"--output-dir={workdir / 'out'}"]
+    if pipeline:
+        args.append(f"--pipeline={pipeline}")
+    for i, value in enumerate(inputs):
+        if isinstance(value, tuple):
+            kind, scalar = value
+            args.append(f"--input={kind}:{scalar}")
+        else:
+            path = workdir / f"input{i}.npy"
+            np.save(path, value)
+            args.append(f"--input={path}")
+    args.extend(extra_args)
+    completed = subprocess.run(args, capture_output=True, text=True)
+    if completed.returncode != 0:
+        raise RuntimeError(
+            f"lamina-run failed ({completed.returncode}):\n"
+            f"{completed.stdout}\n{completed.stderr}")
+    results = sorted((workdir / "out").glob("result*.npy"),
+                     key=lambda p: int(p.stem[len("result"):]))
+    return [np.load(p) for p in results]

@@ -1,0 +1,128 @@
+// RUN: lamina-opt %s --convert-lamina-to-linalg --split-input-file | FileCheck %s
+
+// CHECK-DAG: #[[MX:.+]] = affine_map<(d0, d1, d2) -> (d0, d2)>
+// CHECK-DAG: #[[MW:.+]] = affine_map<(d0, d1, d2) -> (d1, d2)>
+// CHECK-DAG: #[[MY:.+]] = affine_map<(d0, d1, d2) -> (d0, d1)>
+// CHECK-DAG: #[[BIAS:.+]] = affine_map<(d0, d1) -> (d1)>
+// CHECK-DAG: #[[ID:.+]] = affine_map<(d0, d1) -> (d0, d1)>
+// CHECK-LABEL: func.func @gelu_layer
+// CHECK-SAME: (%[[X:.+]]: tensor<2x4x8xf32>, %[[W:.+]]: tensor<16x8xf32>, %[[B:.+]]: tensor<16xf32>)
+func.func @gelu_layer(%x: tensor<2x4x8xf32>, %w: tensor<16x8xf32>, %b: tensor<16xf32>) -> tensor<2x4x16xf32> {
+  // Leading dims flatten into M; W stays [N, K] (transposed-B maps).
+  // CHECK: %[[ROWS:.+]] = tensor.collapse_shape %[[X]] {{\[\[}}0, 1], [2]] : tensor<2x4x8xf32> into tensor<8x8xf32>
+  // CHECK: %[[FILL:.+]] = linalg.fill ins(%{{.*}} : f32) outs(%{{.*}} : tensor<8x16xf32>)
+  // CHECK: %[[MM:.+]] = linalg.matmul indexing_maps = [#[[MX]], #[[MW]], #[[MY]]] {lamina.stage = "matmul"} ins(%[[ROWS]], %[[W]] : tensor<8x8xf32>, tensor<16x8xf32>) outs(%[[FILL]] : tensor<8x16xf32>)
+  // The epilogue reads the bias broadcast over rows and overwrites the
+  // accumulator in place.
+  // CHECK: %[[EPI:.+]] = linalg.generic {indexing_maps = [#[[BIAS]], #[[ID]]], iterator_types = ["parallel", "parallel"]} ins(%[[B]] : tensor<16xf32>) outs(%[[MM]] : tensor<8x16xf32>) attrs = {lamina.stage = "epilogue"}
+  // CHECK: ^bb0(%[[BV:.+]]: f32, %[[ACC:.+]]: f32):
+  // CHECK: %[[SUM:.+]] = arith.addf %[[ACC]], %[[BV]]
+  // CHECK: arith.constant 4.471500e-02
+  // CHECK: arith.constant 0.797884583
+  // CHECK: math.tanh
+  // CHECK: linalg.yield
+  // CHECK: tensor.expand_shape %[[EPI]] {{\[\[}}0, 1], [2]] output_shape [2, 4, 16] : tensor<8x16xf32> into tensor<2x4x16xf32>
+  // CHECK-NOT: lamina.
+  %0 = lamina.linear_act "fc" %x, %w bias %b activation gelu_tanh : (tensor<2x4x8xf32>, tensor<16x8xf32>, tensor<16xf32>) -> tensor<2x4x16xf32>
+  return %0 : tensor<2x4x16xf32>
+}
+
+// -----
+
+// bf16 inputs accumulate in f32; the epilogue narrows to the bf16 result.
+// CHECK-LABEL: func.func @bf16
+func.func @bf16(%x: tensor<4x8xbf16>, %w: tensor<16x8xbf16>, %b: tensor<16xbf16>) -> tensor<4x16xbf16> {
+  // CHECK: %[[MM:.+]] = linalg.matmul {{.*}} ins(%{{.*}}, %{{.*}} : tensor<4x8xbf16>, tensor<16x8xbf16>) outs(%{{.*}} : tensor<4x16xf32>)
+  // CHECK: %[[OUT:.+]] = tensor.empty() : tensor<4x16xbf16>
+  // CHECK: linalg.generic {{.*}} ins(%{{.*}}, %[[MM]] : tensor<16xbf16>, tensor<4x16xf32>) outs(%[[OUT]] : tensor<4x16xbf16>)
+  // CHECK: arith.extf %{{.*}} : bf16 to f32
+  // CHECK: arith.truncf %{{.*}} : f32 to bf16
+  %0 = lamina.linear "fc" %x, %w bias %b : (tensor<4x8xbf16>, tensor<16x8xbf16>, tensor<16xbf16>) -> tensor<4x16xbf16>
+  return %0 : tensor<4x16xbf16>
+}
+
+// -----
+
+// Dropout: Philox-4x32-10 keyed by the seed, counter = (row-major index,
+// offset, stream 0); ten rounds of two 32x32->64 products each.
+// CHECK-LABEL: func.func @dropout
+// CHECK-SAME: %[[SEED:[a-z0-9]+]]: i64)
+func.func @dropout(%x: tensor<4x8xf32>, %w: tensor<16x8xf32>, %b: tensor<16xf32>, %seed: i64) -> tensor<4x16xf32> {
+  // CHECK: linalg.generic
+  // CHECK: %[[I:.+]] = linalg.index 0 : index
+  // CHECK: %[[J:.+]] = linalg.index 1 : index
+  // CHECK: arith.index_castui %{{.*}} : index to i64
+  // CHECK: arith.constant 5 : i32
+  // CHECK: arith.trunci %[[SEED]] : i64 to i32
+  // CHECK-COUNT-20: arith.mului_extended
+  // The drop threshold is round(0.25 * 2^32) = 1073741824; survivors scale by 1/(1-p).
+  // CHECK: arith.constant 1073741824 : i64
+  // CHECK: arith.cmpi uge
+  // CHECK: arith.constant 1.33333337 : f32
+  // CHECK: arith.select
+  // CHECK-NOT: arith.mului_extended
+  %0 = lamina.linear_dropout "fc" %x, %w bias %b dropout <p = 0.25, training, offset = 5> seed %seed : (tensor<4x8xf32>, tensor<16x8xf32>, tensor<16xf32>, i64) -> tensor<4x16xf32>
+  return %0 : tensor<4x16xf32>
+}
+
+// -----
+
+// Eval-mode dropout and a single-rank sync are the identity.
+// CHECK-LABEL: func.func @identities
+// CHECK-SAME: (%[[X:.+]]: tensor<4x16xf32>
+func.func @identities(%x: tensor<4x16xf32>, %seed: i64) -> tensor<4x16xf32> {
+  // CHECK-NOT: linalg
+  // CHECK: return %[[X]]
+  %0 = lamina.dropout %x <p = 0.5> seed %seed : tensor<4x16xf32>
+  %1 = lamina.sync %0 <fwd_post, all_reduce> : tensor<4x16xf32>
+  return %1 : tensor<4x16xf32>
+}
+
+// -----
+
+// Fused QKV: projection to [..., 3·heads·hd], viewed as [..., heads, hd, 3]
+// and split on the last dim.
+// CHECK-LABEL: func.func @qkv
+func.func @qkv(%x: tensor<2x8xf32>, %w: tensor<24x8xf32>, %b: tensor<24xf32>) -> (tensor<2x2x4xf32>, tensor<2x2x4xf32>, tensor<2x2x4xf32>) {
+  // CHECK: %[[P:.+]] = linalg.generic {{.*}} attrs = {lamina.stage = "epilogue"}
+  // CHECK: %[[S:.+]] = tensor.expand_shape %[[P]] {{\[\[}}0], [1, 2, 3]] output_shape [2, 2, 4, 3] : tensor<2x24xf32> into tensor<2x2x4x3xf32>
+  // CHECK: %[[Q:.+]] = tensor.extract_slice %[[S]][0, 0, 0, 0] [2, 2, 4, 1] [1, 1, 1, 1] : tensor<2x2x4x3xf32> to tensor<2x2x4xf32>
+  // CHECK: %[[K:.+]] = tensor.extract_slice %[[S]][0, 0, 0, 1] [2, 2, 4, 1] [1, 1, 1, 1] : tensor<2x2x4x3xf32> to tensor<2x2x4xf32>
+  // CHECK: %[[V:.+]] = tensor.extract_slice %[[S]][0, 0, 0, 2] [2, 2, 4, 1] [1, 1, 1, 1] : tensor<2x2x4x3xf32> to tensor<2x2x4xf32>
+  // CHECK: return %[[Q]], %[[K]], %[[V]]
+  %q, %k, %v = lamina.fused_qkv "qkv" %x, %w bias %b num_heads 2 world_size 1 : (tensor<2x8xf32>, tensor<24x8xf32>, tensor<24xf32>) -> (tensor<2x2x4xf32>, tensor<2x2x4xf32>, tensor<2x2x4xf32>)
+  return %q, %k, %v : tensor<2x2x4xf32>, tensor<2x2x4xf32>, tensor<2x2x4xf32>
+}
+
+// -----
+
+// Primitives on their own, and a rank-1 input (M = 1).
+// CHECK-LABEL: func.func @primitives
+func.func @primitives(%x: tensor<8xf32>, %w: tensor<16x8xf32>, %b: tensor<16xf32>) -> tensor<16xf32> {
+  // CHECK: tensor.expand_shape %{{.*}} {{\[\[}}0, 1]] output_shape [1, 8] : tensor<8xf32> into tensor<1x8xf32>
+  // CHECK: linalg.matmul
+  // CHECK: tensor.collapse_shape %{{.*}} {{\[\[}}0, 1]] : tensor<1x16xf32> into tensor<16xf32>
+  // CHECK: linalg.generic {{.*}} ins(%{{.*}} : tensor<16xf32>) outs(%{{.*}} : tensor<16xf32>)
+  // CHECK: arith.addf
+  // CHECK: linalg.generic
+  // CHECK: arith.maximumf
+  %0 = lamina.matmul %x, %w : (tensor<8xf32>, tensor<16x8xf32>) -> tensor<16xf32>
+  %1 = lamina.bias_add %0, %b : tensor<16xf32>, tensor<16xf32>
+  %2 = lamina.activation relu %1 : tensor<16xf32>
+  return %2 : tensor<16xf32>
+}
+
+// -----
+
+// LNS layers lower to the lns dialect, which keeps the reference order.
+// CHECK-LABEL: func.func @lns
+func.func @lns(%x: tensor<4x8x!lns.num<f = 10>>, %w: tensor<16x8x!lns.num<f = 10>>, %b: tensor<16x!lns.num<f = 12>>) -> (tensor<4x16x!lns.num<f = 10>>, tensor<4x16x!lns.num<f = 10>>) {
+  // CHECK: lns.linear %{{.*}}, %{{.*}} bias %{{.*}} : tensor<4x8x!lns.num<f = 10>>, tensor<16x8x!lns.num<f = 10>>, tensor<16x!lns.num<f = 12>> -> tensor<4x16x!lns.num<f = 10>>
+  %0 = lamina.linear "fc" %x, %w bias %b : (tensor<4x8x!lns.num<f = 10>>, tensor<16x8x!lns.num<f = 10>>, tensor<16x!lns.num<f = 12>>) -> tensor<4x16x!lns.num<f = 10>>
+  // CHECK: %[[M:.+]] = lns.linear %{{.*}}, %{{.*}} : tensor<4x8x!lns.num<f = 10>>, tensor<16x8x!lns.num<f = 10>> -> tensor<4x16x!lns.num<f = 10>>
+  // CHECK: %[[BB:.+]] = linalg.broadcast ins(%{{.*}} : tensor<16x!lns.num<f = 12>>) outs(%{{.*}} : tensor<4x16x!lns.num<f = 12>>) dimensions = [0]
+  // CHECK: lns.add %[[M]], %[[BB]] : tensor<4x16x!lns.num<f = 10>>, tensor<4x16x!lns.num<f = 12>>
+  %1 = lamina.matmul %x, %w : (tensor<4x8x!lns.num<f = 10>>, tensor<16x8x!lns.num<f = 10>>) -> tensor<4x16x!lns.num<f = 10>>
+  %2 = lamina.bias_add %1, %b : tensor<4x16x!lns.num<f = 10>>, tensor<16x!lns.num<f = 12>>
+  return %0, %2 : tensor<4x16x!lns.num<f = 10>>, tensor<4x16x!lns.num<f = 10>>
+}

@@ -1,0 +1,17 @@
+// RUN: lamina-opt %s --lamina-cpu-pipeline | FileCheck %s
+// RUN: lamina-opt %s --lamina-cpu-pipeline=threads=1 | FileCheck %s
+
+// The whole program reaches the LLVM dialect; the result becomes an
+// out-parameter; GELU's tanh is a polynomial (no libm call); bf16 rounding
+// and strided copies need no runtime library.
+// CHECK: llvm.func @main(
+// CHECK-NOT: lamina.
+// CHECK-NOT: linalg.
+// CHECK-NOT: tanhf
+// CHECK-NOT: __truncsfbf2
+// CHECK-NOT: memrefCopy
+// CHECK: llvm.return
+func.func @main(%x: tensor<2x4x8xbf16>, %w: tensor<16x8xbf16>, %b: tensor<16xbf16>) -> tensor<2x4x16xbf16> {
+  %0 = lamina.linear_act "fc" %x, %w bias %b activation gelu_tanh : (tensor<2x4x8xbf16>, tensor<16x8xbf16>, tensor<16xbf16>) -> tensor<2x4x16xbf16>
+  return %0 : tensor<2x4x16xbf16>
+}

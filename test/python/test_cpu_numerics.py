@@ -1,0 +1,174 @@
+"""Compiled Slapo layers against eager PyTorch on the same weights."""
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from lamina import philox
+from lamina.tools import run_ir
+from layer_ir import linear_layer
+
+
+def randn(rng, *shape):
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+def eager_linear(x, w, b):
+    y = torch.from_numpy(x) @ torch.from_numpy(w).T
+    return y if b is None else y + torch.from_numpy(b)
+
+
+SHAPES = [
+    ((8, 64), 32),       # plain
+    ((1, 64), 48),       # M = 1
+    ((5, 17), 7),        # K not a multiple of any tile, odd N
+    ((4, 32), 1),        # N = 1
+    ((2, 3, 24), 40),    # 3-D input
+]
+
+
+@pytest.mark.parametrize("x_shape,n", SHAPES)
+@pytest.mark.parametrize("bias", [True, False])
+def test_linear(tmp_path, x_shape, n, bias):
+    rng = np.random.default_rng(1)
+    x, w = randn(rng, *x_shape), randn(rng, n, x_shape[-1])
+    b = randn(rng, n) if bias else None
+    inputs = [x, w] + ([b] if bias else [])
+    (y,) = run_ir(linear_layer("linear", x_shape, n, bias=bias), inputs,
+                  tmp_path)
+    torch.testing.assert_close(torch.from_numpy(y), eager_linear(x, w, b))
+
+
+@pytest.mark.parametrize("op", ["linear_separate_bias", "linear_sync"])
+def test_separate_bias_and_sync(tmp_path, op):
+    # A single-rank program: the sync function is the identity.
+    rng = np.random.default_rng(2)
+    x, w, b = randn(rng, 2, 6, 32), randn(rng, 24, 32), randn(rng, 24)
+    attrs = "" if op == "linear_separate_bias" else ""
+    ir = linear_layer(op, x.shape, 24, attrs=attrs)
+    if op == "linear_sync":
+        ir = ir.replace("%x, %w bias %b", "%x, %w sync <fwd_post, all_reduce> bias %b")
+    (y,) = run_ir(ir, [x, w, b], tmp_path)
+    torch.testing.assert_close(torch.from_numpy(y), eager_linear(x, w, b))
+
+
+@pytest.mark.parametrize("kind,eager", [
+    ("gelu_tanh", lambda y: F.gelu(y, approximate="tanh")),
+    ("gelu_erf", lambda y: F.gelu(y)),
+    ("relu", F.relu),
+])
+@pytest.mark.parametrize("x_shape,n", SHAPES)
+def test_linear_act(tmp_path, kind, eager, x_shape, n):
+    rng = np.random.default_rng(3)
+    x, w, b = randn(rng, *x_shape), randn(rng, n, x_shape[-1]), randn(rng, n)
+    ir = linear_layer("linear_act", x_shape, n, attrs=f"activation {kind}")
+    (y,) = run_ir(ir, [x, w, b], tmp_path)
+    torch.testing.assert_close(torch.from_numpy(y), eager(eager_linear(x, w, b)))
+
+
+def test_fused_qkv(tmp_path):
+    hidden, heads = 32, 4
+    head_dim = hidden // heads
+    rng = np.random.default_rng(4)
+    x = randn(rng, 2, 5, hidden)
+    w, b = randn(rng, 3 * hidden, hidden), randn(rng, 3 * hidden)
+    ir = linear_layer("fused_qkv", x.shape, 3 * hidden,
+                      attrs=f"num_heads {heads} world_size 1",
+                      qkv_heads=(heads, head_dim))
+    q, k, v = run_ir(ir, [x, w, b], tmp_path)
+    # Slapo's FusedQKV: view [..., heads, head_dim, 3] and split the last dim.
+    qkv = eager_linear(x, w, b).view(2, 5, heads, head_dim, 3)
+    for got, t in zip((q, k, v), range(3)):
+        torch.testing.assert_close(torch.from_numpy(got), qkv[..., t])
+    # Equivalently, stacking separate Wq, Wk, Wv on dim 1 gives the weight.
+    wq, wk, wv = w.reshape(hidden, 3, hidden).transpose(1, 0, 2)
+    torch.testing.assert_close(
+        torch.from_numpy(q).reshape(2, 5, hidden),
+        eager_linear(x, wq, b.reshape(hidden, 3)[:, 0]))
+
+
+def to_bits(array, element):
+    tensor = torch.from_numpy(array).to(getattr(torch, {"bf16": "bfloat16",
+                                                      "f16": "float16"}[element]))
+    rounded = tensor.to(torch.float64).numpy()
+    if element == "bf16":
+        return tensor.view(torch.int16).numpy().view(np.uint16), rounded
+    return tensor.numpy(), rounded
+
+
+def from_bits(array, element):
+    if element == "bf16":
+        return torch.from_numpy(array.view(np.int16)).view(
+            torch.bfloat16).to(torch.float64).numpy()
+    return array.astype(np.float64)
+
+
+@pytest.mark.parametrize("element", ["bf16", "f16"])
+@pytest.mark.parametrize("result_element", ["same", "f32"])
+@pytest.mark.parametrize("x_shape,n", [((8, 64), 32), ((2, 3, 17), 5)])
+def test_half_precision(tmp_path, element, result_element, x_shape, n):
+    """Rounded inputs, f32 accumulation, against float64 on the same inputs."""
+    rng = np.random.default_rng(5)
+    x, x64 = to_bits(randn(rng, *x_shape), element)
+    w, w64 = to_bits(randn(rng, n, x_shape[-1]), element)
+    b, b64 = to_bits(randn(rng, n), element)
+    out = element if result_element == "same" else "f32"
+    ir = linear_layer("linear_act", x_shape, n, element=element,
+                      result_element=out, attrs="activation gelu_tanh")
+    (y,) = run_ir(ir, [x, w, b], tmp_path)
+    got = from_bits(y, out) if out != "f32" else y.astype(np.float64)
+    z = x64 @ w64.T + b64
+    ref = 0.5 * z * (1 + np.tanh(np.sqrt(2 / np.pi) * (z + 0.044715 * z**3)))
+    bound = (1e-2 if out != "f32" else 1e-4) * np.abs(ref).max()
+    assert np.abs(got - ref).max() <= bound
+
+
+DROPOUT_IR = linear_layer("linear_dropout", (64, 48), 96,
+                          attrs="dropout <p = {p}, {mode}offset = 3>",
+                          seed=True)
+
+
+def run_dropout(tmp_path, x, w, b, p, seed, training=True):
+    ir = DROPOUT_IR.replace("{p}", repr(float(p))).replace(
+        "{mode}", "training, " if training else "")
+    if not training or p == 0:
+        ir = ir.replace(" seed %seed", "")
+        return run_ir(ir.replace(", %seed: i64", "").replace(", i64)", ")"),
+                      [x, w, b], tmp_path)[0]
+    return run_ir(ir, [x, w, b, ("i64", seed)], tmp_path)[0]
+
+
+def test_dropout_statistics_and_scaling(tmp_path):
+    rng = np.random.default_rng(6)
+    x, w, b = randn(rng, 64, 48), randn(rng, 96, 48), randn(rng, 96)
+    p = 0.3
+    y = run_dropout(tmp_path / "train", x, w, b, p, seed=1234)
+    z = run_dropout(tmp_path / "eval", x, w, b, p, seed=1234, training=False)
+    torch.testing.assert_close(torch.from_numpy(z), eager_linear(x, w, b))
+    kept = y != 0
+    rate = kept.mean()
+    bound = 3.3 * np.sqrt(p * (1 - p) / y.size)  # 99.9% binomial bound
+    assert abs(rate - (1 - p)) < bound
+    # Survivors are exactly the un-dropped value times float32(1/(1-p)).
+    scale = np.float32(1.0 / (1.0 - p))
+    assert np.array_equal(y[kept], z[kept] * scale)
+    # The mask is the reference Philox stream's, keyed by (seed, offset, index).
+    assert np.array_equal(kept, philox.keep_mask(y.shape, p, 1234, offset=3))
+
+
+def test_dropout_determinism_and_identities(tmp_path):
+    rng = np.random.default_rng(7)
+    x, w, b = randn(rng, 64, 48), randn(rng, 96, 48), randn(rng, 96)
+    first = run_dropout(tmp_path / "a", x, w, b, 0.5, seed=99)
+    second = run_dropout(tmp_path / "b", x, w, b, 0.5, seed=99)
+    other = run_dropout(tmp_path / "c", x, w, b, 0.5, seed=100)
+    assert np.array_equal(first, second)
+    assert not np.array_equal(first != 0, other != 0)
+    ref = eager_linear(x, w, b)
+    for p, training in [(0.0, True), (0.5, False)]:
+        y = run_dropout(tmp_path / f"id{p}", x, w, b, p, seed=5,
+                        training=training)
+        torch.testing.assert_close(torch.from_numpy(y), ref)
+    all_dropped = run_dropout(tmp_path / "one", x, w, b, 1.0, seed=5)
+    assert not all_dropped.any()

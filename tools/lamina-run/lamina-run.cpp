@@ -1,0 +1,274 @@
+//===- lamina-run.cpp - Compile an IR file and execute a function ---------===//
+//
+// lamina-run model.mlir --entry=f --input=x.npy --input=i64:7 \
+//     --reference=y.npy --repeat=20
+//
+//===----------------------------------------------------------------------===//
+
+#include "lamina/Execution/JitProgram.h"
+#include "lamina/InitAll.h"
+
+#include "mlir/IR/AsmState.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <random>
+
+using namespace mlir;
+using namespace mlir::lamina;
+namespace cl = llvm::cl;
+
+static cl::opt<std::string> inputFile(cl::Positional, cl::desc("<file.mlir>"),
+                                      cl::Required);
+static cl::opt<std::string> entryName("entry", cl::desc("function to run"),
+                                      cl::init("main"));
+static cl::opt<std::string>
+    pipelineText("pipeline",
+                 cl::desc("pass pipeline compiling the module to LLVM"),
+                 cl::init("lamina-cpu-pipeline"));
+static cl::list<std::string>
+    inputArgs("input",
+              cl::desc("an argument, in order: a .npy file or a scalar "
+                       "'i64:7', 'f32:0.5'"));
+static cl::opt<bool>
+    randomInputs("random-inputs",
+                 cl::desc("fill arguments not given by --input with seeded "
+                          "random data (floats uniform in [-1, 1), integer "
+                          "scalars = the seed)"));
+static cl::opt<uint64_t> randomSeed("seed", cl::desc("seed of --random-inputs"),
+                                    cl::init(0));
+static cl::opt<std::string> outputDir("output-dir",
+                                      cl::desc("write result<i>.npy here"));
+static cl::list<std::string>
+    referenceFiles("reference", cl::desc("expected result (.npy), in order"));
+static cl::opt<double> relativeTolerance("rtol", cl::desc("relative tolerance"),
+                            cl::init(1e-5));
+static cl::opt<double> absoluteTolerance("atol", cl::desc("absolute tolerance"),
+                            cl::init(1e-6));
+static cl::opt<unsigned> repeat("repeat",
+                                cl::desc("time this many calls (after one "
+                                         "warm-up call): median and min"),
+                                cl::init(0));
+
+static int fail(const llvm::Twine &message) {
+  llvm::errs() << "lamina-run: error: " << message << "\n";
+  return 1;
+}
+
+static int fail(llvm::Error error) {
+  return fail(llvm::toString(std::move(error)));
+}
+
+/// A scalar given on the command line as `<type>:<value>`.
+static llvm::Expected<HostTensor> parseScalar(llvm::StringRef text) {
+  auto [type, value] = text.split(':');
+  HostTensor scalar;
+  double number;
+  int64_t integer;
+  if (type == "i64" && !value.getAsInteger(10, integer)) {
+    scalar = HostTensor::zeros(ElementKind::I64, {});
+    std::memcpy(scalar.bytes.data(), &integer, 8);
+    return scalar;
+  }
+  if (type == "i32" && !value.getAsInteger(10, integer)) {
+    scalar = HostTensor::zeros(ElementKind::I32, {});
+    scalar.setFromDouble(0, static_cast<double>(integer));
+    return scalar;
+  }
+  if ((type == "f32" || type == "f64") && !value.getAsDouble(number)) {
+    scalar = HostTensor::zeros(type == "f32" ? ElementKind::F32
+                                             : ElementKind::F64,
+                               {});
+    scalar.setFromDouble(0, number);
+    return scalar;
+  }
+  return llvm::createStringError(std::errc::invalid_argument,
+                                 "cannot read scalar '%s' (expected "
+                                 "i64:<n>, i32:<n>, f32:<x> or f64:<x>)",
+                                 text.str().c_str());
+}
+
+static HostTensor randomInput(const ArgumentSpec &spec, std::mt19937_64 &rng) {
+  HostTensor tensor = HostTensor::zeros(spec.kind, spec.shape);
+  if (spec.isScalar && (spec.kind == ElementKind::I64 ||
+                        spec.kind == ElementKind::I32)) {
+    tensor.setFromDouble(0, static_cast<double>(randomSeed));
+    return tensor;
+  }
+  std::uniform_real_distribution<double> uniform(-1.0, 1.0);
+  for (int64_t i = 0, e = tensor.getNumElements(); i < e; ++i)
+    tensor.setFromDouble(i, uniform(rng));
+  return tensor;
+}
+
+static std::string formatShape(llvm::ArrayRef<int64_t> shape) {
+  std::string text = "[";
+  for (auto [i, size] : llvm::enumerate(shape))
+    text += (i ? ", " : "") + std::to_string(size);
+  return text + "]";
+}
+
+static void summarize(unsigned index, const HostTensor &tensor) {
+  double lo = INFINITY, hi = -INFINITY, sum = 0;
+  int64_t n = tensor.getNumElements();
+  for (int64_t i = 0; i < n; ++i) {
+    double v = tensor.getAsDouble(i);
+    lo = std::min(lo, v);
+    hi = std::max(hi, v);
+    sum += v;
+  }
+  llvm::outs() << "result " << index << ": " << getElementName(tensor.kind)
+               << formatShape(tensor.shape)
+               << llvm::format(" min %.6g max %.6g mean %.6g\n", lo, hi,
+                               n ? sum / n : 0.0);
+}
+
+/// numpy.allclose semantics; prints the largest errors. Returns whether the
+/// result is within tolerance.
+static bool compare(unsigned index, const HostTensor &got,
+                    const HostTensor &expected) {
+  if (llvm::ArrayRef(got.shape) != llvm::ArrayRef(expected.shape)) {
+    llvm::outs() << "result " << index << ": shape " << formatShape(got.shape)
+                 << " differs from the reference's "
+                 << formatShape(expected.shape) << "\n";
+    return false;
+  }
+  double maxAbs = 0, maxRel = 0;
+  int64_t bad = 0, n = got.getNumElements();
+  for (int64_t i = 0; i < n; ++i) {
+    double a = got.getAsDouble(i), b = expected.getAsDouble(i);
+    double diff = std::fabs(a - b);
+    if (std::isnan(a) != std::isnan(b))
+      diff = INFINITY;
+    else if (std::isnan(a))
+      diff = 0;
+    maxAbs = std::max(maxAbs, diff);
+    if (b != 0)
+      maxRel = std::max(maxRel, diff / std::fabs(b));
+    if (!(diff <= absoluteTolerance + relativeTolerance * std::fabs(b)))
+      ++bad;
+  }
+  llvm::outs() << "result " << index
+               << llvm::format(" vs reference: max abs err %.3g, max rel err "
+                               "%.3g, ",
+                               maxAbs, maxRel)
+               << bad << "/" << n
+               << llvm::format(" beyond atol %g + rtol %g: ",
+                               double(absoluteTolerance),
+                               double(relativeTolerance))
+               << (bad ? "MISMATCH" : "ok") << "\n";
+  return bad == 0;
+}
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+  registerMLIRContextCLOptions();
+  registerPassManagerCLOptions();
+  registerAsmPrinterCLOptions();
+  registerAllPasses();
+  cl::ParseCommandLineOptions(argc, argv,
+                              "Lamina: compile an IR file and run a function\n");
+
+  DialectRegistry registry;
+  registerAllDialects(registry);
+  MLIRContext context(registry);
+  llvm::SourceMgr sourceMgr;
+  std::string includedFile;
+  auto buffer = llvm::MemoryBuffer::getFileOrSTDIN(inputFile);
+  if (!buffer)
+    return fail("cannot read '" + inputFile + "': " +
+                buffer.getError().message());
+  sourceMgr.AddNewSourceBuffer(std::move(*buffer), llvm::SMLoc());
+  SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
+  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &context);
+  if (!module)
+    return fail("cannot parse '" + inputFile + "'");
+
+  auto program = JitProgram::compile(std::move(module), entryName,
+                                     pipelineText);
+  if (!program)
+    return fail(program.takeError());
+
+  // Arguments: --input values in order, then random data if asked.
+  llvm::ArrayRef<ArgumentSpec> specs = (*program)->getInputs();
+  if (inputArgs.size() > specs.size())
+    return fail("@" + entryName + " takes " + llvm::Twine(specs.size()) +
+                " arguments, " + llvm::Twine(inputArgs.size()) +
+                " --input given");
+  std::vector<HostTensor> args;
+  for (const std::string &text : inputArgs) {
+    llvm::Expected<HostTensor> arg = llvm::StringRef(text).ends_with(".npy")
+                                         ? readNpy(text)
+                                         : parseScalar(text);
+    if (!arg)
+      return fail(arg.takeError());
+    args.push_back(std::move(*arg));
+  }
+  std::mt19937_64 rng(randomSeed);
+  if (args.size() < specs.size()) {
+    if (!randomInputs)
+      return fail("@" + entryName + " takes " + llvm::Twine(specs.size()) +
+                  " arguments, " + llvm::Twine(args.size()) +
+                  " given (add --input, or --random-inputs)");
+    for (size_t i = args.size(); i < specs.size(); ++i)
+      args.push_back(randomInput(specs[i], rng));
+  }
+
+  auto outputs = (*program)->run(args);
+  if (!outputs)
+    return fail(outputs.takeError());
+
+  if (repeat > 0) {
+    std::vector<double> seconds;
+    for (unsigned i = 0; i < repeat; ++i) {
+      auto start = std::chrono::steady_clock::now();
+      auto again = (*program)->run(args);
+      auto stop = std::chrono::steady_clock::now();
+      if (!again)
+        return fail(again.takeError());
+      seconds.push_back(std::chrono::duration<double>(stop - start).count());
+    }
+    std::sort(seconds.begin(), seconds.end());
+    llvm::outs() << "time over " << repeat << " calls:"
+                 << llvm::format(" median %.4f ms, min %.4f ms\n",
+                                 seconds[seconds.size() / 2] * 1e3,
+                                 seconds.front() * 1e3);
+  }
+
+  for (auto [index, output] : llvm::enumerate(*outputs))
+    summarize(index, output);
+
+  if (!outputDir.empty()) {
+    if (std::error_code error = llvm::sys::fs::create_directories(outputDir))
+      return fail("cannot create '" + outputDir + "': " + error.message());
+    for (auto [index, output] : llvm::enumerate(*outputs)) {
+      llvm::SmallString<128> path(outputDir);
+      llvm::sys::path::append(path, "result" + std::to_string(index) + ".npy");
+      if (llvm::Error error = writeNpy(path, output))
+        return fail(std::move(error));
+    }
+  }
+
+  if (referenceFiles.size() > outputs->size())
+    return fail("more --reference files than results");
+  bool allOk = true;
+  for (auto [index, path] : llvm::enumerate(referenceFiles)) {
+    auto expected = readNpy(path);
+    if (!expected)
+      return fail(expected.takeError());
+    allOk &= compare(index, (*outputs)[index], *expected);
+  }
+  return allOk ? 0 : 1;
+}
