@@ -25,7 +25,19 @@ def ConvertLaminaToLinalg : Pass<"convert-lamina-to-linalg"> {
 
     Sync points must have been partitioned into collectives first; in a
     single-rank program they are the identity.
+
+    With `weight-block=B` (the CPU pipeline uses 16), a float weight
+    `W[N, K]` with `N % B == 0` is packed by `linalg.pack` into
+    `Wp[N/B, K, B]`, so that a register tile reads `B` contiguous output
+    features per `k`; the matmul then becomes a `linalg.generic` over
+    `(m, n1, n0, k)` writing `[M, N/B, B]` (the same memory as row-major
+    `[M, N]`), and the epilogue runs on that view.
   }];
+  let options = [
+    Option<"weightBlock", "weight-block", "int64_t", /*default=*/"0",
+           "pack weights into blocks of this many output features "
+           "(0: keep [N, K])">,
+  ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
     "::mlir::linalg::LinalgDialect",

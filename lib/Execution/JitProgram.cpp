@@ -135,6 +135,21 @@ JitProgram::compile(OwningOpRef<ModuleOp> module, StringRef entry,
                              "above)",
                              pipeline.str().c_str());
 
+  // Weights the pipeline packs once per load (see lamina-hoist-weight-packing).
+  if (auto plan = (*module)->getAttrOfType<DictionaryAttr>(
+          "lamina.weight_packing")) {
+    if (auto types = plan.getAs<ArrayAttr>(entry)) {
+      for (auto [index, type] : llvm::enumerate(types)) {
+        auto spec = describe(cast<TypeAttr>(type).getValue(),
+                             "packed weight " + std::to_string(index));
+        if (!spec)
+          return spec.takeError();
+        program->packedWeights.push_back(*spec);
+      }
+    }
+    (*module)->removeAttr("lamina.weight_packing");
+  }
+
   DialectRegistry registry;
   registerBuiltinDialectTranslation(registry);
   registerLLVMDialectTranslation(registry);
@@ -157,6 +172,15 @@ JitProgram::compile(OwningOpRef<ModuleOp> module, StringRef entry,
   if (!engine)
     return engine.takeError();
   program->engine = std::move(*engine);
+  // Materialize the code now, so that no call pays for JIT compilation.
+  SmallVector<std::string> functions = {program->entry};
+  if (!program->packedWeights.empty())
+    functions.push_back(program->entry + "_pack_weights");
+  for (const std::string &name : functions) {
+    auto function = program->engine->lookupPacked("_mlir_ciface_" + name);
+    if (!function)
+      return function.takeError();
+  }
   return program;
 }
 
@@ -178,8 +202,8 @@ struct Descriptor {
 };
 } // namespace
 
-llvm::Expected<std::vector<HostTensor>>
-JitProgram::run(llvm::ArrayRef<HostTensor> args) {
+llvm::Expected<JitProgram::PreparedArguments>
+JitProgram::prepare(llvm::ArrayRef<HostTensor> args) {
   if (args.size() != inputs.size())
     return createStringError(std::errc::invalid_argument,
                              "@%s takes %zu inputs, got %zu", entry.c_str(),
@@ -205,11 +229,45 @@ JitProgram::run(llvm::ArrayRef<HostTensor> args) {
                                spec.typeText.c_str(), got.c_str());
     }
   }
+  PreparedArguments prepared;
+  prepared.tensors.assign(args.begin(), args.end());
+  if (packedWeights.empty())
+    return prepared;
+  std::vector<HostTensor> packed;
+  for (const ArgumentSpec &spec : packedWeights)
+    packed.push_back(HostTensor::zeros(spec.kind, spec.shape));
+  if (llvm::Error error =
+          invoke(entry + "_pack_weights", args, inputs, packed))
+    return std::move(error);
+  for (HostTensor &weight : packed)
+    prepared.tensors.push_back(std::move(weight));
+  return prepared;
+}
 
+llvm::Expected<std::vector<HostTensor>>
+JitProgram::run(const PreparedArguments &args) {
   std::vector<HostTensor> outputs;
   for (const ArgumentSpec &spec : results)
     outputs.push_back(HostTensor::zeros(spec.kind, spec.shape));
+  SmallVector<ArgumentSpec> specs(inputs);
+  specs.append(packedWeights.begin(), packedWeights.end());
+  if (llvm::Error error = invoke(entry, args.tensors, specs, outputs))
+    return std::move(error);
+  return outputs;
+}
 
+llvm::Expected<std::vector<HostTensor>>
+JitProgram::run(llvm::ArrayRef<HostTensor> args) {
+  auto prepared = prepare(args);
+  if (!prepared)
+    return prepared.takeError();
+  return run(*prepared);
+}
+
+llvm::Error JitProgram::invoke(llvm::StringRef function,
+                               llvm::ArrayRef<HostTensor> args,
+                               llvm::ArrayRef<ArgumentSpec> argSpecs,
+                               std::vector<HostTensor> &outputs) {
   // Packed calling convention: one pointer per argument to where the
   // argument's value lives; a memref's value is a pointer to its descriptor.
   std::vector<Descriptor> descriptors;
@@ -217,7 +275,7 @@ JitProgram::run(llvm::ArrayRef<HostTensor> args) {
   std::vector<void *> descriptorPointers;
   descriptorPointers.reserve(args.size() + outputs.size());
   std::vector<void *> packed;
-  for (auto [arg, spec] : llvm::zip(args, inputs)) {
+  for (auto [arg, spec] : llvm::zip_equal(args, argSpecs)) {
     if (spec.isScalar) {
       packed.push_back(const_cast<uint8_t *>(arg.bytes.data()));
       continue;
@@ -232,7 +290,5 @@ JitProgram::run(llvm::ArrayRef<HostTensor> args) {
     descriptorPointers.push_back(descriptors.back().words.data());
     packed.push_back(&descriptorPointers.back());
   }
-  if (llvm::Error error = engine->invokePacked("_mlir_ciface_" + entry, packed))
-    return std::move(error);
-  return outputs;
+  return engine->invokePacked(("_mlir_ciface_" + function).str(), packed);
 }

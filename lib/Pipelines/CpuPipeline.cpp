@@ -16,15 +16,21 @@
 
 using namespace mlir;
 
+/// Output features per packed weight block: two AVX2 registers of f32.
+static constexpr int64_t kWeightBlock = 16;
+
 void mlir::lamina::buildLaminaCpuPipeline(OpPassManager &pm,
                                           const CpuPipelineOptions &options) {
   // Layers → fused linear ops → linalg.
   pm.addPass(createLaminaDecompose());
   pm.addPass(createLaminaFuseEpilogues());
-  pm.addPass(createConvertLaminaToLinalg());
+  ConvertLaminaToLinalgOptions toLinalg;
+  toLinalg.weightBlock = kWeightBlock;
+  pm.addPass(createConvertLaminaToLinalg(toLinalg));
   pm.addPass(createConvertElementwiseToLinalgPass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
+  pm.addPass(createLaminaHoistWeightPacking());
   pm.addPass(createLaminaDecomposeAggregates());
   pm.addPass(createLaminaApproximateMath());
 

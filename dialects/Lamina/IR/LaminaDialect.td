@@ -41,6 +41,10 @@ def Lamina_Dialect : Dialect {
     /// Attribute naming the role of a lowered linalg op ("matmul" or
     /// "epilogue"), which the code-generation pipelines match on.
     static constexpr ::llvm::StringLiteral kStageAttrName = "lamina.stage";
+    /// Module attribute mapping each function with hoisted weight packing
+    /// to the types of its packed weights (its trailing arguments).
+    static constexpr ::llvm::StringLiteral kWeightPackingAttrName =
+        "lamina.weight_packing";
   }];
 }
 

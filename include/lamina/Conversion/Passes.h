@@ -13,8 +13,10 @@ namespace lamina {
 #define GEN_PASS_DECL
 #include "lamina/Conversion/Passes.h.inc"
 
-/// Patterns lowering every lamina op to linalg, tensor, arith and lns.
-void populateLaminaToLinalgPatterns(RewritePatternSet &patterns);
+/// Patterns lowering every lamina op to linalg, tensor, arith and lns;
+/// `weightBlock > 0` packs weights in blocks of that many output features.
+void populateLaminaToLinalgPatterns(RewritePatternSet &patterns,
+                                    int64_t weightBlock = 0);
 
 #define GEN_PASS_REGISTRATION
 #include "lamina/Conversion/Passes.h.inc"

@@ -38,7 +38,17 @@ public:
   llvm::ArrayRef<ArgumentSpec> getInputs() const { return inputs; }
   llvm::ArrayRef<ArgumentSpec> getResults() const { return results; }
 
-  /// Checks `args` against the entry's signature and runs it once.
+  /// Arguments checked against the entry's signature, with the weights the
+  /// program packs at load time already packed: prepare once, call often.
+  struct PreparedArguments {
+    std::vector<HostTensor> tensors;
+  };
+  llvm::Expected<PreparedArguments> prepare(llvm::ArrayRef<HostTensor> args);
+
+  /// Runs the entry once on prepared arguments.
+  llvm::Expected<std::vector<HostTensor>> run(const PreparedArguments &args);
+
+  /// prepare() then run(), for one-off calls.
   llvm::Expected<std::vector<HostTensor>> run(llvm::ArrayRef<HostTensor> args);
 
 private:
@@ -46,8 +56,17 @@ private:
 
   std::unique_ptr<ExecutionEngine> engine;
   std::string entry;
+  /// Calls `function` through its C interface: `args` then `outputs` (as
+  /// out-parameters), which it fills.
+  llvm::Error invoke(llvm::StringRef function,
+                     llvm::ArrayRef<HostTensor> args,
+                     llvm::ArrayRef<ArgumentSpec> argSpecs,
+                     std::vector<HostTensor> &outputs);
+
   llvm::SmallVector<ArgumentSpec> inputs;
   llvm::SmallVector<ArgumentSpec> results;
+  /// Weights packed by `<entry>_pack_weights`, passed after the inputs.
+  llvm::SmallVector<ArgumentSpec> packedWeights;
 };
 
 } // namespace lamina

@@ -164,8 +164,13 @@ static Value buildEpilogue(OpBuilder &b, Location loc, Value source,
   SmallVector<AffineMap> maps;
   AffineMap identity = AffineMap::getMultiDimIdentityMap(rank, context);
   if (steps.bias) {
+    // The bias spans the trailing dims (one, or two for a [N/B, B] view).
+    int64_t biasRank = cast<RankedTensorType>(steps.bias.getType()).getRank();
+    SmallVector<AffineExpr> biasDims;
+    for (int64_t d = rank - biasRank; d < rank; ++d)
+      biasDims.push_back(b.getAffineDimExpr(d));
     inputs.push_back(steps.bias);
-    maps.push_back(AffineMap::get(rank, 0, b.getAffineDimExpr(rank - 1)));
+    maps.push_back(AffineMap::get(rank, 0, biasDims, context));
   }
   if (!inPlace) {
     inputs.push_back(source);
@@ -255,21 +260,91 @@ static Value buildMatmul(OpBuilder &b, Location loc, Value input,
   return matmul.getResult(0);
 }
 
+/// x[..., K]·W[N, K]ᵀ with W packed into Wp[N/B, K, B]: a [M, N/B, B]
+/// accumulator, the same memory as row-major [M, N].
+static Value buildBlockedMatmul(OpBuilder &b, Location loc, Value input,
+                                Value weight, Type accElt, int64_t block) {
+  Value rows = flattenRows(b, loc, input);
+  auto weightType = cast<RankedTensorType>(weight.getType());
+  int64_t n = weightType.getDimSize(0), k = weightType.getDimSize(1);
+  Value packedInit = tensor::EmptyOp::create(
+      b, loc, ArrayRef<int64_t>{n / block, k, block},
+      weightType.getElementType());
+  Value packed = linalg::PackOp::create(b, loc, weight, packedInit,
+                                        /*innerDimsPos=*/{0},
+                                        {b.getIndexAttr(block)})
+                     .getResult();
+
+  SmallVector<OpFoldResult> shape = {tensor::getMixedSize(b, loc, rows, 0),
+                                     b.getIndexAttr(n / block),
+                                     b.getIndexAttr(block)};
+  Value empty = tensor::EmptyOp::create(b, loc, shape, accElt);
+  Value zero = arith::ConstantOp::create(b, loc, b.getZeroAttr(accElt));
+  Value acc =
+      linalg::FillOp::create(b, loc, ValueRange{zero}, ValueRange{empty})
+          .getResult(0);
+
+  MLIRContext *context = b.getContext();
+  AffineExpr m, n1, n0, kk;
+  bindDims(context, m, n1, n0, kk);
+  SmallVector<AffineMap> maps = {AffineMap::get(4, 0, {m, kk}, context),
+                                 AffineMap::get(4, 0, {n1, kk, n0}, context),
+                                 AffineMap::get(4, 0, {m, n1, n0}, context)};
+  SmallVector<utils::IteratorType> iterators(3, utils::IteratorType::parallel);
+  iterators.push_back(utils::IteratorType::reduction);
+  auto matmul = linalg::GenericOp::create(
+      b, loc, acc.getType(), ValueRange{rows, packed}, ValueRange{acc}, maps,
+      iterators, [&](OpBuilder &nb, Location nloc, ValueRange args) {
+        auto widen = [&](Value v) -> Value {
+          return v.getType() == accElt
+                     ? v
+                     : arith::ExtFOp::create(nb, nloc, accElt, v);
+        };
+        Value product = arith::MulFOp::create(nb, nloc, widen(args[0]),
+                                              widen(args[1]));
+        linalg::YieldOp::create(
+            nb, nloc,
+            ValueRange{arith::AddFOp::create(nb, nloc, args[2], product)});
+      });
+  matmul->setAttr(kStageAttrName, b.getStringAttr("matmul"));
+  return matmul.getResult(0);
+}
+
 static Type accumulatorType(OpBuilder &b, Type inputElt) {
   return inputElt.getIntOrFloatBitWidth() < 32 ? b.getF32Type() : inputElt;
 }
 
 /// A float linear layer: matmul, then one epilogue, then the result shape.
+/// With `weightBlock > 0` and a static weight whose N it divides, the
+/// weight is packed in blocks of that many output features.
 static Value buildFloatLinear(OpBuilder &b, Location loc, Value input,
-                              Value weight, const EpilogueSteps &steps,
-                              RankedTensorType resultType) {
+                              Value weight, EpilogueSteps steps,
+                              RankedTensorType resultType,
+                              int64_t weightBlock) {
   Type inputElt = cast<RankedTensorType>(input.getType()).getElementType();
-  Value acc =
-      buildMatmul(b, loc, input, weight, accumulatorType(b, inputElt));
+  Type accElt = accumulatorType(b, inputElt);
+  auto weightType = cast<RankedTensorType>(weight.getType());
+  bool blocked = weightBlock > 0 && weightType.hasStaticShape() &&
+                 weightType.getDimSize(0) % weightBlock == 0;
+  Value acc = blocked ? buildBlockedMatmul(b, loc, input, weight, accElt,
+                                           weightBlock)
+                      : buildMatmul(b, loc, input, weight, accElt);
+  if (blocked && steps.bias) {
+    int64_t n = weightType.getDimSize(0);
+    auto biasType = cast<RankedTensorType>(steps.bias.getType());
+    steps.bias = tensor::ExpandShapeOp::create(
+        b, loc,
+        RankedTensorType::get({n / weightBlock, weightBlock},
+                              biasType.getElementType()),
+        steps.bias, ArrayRef<ReassociationIndices>{{0, 1}});
+  }
   Type resultElt = resultType.getElementType();
   if (!steps.empty() ||
       cast<RankedTensorType>(acc.getType()).getElementType() != resultElt)
     acc = buildEpilogue(b, loc, acc, resultElt, steps);
+  if (blocked)
+    acc = tensor::CollapseShapeOp::create(
+        b, loc, acc, ArrayRef<ReassociationIndices>{{0}, {1, 2}});
   return restoreRows(b, loc, acc, resultType, input);
 }
 
@@ -284,7 +359,9 @@ static bool isLns(Value value) {
 
 namespace {
 struct FusedLinearToLinalg : OpRewritePattern<FusedLinearOp> {
-  using OpRewritePattern::OpRewritePattern;
+  FusedLinearToLinalg(MLIRContext *context, int64_t weightBlock)
+      : OpRewritePattern(context), weightBlock(weightBlock) {}
+  int64_t weightBlock;
   LogicalResult matchAndRewrite(FusedLinearOp op,
                                 PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
@@ -297,13 +374,15 @@ struct FusedLinearToLinalg : OpRewritePattern<FusedLinearOp> {
                         op.getDropoutAttr(), op.getSeed()};
     rewriter.replaceOp(op, buildFloatLinear(rewriter, loc, op.getInput(),
                                             op.getWeight(), steps,
-                                            op.getType()));
+                                            op.getType(), weightBlock));
     return success();
   }
 };
 
 struct MatmulToLinalg : OpRewritePattern<MatmulOp> {
-  using OpRewritePattern::OpRewritePattern;
+  MatmulToLinalg(MLIRContext *context, int64_t weightBlock)
+      : OpRewritePattern(context), weightBlock(weightBlock) {}
+  int64_t weightBlock;
   LogicalResult matchAndRewrite(MatmulOp op,
                                 PatternRewriter &rewriter) const override {
     if (isLns(op.getInput())) {
@@ -313,7 +392,8 @@ struct MatmulToLinalg : OpRewritePattern<MatmulOp> {
     }
     rewriter.replaceOp(op, buildFloatLinear(rewriter, op.getLoc(),
                                             op.getInput(), op.getWeight(),
-                                            EpilogueSteps(), op.getType()));
+                                            EpilogueSteps(), op.getType(),
+                                            weightBlock));
     return success();
   }
 };
@@ -390,7 +470,9 @@ struct SyncToIdentity : OpRewritePattern<SyncOp> {
 
 /// qkv = x·Wᵀ + b viewed as [..., heads, hd, 3] and split on the last dim.
 struct FusedQKVToLinalg : OpRewritePattern<FusedQKVOp> {
-  using OpRewritePattern::OpRewritePattern;
+  FusedQKVToLinalg(MLIRContext *context, int64_t weightBlock)
+      : OpRewritePattern(context), weightBlock(weightBlock) {}
+  int64_t weightBlock;
   LogicalResult matchAndRewrite(FusedQKVOp op,
                                 PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
@@ -406,7 +488,7 @@ struct FusedQKVToLinalg : OpRewritePattern<FusedQKVOp> {
     EpilogueSteps steps;
     steps.bias = op.getBias();
     Value qkv = buildFloatLinear(rewriter, loc, op.getInput(), op.getWeight(),
-                                 steps, qkvType);
+                                 steps, qkvType, weightBlock);
 
     // [..., 3·heads·hd] → [..., heads, hd, 3]
     SmallVector<int64_t> splitShape(qType.getShape());
@@ -442,6 +524,8 @@ struct FusedQKVToLinalg : OpRewritePattern<FusedQKVOp> {
 
 struct ConvertLaminaToLinalgPass
     : mlir::lamina::impl::ConvertLaminaToLinalgBase<ConvertLaminaToLinalgPass> {
+  using Base::Base;
+
   void runOnOperation() override {
     Operation *root = getOperation();
     // Collectives must have been partitioned away in multi-rank programs.
@@ -463,16 +547,18 @@ struct ConvertLaminaToLinalgPass
     target.addIllegalDialect<LaminaDialect>();
     target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
     RewritePatternSet patterns(&getContext());
-    populateLaminaToLinalgPatterns(patterns);
+    populateLaminaToLinalgPatterns(patterns, weightBlock);
     if (failed(applyPartialConversion(root, target, std::move(patterns))))
       signalPassFailure();
   }
 };
 } // namespace
 
-void mlir::lamina::populateLaminaToLinalgPatterns(RewritePatternSet &patterns) {
+void mlir::lamina::populateLaminaToLinalgPatterns(RewritePatternSet &patterns,
+                                                  int64_t weightBlock) {
   populateLayerToFusedLinearPatterns(patterns);
-  patterns.add<FusedLinearToLinalg, MatmulToLinalg, BiasAddToLinalg,
-               ActivationToLinalg, DropoutToLinalg, SyncToIdentity,
-               FusedQKVToLinalg>(patterns.getContext());
+  patterns.add<FusedLinearToLinalg, MatmulToLinalg, FusedQKVToLinalg>(
+      patterns.getContext(), weightBlock);
+  patterns.add<BiasAddToLinalg, ActivationToLinalg, DropoutToLinalg,
+               SyncToIdentity>(patterns.getContext());
 }

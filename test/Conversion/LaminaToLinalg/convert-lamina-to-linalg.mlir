@@ -126,3 +126,24 @@ func.func @lns(%x: tensor<4x8x!lns.num<f = 10>>, %w: tensor<16x8x!lns.num<f = 10
   %2 = lamina.bias_add %1, %b : tensor<4x16x!lns.num<f = 10>>, tensor<16x!lns.num<f = 12>>
   return %0, %2 : tensor<4x16x!lns.num<f = 10>>, tensor<4x16x!lns.num<f = 10>>
 }
+
+// -----
+
+// RUN: lamina-opt %s --convert-lamina-to-linalg=weight-block=16 --split-input-file | FileCheck %s --check-prefix=BLOCK
+
+// With weight-block=16, W[32, 8] is packed into [2, 8, 16], the matmul is a
+// generic over (m, n1, n0, k) on the [M, 2, 16] view of the output, the bias
+// is viewed as [2, 16]; N = 24 is not a multiple of 16 and stays unpacked.
+// BLOCK-LABEL: func.func @blocked
+// BLOCK-SAME: (%[[X:.+]]: tensor<4x8xf32>, %[[W:.+]]: tensor<32x8xf32>, %[[B:.+]]: tensor<32xf32>, %[[W2:.+]]: tensor<24x8xf32>)
+func.func @blocked(%x: tensor<4x8xf32>, %w: tensor<32x8xf32>, %b: tensor<32xf32>, %w2: tensor<24x8xf32>) -> (tensor<4x32xf32>, tensor<4x24xf32>) {
+  // BLOCK: %[[P:.+]] = linalg.pack %[[W]] inner_dims_pos = [0] inner_tiles = [16] into %{{.*}} : tensor<32x8xf32> -> tensor<2x8x16xf32>
+  // BLOCK: %[[MM:.+]] = linalg.generic {{{.*}}iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%[[X]], %[[P]] : tensor<4x8xf32>, tensor<2x8x16xf32>) outs(%{{.*}} : tensor<4x2x16xf32>) attrs = {lamina.stage = "matmul"}
+  // BLOCK: %[[B2:.+]] = tensor.expand_shape %[[B]] {{\[\[}}0, 1]] output_shape [2, 16] : tensor<32xf32> into tensor<2x16xf32>
+  // BLOCK: %[[E:.+]] = linalg.generic {{.*}} ins(%[[B2]] : tensor<2x16xf32>) outs(%[[MM]] : tensor<4x2x16xf32>) attrs = {lamina.stage = "epilogue"}
+  // BLOCK: tensor.collapse_shape %[[E]] {{\[\[}}0], [1, 2]] : tensor<4x2x16xf32> into tensor<4x32xf32>
+  // BLOCK: linalg.matmul {{.*}} ins(%[[X]], %[[W2]] : tensor<4x8xf32>, tensor<24x8xf32>)
+  %0 = lamina.linear_act "fc" %x, %w bias %b activation relu : (tensor<4x8xf32>, tensor<32x8xf32>, tensor<32xf32>) -> tensor<4x32xf32>
+  %1 = lamina.linear "odd" %x, %w2 : (tensor<4x8xf32>, tensor<24x8xf32>) -> tensor<4x24xf32>
+  return %0, %1 : tensor<4x32xf32>, tensor<4x24xf32>
+}

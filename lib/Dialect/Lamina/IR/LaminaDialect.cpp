@@ -272,6 +272,22 @@ LogicalResult LaminaDialect::verifyOperationAttribute(Operation *op,
                              << "' must be a positive integer";
     return success();
   }
+  if (attr.getName() == kWeightPackingAttrName) {
+    auto plan = dyn_cast<DictionaryAttr>(attr.getValue());
+    bool valid = plan && isa<ModuleOp>(op);
+    for (NamedAttribute entry : plan ? plan.getValue()
+                                     : ArrayRef<NamedAttribute>()) {
+      auto types = dyn_cast<ArrayAttr>(entry.getValue());
+      valid &= types && llvm::all_of(types, [](Attribute type) {
+                 return isa<TypeAttr>(type);
+               });
+    }
+    if (!valid)
+      return op->emitError() << "'" << kWeightPackingAttrName
+                             << "' must be a module attribute mapping "
+                                "function names to arrays of types";
+    return success();
+  }
   if (attr.getName() == kStageAttrName) {
     auto stage = dyn_cast<StringAttr>(attr.getValue());
     if (!stage || (stage.getValue() != "matmul" &&

@@ -4,6 +4,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/IR/PatternMatch.h"
 
@@ -32,6 +33,17 @@ struct LaminaDecomposeAggregatesPass
         return signalPassFailure();
       }
       rewriter.replaceOp(op, *results);
+    }
+    // Packs (of weights, in the packing function) become pad + reshape +
+    // transpose, which bufferize and vectorize like any other op.
+    SmallVector<linalg::PackOp> packs;
+    getOperation()->walk([&](linalg::PackOp op) { packs.push_back(op); });
+    for (linalg::PackOp pack : packs) {
+      rewriter.setInsertionPoint(pack);
+      if (failed(linalg::lowerPack(rewriter, pack))) {
+        pack->emitError("could not lower this pack");
+        return signalPassFailure();
+      }
     }
   }
 };

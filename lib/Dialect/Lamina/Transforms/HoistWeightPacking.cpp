@@ -1,0 +1,118 @@
+//===- HoistWeightPacking.cpp - Pack weights once, at load time -----------===//
+
+#include "lamina/Lamina/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+
+namespace mlir::lamina {
+#define GEN_PASS_DEF_LAMINAHOISTWEIGHTPACKING
+#include "lamina/Lamina/Transforms/Passes.h.inc"
+} // namespace mlir::lamina
+
+using namespace mlir;
+using namespace mlir::lamina;
+
+/// Packs of a function argument into a fresh tensor: the weight packing
+/// that can run once, before any call.
+static SmallVector<linalg::PackOp> findArgumentPacks(func::FuncOp function) {
+  SmallVector<linalg::PackOp> packs;
+  function.walk([&](linalg::PackOp pack) {
+    auto source = dyn_cast<BlockArgument>(pack.getSource());
+    if (source && source.getOwner() == &function.getBody().front() &&
+        pack.getDest().getDefiningOp<tensor::EmptyOp>() &&
+        !pack.getPaddingValue() && pack.getDestType().hasStaticShape())
+      packs.push_back(pack);
+  });
+  return packs;
+}
+
+/// Whether `function` is the packer of a function already in `plan`.
+static bool isPacker(func::FuncOp function, ArrayRef<NamedAttribute> plan) {
+  StringRef name = function.getSymName();
+  return name.consume_back("_pack_weights") &&
+         llvm::any_of(plan, [&](NamedAttribute entry) {
+           return entry.getName() == name;
+         });
+}
+
+namespace {
+struct LaminaHoistWeightPackingPass
+    : mlir::lamina::impl::LaminaHoistWeightPackingBase<
+          LaminaHoistWeightPackingPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    MLIRContext *context = &getContext();
+    SmallVector<NamedAttribute> plan;
+    if (auto existing = module->getAttrOfType<DictionaryAttr>(
+            LaminaDialect::kWeightPackingAttrName))
+      plan.assign(existing.begin(), existing.end());
+
+    for (auto function :
+         llvm::to_vector(module.getOps<func::FuncOp>())) {
+      if (function.isDeclaration() || !function.isPublic() ||
+          isPacker(function, plan))
+        continue;
+      SmallVector<linalg::PackOp> packs = findArgumentPacks(function);
+      if (packs.empty())
+        continue;
+
+      // @f_pack_weights(args of @f) -> packed weights.
+      OpBuilder builder(context);
+      builder.setInsertionPointAfter(function);
+      SmallVector<Type> packedTypes;
+      for (linalg::PackOp pack : packs)
+        packedTypes.push_back(pack.getDestType());
+      auto packer = func::FuncOp::create(
+          builder, function.getLoc(),
+          (function.getSymName() + "_pack_weights").str(),
+          builder.getFunctionType(function.getArgumentTypes(), packedTypes));
+      // Callable like @f: same argument attributes, same C interface.
+      packer.setAllArgAttrs(function.getAllArgAttrs());
+      if (Attribute cInterface = function->getAttr("llvm.emit_c_interface"))
+        packer->setAttr("llvm.emit_c_interface", cInterface);
+      Block *body = packer.addEntryBlock();
+      builder.setInsertionPointToStart(body);
+      IRMapping mapping;
+      mapping.map(function.getArguments(), body->getArguments());
+      SmallVector<Value> packed;
+      for (linalg::PackOp pack : packs) {
+        builder.clone(*pack.getDest().getDefiningOp(), mapping);
+        packed.push_back(builder.clone(*pack, mapping)->getResult(0));
+      }
+      func::ReturnOp::create(builder, function.getLoc(), packed);
+
+      // @f takes the packed weights as trailing arguments instead.
+      Block &entry = function.getBody().front();
+      SmallVector<DictionaryAttr> argAttrs;
+      function.getAllArgAttrs(argAttrs);
+      for (linalg::PackOp pack : packs) {
+        auto source = cast<BlockArgument>(pack.getSource());
+        argAttrs.push_back(argAttrs[source.getArgNumber()]);
+        BlockArgument argument =
+            entry.addArgument(pack.getDestType(), pack.getLoc());
+        Operation *dest = pack.getDest().getDefiningOp();
+        pack.getResult().replaceAllUsesWith(argument);
+        pack.erase();
+        if (dest->use_empty())
+          dest->erase();
+      }
+      function.setFunctionType(builder.getFunctionType(
+          entry.getArgumentTypes(), function.getResultTypes()));
+      function.setAllArgAttrs(argAttrs);
+
+      SmallVector<Attribute> typeAttrs;
+      for (Type type : packedTypes)
+        typeAttrs.push_back(TypeAttr::get(type));
+      plan.push_back(builder.getNamedAttr(function.getSymName(),
+                                          builder.getArrayAttr(typeAttrs)));
+    }
+    if (!plan.empty())
+      module->setAttr(LaminaDialect::kWeightPackingAttrName,
+                      DictionaryAttr::get(context, plan));
+  }
+};
+} // namespace
