@@ -123,6 +123,11 @@ JitProgram::compile(OwningOpRef<ModuleOp> module, StringRef entry,
   if (failed(applyPassManagerCLOptions(pm)))
     return createStringError(std::errc::invalid_argument,
                              "bad pass manager options");
+  // The pass manager is anchored on the module: "builtin.module(a,b)" would
+  // nest a second module pass manager that never runs, so take "a,b".
+  StringRef passes = pipeline.trim();
+  if (passes.consume_front("builtin.module(") && passes.consume_back(")"))
+    pipeline = passes;
   std::string pipelineErrors;
   llvm::raw_string_ostream errorStream(pipelineErrors);
   if (failed(parsePassPipeline(pipeline, pm, errorStream)))

@@ -5,6 +5,7 @@
 #include "lamina/Pipelines/Pipelines.h"
 
 #include "mlir/Conversion/Passes.h"
+#include "mlir/Conversion/VectorToSCF/VectorToSCF.h"
 #include "mlir/Dialect/Arith/Transforms/Passes.h"
 #include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
@@ -32,6 +33,10 @@ void mlir::lamina::buildLaminaCpuPipeline(OpPassManager &pm,
   pm.addPass(createCSEPass());
   pm.addPass(createLaminaHoistWeightPacking());
   pm.addPass(createLaminaDecomposeAggregates());
+
+  // Cache and register tiles of each matmul with its epilogue, vectorized.
+  pm.addPass(createLaminaCpuTileAndVectorize());
+  pm.addPass(createCanonicalizerPass());
   pm.addPass(createLaminaApproximateMath());
 
   // Tensors → buffers; results become caller-provided out-parameters.
@@ -47,7 +52,10 @@ void mlir::lamina::buildLaminaCpuPipeline(OpPassManager &pm,
   bufferization::BufferDeallocationPipelineOptions deallocation;
   bufferization::buildBufferDeallocationPipeline(pm, deallocation);
 
-  // Loops → LLVM.
+  // Vectors → 1-D AVX2 vectors, loops → LLVM.
+  pm.addPass(createLaminaCpuLowerVectors());
+  pm.addPass(createConvertVectorToSCFPass(
+      VectorTransferToSCFOptions().enableFullUnroll()));
   pm.addPass(createLaminaExpandCopies());
   pm.addPass(createConvertLinalgToLoopsPass());
   pm.addPass(createLowerAffinePass());
@@ -59,6 +67,7 @@ void mlir::lamina::buildLaminaCpuPipeline(OpPassManager &pm,
   expand.includeBf16 = true;
   pm.addPass(arith::createArithExpandOpsPass(expand));
   pm.addPass(createFinalizeMemRefToLLVMConversionPass());
+  pm.addPass(createConvertVectorToLLVMPass());
   pm.addPass(createConvertMathToLLVMPass());
   pm.addPass(createArithToLLVMConversionPass());
   pm.addPass(createConvertIndexToLLVMPass());

@@ -112,6 +112,48 @@ def LaminaHoistWeightPacking : Pass<"lamina-hoist-weight-packing",
                            "::mlir::tensor::TensorDialect"];
 }
 
+def LaminaCpuTileAndVectorize : Pass<"lamina-cpu-tile-and-vectorize",
+                                      "::mlir::ModuleOp"> {
+  let summary = "Tile each packed matmul with its epilogue for caches and "
+                "registers, and vectorize the tile";
+  let description = [{
+    For every `lamina.stage = "epilogue"` op fed by a packed matmul (the
+    `(m, n1, n0, k)` generic of `convert-lamina-to-linalg{weight-block=16}`),
+    or a packed matmul without an epilogue, this pass picks tile sizes from
+    the static shapes and applies a transform-dialect schedule:
+
+    1. fuse the epilogue with the matmul and its fill into a cache-level
+       tile (256×16 blocks of 16 features for M ≥ 1024, 128×2 for M ≥ 256);
+    2. fuse again into a 4×16 register tile (rows are fewer when M is not a
+       multiple of 4);
+    3. tile K by 4 and vectorize the matmul, the fill and the epilogue;
+    4. hoist the accumulator out of the K loop, so that it lives in
+       registers and the epilogue (bias, GELU, dropout) is applied to it
+       before the output tile is written once.
+
+    Ops whose shapes do not allow a clean schedule (dynamic, or a large odd
+    K) are left to the loop lowering.
+  }];
+  let dependentDialects = ["::mlir::transform::TransformDialect",
+                           "::mlir::linalg::LinalgDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::tensor::TensorDialect",
+                           "::mlir::vector::VectorDialect"];
+}
+
+def LaminaCpuLowerVectors : Pass<"lamina-cpu-lower-vectors",
+                                  "::mlir::ModuleOp"> {
+  let summary = "Lower vector contractions and transfers for AVX2";
+  let description = [{
+    After bufferization: contractions become outer products (FMAs of a
+    broadcast row element and a 16-wide weight row), then transposes,
+    broadcasts, shape casts and n-D transfers are lowered to 1-D vectors,
+    the form LLVM turns into the AVX2 micro-kernel.
+  }];
+  let dependentDialects = ["::mlir::transform::TransformDialect",
+                           "::mlir::vector::VectorDialect"];
+}
+
 def LaminaExpandCopies : Pass<"lamina-expand-copies"> {
   let summary = "Turn memref.copy into linalg.copy";
   let description = [{

@@ -20,6 +20,27 @@ static Value constantI32(OpBuilder &b, Location loc, uint32_t value) {
       b, loc, b.getI32IntegerAttr(static_cast<int32_t>(value)));
 }
 
+namespace {
+/// The 64-bit product of two u32 values, as (high, low) words. Written with
+/// zext/muli/shrui rather than arith.mului_extended, which the LLVM lowering
+/// does not handle on n-D vectors.
+struct WideProduct {
+  Value high, low;
+};
+} // namespace
+
+static WideProduct multiplyWide(OpBuilder &b, Location loc, Value x, Value y) {
+  Type i32 = b.getI32Type(), i64 = b.getI64Type();
+  Value product = arith::MulIOp::create(b, loc,
+                                        arith::ExtUIOp::create(b, loc, i64, x),
+                                        arith::ExtUIOp::create(b, loc, i64, y));
+  Value shift = arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(32));
+  Value high = arith::TruncIOp::create(
+      b, loc, i32, arith::ShRUIOp::create(b, loc, product, shift));
+  Value low = arith::TruncIOp::create(b, loc, i32, product);
+  return {high, low};
+}
+
 std::array<Value, 4>
 mlir::lamina::buildPhilox4x32(OpBuilder &b, Location loc,
                               std::array<Value, 4> counter,
@@ -33,15 +54,15 @@ mlir::lamina::buildPhilox4x32(OpBuilder &b, Location loc,
       key[0] = arith::AddIOp::create(b, loc, key[0], w0);
       key[1] = arith::AddIOp::create(b, loc, key[1], w1);
     }
-    auto product0 = arith::MulUIExtendedOp::create(b, loc, m0, counter[0]);
-    auto product1 = arith::MulUIExtendedOp::create(b, loc, m1, counter[2]);
+    WideProduct product0 = multiplyWide(b, loc, m0, counter[0]);
+    WideProduct product1 = multiplyWide(b, loc, m1, counter[2]);
     Value word0 = arith::XOrIOp::create(
-        b, loc, arith::XOrIOp::create(b, loc, product1.getHigh(), counter[1]),
+        b, loc, arith::XOrIOp::create(b, loc, product1.high, counter[1]),
         key[0]);
     Value word2 = arith::XOrIOp::create(
-        b, loc, arith::XOrIOp::create(b, loc, product0.getHigh(), counter[3]),
+        b, loc, arith::XOrIOp::create(b, loc, product0.high, counter[3]),
         key[1]);
-    counter = {word0, product1.getLow(), word2, product0.getLow()};
+    counter = {word0, product1.low, word2, product0.low};
   }
   return counter;
 }

@@ -54,13 +54,13 @@ func.func @dropout(%x: tensor<4x8xf32>, %w: tensor<16x8xf32>, %b: tensor<16xf32>
   // CHECK: arith.index_castui %{{.*}} : index to i64
   // CHECK: arith.constant 5 : i32
   // CHECK: arith.trunci %[[SEED]] : i64 to i32
-  // CHECK-COUNT-20: arith.mului_extended
+  // CHECK-COUNT-20: arith.muli %{{.*}}, %{{.*}} : i64
   // The drop threshold is round(0.25 * 2^32) = 1073741824; survivors scale by 1/(1-p).
   // CHECK: arith.constant 1073741824 : i64
   // CHECK: arith.cmpi uge
   // CHECK: arith.constant 1.33333337 : f32
   // CHECK: arith.select
-  // CHECK-NOT: arith.mului_extended
+  // CHECK-NOT: arith.muli %{{.*}}, %{{.*}} : i64
   %0 = lamina.linear_dropout "fc" %x, %w bias %b dropout <p = 0.25, training, offset = 5> seed %seed : (tensor<4x8xf32>, tensor<16x8xf32>, tensor<16xf32>, i64) -> tensor<4x16xf32>
   return %0 : tensor<4x16xf32>
 }

@@ -1,0 +1,287 @@
+//===- CpuSchedule.cpp - Tiling and vectorization of fused matmuls --------===//
+//
+// The schedules are transform-dialect scripts, instantiated per matmul with
+// tile sizes chosen from its static shape and applied with the transform
+// interpreter.
+//
+//===----------------------------------------------------------------------===//
+
+#include "lamina/Lamina/Transforms/Passes.h"
+
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Transform/IR/TransformDialect.h"
+#include "mlir/Dialect/Transform/IR/TransformOps.h"
+#include "mlir/Dialect/Transform/Transforms/TransformInterpreterUtils.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/Parser/Parser.h"
+#include "llvm/Support/FormatVariadic.h"
+
+namespace mlir::lamina {
+#define GEN_PASS_DEF_LAMINACPUTILEANDVECTORIZE
+#define GEN_PASS_DEF_LAMINACPULOWERVECTORS
+#include "lamina/Lamina/Transforms/Passes.h.inc"
+} // namespace mlir::lamina
+
+using namespace mlir;
+using namespace mlir::lamina;
+
+/// Marks the op a generated schedule applies to, for its `match`.
+static constexpr StringLiteral kTargetAttr = "__lamina_tile_target";
+
+static bool hasStage(Operation *op, StringRef stage) {
+  auto attr = op ? op->getAttrOfType<StringAttr>(LaminaDialect::kStageAttrName)
+                 : StringAttr();
+  return attr && attr.getValue() == stage;
+}
+
+/// The packed matmul: a 4-loop (m, n1, n0, k) generic.
+static linalg::GenericOp getPackedMatmul(Operation *op) {
+  auto generic = dyn_cast_or_null<linalg::GenericOp>(op);
+  if (!generic || !hasStage(generic, "matmul") ||
+      generic.getNumLoops() != 4)
+    return {};
+  return generic;
+}
+
+namespace {
+/// Tile sizes of one schedule.
+struct TilePlan {
+  int64_t cacheRows = 0, cacheBlocks = 0; // 0: no cache-level tile
+  bool cacheRowsOuter = true;
+  int64_t registerRows = 1;
+  bool tileRegisterBlocks = true;
+  int64_t kStep = 0; // 0: K not tiled
+};
+} // namespace
+
+/// Chooses tile sizes for a matmul of M rows, N1 blocks of 16 and depth K.
+/// Every tile divides its extent and is smaller than it: a one-trip loop
+/// would be folded away under the schedule's handles.
+static std::optional<TilePlan> planTiles(int64_t m, int64_t n1, int64_t k) {
+  TilePlan plan;
+  // Cache level (measured on Zen 3: see the CPU code-generation notes).
+  if (m >= 1024 && m % 256 == 0 && n1 > 16 && n1 % 16 == 0) {
+    plan.cacheRows = 256;
+    plan.cacheBlocks = 16;
+    plan.cacheRowsOuter = true;
+  } else if (m >= 256 && m % 128 == 0 && n1 > 2 && n1 % 2 == 0) {
+    plan.cacheRows = 128;
+    plan.cacheBlocks = 2;
+    plan.cacheRowsOuter = false;
+  }
+  int64_t rows = plan.cacheRows ? plan.cacheRows : m;
+  int64_t blocks = plan.cacheBlocks ? plan.cacheBlocks : n1;
+  for (int64_t candidate : {4, 2, 1})
+    if (rows % candidate == 0) {
+      plan.registerRows = candidate;
+      break;
+    }
+  plan.tileRegisterBlocks = blocks > 1;
+  if (plan.registerRows == rows)
+    plan.registerRows = 0; // the row extent already is a register tile
+  if (plan.registerRows == 0 && !plan.tileRegisterBlocks)
+    return std::nullopt; // a single register tile: nothing to schedule
+  for (int64_t candidate : {4, 2})
+    if (k % candidate == 0 && k > candidate) {
+      plan.kStep = candidate;
+      break;
+    }
+  // Without a K tile the whole reduction is unrolled into the tile.
+  if (plan.kStep == 0 && k > 64)
+    return std::nullopt;
+  return plan;
+}
+
+static std::string tileSizes(ArrayRef<int64_t> sizes) {
+  std::string text = "[";
+  for (auto [i, size] : llvm::enumerate(sizes))
+    text += (i ? ", " : "") + std::to_string(size);
+  return text + "]";
+}
+
+/// One schedule step: fuse `target` with its producers into a loop nest
+/// over the dims with a non-zero tile size.
+static std::string fuseStep(StringRef result, StringRef target,
+                            ArrayRef<int64_t> sizes, bool interchange) {
+  int64_t loops = llvm::count_if(sizes, [](int64_t s) { return s != 0; });
+  std::string types = "(!transform.any_op";
+  for (int64_t i = 0; i < loops; ++i)
+    types += ", !transform.any_op";
+  types += ")";
+  std::string loopResults = loops ? llvm::formatv(", %{0}_loops:{1}", result,
+                                                  loops)
+                                        .str()
+                                  : "";
+  return llvm::formatv(
+             "  %{0}{1} = transform.structured.fuse %{2} tile_sizes {3}{4}\n"
+             "      : (!transform.any_op) -> {5}\n",
+             result, loopResults, target, tileSizes(sizes),
+             interchange ? " interchange [1, 0]" : "", types)
+      .str();
+}
+
+/// The schedule of one target (an epilogue, or a matmul without one).
+static std::string buildSchedule(unsigned index, const TilePlan &plan,
+                                 bool targetIsMatmul) {
+  std::string script = llvm::formatv(
+      "  %t{0} = transform.structured.match attributes {{{1} = {0} : i64} "
+      "in %root : (!transform.any_op) -> !transform.any_op\n",
+      index, kTargetAttr);
+  std::string current = "t" + std::to_string(index);
+  auto sizes = [&](int64_t rows, int64_t blocks) {
+    SmallVector<int64_t> s = {rows, blocks, 0};
+    if (targetIsMatmul)
+      s.push_back(0);
+    return s;
+  };
+  if (plan.cacheRows) {
+    std::string next = "c" + std::to_string(index);
+    script += fuseStep(next, current, sizes(plan.cacheRows, plan.cacheBlocks),
+                       !plan.cacheRowsOuter);
+    current = next;
+  }
+  std::string inner = "r" + std::to_string(index);
+  script += fuseStep(inner, current,
+                     sizes(plan.registerRows,
+                           plan.tileRegisterBlocks ? 1 : 0),
+                     plan.registerRows && plan.tileRegisterBlocks);
+  // The register-tile loop nest holds the matmul tile, fill and epilogue.
+  std::string nest = "%" + inner + "_loops#0";
+  if (plan.kStep) {
+    script += llvm::formatv(
+        "  %mm{0}r = transform.structured.match attributes {{lamina.stage = "
+        "\"matmul\"} in {1} : (!transform.any_op) -> !transform.any_op\n"
+        "  %k{0}, %kloop{0} = transform.structured.tile_using_for %mm{0}r "
+        "tile_sizes [0, 0, 0, {2}] : (!transform.any_op) -> "
+        "(!transform.any_op, !transform.any_op)\n",
+        index, nest, plan.kStep);
+  }
+  script += llvm::formatv(
+      "  %lin{0} = transform.structured.match interface{{LinalgOp} in {1} : "
+      "(!transform.any_op) -> !transform.any_op\n"
+      "  transform.structured.vectorize %lin{0} : !transform.any_op\n"
+      "  transform.apply_patterns to %func {{\n"
+      "    transform.apply_patterns.canonicalization\n"
+      "    transform.apply_patterns.tensor.fold_tensor_subset_ops_into_vector_"
+      "transfers\n"
+      "  } : !transform.any_op\n"
+      "  transform.apply_patterns to %func {{\n"
+      "    transform.apply_patterns.vector.transfer_permutation_patterns\n"
+      "    transform.apply_patterns.vector.reduction_to_contract\n"
+      "  } : !transform.any_op\n"
+      "  transform.apply_cse to %func : !transform.any_op\n",
+      index, nest);
+  if (plan.kStep)
+    script += llvm::formatv("  transform.loop.hoist_loop_invariant_subsets "
+                            "%kloop{0} : !transform.any_op\n",
+                            index);
+  return script;
+}
+
+static LogicalResult applyScript(ModuleOp module, StringRef text,
+                                 StringRef entry) {
+  OwningOpRef<ModuleOp> library =
+      parseSourceString<ModuleOp>(text, module.getContext());
+  if (!library)
+    return module.emitError("internal error: the generated schedule does not "
+                            "parse");
+  Operation *sequence = library->lookupSymbol(entry);
+  return transform::applyTransformNamedSequence(
+      module, sequence, *library, transform::TransformOptions());
+}
+
+namespace {
+struct LaminaCpuTileAndVectorizePass
+    : mlir::lamina::impl::LaminaCpuTileAndVectorizeBase<
+          LaminaCpuTileAndVectorizePass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    std::string body;
+    unsigned index = 0;
+    module.walk([&](linalg::GenericOp op) {
+      linalg::GenericOp matmul;
+      bool targetIsMatmul = false;
+      if (hasStage(op, "epilogue") && op.getNumLoops() == 3) {
+        for (Value operand : op->getOperands())
+          if ((matmul = getPackedMatmul(operand.getDefiningOp())))
+            break;
+      } else if (getPackedMatmul(op) &&
+                 llvm::none_of(op->getUsers(), [](Operation *user) {
+                   return hasStage(user, "epilogue");
+                 })) {
+        matmul = op;
+        targetIsMatmul = true;
+      }
+      if (!matmul || !matmul.hasPureTensorSemantics())
+        return;
+      SmallVector<int64_t> ranges = matmul.getStaticLoopRanges();
+      if (llvm::any_of(ranges, ShapedType::isDynamic))
+        return;
+      std::optional<TilePlan> plan = planTiles(ranges[0], ranges[1], ranges[3]);
+      if (!plan)
+        return;
+      op->setAttr(kTargetAttr,
+                  IntegerAttr::get(IntegerType::get(&getContext(), 64),
+                                   index));
+      body += buildSchedule(index++, *plan, targetIsMatmul);
+    });
+    if (index == 0)
+      return;
+    std::string script =
+        "module attributes {transform.with_named_sequence} {\n"
+        "transform.named_sequence @schedule(%root: !transform.any_op "
+        "{transform.readonly}) {\n"
+        "  %func = transform.structured.match ops{[\"func.func\"]} in %root "
+        ": (!transform.any_op) -> !transform.any_op\n" +
+        body +
+        "  transform.apply_patterns to %func {\n"
+        "    transform.apply_patterns.canonicalization\n"
+        "  } : !transform.any_op\n"
+        "  transform.yield\n}\n}\n";
+    if (failed(applyScript(module, script, "schedule")))
+      return signalPassFailure();
+    module.walk([](Operation *op) { op->removeAttr(kTargetAttr); });
+  }
+};
+
+/// Lowers the vector ops of the scheduled tiles (after bufferization).
+constexpr StringLiteral kLowerVectorsScript = R"mlir(
+module attributes {transform.with_named_sequence} {
+transform.named_sequence @lower_vectors(%root: !transform.any_op {transform.readonly}) {
+  %f = transform.structured.match ops{["func.func"]} in %root : (!transform.any_op) -> !transform.any_op
+  transform.apply_patterns to %f { transform.apply_patterns.canonicalization } : !transform.any_op
+  transform.apply_cse to %f : !transform.any_op
+  transform.apply_patterns to %f {
+    transform.apply_patterns.vector.lower_contraction lowering_strategy = outerproduct
+  } : !transform.any_op
+  transform.apply_patterns to %f {
+    transform.apply_patterns.vector.lower_outerproduct
+    transform.apply_patterns.vector.lower_transpose
+    transform.apply_patterns.vector.lower_broadcast
+  } : !transform.any_op
+  transform.apply_patterns to %f {
+    transform.apply_patterns.vector.transfer_permutation_patterns
+    transform.apply_patterns.vector.lower_transfer max_transfer_rank = 1
+  } : !transform.any_op
+  transform.apply_patterns to %f {
+    transform.apply_patterns.vector.lower_shape_cast
+    transform.apply_patterns.canonicalization
+  } : !transform.any_op
+  transform.apply_cse to %f : !transform.any_op
+  transform.yield
+}
+}
+)mlir";
+
+struct LaminaCpuLowerVectorsPass
+    : mlir::lamina::impl::LaminaCpuLowerVectorsBase<
+          LaminaCpuLowerVectorsPass> {
+  void runOnOperation() override {
+    if (failed(applyScript(getOperation(), kLowerVectorsScript,
+                           "lower_vectors")))
+      signalPassFailure();
+  }
+};
+} // namespace
