@@ -1,0 +1,60 @@
+// RUN: lamina-opt %s --convert-lamina-to-linalg=weight-block=16 --lamina-hoist-weight-packing --lamina-cpu-tile-and-vectorize --split-input-file | FileCheck %s
+
+// M = 512: cache tiles of 128 rows × 2 blocks (blocks outer), register
+// tiles of 4 rows × 1 block of 16, K in steps of 4 with the accumulator
+// carried in registers; the epilogue runs on the vector accumulator and the
+// output tile is written once.
+// CHECK-LABEL: func.func @gelu_512
+// CHECK: scf.for %{{.*}} = %c0 to %c256 step %c2
+// CHECK: scf.for %{{.*}} = %c0 to %c512 step %c128
+// CHECK: scf.for %{{.*}} = %c0 to %c2 step %c1
+// CHECK: scf.for %{{.*}} = %c0 to %c128 step %c4
+// CHECK: %[[ACC:.+]] = scf.for %{{.*}} = %c0 to %c1024 step %c4 iter_args(%{{.*}} = %{{.*}}) -> (vector<4x1x16xf32>)
+// CHECK: vector.contract {{.*}} : vector<4x4xf32>, vector<1x4x16xf32> into vector<4x1x16xf32>
+// CHECK: scf.yield %{{.*}} : vector<4x1x16xf32>
+// CHECK: arith.addf %[[ACC]], %{{.*}} : vector<4x1x16xf32>
+// CHECK: math.tanh %{{.*}} : vector<4x1x16xf32>
+// CHECK: vector.transfer_write %{{.*}} : vector<4x1x16xf32>, tensor<128x2x16xf32>
+// CHECK-NOT: vector.transfer_write
+// CHECK: return
+func.func @gelu_512(%x: tensor<512x1024xf32>, %w: tensor<4096x1024xf32>, %b: tensor<4096xf32>) -> tensor<512x4096xf32> {
+  %0 = lamina.linear_act "fc" %x, %w bias %b activation gelu_tanh : (tensor<512x1024xf32>, tensor<4096x1024xf32>, tensor<4096xf32>) -> tensor<512x4096xf32>
+  return %0 : tensor<512x4096xf32>
+}
+
+// -----
+
+// M = 2048: 256-row × 16-block cache tiles, rows outer.
+// CHECK-LABEL: func.func @big
+// CHECK: scf.for %{{.*}} = %c0 to %c2048 step %c256
+// CHECK: scf.for %{{.*}} = %c0 to %c64 step %c16
+// CHECK: vector.contract
+func.func @big(%x: tensor<2048x1024xf32>, %w: tensor<1024x1024xf32>, %b: tensor<1024xf32>) -> tensor<2048x1024xf32> {
+  %0 = lamina.linear_act "fc" %x, %w bias %b activation relu : (tensor<2048x1024xf32>, tensor<1024x1024xf32>, tensor<1024xf32>) -> tensor<2048x1024xf32>
+  return %0 : tensor<2048x1024xf32>
+}
+
+// -----
+
+// Odd shapes: M = 5 gives one-row register tiles; K = 17 is not tiled
+// (the whole reduction is one vector contraction); a matmul without an
+// epilogue is scheduled on its own.
+// CHECK-LABEL: func.func @odd
+// CHECK: scf.for %{{.*}} = %c0 to %c2 step %c1
+// CHECK: scf.for %{{.*}} = %c0 to %c5 step %c1
+// CHECK: vector.contract {{.*}} : vector<1x17xf32>, vector<1x17x16xf32> into vector<1x1x16xf32>
+func.func @odd(%x: tensor<5x17xf32>, %w: tensor<32x17xf32>) -> tensor<5x32xf32> {
+  %0 = lamina.linear "fc" %x, %w : (tensor<5x17xf32>, tensor<32x17xf32>) -> tensor<5x32xf32>
+  return %0 : tensor<5x32xf32>
+}
+
+// -----
+
+// A large odd K has no clean K tile: the op is left to the loop lowering.
+// CHECK-LABEL: func.func @large_odd_k
+// CHECK-NOT: vector.contract
+// CHECK: linalg.generic
+func.func @large_odd_k(%x: tensor<8x4099xf32>, %w: tensor<32x4099xf32>) -> tensor<8x32xf32> {
+  %0 = lamina.linear "fc" %x, %w : (tensor<8x4099xf32>, tensor<32x4099xf32>) -> tensor<8x32xf32>
+  return %0 : tensor<8x32xf32>
+}
