@@ -11,6 +11,7 @@
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
+#include "mlir/Support/Timing.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
@@ -134,6 +135,11 @@ JitProgram::compile(OwningOpRef<ModuleOp> module, StringRef entry,
     return createStringError(std::errc::invalid_argument,
                              "bad pipeline '%s': %s", pipeline.str().c_str(),
                              pipelineErrors.c_str());
+  // --mlir-timing and friends, where the tool registered them.
+  DefaultTimingManager timing;
+  applyDefaultTimingManagerCLOptions(timing);
+  TimingScope timingScope = timing.getRootScope();
+  pm.enableTiming(timingScope);
   if (failed(pm.run(*module)))
     return createStringError(std::errc::invalid_argument,
                              "compilation with '%s' failed (diagnostics "

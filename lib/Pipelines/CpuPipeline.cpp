@@ -24,7 +24,8 @@ void mlir::lamina::buildLaminaCpuPipeline(OpPassManager &pm,
                                           const CpuPipelineOptions &options) {
   // Layers → fused linear ops → linalg.
   pm.addPass(createLaminaDecompose());
-  pm.addPass(createLaminaFuseEpilogues());
+  if (options.fuseEpilogues)
+    pm.addPass(createLaminaFuseEpilogues());
   ConvertLaminaToLinalgOptions toLinalg;
   toLinalg.weightBlock = kWeightBlock;
   pm.addPass(createConvertLaminaToLinalg(toLinalg));

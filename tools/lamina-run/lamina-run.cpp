@@ -13,6 +13,7 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
+#include "mlir/Support/Timing.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FileSystem.h"
@@ -177,6 +178,7 @@ int main(int argc, char **argv) {
   registerMLIRContextCLOptions();
   registerPassManagerCLOptions();
   registerAsmPrinterCLOptions();
+  registerDefaultTimingManagerCLOptions();
   registerAllPasses();
   cl::ParseCommandLineOptions(argc, argv,
                               "Lamina: compile an IR file and run a function\n");
@@ -196,8 +198,10 @@ int main(int argc, char **argv) {
   if (!module)
     return fail("cannot parse '" + inputFile + "'");
 
+  auto compileStart = std::chrono::steady_clock::now();
   auto program = JitProgram::compile(std::move(module), entryName,
                                      pipelineText);
+  auto compileStop = std::chrono::steady_clock::now();
   if (!program)
     return fail(program.takeError());
 
@@ -237,6 +241,10 @@ int main(int argc, char **argv) {
     return fail(outputs.takeError());
 
   if (repeat > 0) {
+    llvm::outs() << llvm::format(
+        "compilation (pipeline and JIT): %.1f ms\n",
+        std::chrono::duration<double>(compileStop - compileStart).count() *
+            1e3);
     llvm::outs() << llvm::format(
         "argument preparation (weight packing, once): %.4f ms\n",
         std::chrono::duration<double>(packStop - packStart).count() * 1e3);

@@ -131,8 +131,11 @@ def LaminaCpuTileAndVectorize : Pass<"lamina-cpu-tile-and-vectorize",
        registers and the epilogue (bias, GELU, dropout) is applied to it
        before the output tile is written once.
 
-    Ops whose shapes do not allow a clean schedule (dynamic, or a large odd
-    K) are left to the loop lowering.
+    Other element-wise ops (residual adds, a bias add or activation that was
+    not fused, the epilogue of an unpacked matmul) whose last dimension is a
+    multiple of 16 are tiled into rows of 16 lanes and vectorized. Ops whose
+    shapes do not allow a clean schedule (dynamic, or a large odd K) are left
+    to the loop lowering.
   }];
   let dependentDialects = ["::mlir::transform::TransformDialect",
                            "::mlir::linalg::LinalgDialect",

@@ -15,6 +15,11 @@ class OpPassManager;
 namespace lamina {
 
 struct CpuPipelineOptions : public PassPipelineOptions<CpuPipelineOptions> {
+  Option<bool> fuseEpilogues{
+      *this, "fuse-epilogues",
+      llvm::cl::desc("fuse bias, activation and dropout into the matmul "
+                     "tile (false: separate loop nests, for comparison)"),
+      llvm::cl::init(true)};
   Option<unsigned> threads{*this, "threads",
                            llvm::cl::desc("threads running the outer tile "
                                           "loop of each matmul (1 or 2)"),

@@ -180,6 +180,38 @@ static std::string buildSchedule(unsigned index, const TilePlan &plan,
   return script;
 }
 
+/// Element-wise ops (residual adds, a lone bias add or activation, an
+/// epilogue of an unpacked matmul): rows of 16 lanes, vectorized.
+static std::optional<SmallVector<int64_t>>
+planElementwise(linalg::GenericOp op) {
+  if (!op.hasPureTensorSemantics() ||
+      op.getNumReductionLoops() != 0 || hasStage(op, "matmul"))
+    return std::nullopt;
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  if (ranges.empty() || llvm::any_of(ranges, ShapedType::isDynamic) ||
+      ranges.back() % 16 != 0)
+    return std::nullopt;
+  SmallVector<int64_t> sizes(ranges.size(), 1);
+  sizes.back() = 16;
+  return sizes;
+}
+
+static std::string buildElementwiseSchedule(unsigned index,
+                                            ArrayRef<int64_t> sizes) {
+  std::string types = "(!transform.any_op";
+  for (size_t i = 0; i < sizes.size(); ++i)
+    types += ", !transform.any_op";
+  types += ")";
+  return llvm::formatv(
+             "  %t{0} = transform.structured.match attributes {{{1} = {0} : "
+             "i64} in %root : (!transform.any_op) -> !transform.any_op\n"
+             "  %v{0}, %v{0}_loops:{2} = transform.structured.tile_using_for "
+             "%t{0} tile_sizes {3} : (!transform.any_op) -> {4}\n"
+             "  transform.structured.vectorize %v{0} : !transform.any_op\n",
+             index, kTargetAttr, sizes.size(), tileSizes(sizes), types)
+      .str();
+}
+
 static LogicalResult applyScript(ModuleOp module, StringRef text,
                                  StringRef entry) {
   OwningOpRef<ModuleOp> library =
@@ -214,8 +246,15 @@ struct LaminaCpuTileAndVectorizePass
         matmul = op;
         targetIsMatmul = true;
       }
-      if (!matmul || !matmul.hasPureTensorSemantics())
+      if (!matmul || !matmul.hasPureTensorSemantics()) {
+        if (std::optional<SmallVector<int64_t>> sizes = planElementwise(op)) {
+          op->setAttr(kTargetAttr, IntegerAttr::get(
+                                       IntegerType::get(&getContext(), 64),
+                                       index));
+          body += buildElementwiseSchedule(index++, *sizes);
+        }
         return;
+      }
       SmallVector<int64_t> ranges = matmul.getStaticLoopRanges();
       if (llvm::any_of(ranges, ShapedType::isDynamic))
         return;
