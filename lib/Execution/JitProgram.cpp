@@ -14,6 +14,7 @@
 #include "mlir/Support/Timing.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/OpenMP/OpenMPToLLVMIRTranslation.h"
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
@@ -164,7 +165,14 @@ JitProgram::compile(OwningOpRef<ModuleOp> module, StringRef entry,
   DialectRegistry registry;
   registerBuiltinDialectTranslation(registry);
   registerLLVMDialectTranslation(registry);
+  registerOpenMPDialectTranslation(registry);
   context->appendDialectRegistry(registry);
+  // Multi-threaded programs call the OpenMP runtime.
+  bool usesOpenMP = false;
+  (*module)->walk([&](Operation *op) {
+    usesOpenMP |= op->getDialect() &&
+                  op->getDialect()->getNamespace() == "omp";
+  });
 
   llvm::InitializeNativeTarget();
   llvm::InitializeNativeTargetAsmPrinter();
@@ -177,6 +185,10 @@ JitProgram::compile(OwningOpRef<ModuleOp> module, StringRef entry,
   auto transformer = makeOptimizingTransformer(/*optLevel=*/3,
                                                /*sizeLevel=*/0, machine->get());
   ExecutionEngineOptions options;
+  SmallVector<StringRef> libraries;
+  if (usesOpenMP)
+    libraries.push_back(LAMINA_OPENMP_RUNTIME);
+  options.sharedLibPaths = libraries;
   options.transformer = transformer;
   options.jitCodeGenOptLevel = llvm::CodeGenOptLevel::Aggressive;
   auto engine = ExecutionEngine::create(*module, options);

@@ -11,6 +11,7 @@
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Dialect/SCF/Transforms/Passes.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
@@ -36,7 +37,9 @@ void mlir::lamina::buildLaminaCpuPipeline(OpPassManager &pm,
   pm.addPass(createLaminaDecomposeAggregates());
 
   // Cache and register tiles of each matmul with its epilogue, vectorized.
-  pm.addPass(createLaminaCpuTileAndVectorize());
+  LaminaCpuTileAndVectorizeOptions schedule;
+  schedule.threads = options.threads;
+  pm.addPass(createLaminaCpuTileAndVectorize(schedule));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createLaminaApproximateMath());
 
@@ -52,6 +55,14 @@ void mlir::lamina::buildLaminaCpuPipeline(OpPassManager &pm,
   pm.addPass(bufferization::createBufferResultsToOutParamsPass(outParams));
   bufferization::BufferDeallocationPipelineOptions deallocation;
   bufferization::buildBufferDeallocationPipeline(pm, deallocation);
+
+  // Parallel cache tiles → OpenMP worksharing loops.
+  if (options.threads > 1) {
+    pm.addPass(createForallToParallelLoopPass());
+    ConvertSCFToOpenMPPassOptions openMP;
+    openMP.numThreads = options.threads;
+    pm.addPass(createConvertSCFToOpenMPPass(openMP));
+  }
 
   // Vectors → 1-D AVX2 vectors, loops → LLVM.
   pm.addPass(createLaminaCpuLowerVectors());
@@ -72,6 +83,7 @@ void mlir::lamina::buildLaminaCpuPipeline(OpPassManager &pm,
   pm.addPass(createConvertMathToLLVMPass());
   pm.addPass(createArithToLLVMConversionPass());
   pm.addPass(createConvertIndexToLLVMPass());
+  pm.addPass(createConvertOpenMPToLLVMPass());
   pm.addPass(createConvertFuncToLLVMPass());
   pm.addPass(createConvertControlFlowToLLVMPass());
   pm.addPass(createUBToLLVMConversionPass());

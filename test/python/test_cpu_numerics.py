@@ -172,3 +172,26 @@ def test_dropout_determinism_and_identities(tmp_path):
         torch.testing.assert_close(torch.from_numpy(y), ref)
     all_dropped = run_dropout(tmp_path / "one", x, w, b, 1.0, seed=5)
     assert not all_dropped.any()
+
+
+@pytest.mark.parametrize("kind", ["gelu", "dropout"])
+def test_two_threads(tmp_path, kind):
+    """threads=2 shares the cache tiles: same results as one thread."""
+    rng = np.random.default_rng(8)
+    x, w, b = randn(rng, 256, 64), randn(rng, 64, 64), randn(rng, 64)
+    if kind == "gelu":
+        ir = linear_layer("linear_act", x.shape, 64,
+                          attrs="activation gelu_tanh")
+        inputs = [x, w, b]
+    else:
+        ir = linear_layer("linear_dropout", x.shape, 64,
+                          attrs="dropout <p = 0.2, training>", seed=True)
+        inputs = [x, w, b, ("i64", 11)]
+    (one,) = run_ir(ir, inputs, tmp_path / "one")
+    (two,) = run_ir(ir, inputs, tmp_path / "two",
+                    pipeline="lamina-cpu-pipeline{threads=2}")
+    assert np.array_equal(one, two)
+    if kind == "gelu":
+        torch.testing.assert_close(
+            torch.from_numpy(two),
+            F.gelu(eager_linear(x, w, b), approximate="tanh"))

@@ -136,7 +136,15 @@ def LaminaCpuTileAndVectorize : Pass<"lamina-cpu-tile-and-vectorize",
     multiple of 16 are tiled into rows of 16 lanes and vectorized. Ops whose
     shapes do not allow a clean schedule (dynamic, or a large odd K) are left
     to the loop lowering.
+
+    With `threads=N > 1`, the cache-level tiles form an `scf.forall` (the
+    matmul and its fill fused into it), which the pipeline runs on N
+    threads through OpenMP.
   }];
+  let options = [
+    Option<"threads", "threads", "unsigned", /*default=*/"1",
+           "threads sharing the cache-level tiles">,
+  ];
   let dependentDialects = ["::mlir::transform::TransformDialect",
                            "::mlir::linalg::LinalgDialect",
                            "::mlir::scf::SCFDialect",

@@ -21,8 +21,8 @@ struct CpuPipelineOptions : public PassPipelineOptions<CpuPipelineOptions> {
                      "tile (false: separate loop nests, for comparison)"),
       llvm::cl::init(true)};
   Option<unsigned> threads{*this, "threads",
-                           llvm::cl::desc("threads running the outer tile "
-                                          "loop of each matmul (1 or 2)"),
+                           llvm::cl::desc("threads sharing the cache-level "
+                                          "tiles of each matmul (OpenMP)"),
                            llvm::cl::init(1)};
 };
 

@@ -58,3 +58,20 @@ func.func @large_odd_k(%x: tensor<8x4099xf32>, %w: tensor<32x4099xf32>) -> tenso
   %0 = lamina.linear "fc" %x, %w : (tensor<8x4099xf32>, tensor<32x4099xf32>) -> tensor<8x32xf32>
   return %0 : tensor<8x32xf32>
 }
+
+// -----
+
+// RUN: lamina-opt %s --convert-lamina-to-linalg=weight-block=16 --lamina-hoist-weight-packing --lamina-cpu-tile-and-vectorize=threads=2 --split-input-file | FileCheck %s --check-prefix=THREADS
+
+// With threads, the cache tiles form an scf.forall holding the fill, the
+// matmul tile loops and the epilogue.
+// THREADS-LABEL: func.func @threaded
+// THREADS: scf.forall (%{{.*}}, %{{.*}}) in (4, 128) shared_outs
+// THREADS: vector.contract
+// THREADS: math.tanh %{{.*}} : vector<4x1x16xf32>
+// THREADS: scf.forall.in_parallel
+// THREADS-NOT: linalg.generic
+func.func @threaded(%x: tensor<512x1024xf32>, %w: tensor<4096x1024xf32>, %b: tensor<4096xf32>) -> tensor<512x4096xf32> {
+  %0 = lamina.linear_act "fc" %x, %w bias %b activation gelu_tanh : (tensor<512x1024xf32>, tensor<4096x1024xf32>, tensor<4096xf32>) -> tensor<512x4096xf32>
+  return %0 : tensor<512x4096xf32>
+}

@@ -27,8 +27,11 @@ namespace mlir::lamina {
 using namespace mlir;
 using namespace mlir::lamina;
 
-/// Marks the op a generated schedule applies to, for its `match`.
+/// Marks the op a generated schedule applies to, for its `match`, and the
+/// producers a threaded schedule fuses into its parallel loop.
 static constexpr StringLiteral kTargetAttr = "__lamina_tile_target";
+static constexpr StringLiteral kMatmulAttr = "__lamina_tile_matmul";
+static constexpr StringLiteral kFillAttr = "__lamina_tile_fill";
 
 static bool hasStage(Operation *op, StringRef stage) {
   auto attr = op ? op->getAttrOfType<StringAttr>(LaminaDialect::kStageAttrName)
@@ -124,7 +127,7 @@ static std::string fuseStep(StringRef result, StringRef target,
 
 /// The schedule of one target (an epilogue, or a matmul without one).
 static std::string buildSchedule(unsigned index, const TilePlan &plan,
-                                 bool targetIsMatmul) {
+                                 bool targetIsMatmul, bool threaded) {
   std::string script = llvm::formatv(
       "  %t{0} = transform.structured.match attributes {{{1} = {0} : i64} "
       "in %root : (!transform.any_op) -> !transform.any_op\n",
@@ -136,7 +139,32 @@ static std::string buildSchedule(unsigned index, const TilePlan &plan,
       s.push_back(0);
     return s;
   };
-  if (plan.cacheRows) {
+  if (plan.cacheRows && threaded) {
+    // Cache tiles as an scf.forall shared out among threads, with the
+    // matmul (when the target is its epilogue) and the fill fused in.
+    script += llvm::formatv(
+        "  %c{0}, %forall{0} = transform.structured.tile_using_forall %{1} "
+        "tile_sizes {2} : (!transform.any_op) -> (!transform.any_op, "
+        "!transform.any_op)\n",
+        index, current, tileSizes(sizes(plan.cacheRows, plan.cacheBlocks)));
+    std::string forall = llvm::formatv("%forall{0}", index);
+    SmallVector<StringRef> producers;
+    if (!targetIsMatmul)
+      producers.push_back(kMatmulAttr);
+    producers.push_back(kFillAttr);
+    for (auto [step, producer] : llvm::enumerate(producers)) {
+      script += llvm::formatv(
+          "  %prod{0}_{1} = transform.structured.match attributes {{{2} = {0} "
+          ": i64} in %root : (!transform.any_op) -> !transform.any_op\n"
+          "  %fused{0}_{1}, %forall{0}_{1} = "
+          "transform.structured.fuse_into_containing_op %prod{0}_{1} into {3} "
+          ": (!transform.any_op, !transform.any_op) -> (!transform.any_op, "
+          "!transform.any_op)\n",
+          index, step, producer, forall);
+      forall = llvm::formatv("%forall{0}_{1}", index, step);
+    }
+    current = "c" + std::to_string(index);
+  } else if (plan.cacheRows) {
     std::string next = "c" + std::to_string(index);
     script += fuseStep(next, current, sizes(plan.cacheRows, plan.cacheBlocks),
                        !plan.cacheRowsOuter);
@@ -228,6 +256,8 @@ namespace {
 struct LaminaCpuTileAndVectorizePass
     : mlir::lamina::impl::LaminaCpuTileAndVectorizeBase<
           LaminaCpuTileAndVectorizePass> {
+  using Base::Base;
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
     std::string body;
@@ -261,10 +291,12 @@ struct LaminaCpuTileAndVectorizePass
       std::optional<TilePlan> plan = planTiles(ranges[0], ranges[1], ranges[3]);
       if (!plan)
         return;
-      op->setAttr(kTargetAttr,
-                  IntegerAttr::get(IntegerType::get(&getContext(), 64),
-                                   index));
-      body += buildSchedule(index++, *plan, targetIsMatmul);
+      auto tag = IntegerAttr::get(IntegerType::get(&getContext(), 64), index);
+      op->setAttr(kTargetAttr, tag);
+      matmul->setAttr(kMatmulAttr, tag);
+      if (Operation *fill = matmul.getDpsInits()[0].getDefiningOp())
+        fill->setAttr(kFillAttr, tag);
+      body += buildSchedule(index++, *plan, targetIsMatmul, threads > 1);
     });
     if (index == 0)
       return;
@@ -281,7 +313,10 @@ struct LaminaCpuTileAndVectorizePass
         "  transform.yield\n}\n}\n";
     if (failed(applyScript(module, script, "schedule")))
       return signalPassFailure();
-    module.walk([](Operation *op) { op->removeAttr(kTargetAttr); });
+    module.walk([](Operation *op) {
+      for (StringRef name : {kTargetAttr, kMatmulAttr, kFillAttr})
+        op->removeAttr(name);
+    });
   }
 };
 
