@@ -8,6 +8,7 @@
 #include "llvm/Support/Error.h"
 
 #include <cstdint>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -20,11 +21,30 @@ enum class ElementKind { F32, F64, F16, BF16, I64, I32 };
 size_t getElementSize(ElementKind kind);
 llvm::StringRef getElementName(ElementKind kind);
 
+/// Allocates on 64-byte (cache line) boundaries, so that compiled vector
+/// loads of rows and packed weight blocks never straddle lines needlessly.
+template <typename T> struct CacheLineAllocator {
+  using value_type = T;
+  static constexpr std::align_val_t kAlignment{64};
+  CacheLineAllocator() = default;
+  template <typename U> CacheLineAllocator(const CacheLineAllocator<U> &) {}
+  T *allocate(size_t n) {
+    return static_cast<T *>(::operator new(n * sizeof(T), kAlignment));
+  }
+  void deallocate(T *p, size_t) { ::operator delete(p, kAlignment); }
+  template <typename U> bool operator==(const CacheLineAllocator<U> &) const {
+    return true;
+  }
+  template <typename U> bool operator!=(const CacheLineAllocator<U> &) const {
+    return false;
+  }
+};
+
 /// A dense, row-major array owned by the host.
 struct HostTensor {
   ElementKind kind = ElementKind::F32;
   llvm::SmallVector<int64_t> shape;
-  std::vector<uint8_t> bytes;
+  std::vector<uint8_t, CacheLineAllocator<uint8_t>> bytes;
 
   static HostTensor zeros(ElementKind kind, llvm::ArrayRef<int64_t> shape);
   int64_t getNumElements() const;
