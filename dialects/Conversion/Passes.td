@@ -47,4 +47,36 @@ def ConvertLaminaToLinalg : Pass<"convert-lamina-to-linalg"> {
   ];
 }
 
+def ConvertLnsToArith : Pass<"convert-lns-to-arith", "::mlir::ModuleOp"> {
+  let summary = "Lower lns numbers to int64 codes and their ops to arith, "
+                "math and tensor";
+  let description = [{
+    Every `!lns.num` becomes its packed `i64` code (tensors of them, tensors
+    of `i64`), across function signatures and any op that merely carries
+    such values. Multiplication, division, negation, absolute value, square
+    root and integer powers are integer arithmetic with the spec's zero
+    rules; addition uses the Gaussian logarithm `sbdb`, in `ideal` mode
+    `2·roundHalfEven(log|1 − 2s + pow(b, z)| / log b)` evaluated in double
+    exactly as written (libm `pow` and `log` at run time; `log b` computed
+    when compiling, as the reference does). Encoding, decoding and base
+    changes follow the same formulas; operands in another base are converted
+    to the first operand's base first.
+
+    `sum`, `matmul` and `linear` become a `tensor.generate` over the output
+    elements whose body runs the reduction as an `scf.for` from the first
+    term to the last: the sequential order that is part of the semantics.
+    Element-wise ops on tensors become element-wise `linalg.generic`s.
+
+    Modes not yet lowered (`sbdb table`, `order pairwise`) are reported as
+    errors on the op.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::linalg::LinalgDialect",
+    "::mlir::math::MathDialect",
+    "::mlir::scf::SCFDialect",
+    "::mlir::tensor::TensorDialect",
+  ];
+}
+
 #endif // LAMINA_CONVERSION_PASSES_TD

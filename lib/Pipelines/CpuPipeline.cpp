@@ -30,6 +30,7 @@ void mlir::lamina::buildLaminaCpuPipeline(OpPassManager &pm,
   ConvertLaminaToLinalgOptions toLinalg;
   toLinalg.weightBlock = kWeightBlock;
   pm.addPass(createConvertLaminaToLinalg(toLinalg));
+  pm.addPass(createConvertLnsToArith());
   pm.addPass(createConvertElementwiseToLinalgPass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());

@@ -1,0 +1,182 @@
+//===- CodeBuilder.cpp - LNS arithmetic on int64 codes as arith ops -------===//
+
+#include "lamina/Conversion/LnsToArith/CodeBuilder.h"
+#include "lamina/Lns/IR/LnsCodes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+
+#include <limits>
+
+using namespace mlir;
+using namespace mlir::lamina::lns;
+
+Value CodeBuilder::i64(int64_t value) {
+  return arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(value));
+}
+
+Value CodeBuilder::f64(double value) {
+  return arith::ConstantOp::create(b, loc, b.getF64FloatAttr(value));
+}
+
+Value CodeBuilder::select(Value condition, Value ifTrue, Value ifFalse) {
+  return arith::SelectOp::create(b, loc, condition, ifTrue, ifFalse);
+}
+
+Value CodeBuilder::constantCode(int64_t code) { return i64(code); }
+
+Value CodeBuilder::isZero(Value code) {
+  Value withSign = arith::OrIOp::create(b, loc, code, i64(1));
+  return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, withSign,
+                               i64(codes::kZero));
+}
+
+Value CodeBuilder::roundToCode(Value value) {
+  Value rounded = math::RoundEvenOp::create(b, loc, value);
+  return arith::FPToSIOp::create(b, loc, b.getI64Type(), rounded);
+}
+
+Value CodeBuilder::mul(Value x, Value y) {
+  // (x + y − (y & 1)) ^ (y & 1): exponents add, signs xor.
+  Value ySign = arith::AndIOp::create(b, loc, y, i64(1));
+  Value sum = arith::SubIOp::create(b, loc, arith::AddIOp::create(b, loc, x, y),
+                                    ySign);
+  Value product = arith::XOrIOp::create(b, loc, sum, ySign);
+  Value anyZero = arith::OrIOp::create(b, loc, isZero(x), isZero(y));
+  return select(anyZero, i64(codes::kZero), product);
+}
+
+Value CodeBuilder::div(Value x, Value y) {
+  // (x − y + (y & 1)) ^ (y & 1)
+  Value ySign = arith::AndIOp::create(b, loc, y, i64(1));
+  Value difference = arith::AddIOp::create(
+      b, loc, arith::SubIOp::create(b, loc, x, y), ySign);
+  Value quotient = arith::XOrIOp::create(b, loc, difference, ySign);
+  return select(isZero(x), i64(codes::kZero), quotient);
+}
+
+Value CodeBuilder::neg(Value x) {
+  return arith::XOrIOp::create(b, loc, x, i64(1));
+}
+
+Value CodeBuilder::abs(Value x) {
+  Value magnitude = arith::AndIOp::create(b, loc, x, i64(~int64_t(1)));
+  return select(isZero(x), i64(codes::kZero), magnitude);
+}
+
+Value CodeBuilder::sqrt(Value x) {
+  // Exponent floor(e / 2), sign dropped: (p >> 1) & -2.
+  Value half = arith::ShRSIOp::create(b, loc, x, i64(1));
+  Value root = arith::AndIOp::create(b, loc, half, i64(~int64_t(1)));
+  return select(isZero(x), i64(codes::kZero), root);
+}
+
+Value CodeBuilder::powi(Value x, int64_t n) {
+  Value exponent = arith::AndIOp::create(b, loc, x, i64(~int64_t(1)));
+  Value power = arith::AndIOp::create(
+      b, loc, arith::MulIOp::create(b, loc, exponent, i64(n)),
+      i64(~int64_t(1)));
+  if (n & 1)
+    power = arith::OrIOp::create(b, loc, power,
+                                 arith::AndIOp::create(b, loc, x, i64(1)));
+  return select(isZero(x), i64(codes::kZero), power);
+}
+
+Value CodeBuilder::add(Value x, Value y, NumType type) {
+  // z = −|(x >> 1) − (y >> 1)| ≤ 0, s = (x ^ y) & 1.
+  Value ex = arith::ShRSIOp::create(b, loc, x, i64(1));
+  Value ey = arith::ShRSIOp::create(b, loc, y, i64(1));
+  Value d = arith::SubIOp::create(b, loc, ex, ey);
+  Value negD = arith::SubIOp::create(b, loc, i64(0), d);
+  Value z = arith::MinSIOp::create(b, loc, d, negD);
+  Value s = arith::AndIOp::create(b, loc, arith::XOrIOp::create(b, loc, x, y),
+                                  i64(1));
+
+  // sbdb(z, s) = 2·roundHalfEven(log|1 − 2s + pow(b, z)| / log b), in double
+  // exactly as written: 1 − 2s is ±1.0, added to pow(b, z) first.
+  Value sameSign = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, s,
+                                         i64(0));
+  Value one = select(sameSign, f64(1.0), f64(-1.0));
+  Value zf = arith::SIToFPOp::create(b, loc, b.getF64Type(), z);
+  Value power = math::PowFOp::create(b, loc, f64(type.getBase()), zf);
+  Value sum = arith::AddFOp::create(b, loc, one, power);
+  Value logarithm = math::LogOp::create(b, loc, math::AbsFOp::create(b, loc, sum));
+  Value quotient =
+      arith::DivFOp::create(b, loc, logarithm, f64(type.getLogBase()));
+  Value sbdb = arith::ShLIOp::create(b, loc, roundToCode(quotient), i64(1));
+  Value result =
+      arith::AddIOp::create(b, loc, arith::MaxSIOp::create(b, loc, x, y), sbdb);
+
+  // Zero operands return the other operand bit for bit; x + (−x) is zero.
+  Value cancels = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                        neg(x), y);
+  result = select(cancels, i64(codes::kZero), result);
+  result = select(isZero(y), x, result);
+  return select(isZero(x), y, result);
+}
+
+Value CodeBuilder::sub(Value x, Value y, NumType type) {
+  return add(x, neg(y), type);
+}
+
+Value CodeBuilder::encode(Value value, NumType type) {
+  Type f64Type = b.getF64Type();
+  if (value.getType() != f64Type)
+    value = arith::ExtFOp::create(b, loc, f64Type, value);
+  Value magnitude = math::AbsFOp::create(b, loc, value);
+  // Non-finite inputs get documented codes: ±inf the largest magnitude of
+  // that sign, NaN the zero sentinel. fptosi would make them poison.
+  Value finite = arith::CmpFOp::create(
+      b, loc, arith::CmpFPredicate::OLT, magnitude,
+      f64(std::numeric_limits<double>::infinity()));
+  Value safe = select(finite, magnitude, f64(1.0));
+  Value exponent = roundToCode(arith::DivFOp::create(
+      b, loc, math::LogOp::create(b, loc, safe), f64(type.getLogBase())));
+  Value negative = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT,
+                                         value, f64(0.0));
+  Value sign = arith::ExtUIOp::create(b, loc, b.getI64Type(), negative);
+  Value code = arith::OrIOp::create(
+      b, loc, arith::ShLIOp::create(b, loc, exponent, i64(1)), sign);
+  Value largest =
+      arith::OrIOp::create(b, loc, i64(std::numeric_limits<int64_t>::max() - 1),
+                           sign);
+  Value isNaN = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNO,
+                                      value, value);
+  Value nonFinite = select(isNaN, i64(codes::kZero), largest);
+  code = select(finite, code, nonFinite);
+  Value isZeroValue = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
+                                            value, f64(0.0));
+  return select(isZeroValue, i64(codes::kZero), code);
+}
+
+Value CodeBuilder::decode(Value code, NumType type, FloatType resultType) {
+  Value exponent = arith::SIToFPOp::create(
+      b, loc, b.getF64Type(), arith::ShRSIOp::create(b, loc, code, i64(1)));
+  Value magnitude = math::PowFOp::create(b, loc, f64(type.getBase()), exponent);
+  Value negative = arith::CmpIOp::create(
+      b, loc, arith::CmpIPredicate::ne,
+      arith::AndIOp::create(b, loc, code, i64(1)), i64(0));
+  Value sign = select(negative, f64(-1.0), f64(1.0));
+  Value value = arith::MulFOp::create(b, loc, sign, magnitude);
+  value = select(isZero(code), f64(0.0), value);
+  if (resultType != b.getF64Type())
+    value = arith::TruncFOp::create(b, loc, resultType, value);
+  return value;
+}
+
+Value CodeBuilder::changeBase(Value code, NumType from, NumType to) {
+  // e' = roundHalfEven((double(e) · log b_old) / log b_new), sign kept.
+  Value exponent = arith::SIToFPOp::create(
+      b, loc, b.getF64Type(), arith::ShRSIOp::create(b, loc, code, i64(1)));
+  Value scaled = arith::DivFOp::create(
+      b, loc, arith::MulFOp::create(b, loc, exponent, f64(from.getLogBase())),
+      f64(to.getLogBase()));
+  Value converted = arith::OrIOp::create(
+      b, loc, arith::ShLIOp::create(b, loc, roundToCode(scaled), i64(1)),
+      arith::AndIOp::create(b, loc, code, i64(1)));
+  return select(isZero(code), i64(codes::kZero), converted);
+}
+
+Value CodeBuilder::toBase(Value code, NumType from, NumType to) {
+  return from.hasSameBase(to) ? code : changeBase(code, from, to);
+}

@@ -1,0 +1,520 @@
+//===- LnsToArith.cpp - Lower lns to int64 codes and arith ----------------===//
+
+#include "lamina/Conversion/LnsToArith/CodeBuilder.h"
+#include "lamina/Conversion/Passes.h"
+#include "lamina/Lns/IR/Lns.h"
+#include "lamina/Lns/IR/LnsCodes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Func/Transforms/FuncConversions.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Transforms/DialectConversion.h"
+
+namespace mlir::lamina {
+#define GEN_PASS_DEF_CONVERTLNSTOARITH
+#include "lamina/Conversion/Passes.h.inc"
+} // namespace mlir::lamina
+
+using namespace mlir;
+using namespace mlir::lamina;
+using namespace mlir::lamina::lns;
+
+//===----------------------------------------------------------------------===//
+// Types
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// !lns.num → i64; tensors of them → tensors of i64.
+struct CodeTypeConverter : TypeConverter {
+  CodeTypeConverter() {
+    addConversion([](Type type) { return type; });
+    addConversion([](NumType type) -> Type {
+      return IntegerType::get(type.getContext(), 64);
+    });
+    addConversion([](RankedTensorType type) -> Type {
+      if (!isa<NumType>(type.getElementType()))
+        return type;
+      return type.clone(IntegerType::get(type.getContext(), 64));
+    });
+  }
+};
+} // namespace
+
+static NumType numType(Value value) { return getLnsElementType(value.getType()); }
+
+//===----------------------------------------------------------------------===//
+// Element-wise ops
+//===----------------------------------------------------------------------===//
+
+/// Applies `body` element by element: directly on scalars, through an
+/// element-wise linalg.generic on tensors. `operands` are converted values
+/// of one shape; the result has `resultType` (already converted).
+static Value mapElements(
+    OpBuilder &b, Location loc, ValueRange operands, Type resultType,
+    function_ref<Value(OpBuilder &, Location, ValueRange)> body) {
+  auto tensorType = dyn_cast<RankedTensorType>(resultType);
+  if (!tensorType)
+    return body(b, loc, operands);
+  Value init = tensor::EmptyOp::create(
+      b, loc, tensor::getMixedSizes(b, loc, operands.front()),
+      tensorType.getElementType());
+  int64_t rank = tensorType.getRank();
+  AffineMap identity = b.getMultiDimIdentityMap(rank);
+  SmallVector<AffineMap> maps(operands.size() + 1, identity);
+  SmallVector<utils::IteratorType> iterators(rank,
+                                             utils::IteratorType::parallel);
+  auto generic = linalg::GenericOp::create(
+      b, loc, resultType, operands, ValueRange{init}, maps, iterators,
+      [&](OpBuilder &nb, Location nloc, ValueRange args) {
+        linalg::YieldOp::create(nb, nloc,
+                                ValueRange{body(nb, nloc, args.drop_back())});
+      });
+  return generic.getResult(0);
+}
+
+namespace {
+template <typename Op>
+struct ElementwisePattern : OpConversionPattern<Op> {
+  using OpConversionPattern<Op>::OpConversionPattern;
+  using OpAdaptor = typename Op::Adaptor;
+
+  /// The scalar computation on converted operands.
+  virtual Value compute(CodeBuilder &codes, Op op, ValueRange args) const = 0;
+
+  LogicalResult
+  matchAndRewrite(Op op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Type resultType = this->getTypeConverter()->convertType(op.getType());
+    Value result = mapElements(
+        rewriter, op.getLoc(), adaptor.getOperands(), resultType,
+        [&](OpBuilder &b, Location loc, ValueRange args) {
+          CodeBuilder codes(b, loc);
+          return compute(codes, op, args);
+        });
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+struct NegLowering : ElementwisePattern<NegOp> {
+  using ElementwisePattern::ElementwisePattern;
+  Value compute(CodeBuilder &c, NegOp, ValueRange a) const override {
+    return c.neg(a[0]);
+  }
+};
+struct AbsLowering : ElementwisePattern<AbsOp> {
+  using ElementwisePattern::ElementwisePattern;
+  Value compute(CodeBuilder &c, AbsOp, ValueRange a) const override {
+    return c.abs(a[0]);
+  }
+};
+struct SqrtLowering : ElementwisePattern<SqrtOp> {
+  using ElementwisePattern::ElementwisePattern;
+  Value compute(CodeBuilder &c, SqrtOp, ValueRange a) const override {
+    return c.sqrt(a[0]);
+  }
+};
+struct PowILowering : ElementwisePattern<PowIOp> {
+  using ElementwisePattern::ElementwisePattern;
+  Value compute(CodeBuilder &c, PowIOp op, ValueRange a) const override {
+    return c.powi(a[0], op.getExponent());
+  }
+};
+struct MulLowering : ElementwisePattern<MulOp> {
+  using ElementwisePattern::ElementwisePattern;
+  Value compute(CodeBuilder &c, MulOp op, ValueRange a) const override {
+    return c.mul(a[0], c.toBase(a[1], numType(op.getRhs()), numType(op.getLhs())));
+  }
+};
+struct DivLowering : ElementwisePattern<DivOp> {
+  using ElementwisePattern::ElementwisePattern;
+  Value compute(CodeBuilder &c, DivOp op, ValueRange a) const override {
+    return c.div(a[0], c.toBase(a[1], numType(op.getRhs()), numType(op.getLhs())));
+  }
+};
+struct AddLowering : ElementwisePattern<AddOp> {
+  using ElementwisePattern::ElementwisePattern;
+  Value compute(CodeBuilder &c, AddOp op, ValueRange a) const override {
+    NumType type = numType(op.getLhs());
+    return c.add(a[0], c.toBase(a[1], numType(op.getRhs()), type), type);
+  }
+};
+struct SubLowering : ElementwisePattern<SubOp> {
+  using ElementwisePattern::ElementwisePattern;
+  Value compute(CodeBuilder &c, SubOp op, ValueRange a) const override {
+    NumType type = numType(op.getLhs());
+    return c.sub(a[0], c.toBase(a[1], numType(op.getRhs()), type), type);
+  }
+};
+struct EncodeLowering : ElementwisePattern<EncodeOp> {
+  using ElementwisePattern::ElementwisePattern;
+  Value compute(CodeBuilder &c, EncodeOp op, ValueRange a) const override {
+    return c.encode(a[0], numType(op.getResult()));
+  }
+};
+struct DecodeLowering : ElementwisePattern<DecodeOp> {
+  using ElementwisePattern::ElementwisePattern;
+  Value compute(CodeBuilder &c, DecodeOp op, ValueRange a) const override {
+    return c.decode(a[0], numType(op.getInput()),
+                    cast<FloatType>(getElementTypeOrSelf(op.getType())));
+  }
+};
+struct ChangeBaseLowering : ElementwisePattern<ChangeBaseOp> {
+  using ElementwisePattern::ElementwisePattern;
+  Value compute(CodeBuilder &c, ChangeBaseOp op, ValueRange a) const override {
+    return c.changeBase(a[0], numType(op.getInput()), numType(op.getResult()));
+  }
+};
+
+struct ConstantLowering : OpConversionPattern<ConstantOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(ConstantOp op, OpAdaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    rewriter.replaceOpWithNewOp<arith::ConstantOp>(
+        op, cast<TypedAttr>(op.getValue()));
+    return success();
+  }
+};
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Sequential reductions
+//===----------------------------------------------------------------------===//
+
+/// acc = init; for i in [0, count): acc = step(acc, i). Strictly in order.
+static Value buildSequentialLoop(
+    OpBuilder &b, Location loc, Value init, int64_t first, Value count,
+    function_ref<Value(OpBuilder &, Location, Value, Value)> step) {
+  Value lower = arith::ConstantIndexOp::create(b, loc, first);
+  Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  auto loop = scf::ForOp::create(
+      b, loc, lower, count, one, ValueRange{init},
+      [&](OpBuilder &nb, Location nloc, Value index, ValueRange acc) {
+        scf::YieldOp::create(nb, nloc,
+                             ValueRange{step(nb, nloc, acc[0], index)});
+      });
+  return loop.getResult(0);
+}
+
+/// Builds the result of a reduction: a scalar from `element({})`, or a
+/// tensor.generate whose element at each index is `element(indices)`.
+static Value generateResult(
+    OpBuilder &b, Location loc, Type resultType, ValueRange dynamicSizes,
+    function_ref<Value(OpBuilder &, Location, ValueRange)> element) {
+  auto tensorType = dyn_cast<RankedTensorType>(resultType);
+  if (!tensorType)
+    return element(b, loc, {});
+  return tensor::GenerateOp::create(
+             b, loc, tensorType, dynamicSizes,
+             [&](OpBuilder &nb, Location nloc, ValueRange indices) {
+               tensor::YieldOp::create(nb, nloc, element(nb, nloc, indices));
+             })
+      .getResult();
+}
+
+static Value index(OpBuilder &b, Location loc, int64_t value) {
+  return arith::ConstantIndexOp::create(b, loc, value);
+}
+
+/// Sizes of the dynamic dims of `type`, taken from `source` dims `dims`.
+static SmallVector<Value> dynamicSizes(OpBuilder &b, Location loc,
+                                       Type resultType,
+                                       ArrayRef<std::pair<Value, int64_t>> dims) {
+  SmallVector<Value> sizes;
+  auto tensorType = dyn_cast<RankedTensorType>(resultType);
+  if (!tensorType)
+    return sizes;
+  for (auto [d, source] : llvm::enumerate(dims))
+    if (tensorType.isDynamicDim(d))
+      sizes.push_back(tensor::DimOp::create(b, loc, source.first,
+                                            source.second));
+  return sizes;
+}
+
+namespace {
+struct SumLowering : OpConversionPattern<SumOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(SumOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    if (op.getOrder() != ReductionOrder::sequential ||
+        op.getSbdb() != SbdbMode::ideal)
+      return rewriter.notifyMatchFailure(op, "only the sequential order in "
+                                             "ideal mode is lowered so far");
+    Location loc = op.getLoc();
+    Value input = adaptor.getInput();
+    auto inputType = cast<RankedTensorType>(input.getType());
+    NumType type = numType(op.getInput());
+    ArrayRef<int64_t> reduced = op.getDims();
+    SmallVector<int64_t> kept;
+    for (int64_t d = 0; d < inputType.getRank(); ++d)
+      if (!llvm::is_contained(reduced, d))
+        kept.push_back(d);
+
+    SmallVector<std::pair<Value, int64_t>> resultDims;
+    for (int64_t d : kept)
+      resultDims.push_back({input, d});
+    Type resultType = getTypeConverter()->convertType(op.getType());
+    Value result = generateResult(
+        rewriter, loc, resultType,
+        dynamicSizes(rewriter, loc, resultType, resultDims),
+        [&](OpBuilder &b, Location l, ValueRange keptIndices) {
+          // Reduced dims flattened row-major, in their original order.
+          SmallVector<Value> sizes;
+          Value count = index(b, l, 1);
+          for (int64_t d : reduced) {
+            sizes.push_back(tensor::DimOp::create(b, l, input, d));
+            count = arith::MulIOp::create(b, l, count, sizes.back());
+          }
+          auto elementAt = [&](OpBuilder &nb, Location nl, Value flat) {
+            SmallVector<Value> indices(inputType.getRank());
+            for (auto [k, d] : llvm::enumerate(kept))
+              indices[d] = keptIndices[k];
+            for (int64_t r = reduced.size() - 1; r >= 0; --r) {
+              indices[reduced[r]] = arith::RemUIOp::create(nb, nl, flat, sizes[r]);
+              flat = arith::DivUIOp::create(nb, nl, flat, sizes[r]);
+            }
+            return tensor::ExtractOp::create(nb, nl, input, indices).getResult();
+          };
+          Value first = elementAt(b, l, index(b, l, 0));
+          return buildSequentialLoop(
+              b, l, first, 1, count,
+              [&](OpBuilder &nb, Location nl, Value acc, Value i) {
+                CodeBuilder codes(nb, nl);
+                return codes.add(acc, elementAt(nb, nl, i), type);
+              });
+        });
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+/// x[..., K]·Wᵀ (+ b): for each output, acc = Z, then k = 0..K−1 in order.
+struct LinearLowering : OpConversionPattern<LinearOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(LinearOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    if (op.getSbdb() != SbdbMode::ideal)
+      return rewriter.notifyMatchFailure(op, "only ideal mode is lowered so "
+                                             "far");
+    Location loc = op.getLoc();
+    NumType type = numType(op.getInput());
+    Value input = adaptor.getInput();
+    int64_t rank = cast<RankedTensorType>(input.getType()).getRank();
+    // Weights and bias in another base are converted once, up front.
+    Value weight = convertBase(rewriter, loc, adaptor.getWeight(),
+                               numType(op.getWeight()), type);
+    Value bias = adaptor.getBias()
+                     ? convertBase(rewriter, loc, adaptor.getBias(),
+                                   numType(op.getBias()), type)
+                     : Value();
+    SmallVector<std::pair<Value, int64_t>> resultDims;
+    for (int64_t d = 0; d < rank - 1; ++d)
+      resultDims.push_back({input, d});
+    resultDims.push_back({weight, 0});
+    Type resultType = getTypeConverter()->convertType(op.getType());
+    Value result = generateResult(
+        rewriter, loc, resultType,
+        dynamicSizes(rewriter, loc, resultType, resultDims),
+        [&](OpBuilder &b, Location l, ValueRange indices) {
+          Value n = indices.back();
+          Value depth = tensor::DimOp::create(b, l, input, rank - 1);
+          CodeBuilder codes(b, l);
+          Value acc = buildSequentialLoop(
+              b, l, codes.constantCode(lns::codes::kZero), 0, depth,
+              [&](OpBuilder &nb, Location nl, Value acc, Value k) {
+                SmallVector<Value> xIndex(indices.drop_back());
+                xIndex.push_back(k);
+                Value x = tensor::ExtractOp::create(nb, nl, input, xIndex);
+                Value w = tensor::ExtractOp::create(nb, nl, weight,
+                                                    ValueRange{n, k});
+                CodeBuilder inner(nb, nl);
+                return inner.add(acc, inner.mul(x, w), type);
+              });
+          if (bias)
+            acc = codes.add(acc, tensor::ExtractOp::create(b, l, bias, n),
+                            type);
+          return acc;
+        });
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+
+  static Value convertBase(OpBuilder &b, Location loc, Value codesTensor,
+                           NumType from, NumType to) {
+    if (from.hasSameBase(to))
+      return codesTensor;
+    return mapElements(b, loc, codesTensor, codesTensor.getType(),
+                       [&](OpBuilder &nb, Location nl, ValueRange args) {
+                         CodeBuilder codes(nb, nl);
+                         return codes.changeBase(args[0], from, to);
+                       });
+  }
+};
+
+/// A[..., M, K]·B[..., K, N] with NumPy batch broadcasting.
+struct MatmulLowering : OpConversionPattern<MatmulOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(MatmulOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    if (op.getSbdb() != SbdbMode::ideal)
+      return rewriter.notifyMatchFailure(op, "only ideal mode is lowered so "
+                                             "far");
+    Location loc = op.getLoc();
+    NumType type = numType(op.getLhs());
+    Value lhs = adaptor.getLhs();
+    Value rhs = LinearLowering::convertBase(rewriter, loc, adaptor.getRhs(),
+                                            numType(op.getRhs()), type);
+    auto lhsType = cast<RankedTensorType>(lhs.getType());
+    auto rhsType = cast<RankedTensorType>(rhs.getType());
+    auto resultType =
+        cast<RankedTensorType>(getTypeConverter()->convertType(op.getType()));
+    int64_t rank = resultType.getRank();
+    // Result dims come from whichever operand has them (batch dims broadcast
+    // from the right; a size-1 batch dim takes index 0).
+    SmallVector<std::pair<Value, int64_t>> resultDims;
+    for (int64_t d = 0; d < rank - 2; ++d) {
+      int64_t fromLhs = d - (rank - lhsType.getRank());
+      bool useLhs = fromLhs >= 0 && lhsType.getDimSize(fromLhs) != 1;
+      resultDims.push_back(useLhs ? std::make_pair(lhs, fromLhs)
+                                  : std::make_pair(rhs, d - (rank - rhsType.getRank())));
+    }
+    resultDims.push_back({lhs, lhsType.getRank() - 2});
+    resultDims.push_back({rhs, rhsType.getRank() - 1});
+
+    Value result = generateResult(
+        rewriter, loc, resultType,
+        dynamicSizes(rewriter, loc, resultType, resultDims),
+        [&](OpBuilder &b, Location l, ValueRange indices) {
+          auto batchIndex = [&](OpBuilder &nb, Location nl,
+                                RankedTensorType operandType) {
+            SmallVector<Value> result;
+            int64_t offset = rank - operandType.getRank();
+            for (int64_t d = 0; d < operandType.getRank() - 2; ++d)
+              result.push_back(operandType.getDimSize(d) == 1
+                                   ? index(nb, nl, 0)
+                                   : indices[d + offset]);
+            return result;
+          };
+          Value m = indices[rank - 2], n = indices[rank - 1];
+          Value depth = tensor::DimOp::create(b, l, lhs, lhsType.getRank() - 1);
+          CodeBuilder codes(b, l);
+          return buildSequentialLoop(
+              b, l, codes.constantCode(lns::codes::kZero), 0, depth,
+              [&](OpBuilder &nb, Location nl, Value acc, Value k) {
+                SmallVector<Value> a = batchIndex(nb, nl, lhsType);
+                a.append({m, k});
+                SmallVector<Value> c = batchIndex(nb, nl, rhsType);
+                c.append({k, n});
+                CodeBuilder inner(nb, nl);
+                return inner.add(
+                    acc,
+                    inner.mul(tensor::ExtractOp::create(nb, nl, lhs, a),
+                              tensor::ExtractOp::create(nb, nl, rhs, c)),
+                    type);
+              });
+        });
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// Ops that merely carry LNS values
+//===----------------------------------------------------------------------===//
+
+/// Any other op whose operand, result or block-argument types mention LNS
+/// numbers (tensor.empty, linalg.broadcast, reshapes, ...) is rebuilt with
+/// the converted types; its regions keep their bodies.
+struct ConvertCarrierTypes : ConversionPattern {
+  ConvertCarrierTypes(const TypeConverter &converter, MLIRContext *context)
+      : ConversionPattern(converter, MatchAnyOpTypeTag(), /*benefit=*/1,
+                          context) {}
+
+  LogicalResult
+  matchAndRewrite(Operation *op, ArrayRef<Value> operands,
+                  ConversionPatternRewriter &rewriter) const override {
+    if (isa<LnsDialect>(op->getDialect()) ||
+        isa<func::FuncOp, func::ReturnOp, func::CallOp>(op))
+      return failure();
+    SmallVector<Type> resultTypes;
+    if (failed(getTypeConverter()->convertTypes(op->getResultTypes(),
+                                                resultTypes)))
+      return failure();
+    OperationState state(op->getLoc(), op->getName(), operands, resultTypes,
+                         op->getAttrs(), op->getSuccessors());
+    state.propertiesAttr = op->getPropertiesAsAttribute();
+    for (Region &region : op->getRegions()) {
+      Region *newRegion = state.addRegion();
+      rewriter.inlineRegionBefore(region, *newRegion, newRegion->begin());
+      if (failed(rewriter.convertRegionTypes(newRegion, *getTypeConverter())))
+        return failure();
+    }
+    rewriter.replaceOp(op, rewriter.create(state)->getResults());
+    return success();
+  }
+};
+
+struct ConvertLnsToArithPass
+    : mlir::lamina::impl::ConvertLnsToArithBase<ConvertLnsToArithPass> {
+  void runOnOperation() override {
+    // Modes without a lowering yet are reported on the op, not as a bare
+    // legalization failure.
+    WalkResult unsupported = getOperation()->walk([](Operation *op) {
+      auto sbdb = op->getAttrOfType<SbdbModeAttr>("sbdb");
+      if (sbdb && sbdb.getValue() != SbdbMode::ideal) {
+        op->emitOpError("sbdb mode '")
+            << stringifySbdbMode(sbdb.getValue())
+            << "' has no lowering yet; use 'ideal'";
+        return WalkResult::interrupt();
+      }
+      auto order = op->getAttrOfType<ReductionOrderAttr>("order");
+      if (order && order.getValue() != ReductionOrder::sequential) {
+        op->emitOpError("reduction order '")
+            << stringifyReductionOrder(order.getValue())
+            << "' has no lowering yet; use 'sequential'";
+        return WalkResult::interrupt();
+      }
+      return WalkResult::advance();
+    });
+    if (unsupported.wasInterrupted())
+      return signalPassFailure();
+
+    MLIRContext *context = &getContext();
+    CodeTypeConverter converter;
+    ConversionTarget target(*context);
+    target.addIllegalDialect<LnsDialect>();
+    target.markUnknownOpDynamicallyLegal([&](Operation *op) {
+      if (auto function = dyn_cast<FunctionOpInterface>(op))
+        return converter.isSignatureLegal(
+                   cast<FunctionType>(function.getFunctionType())) &&
+               converter.isLegal(&function.getFunctionBody());
+      return converter.isLegal(op) &&
+             llvm::all_of(op->getRegions(), [&](Region &region) {
+               return converter.isLegal(&region);
+             });
+    });
+    RewritePatternSet patterns(context);
+    patterns.add<NegLowering, AbsLowering, SqrtLowering, PowILowering,
+                 MulLowering, DivLowering, AddLowering, SubLowering,
+                 EncodeLowering, DecodeLowering, ChangeBaseLowering,
+                 ConstantLowering, SumLowering, LinearLowering,
+                 MatmulLowering>(converter, context);
+    patterns.add<ConvertCarrierTypes>(converter, context);
+    populateFunctionOpInterfaceTypeConversionPattern<func::FuncOp>(patterns,
+                                                                   converter);
+    populateReturnOpTypeConversionPattern(patterns, converter);
+    populateCallOpTypeConversionPattern(patterns, converter);
+    if (failed(applyPartialConversion(getOperation(), target,
+                                      std::move(patterns))))
+      signalPassFailure();
+  }
+};
+} // namespace
