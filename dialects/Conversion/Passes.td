@@ -67,8 +67,11 @@ def ConvertLnsToArith : Pass<"convert-lns-to-arith", "::mlir::ModuleOp"> {
     term to the last: the sequential order that is part of the semantics.
     Element-wise ops on tensors become element-wise `linalg.generic`s.
 
-    Modes not yet lowered (`sbdb table`, `order pairwise`) are reported as
-    errors on the op.
+    In `sbdb table` mode (f ≤ 16), the ideal values of sbdb for every z
+    from 0 down to `2·round(log_b(b − 1))` are computed when compiling, with
+    the same double formula, and stored as two i32 constant tables (one per
+    sign); additions read them instead of calling pow and log. The
+    `order pairwise` mode is not lowered yet and is reported on the op.
   }];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",

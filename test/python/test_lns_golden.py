@@ -31,7 +31,7 @@ def check_codes(got, expected, keep=None):
         f"{expected.ravel()[mismatches[:5]]}")
 
 
-def elementwise(tmp_path, d, op, f):
+def elementwise(tmp_path, d, op, f, mode=""):
     n = d["x"].shape[0]
     t = tensor((n,), num(f))
     if op in ("neg", "abs", "sqrt"):
@@ -41,20 +41,20 @@ def elementwise(tmp_path, d, op, f):
 }}"""
         return run_ir(ir, [d["x"]], tmp_path)[0]
     ir = f"""func.func @main(%x: {t}, %y: {t}) -> {t} {{
-  %0 = lns.{op} %x, %y : {t}, {t}
+  %0 = lns.{op} %x, %y {mode}: {t}, {t}
   return %0 : {t}
 }}"""
     return run_ir(ir, [d["x"], d["y"]], tmp_path)[0]
 
 
-def linear_ir(dialect, x_shape, w_shape, fx, fw, fb, bias):
+def linear_ir(dialect, x_shape, w_shape, fx, fw, fb, bias, mode=""):
     tx = tensor(x_shape, num(fx))
     tw = tensor(w_shape, num(fw))
     tb = tensor(w_shape[:1], num(fb))
     ty = tensor(tuple(x_shape[:-1]) + (w_shape[0],), num(fx))
     args = f"%x: {tx}, %w: {tw}" + (f", %b: {tb}" if bias else "")
     if dialect == "lns":
-        body = (f"lns.linear %x, %w{' bias %b' if bias else ''} : {tx}, {tw}"
+        body = (f"lns.linear %x, %w{' bias %b' if bias else ''} {mode}: {tx}, {tw}"
                 f"{', ' + tb if bias else ''} -> {ty}")
     else:
         body = (f'lamina.linear "fc" %x, %w{" bias %b" if bias else ""} : '
@@ -94,6 +94,10 @@ def test_golden(tmp_path, path):
         got = elementwise(tmp_path, d, op, f)
         keep = ~d["near_tie"] if "near_tie" in d.files else None
         check_codes(got, d["out"], keep)
+        if op in ("add", "sub") and f <= 16:
+            # table mode gives the very same codes.
+            table = elementwise(tmp_path / "table", d, op, f, "sbdb table ")
+            check_codes(table, d["out"], keep)
     elif op == "sum":
         rows, cols = d["x"].shape
         t = tensor((rows, cols), num(f))
@@ -105,6 +109,12 @@ def test_golden(tmp_path, path):
         last, whole = run_ir(ir, [d["x"]], tmp_path)
         check_codes(last, d["out_lastdim"])
         check_codes(whole, d["out_all"])
+        if f <= 16:
+            table_ir = ir.replace("dims [1] :", "dims [1] sbdb table :").replace(
+                "dims [0, 1] :", "dims [0, 1] sbdb table :")
+            last, whole = run_ir(table_ir, [d["x"]], tmp_path / "table")
+            check_codes(last, d["out_lastdim"])
+            check_codes(whole, d["out_all"])
     elif op == "linear":
         fx, fw, fb = int(d["f_x"]), int(d["f_w"]), int(d["f_b"])
         for dialect in ("lns", "lamina"):
@@ -114,5 +124,33 @@ def test_golden(tmp_path, path):
                 inputs = [d["x"], d["w"]] + ([d["b"]] if bias else [])
                 got = run_ir(ir, inputs, tmp_path / f"{dialect}{bias}")[0]
                 check_codes(got, d["out"] if bias else d["out_nobias"])
+        if fx <= 16:
+            ir = linear_ir("lns", d["x"].shape, d["w"].shape, fx, fw, fb, True,
+                           "sbdb table ")
+            got = run_ir(ir, [d["x"], d["w"], d["b"]], tmp_path / "table")[0]
+            check_codes(got, d["out"])
     else:
         pytest.fail(f"unknown golden op {op}")
+
+
+@pytest.mark.parametrize("f", [4, 8, 10, 12])
+def test_table_equals_ideal_everywhere(tmp_path, f):
+    """table mode against ideal for every z of the table and beyond, both
+    signs: x = +1 (code 0), y = ±b^e for e = 0 down to past the table."""
+    base = 2.0 ** (2.0 ** -f)
+    extent = int(-2.0 * round(np.log(base - 1.0) / np.log(base))) + 1
+    exponents = np.arange(0, -(extent + 1000), -1, dtype=np.int64)
+    y = np.concatenate([exponents * 2, exponents * 2 + 1])
+    x = np.zeros_like(y)
+    t = tensor(y.shape, num(f))
+    results = []
+    for mode in ("", "sbdb table "):
+        ir = f"""func.func @main(%x: {t}, %y: {t}) -> {t} {{
+  %0 = lns.add %x, %y {mode}: {t}, {t}
+  return %0 : {t}
+}}"""
+        results.append(run_ir(ir, [x, y], tmp_path / (mode or "ideal"))[0])
+    ideal, table = results
+    check_codes(table, ideal)
+    # Past the table, sbdb is 0: the result is the larger operand, x.
+    assert np.array_equal(ideal[extent:len(exponents)], x[extent:len(exponents)])

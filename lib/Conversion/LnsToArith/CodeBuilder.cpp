@@ -5,6 +5,9 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+
+#include <cmath>
 
 #include <limits>
 
@@ -82,7 +85,30 @@ Value CodeBuilder::powi(Value x, int64_t n) {
   return select(isZero(x), i64(codes::kZero), power);
 }
 
-Value CodeBuilder::add(Value x, Value y, NumType type) {
+int64_t mlir::lamina::lns::getSbdbTableSize(NumType type) {
+  double base = type.getBase();
+  double lowest = 2.0 * std::round(std::log(base - 1.0) / type.getLogBase());
+  return static_cast<int64_t>(-lowest) + 1;
+}
+
+std::vector<int32_t> mlir::lamina::lns::computeSbdbTable(NumType type,
+                                                         bool oppositeSigns) {
+  double base = type.getBase(), logBase = type.getLogBase();
+  double one = oppositeSigns ? -1.0 : 1.0;
+  std::vector<int32_t> table(getSbdbTableSize(type));
+  for (size_t i = 0; i < table.size(); ++i) {
+    double sum = one + std::pow(base, -static_cast<double>(i));
+    // z = 0 with opposite signs is an exact cancellation, handled before
+    // the table is read.
+    table[i] = sum == 0.0 ? 0
+                          : static_cast<int32_t>(std::nearbyint(
+                                std::log(std::fabs(sum)) / logBase));
+  }
+  return table;
+}
+
+Value CodeBuilder::add(Value x, Value y, NumType type,
+                       const SbdbTables *tables) {
   // z = −|(x >> 1) − (y >> 1)| ≤ 0, s = (x ^ y) & 1.
   Value ex = arith::ShRSIOp::create(b, loc, x, i64(1));
   Value ey = arith::ShRSIOp::create(b, loc, y, i64(1));
@@ -92,18 +118,36 @@ Value CodeBuilder::add(Value x, Value y, NumType type) {
   Value s = arith::AndIOp::create(b, loc, arith::XOrIOp::create(b, loc, x, y),
                                   i64(1));
 
-  // sbdb(z, s) = 2·roundHalfEven(log|1 − 2s + pow(b, z)| / log b), in double
-  // exactly as written: 1 − 2s is ±1.0, added to pow(b, z) first.
   Value sameSign = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, s,
                                          i64(0));
-  Value one = select(sameSign, f64(1.0), f64(-1.0));
-  Value zf = arith::SIToFPOp::create(b, loc, b.getF64Type(), z);
-  Value power = math::PowFOp::create(b, loc, f64(type.getBase()), zf);
-  Value sum = arith::AddFOp::create(b, loc, one, power);
-  Value logarithm = math::LogOp::create(b, loc, math::AbsFOp::create(b, loc, sum));
-  Value quotient =
-      arith::DivFOp::create(b, loc, logarithm, f64(type.getLogBase()));
-  Value sbdb = arith::ShLIOp::create(b, loc, roundToCode(quotient), i64(1));
+  Value sbdb;
+  if (tables) {
+    // table mode: entry −z of the sign's table, 0 past the table's end.
+    Value offset = arith::SubIOp::create(b, loc, i64(0), z);
+    Value last = i64(tables->size - 1);
+    Value inTable = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle,
+                                          offset, last);
+    Value position = arith::IndexCastOp::create(
+        b, loc, b.getIndexType(), arith::MinSIOp::create(b, loc, offset, last));
+    Value same = tensor::ExtractOp::create(b, loc, tables->sameSign, position);
+    Value opposite =
+        tensor::ExtractOp::create(b, loc, tables->oppositeSign, position);
+    Value entry = arith::ExtSIOp::create(b, loc, b.getI64Type(),
+                                         select(sameSign, same, opposite));
+    sbdb = select(inTable, arith::ShLIOp::create(b, loc, entry, i64(1)), i64(0));
+  } else {
+    // sbdb(z, s) = 2·roundHalfEven(log|1 − 2s + pow(b, z)| / log b), in
+    // double exactly as written: 1 − 2s is ±1.0, added to pow(b, z) first.
+    Value one = select(sameSign, f64(1.0), f64(-1.0));
+    Value zf = arith::SIToFPOp::create(b, loc, b.getF64Type(), z);
+    Value power = math::PowFOp::create(b, loc, f64(type.getBase()), zf);
+    Value sum = arith::AddFOp::create(b, loc, one, power);
+    Value logarithm =
+        math::LogOp::create(b, loc, math::AbsFOp::create(b, loc, sum));
+    Value quotient =
+        arith::DivFOp::create(b, loc, logarithm, f64(type.getLogBase()));
+    sbdb = arith::ShLIOp::create(b, loc, roundToCode(quotient), i64(1));
+  }
   Value result =
       arith::AddIOp::create(b, loc, arith::MaxSIOp::create(b, loc, x, y), sbdb);
 
@@ -115,8 +159,9 @@ Value CodeBuilder::add(Value x, Value y, NumType type) {
   return select(isZero(x), y, result);
 }
 
-Value CodeBuilder::sub(Value x, Value y, NumType type) {
-  return add(x, neg(y), type);
+Value CodeBuilder::sub(Value x, Value y, NumType type,
+                       const SbdbTables *tables) {
+  return add(x, neg(y), type, tables);
 }
 
 Value CodeBuilder::encode(Value value, NumType type) {

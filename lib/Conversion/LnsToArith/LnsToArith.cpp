@@ -76,24 +76,54 @@ static Value mapElements(
   return generic.getResult(0);
 }
 
+/// The sbdb tables of `type` as i32 constants, for `table` mode; none for
+/// `ideal` mode.
+static std::optional<SbdbTables> makeTables(OpBuilder &b, Location loc,
+                                            SbdbMode mode, NumType type) {
+  if (mode != SbdbMode::table)
+    return std::nullopt;
+  SbdbTables tables;
+  tables.size = getSbdbTableSize(type);
+  auto tableType = RankedTensorType::get({tables.size}, b.getI32Type());
+  auto constant = [&](bool opposite) -> Value {
+    std::vector<int32_t> values = computeSbdbTable(type, opposite);
+    return arith::ConstantOp::create(
+        b, loc, DenseIntElementsAttr::get(tableType, ArrayRef(values)));
+  };
+  tables.sameSign = constant(false);
+  tables.oppositeSign = constant(true);
+  return tables;
+}
+
+static const SbdbTables *
+pointerTo(const std::optional<SbdbTables> &tables) {
+  return tables ? &*tables : nullptr;
+}
+
 namespace {
 template <typename Op>
 struct ElementwisePattern : OpConversionPattern<Op> {
   using OpConversionPattern<Op>::OpConversionPattern;
   using OpAdaptor = typename Op::Adaptor;
 
-  /// The scalar computation on converted operands.
-  virtual Value compute(CodeBuilder &codes, Op op, ValueRange args) const = 0;
+  /// The scalar computation on converted operands; `tables` is set for
+  /// additions in `table` mode.
+  virtual Value compute(CodeBuilder &codes, Op op, ValueRange args,
+                        const SbdbTables *tables) const = 0;
 
   LogicalResult
   matchAndRewrite(Op op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     Type resultType = this->getTypeConverter()->convertType(op.getType());
+    std::optional<SbdbTables> tables;
+    if (auto mode = op->template getAttrOfType<SbdbModeAttr>("sbdb"))
+      tables = makeTables(rewriter, op.getLoc(), mode.getValue(),
+                          numType(op->getResult(0)));
     Value result = mapElements(
         rewriter, op.getLoc(), adaptor.getOperands(), resultType,
         [&](OpBuilder &b, Location loc, ValueRange args) {
           CodeBuilder codes(b, loc);
-          return compute(codes, op, args);
+          return compute(codes, op, args, pointerTo(tables));
         });
     rewriter.replaceOp(op, result);
     return success();
@@ -102,70 +132,83 @@ struct ElementwisePattern : OpConversionPattern<Op> {
 
 struct NegLowering : ElementwisePattern<NegOp> {
   using ElementwisePattern::ElementwisePattern;
-  Value compute(CodeBuilder &c, NegOp, ValueRange a) const override {
+  Value compute(CodeBuilder &c, NegOp, ValueRange a,
+                const SbdbTables *tables) const override {
     return c.neg(a[0]);
   }
 };
 struct AbsLowering : ElementwisePattern<AbsOp> {
   using ElementwisePattern::ElementwisePattern;
-  Value compute(CodeBuilder &c, AbsOp, ValueRange a) const override {
+  Value compute(CodeBuilder &c, AbsOp, ValueRange a,
+                const SbdbTables *tables) const override {
     return c.abs(a[0]);
   }
 };
 struct SqrtLowering : ElementwisePattern<SqrtOp> {
   using ElementwisePattern::ElementwisePattern;
-  Value compute(CodeBuilder &c, SqrtOp, ValueRange a) const override {
+  Value compute(CodeBuilder &c, SqrtOp, ValueRange a,
+                const SbdbTables *tables) const override {
     return c.sqrt(a[0]);
   }
 };
 struct PowILowering : ElementwisePattern<PowIOp> {
   using ElementwisePattern::ElementwisePattern;
-  Value compute(CodeBuilder &c, PowIOp op, ValueRange a) const override {
+  Value compute(CodeBuilder &c, PowIOp op, ValueRange a,
+                const SbdbTables *tables) const override {
     return c.powi(a[0], op.getExponent());
   }
 };
 struct MulLowering : ElementwisePattern<MulOp> {
   using ElementwisePattern::ElementwisePattern;
-  Value compute(CodeBuilder &c, MulOp op, ValueRange a) const override {
+  Value compute(CodeBuilder &c, MulOp op, ValueRange a,
+                const SbdbTables *tables) const override {
     return c.mul(a[0], c.toBase(a[1], numType(op.getRhs()), numType(op.getLhs())));
   }
 };
 struct DivLowering : ElementwisePattern<DivOp> {
   using ElementwisePattern::ElementwisePattern;
-  Value compute(CodeBuilder &c, DivOp op, ValueRange a) const override {
+  Value compute(CodeBuilder &c, DivOp op, ValueRange a,
+                const SbdbTables *tables) const override {
     return c.div(a[0], c.toBase(a[1], numType(op.getRhs()), numType(op.getLhs())));
   }
 };
 struct AddLowering : ElementwisePattern<AddOp> {
   using ElementwisePattern::ElementwisePattern;
-  Value compute(CodeBuilder &c, AddOp op, ValueRange a) const override {
+  Value compute(CodeBuilder &c, AddOp op, ValueRange a,
+                const SbdbTables *tables) const override {
     NumType type = numType(op.getLhs());
-    return c.add(a[0], c.toBase(a[1], numType(op.getRhs()), type), type);
+    return c.add(a[0], c.toBase(a[1], numType(op.getRhs()), type), type,
+                 tables);
   }
 };
 struct SubLowering : ElementwisePattern<SubOp> {
   using ElementwisePattern::ElementwisePattern;
-  Value compute(CodeBuilder &c, SubOp op, ValueRange a) const override {
+  Value compute(CodeBuilder &c, SubOp op, ValueRange a,
+                const SbdbTables *tables) const override {
     NumType type = numType(op.getLhs());
-    return c.sub(a[0], c.toBase(a[1], numType(op.getRhs()), type), type);
+    return c.sub(a[0], c.toBase(a[1], numType(op.getRhs()), type), type,
+                 tables);
   }
 };
 struct EncodeLowering : ElementwisePattern<EncodeOp> {
   using ElementwisePattern::ElementwisePattern;
-  Value compute(CodeBuilder &c, EncodeOp op, ValueRange a) const override {
+  Value compute(CodeBuilder &c, EncodeOp op, ValueRange a,
+                const SbdbTables *tables) const override {
     return c.encode(a[0], numType(op.getResult()));
   }
 };
 struct DecodeLowering : ElementwisePattern<DecodeOp> {
   using ElementwisePattern::ElementwisePattern;
-  Value compute(CodeBuilder &c, DecodeOp op, ValueRange a) const override {
+  Value compute(CodeBuilder &c, DecodeOp op, ValueRange a,
+                const SbdbTables *tables) const override {
     return c.decode(a[0], numType(op.getInput()),
                     cast<FloatType>(getElementTypeOrSelf(op.getType())));
   }
 };
 struct ChangeBaseLowering : ElementwisePattern<ChangeBaseOp> {
   using ElementwisePattern::ElementwisePattern;
-  Value compute(CodeBuilder &c, ChangeBaseOp op, ValueRange a) const override {
+  Value compute(CodeBuilder &c, ChangeBaseOp op, ValueRange a,
+                const SbdbTables *tables) const override {
     return c.changeBase(a[0], numType(op.getInput()), numType(op.getResult()));
   }
 };
@@ -242,14 +285,15 @@ struct SumLowering : OpConversionPattern<SumOp> {
   LogicalResult
   matchAndRewrite(SumOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    if (op.getOrder() != ReductionOrder::sequential ||
-        op.getSbdb() != SbdbMode::ideal)
-      return rewriter.notifyMatchFailure(op, "only the sequential order in "
-                                             "ideal mode is lowered so far");
+    if (op.getOrder() != ReductionOrder::sequential)
+      return rewriter.notifyMatchFailure(op, "only the sequential order is "
+                                             "lowered so far");
     Location loc = op.getLoc();
     Value input = adaptor.getInput();
     auto inputType = cast<RankedTensorType>(input.getType());
     NumType type = numType(op.getInput());
+    std::optional<SbdbTables> tables =
+        makeTables(rewriter, loc, op.getSbdb(), type);
     ArrayRef<int64_t> reduced = op.getDims();
     SmallVector<int64_t> kept;
     for (int64_t d = 0; d < inputType.getRank(); ++d)
@@ -286,7 +330,8 @@ struct SumLowering : OpConversionPattern<SumOp> {
               b, l, first, 1, count,
               [&](OpBuilder &nb, Location nl, Value acc, Value i) {
                 CodeBuilder codes(nb, nl);
-                return codes.add(acc, elementAt(nb, nl, i), type);
+                return codes.add(acc, elementAt(nb, nl, i), type,
+                                 pointerTo(tables));
               });
         });
     rewriter.replaceOp(op, result);
@@ -300,11 +345,10 @@ struct LinearLowering : OpConversionPattern<LinearOp> {
   LogicalResult
   matchAndRewrite(LinearOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    if (op.getSbdb() != SbdbMode::ideal)
-      return rewriter.notifyMatchFailure(op, "only ideal mode is lowered so "
-                                             "far");
     Location loc = op.getLoc();
     NumType type = numType(op.getInput());
+    std::optional<SbdbTables> tables =
+        makeTables(rewriter, loc, op.getSbdb(), type);
     Value input = adaptor.getInput();
     int64_t rank = cast<RankedTensorType>(input.getType()).getRank();
     // Weights and bias in another base are converted once, up front.
@@ -335,11 +379,12 @@ struct LinearLowering : OpConversionPattern<LinearOp> {
                 Value w = tensor::ExtractOp::create(nb, nl, weight,
                                                     ValueRange{n, k});
                 CodeBuilder inner(nb, nl);
-                return inner.add(acc, inner.mul(x, w), type);
+                return inner.add(acc, inner.mul(x, w), type,
+                                 pointerTo(tables));
               });
           if (bias)
             acc = codes.add(acc, tensor::ExtractOp::create(b, l, bias, n),
-                            type);
+                            type, pointerTo(tables));
           return acc;
         });
     rewriter.replaceOp(op, result);
@@ -364,11 +409,10 @@ struct MatmulLowering : OpConversionPattern<MatmulOp> {
   LogicalResult
   matchAndRewrite(MatmulOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    if (op.getSbdb() != SbdbMode::ideal)
-      return rewriter.notifyMatchFailure(op, "only ideal mode is lowered so "
-                                             "far");
     Location loc = op.getLoc();
     NumType type = numType(op.getLhs());
+    std::optional<SbdbTables> tables =
+        makeTables(rewriter, loc, op.getSbdb(), type);
     Value lhs = adaptor.getLhs();
     Value rhs = LinearLowering::convertBase(rewriter, loc, adaptor.getRhs(),
                                             numType(op.getRhs()), type);
@@ -418,7 +462,7 @@ struct MatmulLowering : OpConversionPattern<MatmulOp> {
                     acc,
                     inner.mul(tensor::ExtractOp::create(nb, nl, lhs, a),
                               tensor::ExtractOp::create(nb, nl, rhs, c)),
-                    type);
+                    type, pointerTo(tables));
               });
         });
     rewriter.replaceOp(op, result);
@@ -465,16 +509,9 @@ struct ConvertCarrierTypes : ConversionPattern {
 struct ConvertLnsToArithPass
     : mlir::lamina::impl::ConvertLnsToArithBase<ConvertLnsToArithPass> {
   void runOnOperation() override {
-    // Modes without a lowering yet are reported on the op, not as a bare
+    // An order without a lowering yet is reported on the op, not as a bare
     // legalization failure.
     WalkResult unsupported = getOperation()->walk([](Operation *op) {
-      auto sbdb = op->getAttrOfType<SbdbModeAttr>("sbdb");
-      if (sbdb && sbdb.getValue() != SbdbMode::ideal) {
-        op->emitOpError("sbdb mode '")
-            << stringifySbdbMode(sbdb.getValue())
-            << "' has no lowering yet; use 'ideal'";
-        return WalkResult::interrupt();
-      }
       auto order = op->getAttrOfType<ReductionOrderAttr>("order");
       if (order && order.getValue() != ReductionOrder::sequential) {
         op->emitOpError("reduction order '")

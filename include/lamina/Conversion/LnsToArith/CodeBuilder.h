@@ -13,7 +13,25 @@
 
 #include "mlir/IR/Builders.h"
 
+#include <vector>
+
 namespace mlir::lamina::lns {
+
+/// Precomputed `sbdb` values (`table` mode): entry i holds
+/// roundHalfEven(log|1 − 2s + pow(b, −i)| / log b) for i in [0, size), one
+/// i32 tensor per sign s; beyond the table sbdb is 0.
+struct SbdbTables {
+  Value sameSign, oppositeSign;
+  int64_t size = 0;
+};
+
+/// The number of table entries for `type`: z from 0 down to
+/// 2·round(log_b(b − 1)), past which sbdb is 0 for both signs.
+int64_t getSbdbTableSize(NumType type);
+
+/// The ideal sbdb values of a table, computed on the host in double exactly
+/// as the `ideal` mode computes them at run time.
+std::vector<int32_t> computeSbdbTable(NumType type, bool oppositeSigns);
 
 class CodeBuilder {
 public:
@@ -28,9 +46,10 @@ public:
   Value abs(Value x);
   Value sqrt(Value x);
   Value powi(Value x, int64_t n);
-  /// Gaussian-log addition in `type`'s base, `ideal` mode.
-  Value add(Value x, Value y, NumType type);
-  Value sub(Value x, Value y, NumType type);
+  /// Gaussian-log addition in `type`'s base: `ideal` mode, or `table` mode
+  /// when `tables` holds the precomputed values.
+  Value add(Value x, Value y, NumType type, const SbdbTables *tables = nullptr);
+  Value sub(Value x, Value y, NumType type, const SbdbTables *tables = nullptr);
 
   /// A float (any width, widened exactly to f64) to a code of `type`.
   Value encode(Value value, NumType type);
