@@ -187,7 +187,6 @@ int main(int argc, char **argv) {
   registerAllDialects(registry);
   MLIRContext context(registry);
   llvm::SourceMgr sourceMgr;
-  std::string includedFile;
   auto buffer = llvm::MemoryBuffer::getFileOrSTDIN(inputFile);
   if (!buffer)
     return fail("cannot read '" + inputFile + "': " +
