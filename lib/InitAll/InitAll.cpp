@@ -4,6 +4,7 @@
 
 #include "lamina/Conversion/Passes.h"
 #include "lamina/Lamina/IR/Lamina.h"
+#include "lamina/Lamina/TransformOps/LaminaTransformOps.h"
 #include "lamina/Lamina/Transforms/Passes.h"
 #include "lamina/Lns/IR/Lns.h"
 #include "lamina/Pipelines/Pipelines.h"
@@ -17,6 +18,7 @@ void mlir::lamina::registerAllDialects(DialectRegistry &registry) {
   registry.insert<LaminaDialect, lns::LnsDialect>();
   mlir::registerAllDialects(registry);
   mlir::registerAllExtensions(registry);
+  registerTransformDialectExtension(registry);
 }
 
 void mlir::lamina::registerAllPasses() {

@@ -35,6 +35,12 @@ def Lamina_Dialect : Dialect {
   let extraClassDeclaration = [{
     /// Function-argument attribute holding a value's layout.
     static constexpr ::llvm::StringLiteral kLayoutAttrName = "lamina.layout";
+    /// Function-argument attribute: a dictionary of metadata (annotate).
+    static constexpr ::llvm::StringLiteral kAnnotationsAttrName =
+        "lamina.annotations";
+    /// Unit attribute on a layer: recompute its activations in backward.
+    static constexpr ::llvm::StringLiteral kCheckpointAttrName =
+        "lamina.checkpoint";
     /// Module attribute holding the number of ranks of the device grid.
     static constexpr ::llvm::StringLiteral kWorldSizeAttrName =
         "lamina.world_size";

@@ -288,6 +288,12 @@ LogicalResult LaminaDialect::verifyOperationAttribute(Operation *op,
                                 "function names to arrays of types";
     return success();
   }
+  if (attr.getName() == kCheckpointAttrName) {
+    if (!isa<UnitAttr>(attr.getValue()) || !isa<LaminaDialect>(op->getDialect()))
+      return op->emitError() << "'" << kCheckpointAttrName
+                             << "' is a unit attribute of lamina layers";
+    return success();
+  }
   if (attr.getName() == kStageAttrName) {
     auto stage = dyn_cast<StringAttr>(attr.getValue());
     if (!stage || (stage.getValue() != "matmul" &&
@@ -303,6 +309,12 @@ LogicalResult LaminaDialect::verifyOperationAttribute(Operation *op,
 LogicalResult LaminaDialect::verifyRegionArgAttribute(Operation *op, unsigned,
                                                       unsigned argIndex,
                                                       NamedAttribute attr) {
+  if (attr.getName() == kAnnotationsAttrName) {
+    if (!isa<DictionaryAttr>(attr.getValue()))
+      return op->emitError() << "'" << kAnnotationsAttrName
+                             << "' must be a dictionary";
+    return success();
+  }
   if (attr.getName() != kLayoutAttrName)
     return op->emitError() << "unknown lamina argument attribute '"
                            << attr.getName().getValue() << "'";

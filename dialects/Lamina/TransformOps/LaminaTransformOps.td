@@ -1,0 +1,193 @@
+//===- LaminaTransformOps.td - Slapo primitives as transform ops -*- tablegen -*-===//
+//
+// Each Slapo schedule primitive is a transform-dialect op, so a schedule is
+// a replayable, checkable IR script applied by the transform interpreter.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LAMINA_LAMINA_TRANSFORMOPS_TD
+#define LAMINA_LAMINA_TRANSFORMOPS_TD
+
+include "mlir/Dialect/Transform/IR/TransformDialect.td"
+include "mlir/Dialect/Transform/Interfaces/TransformInterfaces.td"
+include "mlir/Dialect/Transform/IR/TransformTypes.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/IR/OpBase.td"
+
+class Lamina_TransformOp<string mnemonic, list<Trait> traits = []>
+    : Op<Transform_Dialect, "lamina." # mnemonic, traits> {
+  let cppNamespace = "::mlir::lamina";
+}
+
+def Lamina_MatchOp : Lamina_TransformOp<"match", [
+    NavigationTransformOpTrait, MemoryEffectsOpInterface,
+    DeclareOpInterfaceMethods<TransformOpInterface>]> {
+  let summary = "Address layers by module path or regex (sch[\"a.b\"], "
+                "sch.find(regex))";
+  let description = [{
+    Returns a handle to every layer op under `root` whose `path` equals
+    `path`, or fully matches the regular expression `regex` (exactly one of
+    the two is given).
+
+    #### Return modes
+    Produces a silenceable failure when no layer matches (Slapo raises for
+    an unknown path); otherwise succeeds. Reads `root` only.
+
+    ```mlir
+    %fc = transform.lamina.match %root path "h.0.mlp.fc_in"
+        : (!transform.any_op) -> !transform.any_op
+    %mlp = transform.lamina.match %root regex "h\\.[0-9]+\\.mlp\\..*"
+        : (!transform.any_op) -> !transform.any_op
+    ```
+  }];
+  let arguments = (ins TransformHandleTypeInterface:$root,
+                   OptionalAttr<StrAttr>:$path, OptionalAttr<StrAttr>:$regex);
+  let results = (outs TransformHandleTypeInterface:$layers);
+  let assemblyFormat = [{
+    $root (`path` $path^)? (`regex` $regex^)? attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Lamina_DecomposeOp : Lamina_TransformOp<"decompose", [
+    FunctionalStyleTransformOpTrait, MemoryEffectsOpInterface,
+    TransformOpInterface, TransformEachOpTrait]> {
+  let summary = "nn.Linear → LinearWithSeparateBias (Slapo decompose)";
+  let description = [{
+    Rewrites each targeted `lamina.linear` with a bias into
+    `lamina.linear_separate_bias` (same path and parameters), so that the
+    bias add can be moved after a sync or fused.
+
+    #### Return modes
+    Consumes the handle and returns one to the new layers. Produces a
+    silenceable failure, with a note on the layer, when it is not a
+    `lamina.linear`, has no bias, or its weight is already sharded
+    (decompose must come before shard).
+
+    ```mlir
+    %sep = transform.lamina.decompose %fc : (!transform.any_op) -> !transform.any_op
+    ```
+  }];
+  let arguments = (ins TransformHandleTypeInterface:$target);
+  let results = (outs TransformHandleTypeInterface:$result);
+  let assemblyFormat = "$target attr-dict `:` functional-type(operands, results)";
+  let extraClassDeclaration = [{
+    ::mlir::DiagnosedSilenceableFailure applyToOne(
+        ::mlir::transform::TransformRewriter &rewriter, ::mlir::Operation *target,
+        ::mlir::transform::ApplyToEachResultList &results,
+        ::mlir::transform::TransformState &state);
+  }];
+}
+
+def Lamina_FuseOp : Lamina_TransformOp<"fuse", [
+    FunctionalStyleTransformOpTrait, MemoryEffectsOpInterface,
+    TransformOpInterface, TransformEachOpTrait]> {
+  let summary = "Fuse a layer's matmul and epilogue into one op (Slapo fuse)";
+  let description = [{
+    A linear layer becomes `lamina.fused_linear` with its epilogue; a
+    `lamina.matmul` absorbs its single-use chain [sync] → bias → activation
+    → dropout, as `lamina-fuse-epilogues` does. The fused op lowers to one
+    loop nest that writes the output once.
+
+    #### Return modes
+    Consumes the handle and returns one to the fused ops. Produces a
+    silenceable failure, with a note, for anything that is neither a linear
+    layer nor a matmul with an epilogue to absorb.
+
+    ```mlir
+    %fused = transform.lamina.fuse %fc : (!transform.any_op) -> !transform.any_op
+    ```
+  }];
+  let arguments = (ins TransformHandleTypeInterface:$target);
+  let results = (outs TransformHandleTypeInterface:$result);
+  let assemblyFormat = "$target attr-dict `:` functional-type(operands, results)";
+  let extraClassDeclaration = [{
+    ::mlir::DiagnosedSilenceableFailure applyToOne(
+        ::mlir::transform::TransformRewriter &rewriter, ::mlir::Operation *target,
+        ::mlir::transform::ApplyToEachResultList &results,
+        ::mlir::transform::TransformState &state);
+  }];
+}
+
+/// Ops that change parameters or attributes of the layers a handle points
+/// to without replacing them.
+class Lamina_LayerAttributeOp<string mnemonic>
+    : Lamina_TransformOp<mnemonic, [
+          DeclareOpInterfaceMethods<MemoryEffectsOpInterface>,
+          TransformOpInterface, TransformEachOpTrait]> {
+  let results = (outs);
+  let extraClassDeclaration = [{
+    ::mlir::DiagnosedSilenceableFailure applyToOne(
+        ::mlir::transform::TransformRewriter &rewriter, ::mlir::Operation *target,
+        ::mlir::transform::ApplyToEachResultList &results,
+        ::mlir::transform::TransformState &state);
+  }];
+}
+
+def Lamina_ShardOp : Lamina_LayerAttributeOp<"shard"> {
+  let summary = "Shard a layer parameter across ranks (Slapo shard)";
+  let description = [{
+    Marks the function argument holding the layer's `weight` or `bias` as
+    sharded on `axis` over the program's `lamina.world_size` ranks
+    (`#lamina.layout<S(axis)>`): axis 0 of a weight is column parallel, axis
+    1 row parallel.
+
+    #### Return modes
+    Reads the handle, modifies the payload. Produces a silenceable failure,
+    with a note on the layer, when the parameter does not exist (no bias),
+    is computed rather than passed in, the axis is out of range, its size
+    is not divisible by the world size, the program declares no world size,
+    or the parameter is already sharded (Slapo would silently split twice).
+
+    ```mlir
+    transform.lamina.shard %fc "weight" axis 0 : !transform.any_op
+    ```
+  }];
+  let arguments = (ins TransformHandleTypeInterface:$target, StrAttr:$param,
+                   I64Attr:$axis);
+  let assemblyFormat = "$target $param `axis` $axis attr-dict `:` type($target)";
+  let hasVerifier = 1;
+}
+
+def Lamina_AnnotateOp : Lamina_LayerAttributeOp<"annotate"> {
+  let summary = "Attach metadata to a layer parameter (Slapo annotate)";
+  let description = [{
+    Adds the `key = value` entries (Slapo's `annotate(param, key, value)`)
+    to the `lamina.annotations` dictionary of the function argument holding
+    the layer's `param`. That is all it does, as in Slapo.
+
+    #### Return modes
+    Reads the handle, modifies the payload. Produces a silenceable failure,
+    with a note, when the parameter does not exist or is not a function
+    argument.
+
+    ```mlir
+    transform.lamina.annotate %fc "weight" {tied = true} : !transform.any_op
+    ```
+  }];
+  let arguments = (ins TransformHandleTypeInterface:$target, StrAttr:$param,
+                   DictionaryAttr:$entries);
+  let assemblyFormat = "$target $param $entries attr-dict `:` type($target)";
+}
+
+def Lamina_CheckpointOp : Lamina_LayerAttributeOp<"checkpoint"> {
+  let summary = "Mark layers for activation recomputation (Slapo checkpoint)";
+  let description = [{
+    Sets the unit attribute `lamina.checkpoint` on each layer: backward
+    generation recomputes their activations instead of storing them. The
+    forward program is unchanged.
+
+    #### Return modes
+    Reads the handle, modifies the payload. Produces a silenceable failure,
+    with a note, for an op that is not a layer.
+
+    ```mlir
+    transform.lamina.checkpoint %mlp : !transform.any_op
+    ```
+  }];
+  let arguments = (ins TransformHandleTypeInterface:$target);
+  let assemblyFormat = "$target attr-dict `:` type($target)";
+}
+
+#endif // LAMINA_LAMINA_TRANSFORMOPS_TD

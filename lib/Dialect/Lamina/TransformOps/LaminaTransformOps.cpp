@@ -1,0 +1,318 @@
+//===- LaminaTransformOps.cpp - Slapo primitives as transform ops ---------===//
+
+#include "lamina/Lamina/TransformOps/LaminaTransformOps.h"
+
+#include "lamina/Lamina/IR/Lamina.h"
+#include "lamina/Lamina/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Transform/IR/TransformTypes.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "llvm/Support/Regex.h"
+
+using namespace mlir;
+using namespace mlir::lamina;
+
+#define GET_OP_CLASSES
+#include "lamina/Lamina/TransformOps/LaminaTransformOps.cpp.inc"
+
+/// Layers: the ops schedules address by module path.
+static bool isLayer(Operation *op) {
+  return getLinearLayerParts(op).has_value() || isa<FusedQKVOp>(op);
+}
+
+static StringRef getLayerPath(Operation *op) {
+  auto path = op->getAttrOfType<StringAttr>("path");
+  return path ? path.getValue() : StringRef();
+}
+
+/// A silenceable failure of `transform` about `payload`, with a note on it.
+static DiagnosedSilenceableFailure failOn(Operation *transform,
+                                          Operation *payload,
+                                          const Twine &message) {
+  DiagnosedSilenceableFailure failure =
+      emitSilenceableFailure(transform, message);
+  failure.attachNote(payload->getLoc()) << "layer '" << getLayerPath(payload)
+                                        << "'";
+  return failure;
+}
+
+//===----------------------------------------------------------------------===//
+// MatchOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult MatchOp::verify() {
+  if (bool(getPath()) == bool(getRegex()))
+    return emitOpError("takes exactly one of 'path' and 'regex'");
+  if (getRegex()) {
+    std::string error;
+    if (!llvm::Regex(*getRegex()).isValid(error))
+      return emitOpError("invalid regex: ") << error;
+  }
+  return success();
+}
+
+DiagnosedSilenceableFailure
+MatchOp::apply(transform::TransformRewriter &, transform::TransformResults &results,
+               transform::TransformState &state) {
+  std::optional<llvm::Regex> regex;
+  if (getRegex())
+    regex.emplace(("^(" + *getRegex() + ")$").str());
+  SmallVector<Operation *> layers;
+  for (Operation *root : state.getPayloadOps(getRoot()))
+    root->walk([&](Operation *op) {
+      if (!isLayer(op))
+        return;
+      StringRef path = getLayerPath(op);
+      if (regex ? regex->match(path) : path == *getPath())
+        layers.push_back(op);
+    });
+  if (layers.empty())
+    return emitSilenceableFailure(getLoc())
+           << "no layer with " << (getPath() ? "path '" : "path matching '")
+           << (getPath() ? *getPath() : *getRegex()) << "'";
+  results.set(cast<OpResult>(getLayers()), layers);
+  return DiagnosedSilenceableFailure::success();
+}
+
+//===----------------------------------------------------------------------===//
+// DecomposeOp
+//===----------------------------------------------------------------------===//
+
+/// The layout declared on the argument holding a layer's weight, if any.
+static LayoutAttr getWeightLayout(Operation *layer) {
+  std::optional<LinearLayerParts> parts = getLinearLayerParts(layer);
+  return parts ? getDeclaredLayout(parts->weight) : LayoutAttr();
+}
+
+DiagnosedSilenceableFailure
+DecomposeOp::applyToOne(transform::TransformRewriter &rewriter,
+                        Operation *target,
+                        transform::ApplyToEachResultList &results,
+                        transform::TransformState &) {
+  auto linear = dyn_cast<LinearOp>(target);
+  if (!linear)
+    return failOn(*this, target,
+                  "decompose applies to nn.Linear layers (lamina.linear)");
+  if (!linear.getBias())
+    return failOn(*this, target, "the layer has no bias to separate");
+  if (LayoutAttr layout = getWeightLayout(target);
+      layout && layout.getKind() == LayoutKind::sharded)
+    return failOn(*this, target,
+                  "decompose must come before shard: the weight is already "
+                  "sharded");
+  rewriter.setInsertionPoint(linear);
+  auto separate = rewriter.replaceOpWithNewOp<LinearWithSeparateBiasOp>(
+      linear, linear.getType(), linear.getPathAttr(), linear.getInput(),
+      linear.getWeight(), linear.getBias());
+  results.push_back(separate);
+  return DiagnosedSilenceableFailure::success();
+}
+
+//===----------------------------------------------------------------------===//
+// FuseOp
+//===----------------------------------------------------------------------===//
+
+DiagnosedSilenceableFailure
+FuseOp::applyToOne(transform::TransformRewriter &rewriter, Operation *target,
+                   transform::ApplyToEachResultList &results,
+                   transform::TransformState &) {
+  std::optional<LinearLayerParts> parts = getLinearLayerParts(target);
+  if (!parts)
+    return failOn(*this, target, "fuse applies to linear layers");
+  rewriter.setInsertionPoint(target);
+  auto fused = FusedLinearOp::create(
+      rewriter, target->getLoc(), target->getResult(0).getType(), parts->path,
+      parts->input, parts->weight, parts->sync, parts->bias, parts->activation,
+      parts->dropout, parts->seed);
+  rewriter.replaceOp(target, fused.getResult());
+  results.push_back(fused);
+  return DiagnosedSilenceableFailure::success();
+}
+
+//===----------------------------------------------------------------------===//
+// Parameter access
+//===----------------------------------------------------------------------===//
+
+/// The function argument holding `param` ("weight" or "bias") of `layer`.
+static FailureOr<BlockArgument> getParameter(Operation *transform,
+                                             Operation *layer, StringRef param,
+                                             DiagnosedSilenceableFailure &error) {
+  Value value;
+  if (std::optional<LinearLayerParts> parts = getLinearLayerParts(layer))
+    value = param == "weight" ? parts->weight
+            : param == "bias" ? parts->bias
+                              : Value();
+  else if (auto qkv = dyn_cast<FusedQKVOp>(layer))
+    value = param == "weight" ? qkv.getWeight()
+            : param == "bias" ? qkv.getBias()
+                              : Value();
+  if (!value) {
+    error = failOn(transform, layer,
+                   "the layer has no parameter '" + param + "'");
+    return failure();
+  }
+  auto argument = dyn_cast<BlockArgument>(value);
+  if (!argument || !isa<FunctionOpInterface>(
+                       argument.getOwner()->getParentOp())) {
+    error = failOn(transform, layer,
+                   "parameter '" + param +
+                       "' is computed by the program, not passed in");
+    return failure();
+  }
+  return argument;
+}
+
+static FunctionOpInterface getFunction(BlockArgument argument) {
+  return cast<FunctionOpInterface>(argument.getOwner()->getParentOp());
+}
+
+//===----------------------------------------------------------------------===//
+// ShardOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult ShardOp::verify() {
+  if (getParam() != "weight" && getParam() != "bias")
+    return emitOpError("shards 'weight' or 'bias', got '") << getParam() << "'";
+  if (getAxis() < 0)
+    return emitOpError("axis must be non-negative");
+  return success();
+}
+
+DiagnosedSilenceableFailure
+ShardOp::applyToOne(transform::TransformRewriter &rewriter, Operation *target,
+                    transform::ApplyToEachResultList &,
+                    transform::TransformState &) {
+  DiagnosedSilenceableFailure error = DiagnosedSilenceableFailure::success();
+  FailureOr<BlockArgument> argument =
+      getParameter(*this, target, getParam(), error);
+  if (failed(argument))
+    return error;
+  auto type = cast<RankedTensorType>(argument->getType());
+  int64_t axis = getAxis();
+  if (axis >= type.getRank())
+    return failOn(*this, target,
+                  "axis " + Twine(axis) + " is out of range for the " +
+                      getParam() + " of rank " + Twine(type.getRank()));
+  std::optional<int64_t> worldSize = getWorldSize(target);
+  if (!worldSize)
+    return failOn(*this, target,
+                  "the program declares no lamina.world_size to shard over");
+  int64_t size = type.getDimSize(axis);
+  if (ShapedType::isDynamic(size) || size % *worldSize != 0)
+    return failOn(*this, target,
+                  getParam() + " dimension " + Twine(axis) + " of size " +
+                      Twine(size) + " is not divisible by the world size " +
+                      Twine(*worldSize));
+  FunctionOpInterface function = getFunction(*argument);
+  if (auto layout = function.getArgAttrOfType<LayoutAttr>(
+          argument->getArgNumber(), LaminaDialect::kLayoutAttrName);
+      layout && layout.getKind() == LayoutKind::sharded)
+    return failOn(*this, target,
+                  getParam() + " is already sharded on axis " +
+                      Twine(*layout.getAxis()) +
+                      "; sharding a parameter twice is an error");
+  rewriter.modifyOpInPlace(function, [&] {
+    function.setArgAttr(argument->getArgNumber(),
+                        LaminaDialect::kLayoutAttrName,
+                        LayoutAttr::get(getContext(), LayoutKind::sharded,
+                                        axis));
+  });
+  return DiagnosedSilenceableFailure::success();
+}
+
+void ShardOp::getEffects(
+    SmallVectorImpl<MemoryEffects::EffectInstance> &effects) {
+  transform::onlyReadsHandle(getTargetMutable(), effects);
+  transform::modifiesPayload(effects);
+}
+
+//===----------------------------------------------------------------------===//
+// AnnotateOp
+//===----------------------------------------------------------------------===//
+
+DiagnosedSilenceableFailure
+AnnotateOp::applyToOne(transform::TransformRewriter &rewriter,
+                       Operation *target, transform::ApplyToEachResultList &,
+                       transform::TransformState &) {
+  DiagnosedSilenceableFailure error = DiagnosedSilenceableFailure::success();
+  FailureOr<BlockArgument> argument =
+      getParameter(*this, target, getParam(), error);
+  if (failed(argument))
+    return error;
+  FunctionOpInterface function = getFunction(*argument);
+  unsigned index = argument->getArgNumber();
+  NamedAttrList annotations;
+  if (auto existing = function.getArgAttrOfType<DictionaryAttr>(
+          index, LaminaDialect::kAnnotationsAttrName))
+    annotations.append(existing.getValue());
+  for (NamedAttribute entry : getEntries())
+    annotations.set(entry.getName(), entry.getValue());
+  rewriter.modifyOpInPlace(function, [&] {
+    function.setArgAttr(index, LaminaDialect::kAnnotationsAttrName,
+                        annotations.getDictionary(getContext()));
+  });
+  return DiagnosedSilenceableFailure::success();
+}
+
+void AnnotateOp::getEffects(
+    SmallVectorImpl<MemoryEffects::EffectInstance> &effects) {
+  transform::onlyReadsHandle(getTargetMutable(), effects);
+  transform::modifiesPayload(effects);
+}
+
+//===----------------------------------------------------------------------===//
+// CheckpointOp
+//===----------------------------------------------------------------------===//
+
+DiagnosedSilenceableFailure
+CheckpointOp::applyToOne(transform::TransformRewriter &rewriter,
+                         Operation *target, transform::ApplyToEachResultList &,
+                         transform::TransformState &) {
+  if (!isLayer(target))
+    return emitSilenceableFailure(getLoc())
+           << "checkpoint applies to layers, not '" << target->getName()
+           << "'";
+  rewriter.modifyOpInPlace(target, [&] {
+    target->setAttr(LaminaDialect::kCheckpointAttrName,
+                    UnitAttr::get(getContext()));
+  });
+  return DiagnosedSilenceableFailure::success();
+}
+
+void CheckpointOp::getEffects(
+    SmallVectorImpl<MemoryEffects::EffectInstance> &effects) {
+  transform::onlyReadsHandle(getTargetMutable(), effects);
+  transform::modifiesPayload(effects);
+}
+
+//===----------------------------------------------------------------------===//
+// Extension
+//===----------------------------------------------------------------------===//
+
+namespace {
+class LaminaTransformDialectExtension
+    : public transform::TransformDialectExtension<
+          LaminaTransformDialectExtension> {
+public:
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(LaminaTransformDialectExtension)
+
+  using Base::Base;
+
+  void init() {
+    declareDependentDialect<LaminaDialect>();
+    declareDependentDialect<func::FuncDialect>();
+    registerTransformOps<
+#define GET_OP_LIST
+#include "lamina/Lamina/TransformOps/LaminaTransformOps.cpp.inc"
+        >();
+  }
+};
+} // namespace
+
+void mlir::lamina::registerTransformDialectExtension(
+    DialectRegistry &registry) {
+  registry.addExtensions<LaminaTransformDialectExtension>();
+}

@@ -1,0 +1,143 @@
+// RUN: lamina-opt %s --transform-interpreter --split-input-file -verify-diagnostics | FileCheck %s
+
+// The Megatron MLP's parameters: fc1 column parallel (weight and bias on
+// axis 0), fc2 row parallel (weight on axis 1).
+// CHECK-LABEL: func.func @megatron_mlp
+// CHECK-SAME: %{{.*}}: tensor<16x8xf32> {lamina.layout = #lamina.layout<S(0)>}
+// CHECK-SAME: %{{.*}}: tensor<16xf32> {lamina.layout = #lamina.layout<S(0)>}
+// CHECK-SAME: %{{.*}}: tensor<8x16xf32> {lamina.layout = #lamina.layout<S(1)>}
+module attributes {lamina.world_size = 2 : i64} {
+  func.func @megatron_mlp(%x: tensor<4x8xf32>, %w1: tensor<16x8xf32>, %b1: tensor<16xf32>, %w2: tensor<8x16xf32>, %b2: tensor<8xf32>) -> tensor<4x8xf32> {
+    %0 = lamina.linear_act "fc1" %x, %w1 bias %b1 activation gelu_tanh : (tensor<4x8xf32>, tensor<16x8xf32>, tensor<16xf32>) -> tensor<4x16xf32>
+    %1 = lamina.linear "fc2" %0, %w2 bias %b2 : (tensor<4x16xf32>, tensor<8x16xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+    return %1 : tensor<4x8xf32>
+  }
+  module attributes {transform.with_named_sequence} {
+    transform.named_sequence @__transform_main(%root: !transform.any_op) {
+      %fc1 = transform.lamina.match %root path "fc1" : (!transform.any_op) -> !transform.any_op
+      transform.lamina.shard %fc1 "weight" axis 0 : !transform.any_op
+      transform.lamina.shard %fc1 "bias" axis 0 : !transform.any_op
+      %fc2 = transform.lamina.match %root path "fc2" : (!transform.any_op) -> !transform.any_op
+      transform.lamina.shard %fc2 "weight" axis 1 : !transform.any_op
+      transform.yield
+    }
+  }
+}
+
+// -----
+
+module attributes {lamina.world_size = 2 : i64} {
+  func.func @twice(%x: tensor<4x8xf32>, %w: tensor<16x8xf32>) -> tensor<4x16xf32> {
+    // expected-note @+1 {{layer 'fc'}}
+    %0 = lamina.linear "fc" %x, %w : (tensor<4x8xf32>, tensor<16x8xf32>) -> tensor<4x16xf32>
+    return %0 : tensor<4x16xf32>
+  }
+  module attributes {transform.with_named_sequence} {
+    transform.named_sequence @__transform_main(%root: !transform.any_op) {
+      %fc = transform.lamina.match %root path "fc" : (!transform.any_op) -> !transform.any_op
+      transform.lamina.shard %fc "weight" axis 0 : !transform.any_op
+      // expected-error @+1 {{weight is already sharded on axis 0; sharding a parameter twice is an error}}
+      transform.lamina.shard %fc "weight" axis 1 : !transform.any_op
+      transform.yield
+    }
+  }
+}
+
+// -----
+
+module attributes {lamina.world_size = 2 : i64} {
+  func.func @axis_range(%x: tensor<4x8xf32>, %w: tensor<16x8xf32>) -> tensor<4x16xf32> {
+    // expected-note @+1 {{layer 'fc'}}
+    %0 = lamina.linear "fc" %x, %w : (tensor<4x8xf32>, tensor<16x8xf32>) -> tensor<4x16xf32>
+    return %0 : tensor<4x16xf32>
+  }
+  module attributes {transform.with_named_sequence} {
+    transform.named_sequence @__transform_main(%root: !transform.any_op) {
+      %fc = transform.lamina.match %root path "fc" : (!transform.any_op) -> !transform.any_op
+      // expected-error @+1 {{axis 2 is out of range for the weight of rank 2}}
+      transform.lamina.shard %fc "weight" axis 2 : !transform.any_op
+      transform.yield
+    }
+  }
+}
+
+// -----
+
+module attributes {lamina.world_size = 3 : i64} {
+  func.func @not_divisible(%x: tensor<4x8xf32>, %w: tensor<16x8xf32>) -> tensor<4x16xf32> {
+    // expected-note @+1 {{layer 'fc'}}
+    %0 = lamina.linear "fc" %x, %w : (tensor<4x8xf32>, tensor<16x8xf32>) -> tensor<4x16xf32>
+    return %0 : tensor<4x16xf32>
+  }
+  module attributes {transform.with_named_sequence} {
+    transform.named_sequence @__transform_main(%root: !transform.any_op) {
+      %fc = transform.lamina.match %root path "fc" : (!transform.any_op) -> !transform.any_op
+      // expected-error @+1 {{weight dimension 0 of size 16 is not divisible by the world size 3}}
+      transform.lamina.shard %fc "weight" axis 0 : !transform.any_op
+      transform.yield
+    }
+  }
+}
+
+// -----
+
+module attributes {lamina.world_size = 2 : i64} {
+  func.func @no_bias(%x: tensor<4x8xf32>, %w: tensor<16x8xf32>) -> tensor<4x16xf32> {
+    // expected-note @+1 {{layer 'fc'}}
+    %0 = lamina.linear "fc" %x, %w : (tensor<4x8xf32>, tensor<16x8xf32>) -> tensor<4x16xf32>
+    return %0 : tensor<4x16xf32>
+  }
+  module attributes {transform.with_named_sequence} {
+    transform.named_sequence @__transform_main(%root: !transform.any_op) {
+      %fc = transform.lamina.match %root path "fc" : (!transform.any_op) -> !transform.any_op
+      // expected-error @+1 {{the layer has no parameter 'bias'}}
+      transform.lamina.shard %fc "bias" axis 0 : !transform.any_op
+      transform.yield
+    }
+  }
+}
+
+// -----
+
+module attributes {lamina.world_size = 2 : i64} {
+  func.func @computed(%x: tensor<4x8xf32>, %w: tensor<16x8xf32>) -> tensor<4x16xf32> {
+    %w2 = arith.addf %w, %w : tensor<16x8xf32>
+    // expected-note @+1 {{layer 'fc'}}
+    %0 = lamina.linear "fc" %x, %w2 : (tensor<4x8xf32>, tensor<16x8xf32>) -> tensor<4x16xf32>
+    return %0 : tensor<4x16xf32>
+  }
+  module attributes {transform.with_named_sequence} {
+    transform.named_sequence @__transform_main(%root: !transform.any_op) {
+      %fc = transform.lamina.match %root path "fc" : (!transform.any_op) -> !transform.any_op
+      // expected-error @+1 {{parameter 'weight' is computed by the program, not passed in}}
+      transform.lamina.shard %fc "weight" axis 0 : !transform.any_op
+      transform.yield
+    }
+  }
+}
+
+// -----
+
+func.func @no_world_size(%x: tensor<4x8xf32>, %w: tensor<16x8xf32>) -> tensor<4x16xf32> {
+  // expected-note @+1 {{layer 'fc'}}
+  %0 = lamina.linear "fc" %x, %w : (tensor<4x8xf32>, tensor<16x8xf32>) -> tensor<4x16xf32>
+  return %0 : tensor<4x16xf32>
+}
+module attributes {transform.with_named_sequence} {
+  transform.named_sequence @__transform_main(%root: !transform.any_op) {
+    %fc = transform.lamina.match %root path "fc" : (!transform.any_op) -> !transform.any_op
+    // expected-error @+1 {{the program declares no lamina.world_size to shard over}}
+    transform.lamina.shard %fc "weight" axis 0 : !transform.any_op
+    transform.yield
+  }
+}
+
+// -----
+
+module attributes {transform.with_named_sequence} {
+  transform.named_sequence @__transform_main(%root: !transform.any_op) {
+    // expected-error @+1 {{shards 'weight' or 'bias', got 'input'}}
+    transform.lamina.shard %root "input" axis 0 : !transform.any_op
+    transform.yield
+  }
+}
