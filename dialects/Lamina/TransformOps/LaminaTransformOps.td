@@ -19,7 +19,7 @@ class Lamina_TransformOp<string mnemonic, list<Trait> traits = []>
   let cppNamespace = "::mlir::lamina";
 }
 
-def Lamina_MatchOp : Lamina_TransformOp<"match", [
+def Lamina_MatchTransformOp : Lamina_TransformOp<"match", [
     NavigationTransformOpTrait, MemoryEffectsOpInterface,
     DeclareOpInterfaceMethods<TransformOpInterface>]> {
   let summary = "Address layers by module path or regex (sch[\"a.b\"], "
@@ -50,7 +50,7 @@ def Lamina_MatchOp : Lamina_TransformOp<"match", [
   let hasVerifier = 1;
 }
 
-def Lamina_DecomposeOp : Lamina_TransformOp<"decompose", [
+def Lamina_DecomposeTransformOp : Lamina_TransformOp<"decompose", [
     FunctionalStyleTransformOpTrait, MemoryEffectsOpInterface,
     TransformOpInterface, TransformEachOpTrait]> {
   let summary = "nn.Linear → LinearWithSeparateBias (Slapo decompose)";
@@ -80,7 +80,7 @@ def Lamina_DecomposeOp : Lamina_TransformOp<"decompose", [
   }];
 }
 
-def Lamina_FuseOp : Lamina_TransformOp<"fuse", [
+def Lamina_FuseTransformOp : Lamina_TransformOp<"fuse", [
     FunctionalStyleTransformOpTrait, MemoryEffectsOpInterface,
     TransformOpInterface, TransformEachOpTrait]> {
   let summary = "Fuse a layer's matmul and epilogue into one op (Slapo fuse)";
@@ -125,7 +125,7 @@ class Lamina_LayerAttributeOp<string mnemonic>
   }];
 }
 
-def Lamina_ShardOp : Lamina_LayerAttributeOp<"shard"> {
+def Lamina_ShardTransformOp : Lamina_LayerAttributeOp<"shard"> {
   let summary = "Shard a layer parameter across ranks (Slapo shard)";
   let description = [{
     Marks the function argument holding the layer's `weight` or `bias` as
@@ -150,7 +150,39 @@ def Lamina_ShardOp : Lamina_LayerAttributeOp<"shard"> {
   let hasVerifier = 1;
 }
 
-def Lamina_AnnotateOp : Lamina_LayerAttributeOp<"annotate"> {
+def Lamina_SyncTransformOp : Lamina_LayerAttributeOp<"sync"> {
+  let summary = "Add a sync point to a layer (Slapo sync)";
+  let description = [{
+    `fwd_post` syncs act on the layer's matmul result, before the bias (the
+    layer takes the sync as its sync function: `lamina.linear` and
+    `linear_separate_bias` become `linear_sync`); `fwd_pre` (all_gather)
+    and `bwd_post` (all_reduce, the identity in the forward pass) insert a
+    `lamina.sync` on the layer's input.
+
+    #### Return modes
+    Reads the handle, modifies the payload (fwd_post replaces the layer op:
+    handles to it follow the replacement). A mode/collective pair that does
+    not exist, or a missing axis, is a verifier error of this op. Produces a
+    silenceable failure, with a note on the layer, for an out-of-range axis,
+    a layer that already has a fwd_post sync, or a layer kind without a sync
+    slot (fused QKV).
+
+    ```mlir
+    transform.lamina.sync %fc2 "fwd_post" "all_reduce" : !transform.any_op
+    transform.lamina.sync %fc1 "fwd_pre" "all_gather" axis 1 : !transform.any_op
+    ```
+  }];
+  let arguments = (ins TransformHandleTypeInterface:$target,
+                   StrAttr:$mode, StrAttr:$collective,
+                   OptionalAttr<I64Attr>:$axis,
+                   DefaultValuedAttr<BoolAttr, "true">:$tensor_parallel_output_grad);
+  let assemblyFormat = [{
+    $target $mode $collective (`axis` $axis^)? attr-dict `:` type($target)
+  }];
+  let hasVerifier = 1;
+}
+
+def Lamina_AnnotateTransformOp : Lamina_LayerAttributeOp<"annotate"> {
   let summary = "Attach metadata to a layer parameter (Slapo annotate)";
   let description = [{
     Adds the `key = value` entries (Slapo's `annotate(param, key, value)`)
@@ -171,7 +203,7 @@ def Lamina_AnnotateOp : Lamina_LayerAttributeOp<"annotate"> {
   let assemblyFormat = "$target $param $entries attr-dict `:` type($target)";
 }
 
-def Lamina_CheckpointOp : Lamina_LayerAttributeOp<"checkpoint"> {
+def Lamina_CheckpointTransformOp : Lamina_LayerAttributeOp<"checkpoint"> {
   let summary = "Mark layers for activation recomputation (Slapo checkpoint)";
   let description = [{
     Sets the unit attribute `lamina.checkpoint` on each layer: backward

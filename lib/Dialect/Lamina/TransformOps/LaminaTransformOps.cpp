@@ -43,7 +43,7 @@ static DiagnosedSilenceableFailure failOn(Operation *transform,
 // MatchOp
 //===----------------------------------------------------------------------===//
 
-LogicalResult MatchOp::verify() {
+LogicalResult MatchTransformOp::verify() {
   if (bool(getPath()) == bool(getRegex()))
     return emitOpError("takes exactly one of 'path' and 'regex'");
   if (getRegex()) {
@@ -55,7 +55,7 @@ LogicalResult MatchOp::verify() {
 }
 
 DiagnosedSilenceableFailure
-MatchOp::apply(transform::TransformRewriter &, transform::TransformResults &results,
+MatchTransformOp::apply(transform::TransformRewriter &, transform::TransformResults &results,
                transform::TransformState &state) {
   std::optional<llvm::Regex> regex;
   if (getRegex())
@@ -88,7 +88,7 @@ static LayoutAttr getWeightLayout(Operation *layer) {
 }
 
 DiagnosedSilenceableFailure
-DecomposeOp::applyToOne(transform::TransformRewriter &rewriter,
+DecomposeTransformOp::applyToOne(transform::TransformRewriter &rewriter,
                         Operation *target,
                         transform::ApplyToEachResultList &results,
                         transform::TransformState &) {
@@ -116,7 +116,7 @@ DecomposeOp::applyToOne(transform::TransformRewriter &rewriter,
 //===----------------------------------------------------------------------===//
 
 DiagnosedSilenceableFailure
-FuseOp::applyToOne(transform::TransformRewriter &rewriter, Operation *target,
+FuseTransformOp::applyToOne(transform::TransformRewriter &rewriter, Operation *target,
                    transform::ApplyToEachResultList &results,
                    transform::TransformState &) {
   std::optional<LinearLayerParts> parts = getLinearLayerParts(target);
@@ -173,7 +173,7 @@ static FunctionOpInterface getFunction(BlockArgument argument) {
 // ShardOp
 //===----------------------------------------------------------------------===//
 
-LogicalResult ShardOp::verify() {
+LogicalResult ShardTransformOp::verify() {
   if (getParam() != "weight" && getParam() != "bias")
     return emitOpError("shards 'weight' or 'bias', got '") << getParam() << "'";
   if (getAxis() < 0)
@@ -182,7 +182,7 @@ LogicalResult ShardOp::verify() {
 }
 
 DiagnosedSilenceableFailure
-ShardOp::applyToOne(transform::TransformRewriter &rewriter, Operation *target,
+ShardTransformOp::applyToOne(transform::TransformRewriter &rewriter, Operation *target,
                     transform::ApplyToEachResultList &,
                     transform::TransformState &) {
   DiagnosedSilenceableFailure error = DiagnosedSilenceableFailure::success();
@@ -223,7 +223,104 @@ ShardOp::applyToOne(transform::TransformRewriter &rewriter, Operation *target,
   return DiagnosedSilenceableFailure::success();
 }
 
-void ShardOp::getEffects(
+void ShardTransformOp::getEffects(
+    SmallVectorImpl<MemoryEffects::EffectInstance> &effects) {
+  transform::onlyReadsHandle(getTargetMutable(), effects);
+  transform::modifiesPayload(effects);
+}
+
+//===----------------------------------------------------------------------===//
+// SyncOp
+//===----------------------------------------------------------------------===//
+
+/// The sync this op adds, or null after reporting why it cannot exist.
+static SyncAttr buildSpec(SyncTransformOp op,
+                          function_ref<InFlightDiagnostic()> emitError) {
+  std::optional<SyncMode> mode = symbolizeSyncMode(op.getMode());
+  std::optional<CollectiveKind> collective =
+      symbolizeCollectiveKind(op.getCollective());
+  if (!mode || !collective) {
+    emitError() << "unknown sync '" << op.getMode() << "', '"
+                << op.getCollective()
+                << "' (modes: fwd_pre, fwd_post, bwd_post; collectives: "
+                   "all_reduce, all_gather, reduce_scatter, scatter)";
+    return {};
+  }
+  std::optional<int64_t> axis;
+  if (op.getAxis())
+    axis = *op.getAxis();
+  // The legality rules of the #lamina.sync attribute.
+  return SyncAttr::getChecked(emitError, op.getContext(), *mode, *collective,
+                              axis, op.getTensorParallelOutputGrad());
+}
+
+LogicalResult SyncTransformOp::verify() {
+  return success(bool(buildSpec(*this, [&] { return emitOpError(); })));
+}
+
+DiagnosedSilenceableFailure
+SyncTransformOp::applyToOne(transform::TransformRewriter &rewriter,
+                            Operation *target,
+                            transform::ApplyToEachResultList &,
+                            transform::TransformState &) {
+  SyncAttr spec = buildSpec(*this, [&] { return emitOpError(); });
+  SyncMode mode = spec.getMode();
+  std::optional<LinearLayerParts> parts = getLinearLayerParts(target);
+  if (!parts)
+    return failOn(*this, target,
+                  "this layer has no sync slot; sync its inputs or outputs "
+                  "with lamina.sync");
+  int64_t rank =
+      cast<RankedTensorType>(target->getResult(0).getType()).getRank();
+  if (spec.getAxis() && *spec.getAxis() >= rank)
+    return failOn(*this, target,
+                  "sync axis " + Twine(*spec.getAxis()) +
+                      " is out of range for values of rank " + Twine(rank));
+
+  if (mode != SyncMode::fwd_post) {
+    // fwd_pre and bwd_post act on the layer's input.
+    rewriter.setInsertionPoint(target);
+    Value synced = SyncOp::create(rewriter, target->getLoc(),
+                                          parts->input.getType(),
+                                          parts->input, spec,
+                                          parts->path);
+    rewriter.modifyOpInPlace(target,
+                             [&] { target->setOperand(0, synced); });
+    return DiagnosedSilenceableFailure::success();
+  }
+  if (parts->sync)
+    return failOn(*this, target, "the layer already has a fwd_post sync");
+  rewriter.setInsertionPoint(target);
+  Operation *replacement;
+  Type type = target->getResult(0).getType();
+  if (isa<LinearOp, LinearWithSeparateBiasOp, LinearWithSyncOp>(target))
+    replacement = LinearWithSyncOp::create(rewriter, target->getLoc(), type,
+                                           parts->path, parts->input,
+                                           parts->weight, spec, parts->bias);
+  else
+    replacement = FusedLinearOp::create(
+        rewriter, target->getLoc(), type, parts->path, parts->input,
+        parts->weight, spec, parts->bias, parts->activation, parts->dropout,
+        parts->seed);
+  // Keep the layer's class where it has a sync slot of its own.
+  if (auto act = dyn_cast<LinearWithActOp>(target)) {
+    rewriter.eraseOp(replacement);
+    replacement = LinearWithActOp::create(
+        rewriter, target->getLoc(), type, act.getPathAttr(), act.getInput(),
+        act.getWeight(), spec, act.getBias(), act.getActivationAttr());
+  } else if (auto dropout = dyn_cast<LinearWithDropoutOp>(target)) {
+    rewriter.eraseOp(replacement);
+    replacement = LinearWithDropoutOp::create(
+        rewriter, target->getLoc(), type, dropout.getPathAttr(),
+        dropout.getInput(), dropout.getWeight(), spec, dropout.getBias(),
+        dropout.getDropout(), dropout.getSeed());
+  }
+  replacement->setDiscardableAttrs(target->getDiscardableAttrDictionary());
+  rewriter.replaceOp(target, replacement);
+  return DiagnosedSilenceableFailure::success();
+}
+
+void SyncTransformOp::getEffects(
     SmallVectorImpl<MemoryEffects::EffectInstance> &effects) {
   transform::onlyReadsHandle(getTargetMutable(), effects);
   transform::modifiesPayload(effects);
@@ -234,7 +331,7 @@ void ShardOp::getEffects(
 //===----------------------------------------------------------------------===//
 
 DiagnosedSilenceableFailure
-AnnotateOp::applyToOne(transform::TransformRewriter &rewriter,
+AnnotateTransformOp::applyToOne(transform::TransformRewriter &rewriter,
                        Operation *target, transform::ApplyToEachResultList &,
                        transform::TransformState &) {
   DiagnosedSilenceableFailure error = DiagnosedSilenceableFailure::success();
@@ -257,7 +354,7 @@ AnnotateOp::applyToOne(transform::TransformRewriter &rewriter,
   return DiagnosedSilenceableFailure::success();
 }
 
-void AnnotateOp::getEffects(
+void AnnotateTransformOp::getEffects(
     SmallVectorImpl<MemoryEffects::EffectInstance> &effects) {
   transform::onlyReadsHandle(getTargetMutable(), effects);
   transform::modifiesPayload(effects);
@@ -268,7 +365,7 @@ void AnnotateOp::getEffects(
 //===----------------------------------------------------------------------===//
 
 DiagnosedSilenceableFailure
-CheckpointOp::applyToOne(transform::TransformRewriter &rewriter,
+CheckpointTransformOp::applyToOne(transform::TransformRewriter &rewriter,
                          Operation *target, transform::ApplyToEachResultList &,
                          transform::TransformState &) {
   if (!isLayer(target))
@@ -282,7 +379,7 @@ CheckpointOp::applyToOne(transform::TransformRewriter &rewriter,
   return DiagnosedSilenceableFailure::success();
 }
 
-void CheckpointOp::getEffects(
+void CheckpointTransformOp::getEffects(
     SmallVectorImpl<MemoryEffects::EffectInstance> &effects) {
   transform::onlyReadsHandle(getTargetMutable(), effects);
   transform::modifiesPayload(effects);
