@@ -48,6 +48,36 @@ def LaminaFuseEpilogues : Pass<"lamina-fuse-epilogues"> {
   let dependentDialects = ["::mlir::lamina::LaminaDialect"];
 }
 
+def LaminaCheckLayouts : Pass<"lamina-check-layouts", "::mlir::ModuleOp"> {
+  let summary = "Infer R / S(axis) / P layouts of a sharded program and "
+                "reject what the spec calls errors";
+  let description = [{
+    Starting from the layouts declared on function arguments (replicated
+    when none), propagates a layout to every value of a program with
+    `lamina.world_size > 1`: a column-parallel matmul (weight S(0)) turns a
+    replicated input into S(last), a row-parallel one (weight S(1)) turns an
+    S(last) input into partial sums P, and syncs change layouts as the
+    spec's table says. Rejected, with a diagnostic naming the op, the value
+    and the missing sync:
+
+    - a P value reaching a bias add, an activation, a dropout, any other
+      non-linear op or the function's results (Slapo's double-bias bug is
+      a row-parallel bias added before the all-reduce);
+    - a sync whose input has the wrong layout (all_reduce and
+      reduce_scatter need P, all_gather needs S on its axis, scatter R);
+    - a column-parallel layer whose bias is not sharded with its weight, a
+      row-parallel layer whose input is not sharded on its last axis;
+    - fork_rng on a replicated value.
+
+    ```mlir
+    // fc2 is row parallel; without `sync <fwd_post, all_reduce>` its bias
+    // would be added to each rank's partial sum:
+    %y = lamina.linear "fc2" %h, %w2 bias %b2 : ...
+    // error: 'lamina.linear' op adds its bias to partial sums (layout P) ...
+    ```
+  }];
+}
+
 //===----------------------------------------------------------------------===//
 // Code generation helpers
 //===----------------------------------------------------------------------===//

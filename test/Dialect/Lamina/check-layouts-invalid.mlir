@@ -1,0 +1,135 @@
+// RUN: lamina-opt %s --lamina-check-layouts --split-input-file -verify-diagnostics
+
+// The Megatron MLP with its fc2 all-reduce removed: the bias would be added
+// on every rank (Slapo's double-bias bug).
+module attributes {lamina.world_size = 2 : i64} {
+  func.func @missing_all_reduce(%x: tensor<4x8xf32>,
+      %w1: tensor<16x8xf32> {lamina.layout = #lamina.layout<S(0)>},
+      %b1: tensor<16xf32> {lamina.layout = #lamina.layout<S(0)>},
+      %w2: tensor<8x16xf32> {lamina.layout = #lamina.layout<S(1)>},
+      %b2: tensor<8xf32>) -> tensor<4x8xf32> {
+    %0 = lamina.linear_act "fc1" %x, %w1 bias %b1 activation gelu_tanh : (tensor<4x8xf32>, tensor<16x8xf32>, tensor<16xf32>) -> tensor<4x16xf32>
+    // expected-error @+1 {{adds its bias to partial sums (layout P) of layer 'fc2': every rank would add it once more (Slapo's double-bias bug); add a fwd_post all_reduce sync between the matmul and the bias}}
+    %1 = lamina.linear "fc2" %0, %w2 bias %b2 : (tensor<4x16xf32>, tensor<8x16xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+    return %1 : tensor<4x8xf32>
+  }
+}
+
+// -----
+
+module attributes {lamina.world_size = 2 : i64} {
+  func.func @return_partial(%h: tensor<4x16xf32> {lamina.layout = #lamina.layout<S(1)>},
+      %w2: tensor<8x16xf32> {lamina.layout = #lamina.layout<S(1)>}) -> tensor<4x8xf32> {
+    %1 = lamina.linear "fc2" %h, %w2 : (tensor<4x16xf32>, tensor<8x16xf32>) -> tensor<4x8xf32>
+    // expected-error @+1 {{returns partial sums (layout P) as result 0; add a fwd_post all_reduce sync before returning}}
+    return %1 : tensor<4x8xf32>
+  }
+}
+
+// -----
+
+module attributes {lamina.world_size = 2 : i64} {
+  func.func @activation_on_partial(%h: tensor<4x16xf32> {lamina.layout = #lamina.layout<S(1)>},
+      %w2: tensor<8x16xf32> {lamina.layout = #lamina.layout<S(1)>}) -> tensor<4x8xf32> {
+    %0 = lamina.matmul "fc2" %h, %w2 : (tensor<4x16xf32>, tensor<8x16xf32>) -> tensor<4x8xf32>
+    // expected-error @+1 {{applies an activation to partial sums (layout P) of the value; add a fwd_post all_reduce (or reduce_scatter) sync before it}}
+    %1 = lamina.activation relu %0 : tensor<4x8xf32>
+    return %1 : tensor<4x8xf32>
+  }
+}
+
+// -----
+
+module attributes {lamina.world_size = 2 : i64} {
+  func.func @residual_on_partial(%x: tensor<4x8xf32>, %h: tensor<4x16xf32> {lamina.layout = #lamina.layout<S(1)>},
+      %w2: tensor<8x16xf32> {lamina.layout = #lamina.layout<S(1)>}) -> tensor<4x8xf32> {
+    %0 = lamina.linear "fc2" %h, %w2 : (tensor<4x16xf32>, tensor<8x16xf32>) -> tensor<4x8xf32>
+    // expected-error @+1 {{receives partial sums (layout P); only a sync or another linear layer's reduction may take them: add a fwd_post all_reduce before it}}
+    %1 = arith.addf %x, %0 : tensor<4x8xf32>
+    return %1 : tensor<4x8xf32>
+  }
+}
+
+// -----
+
+module attributes {lamina.world_size = 2 : i64} {
+  func.func @gather_unsharded(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+    // expected-error @+1 {{sync #lamina.sync<fwd_pre, all_gather, axis = 1> on the value needs a value sharded on axis 1, but its input has layout #lamina.layout<R>}}
+    %0 = lamina.sync %x <fwd_pre, all_gather, axis = 1> : tensor<4x8xf32>
+    return %0 : tensor<4x8xf32>
+  }
+}
+
+// -----
+
+module attributes {lamina.world_size = 2 : i64} {
+  func.func @reduce_replicated(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>) -> tensor<4x8xf32> {
+    // expected-error @+1 {{sync #lamina.sync<fwd_post, all_reduce> on layer 'fc' needs partial sums (P), but its input has layout #lamina.layout<R>}}
+    %0 = lamina.linear_sync "fc" %x, %w sync <fwd_post, all_reduce> : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+    return %0 : tensor<4x8xf32>
+  }
+}
+
+// -----
+
+module attributes {lamina.world_size = 2 : i64} {
+  func.func @column_bias_unsharded(%x: tensor<4x8xf32>,
+      %w1: tensor<16x8xf32> {lamina.layout = #lamina.layout<S(0)>},
+      %b1: tensor<16xf32>) -> tensor<4x16xf32> {
+    // expected-error @+1 {{produces output features sharded over ranks (column parallel), so its bias must be sharded on axis 0 too, but the bias has layout #lamina.layout<R>}}
+    %0 = lamina.linear "fc1" %x, %w1 bias %b1 : (tensor<4x8xf32>, tensor<16x8xf32>, tensor<16xf32>) -> tensor<4x16xf32>
+    return %0 : tensor<4x16xf32>
+  }
+}
+
+// -----
+
+module attributes {lamina.world_size = 2 : i64} {
+  func.func @row_needs_sharded_input(%x: tensor<4x16xf32>,
+      %w2: tensor<8x16xf32> {lamina.layout = #lamina.layout<S(1)>}) -> tensor<4x8xf32> {
+    // expected-error @+1 {{is row parallel (weight S(1)) and needs its input sharded on the last axis}}
+    %0 = lamina.linear_sync "fc2" %x, %w2 sync <fwd_post, all_reduce> : (tensor<4x16xf32>, tensor<8x16xf32>) -> tensor<4x8xf32>
+    return %0 : tensor<4x8xf32>
+  }
+}
+
+// -----
+
+module attributes {lamina.world_size = 2 : i64} {
+  func.func @fork_rng_replicated(%x: tensor<4x8xf32>, %s: i64) -> tensor<4x8xf32> {
+    // expected-error @+1 {{uses fork_rng on a replicated value}}
+    %0 = lamina.dropout %x <p = 0.1, training, fork_rng> seed %s : tensor<4x8xf32>
+    return %0 : tensor<4x8xf32>
+  }
+}
+
+// -----
+
+module attributes {lamina.world_size = 2 : i64} {
+  func.func @contract_sharded_with_replicated(%x: tensor<4x8xf32> {lamina.layout = #lamina.layout<S(1)>}, %w: tensor<8x8xf32>) -> tensor<4x8xf32> {
+    // expected-error @+1 {{contracts an input sharded on its last axis with a replicated weight}}
+    %0 = lamina.linear "fc" %x, %w : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+    return %0 : tensor<4x8xf32>
+  }
+}
+
+// -----
+
+module attributes {lamina.world_size = 2 : i64} {
+  func.func @reshape_sharded(%x: tensor<4x8xf32> {lamina.layout = #lamina.layout<S(1)>}) -> tensor<32xf32> {
+    // expected-error @+1 {{merges the sharded axis 1 into an outer dimension; all_gather the value first}}
+    %0 = tensor.collapse_shape %x [[0, 1]] : tensor<4x8xf32> into tensor<32xf32>
+    return %0 : tensor<32xf32>
+  }
+}
+
+// -----
+
+module attributes {lamina.world_size = 2 : i64} {
+  func.func @transpose_sharded(%x: tensor<4x8xf32> {lamina.layout = #lamina.layout<S(1)>}) -> tensor<8x4xf32> {
+    %e = tensor.empty() : tensor<8x4xf32>
+    // expected-error @+1 {{mixes operands with layouts #lamina.layout<S(1)> and #lamina.layout<R>}}
+    %0 = linalg.transpose ins(%x : tensor<4x8xf32>) outs(%e : tensor<8x4xf32>) permutation = [1, 0]
+    return %0 : tensor<8x4xf32>
+  }
+}
