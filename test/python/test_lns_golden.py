@@ -1,5 +1,6 @@
-"""Every golden LNS file (shared/data/lns-golden) through the compiled CPU
-code: packed int64 codes must be equal, bit for bit."""
+"""Every golden LNS file (test/data/lns-golden, produced by the xlnstorch
+reference; see its README) through the compiled CPU code: packed int64 codes
+must be equal, bit for bit."""
 
 import pathlib
 
@@ -8,8 +9,9 @@ import pytest
 
 from lamina.tools import run_ir
 
-GOLDEN = pathlib.Path(__file__).resolve().parents[3] / "shared" / "data" / "lns-golden"
+GOLDEN = pathlib.Path(__file__).resolve().parents[1] / "data" / "lns-golden"
 FILES = sorted(GOLDEN.glob("*.npz"))
+assert len(FILES) == 45, f"expected the 45 golden files in {GOLDEN}"
 
 
 def num(f):

@@ -117,6 +117,14 @@ class Lamina_LayerAttributeOp<string mnemonic>
           DeclareOpInterfaceMethods<MemoryEffectsOpInterface>,
           TransformOpInterface, TransformEachOpTrait]> {
   let results = (outs);
+  // Reads the handle, changes the payload in place.
+  let extraClassDefinition = [{
+    void $cppClass::getEffects(
+        ::llvm::SmallVectorImpl<::mlir::MemoryEffects::EffectInstance> &effects) {
+      ::mlir::transform::onlyReadsHandle(getTargetMutable(), effects);
+      ::mlir::transform::modifiesPayload(effects);
+    }
+  }];
   let extraClassDeclaration = [{
     ::mlir::DiagnosedSilenceableFailure applyToOne(
         ::mlir::transform::TransformRewriter &rewriter, ::mlir::Operation *target,

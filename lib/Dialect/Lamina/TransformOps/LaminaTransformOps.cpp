@@ -223,11 +223,6 @@ ShardTransformOp::applyToOne(transform::TransformRewriter &rewriter, Operation *
   return DiagnosedSilenceableFailure::success();
 }
 
-void ShardTransformOp::getEffects(
-    SmallVectorImpl<MemoryEffects::EffectInstance> &effects) {
-  transform::onlyReadsHandle(getTargetMutable(), effects);
-  transform::modifiesPayload(effects);
-}
 
 //===----------------------------------------------------------------------===//
 // SyncOp
@@ -320,11 +315,6 @@ SyncTransformOp::applyToOne(transform::TransformRewriter &rewriter,
   return DiagnosedSilenceableFailure::success();
 }
 
-void SyncTransformOp::getEffects(
-    SmallVectorImpl<MemoryEffects::EffectInstance> &effects) {
-  transform::onlyReadsHandle(getTargetMutable(), effects);
-  transform::modifiesPayload(effects);
-}
 
 //===----------------------------------------------------------------------===//
 // AnnotateOp
@@ -354,11 +344,6 @@ AnnotateTransformOp::applyToOne(transform::TransformRewriter &rewriter,
   return DiagnosedSilenceableFailure::success();
 }
 
-void AnnotateTransformOp::getEffects(
-    SmallVectorImpl<MemoryEffects::EffectInstance> &effects) {
-  transform::onlyReadsHandle(getTargetMutable(), effects);
-  transform::modifiesPayload(effects);
-}
 
 //===----------------------------------------------------------------------===//
 // CheckpointOp
@@ -379,11 +364,6 @@ CheckpointTransformOp::applyToOne(transform::TransformRewriter &rewriter,
   return DiagnosedSilenceableFailure::success();
 }
 
-void CheckpointTransformOp::getEffects(
-    SmallVectorImpl<MemoryEffects::EffectInstance> &effects) {
-  transform::onlyReadsHandle(getTargetMutable(), effects);
-  transform::modifiesPayload(effects);
-}
 
 //===----------------------------------------------------------------------===//
 // Extension

@@ -7,20 +7,17 @@
 //===----------------------------------------------------------------------===//
 
 #include "lamina/Lamina/Transforms/Passes.h"
+#include "TransformScript.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Transform/IR/TransformDialect.h"
-#include "mlir/Dialect/Transform/IR/TransformOps.h"
-#include "mlir/Dialect/Transform/Transforms/TransformInterpreterUtils.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
-#include "mlir/Parser/Parser.h"
 #include "llvm/Support/FormatVariadic.h"
 
 namespace mlir::lamina {
 #define GEN_PASS_DEF_LAMINACPUTILEANDVECTORIZE
-#define GEN_PASS_DEF_LAMINACPULOWERVECTORS
 #include "lamina/Lamina/Transforms/Passes.h.inc"
 } // namespace mlir::lamina
 
@@ -240,17 +237,6 @@ static std::string buildElementwiseSchedule(unsigned index,
       .str();
 }
 
-static LogicalResult applyScript(ModuleOp module, StringRef text,
-                                 StringRef entry) {
-  OwningOpRef<ModuleOp> library =
-      parseSourceString<ModuleOp>(text, module.getContext());
-  if (!library)
-    return module.emitError("internal error: the generated schedule does not "
-                            "parse");
-  Operation *sequence = library->lookupSymbol(entry);
-  return transform::applyTransformNamedSequence(
-      module, sequence, *library, transform::TransformOptions());
-}
 
 namespace {
 struct LaminaCpuTileAndVectorizePass
@@ -311,7 +297,7 @@ struct LaminaCpuTileAndVectorizePass
         "    transform.apply_patterns.canonicalization\n"
         "  } : !transform.any_op\n"
         "  transform.yield\n}\n}\n";
-    if (failed(applyScript(module, script, "schedule")))
+    if (failed(applyTransformScript(module, script, "schedule")))
       return signalPassFailure();
     module.walk([](Operation *op) {
       for (StringRef name : {kTargetAttr, kMatmulAttr, kFillAttr})
@@ -320,42 +306,4 @@ struct LaminaCpuTileAndVectorizePass
   }
 };
 
-/// Lowers the vector ops of the scheduled tiles (after bufferization).
-constexpr StringLiteral kLowerVectorsScript = R"mlir(
-module attributes {transform.with_named_sequence} {
-transform.named_sequence @lower_vectors(%root: !transform.any_op {transform.readonly}) {
-  %f = transform.structured.match ops{["func.func"]} in %root : (!transform.any_op) -> !transform.any_op
-  transform.apply_patterns to %f { transform.apply_patterns.canonicalization } : !transform.any_op
-  transform.apply_cse to %f : !transform.any_op
-  transform.apply_patterns to %f {
-    transform.apply_patterns.vector.lower_contraction lowering_strategy = outerproduct
-  } : !transform.any_op
-  transform.apply_patterns to %f {
-    transform.apply_patterns.vector.lower_outerproduct
-    transform.apply_patterns.vector.lower_transpose
-    transform.apply_patterns.vector.lower_broadcast
-  } : !transform.any_op
-  transform.apply_patterns to %f {
-    transform.apply_patterns.vector.transfer_permutation_patterns
-    transform.apply_patterns.vector.lower_transfer max_transfer_rank = 1
-  } : !transform.any_op
-  transform.apply_patterns to %f {
-    transform.apply_patterns.vector.lower_shape_cast
-    transform.apply_patterns.canonicalization
-  } : !transform.any_op
-  transform.apply_cse to %f : !transform.any_op
-  transform.yield
-}
-}
-)mlir";
-
-struct LaminaCpuLowerVectorsPass
-    : mlir::lamina::impl::LaminaCpuLowerVectorsBase<
-          LaminaCpuLowerVectorsPass> {
-  void runOnOperation() override {
-    if (failed(applyScript(getOperation(), kLowerVectorsScript,
-                           "lower_vectors")))
-      signalPassFailure();
-  }
-};
 } // namespace

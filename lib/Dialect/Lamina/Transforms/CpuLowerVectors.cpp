@@ -1,0 +1,55 @@
+//===- CpuLowerVectors.cpp - Vector lowering of the scheduled tiles -------===//
+
+#include "lamina/Lamina/Transforms/Passes.h"
+#include "TransformScript.h"
+
+#include "mlir/Dialect/Transform/IR/TransformDialect.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+namespace mlir::lamina {
+#define GEN_PASS_DEF_LAMINACPULOWERVECTORS
+#include "lamina/Lamina/Transforms/Passes.h.inc"
+} // namespace mlir::lamina
+
+using namespace mlir;
+
+namespace {
+/// Lowers the vector ops of the scheduled tiles (after bufferization).
+constexpr StringLiteral kLowerVectorsScript = R"mlir(
+module attributes {transform.with_named_sequence} {
+transform.named_sequence @lower_vectors(%root: !transform.any_op {transform.readonly}) {
+  %f = transform.structured.match ops{["func.func"]} in %root : (!transform.any_op) -> !transform.any_op
+  transform.apply_patterns to %f { transform.apply_patterns.canonicalization } : !transform.any_op
+  transform.apply_cse to %f : !transform.any_op
+  transform.apply_patterns to %f {
+    transform.apply_patterns.vector.lower_contraction lowering_strategy = outerproduct
+  } : !transform.any_op
+  transform.apply_patterns to %f {
+    transform.apply_patterns.vector.lower_outerproduct
+    transform.apply_patterns.vector.lower_transpose
+    transform.apply_patterns.vector.lower_broadcast
+  } : !transform.any_op
+  transform.apply_patterns to %f {
+    transform.apply_patterns.vector.transfer_permutation_patterns
+    transform.apply_patterns.vector.lower_transfer max_transfer_rank = 1
+  } : !transform.any_op
+  transform.apply_patterns to %f {
+    transform.apply_patterns.vector.lower_shape_cast
+    transform.apply_patterns.canonicalization
+  } : !transform.any_op
+  transform.apply_cse to %f : !transform.any_op
+  transform.yield
+}
+}
+)mlir";
+
+struct LaminaCpuLowerVectorsPass
+    : mlir::lamina::impl::LaminaCpuLowerVectorsBase<
+          LaminaCpuLowerVectorsPass> {
+  void runOnOperation() override {
+    if (failed(mlir::lamina::applyTransformScript(getOperation(), kLowerVectorsScript,
+                           "lower_vectors")))
+      signalPassFailure();
+  }
+};
+} // namespace
