@@ -358,11 +358,17 @@ struct LinearLowering : OpConversionPattern<LinearOp> {
                      ? convertBase(rewriter, loc, adaptor.getBias(),
                                    numType(op.getBias()), type)
                      : Value();
+    Type resultType = getTypeConverter()->convertType(op.getType());
+    if (rank == 2 && cast<RankedTensorType>(resultType).hasStaticShape()) {
+      rewriter.replaceOp(op, buildRowsByK(rewriter, loc, input, weight, bias,
+                                          type, pointerTo(tables),
+                                          cast<RankedTensorType>(resultType)));
+      return success();
+    }
     SmallVector<std::pair<Value, int64_t>> resultDims;
     for (int64_t d = 0; d < rank - 1; ++d)
       resultDims.push_back({input, d});
     resultDims.push_back({weight, 0});
-    Type resultType = getTypeConverter()->convertType(op.getType());
     Value result = generateResult(
         rewriter, loc, resultType,
         dynamicSizes(rewriter, loc, resultType, resultDims),
@@ -389,6 +395,85 @@ struct LinearLowering : OpConversionPattern<LinearOp> {
         });
     rewriter.replaceOp(op, result);
     return success();
+  }
+
+  /// The same sums with K as the outer loop: every step updates all M×N
+  /// accumulators element-wise (acc = add(acc, mul(x[m, k], w[n, k]))),
+  /// which keeps each element's order of additions and lets the step be
+  /// vectorized across outputs.
+  static Value buildRowsByK(OpBuilder &b, Location loc, Value input,
+                            Value weight, Value bias, NumType type,
+                            const SbdbTables *tables,
+                            RankedTensorType resultType) {
+    auto inputType = cast<RankedTensorType>(input.getType());
+    int64_t m = inputType.getDimSize(0), k = inputType.getDimSize(1);
+    int64_t n = resultType.getDimSize(1);
+    Type i64 = b.getI64Type();
+    auto transpose = [&](Value value, int64_t rows, int64_t cols) {
+      Value init = tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{cols, rows},
+                                           i64);
+      return linalg::TransposeOp::create(b, loc, value, init,
+                                         ArrayRef<int64_t>{1, 0})
+          .getResult()[0];
+    };
+    // Columns of x and of W as contiguous rows.
+    Value inputByK = transpose(input, m, k);
+    Value weightByK = transpose(weight, n, k);
+    Value init = tensor::EmptyOp::create(b, loc, resultType.getShape(), i64);
+    CodeBuilder codes(b, loc);
+    Value zeros = linalg::FillOp::create(
+                      b, loc, ValueRange{codes.constantCode(lns::codes::kZero)},
+                      ValueRange{init})
+                      .getResult(0);
+
+    MLIRContext *context = b.getContext();
+    AffineExpr dm, dn;
+    bindDims(context, dm, dn);
+    SmallVector<AffineMap> maps = {AffineMap::get(2, 0, {dm}, context),
+                                   AffineMap::get(2, 0, {dn}, context),
+                                   AffineMap::get(2, 0, {dm, dn}, context)};
+    SmallVector<utils::IteratorType> parallel(2, utils::IteratorType::parallel);
+    auto row = [&](OpBuilder &nb, Location nl, Value matrix, Value index,
+                   int64_t size) -> Value {
+      SmallVector<OpFoldResult> offsets = {index, nb.getIndexAttr(0)};
+      SmallVector<OpFoldResult> sizes = {nb.getIndexAttr(1),
+                                         nb.getIndexAttr(size)};
+      SmallVector<OpFoldResult> strides(2, nb.getIndexAttr(1));
+      return tensor::ExtractSliceOp::create(
+          nb, nl, RankedTensorType::get({size}, i64), matrix, offsets, sizes,
+          strides);
+    };
+    Value acc = buildSequentialLoop(
+        b, loc, zeros, 0, index(b, loc, k),
+        [&](OpBuilder &nb, Location nl, Value acc, Value step) -> Value {
+          Value x = row(nb, nl, inputByK, step, m);
+          Value w = row(nb, nl, weightByK, step, n);
+          return linalg::GenericOp::create(
+                     nb, nl, resultType, ValueRange{x, w}, ValueRange{acc},
+                     maps, parallel,
+                     [&](OpBuilder &bb, Location bl, ValueRange args) {
+                       CodeBuilder inner(bb, bl);
+                       linalg::YieldOp::create(
+                           bb, bl,
+                           ValueRange{inner.add(args[2],
+                                                inner.mul(args[0], args[1]),
+                                                type, tables)});
+                     })
+              .getResult(0);
+        });
+    if (!bias)
+      return acc;
+    // The bias is added once, after the whole dot product.
+    return linalg::GenericOp::create(
+               b, loc, resultType, ValueRange{bias}, ValueRange{acc},
+               ArrayRef<AffineMap>{maps[1], maps[2]}, parallel,
+               [&](OpBuilder &bb, Location bl, ValueRange args) {
+                 CodeBuilder inner(bb, bl);
+                 linalg::YieldOp::create(
+                     bb, bl,
+                     ValueRange{inner.add(args[1], args[0], type, tables)});
+               })
+        .getResult(0);
   }
 
   static Value convertBase(OpBuilder &b, Location loc, Value codesTensor,
