@@ -65,6 +65,9 @@ def ConvertLnsToArith : Pass<"convert-lns-to-arith", "::mlir::ModuleOp"> {
     `sum`, `matmul` and `linear` become a `tensor.generate` over the output
     elements whose body runs the reduction as an `scf.for` from the first
     term to the last: the sequential order that is part of the semantics.
+    A static 2-D `linear` instead runs K as the outer `scf.for`, each step an
+    element-wise `linalg.generic` over all outputs (`acc = add(acc, mul(x,
+    w))`), which keeps every sum's order and vectorizes across outputs.
     Element-wise ops on tensors become element-wise `linalg.generic`s.
 
     In `sbdb table` mode (f ≤ 16), the ideal values of sbdb for every z

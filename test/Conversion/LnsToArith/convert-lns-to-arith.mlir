@@ -37,13 +37,33 @@ func.func @add(%x: tensor<8x!lns.num<f = 10>>, %y: tensor<8x!lns.num<f = 10>>) -
 
 // -----
 
-// The reduction runs as one scf.for per output element: the sequential
-// order of the reference, never reassociated.
+// The sum over K runs as the outer scf.for, in order k = 0..K-1; each step
+// updates every output element-wise (vectorizable across outputs), and the
+// bias is added once at the end.
 // CHECK-LABEL: func.func @linear
-func.func @linear(%x: tensor<4x17x!lns.num<f = 10>>, %w: tensor<6x17x!lns.num<f = 12>>) -> tensor<4x6x!lns.num<f = 10>> {
+func.func @linear(%x: tensor<4x17x!lns.num<f = 10>>, %w: tensor<6x17x!lns.num<f = 12>>, %b: tensor<6x!lns.num<f = 10>>) -> tensor<4x6x!lns.num<f = 10>> {
   // The f = 12 weight is converted to f = 10 once, element-wise.
   // CHECK: linalg.generic
   // CHECK: math.roundeven
+  // CHECK: linalg.transpose ins(%{{.*}} : tensor<4x17xi64>) outs(%{{.*}} : tensor<17x4xi64>)
+  // CHECK: linalg.transpose ins(%{{.*}} : tensor<6x17xi64>) outs(%{{.*}} : tensor<17x6xi64>)
+  // CHECK: %[[Z:.+]] = linalg.fill ins(%c-9007199254740991_i64 : i64)
+  // CHECK: %[[ACC:.+]] = scf.for %{{.*}} = %c0 to %c17 step %{{.*}} iter_args(%{{.*}} = %[[Z]]) -> (tensor<4x6xi64>)
+  // CHECK: tensor.extract_slice {{.*}} to tensor<4xi64>
+  // CHECK: tensor.extract_slice {{.*}} to tensor<6xi64>
+  // CHECK: linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : tensor<4xi64>, tensor<6xi64>) outs(%{{.*}} : tensor<4x6xi64>)
+  // CHECK: math.powf
+  // CHECK: scf.yield
+  // CHECK: linalg.generic {{.*}} ins(%{{.*}} : tensor<6xi64>) outs(%[[ACC]] : tensor<4x6xi64>)
+  %0 = lns.linear %x, %w bias %b : tensor<4x17x!lns.num<f = 10>>, tensor<6x17x!lns.num<f = 12>>, tensor<6x!lns.num<f = 10>> -> tensor<4x6x!lns.num<f = 10>>
+  return %0 : tensor<4x6x!lns.num<f = 10>>
+}
+
+// -----
+
+// Other shapes (here a batch dim) run one scf.for per output element.
+// CHECK-LABEL: func.func @batched_linear
+func.func @batched_linear(%x: tensor<2x4x17x!lns.num<f = 10>>, %w: tensor<6x17x!lns.num<f = 10>>) -> tensor<2x4x6x!lns.num<f = 10>> {
   // CHECK: tensor.generate
   // CHECK: scf.for %{{.*}} = %c0 to %{{.*}} step %{{.*}} iter_args(%{{.*}} = %c-9007199254740991_i64) -> (i64)
   // CHECK: tensor.extract
@@ -51,8 +71,8 @@ func.func @linear(%x: tensor<4x17x!lns.num<f = 10>>, %w: tensor<6x17x!lns.num<f 
   // CHECK: math.powf
   // CHECK: scf.yield
   // CHECK: tensor.yield
-  %0 = lns.linear %x, %w : tensor<4x17x!lns.num<f = 10>>, tensor<6x17x!lns.num<f = 12>> -> tensor<4x6x!lns.num<f = 10>>
-  return %0 : tensor<4x6x!lns.num<f = 10>>
+  %0 = lns.linear %x, %w : tensor<2x4x17x!lns.num<f = 10>>, tensor<6x17x!lns.num<f = 10>> -> tensor<2x4x6x!lns.num<f = 10>>
+  return %0 : tensor<2x4x6x!lns.num<f = 10>>
 }
 
 // -----
