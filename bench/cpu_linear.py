@@ -29,7 +29,9 @@ import sys
 import tempfile
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "python"))
+# The lamina package lives in the build tree, next to its extension.
+sys.path.insert(0, str(pathlib.Path(os.environ.get("LAMINA_BUILD_DIR",
+                                                   ROOT / "build")) / "python"))
 from lamina.tools import tool  # noqa: E402
 
 OPENBLAS_DIR = "/usr/lib/x86_64-linux-gnu/openblas-pthread"

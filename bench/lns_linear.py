@@ -24,7 +24,9 @@ import time
 import numpy as np
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "python"))
+# The lamina package lives in the build tree, next to its extension.
+sys.path.insert(0, str(pathlib.Path(os.environ.get("LAMINA_BUILD_DIR",
+                                                   ROOT / "build")) / "python"))
 from lamina import lns_numpy  # noqa: E402
 from lamina.tools import tool  # noqa: E402
 

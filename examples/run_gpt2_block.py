@@ -7,6 +7,7 @@ the reference Philox stream, see lamina.philox) at PyTorch's default float32
 tolerance, and reports the time per call.
 """
 
+import os
 import pathlib
 import subprocess
 import sys
@@ -17,7 +18,9 @@ import torch
 import torch.nn.functional as F
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "python"))
+# The lamina package lives in the build tree, next to its extension.
+sys.path.insert(0, str(pathlib.Path(os.environ.get("LAMINA_BUILD_DIR",
+                                                   ROOT / "build")) / "python"))
 from lamina import philox  # noqa: E402
 from lamina.tools import tool  # noqa: E402
 

@@ -1,14 +1,19 @@
 """Lamina: a compiler for the linear layers of transformer models.
 
-This package holds the pure-Python side of Lamina:
+The package lives in the build tree (``build/python/lamina``), next to its
+compiled extension:
 
+- :class:`lamina.Program` — an IR module compiled with a named pipeline
+  (``lamina-cpu-pipeline`` by default) and called on NumPy arrays;
 - :mod:`lamina.philox` — the dropout random stream (Philox-4x32-10 keyed by
   (seed, offset, element index)) in NumPy, the reference the compiled masks
   must equal;
-- :mod:`lamina.tools` — locating and running the ``lamina-opt`` and
-  ``lamina-run`` tools of a build.
+- :mod:`lamina.lns_numpy` — the LNS spec in NumPy (test oracle, benchmark
+  baseline);
+- :mod:`lamina.tools` — locating and running the command-line tools.
 """
 
-from . import philox, tools
+from . import lns_numpy, philox, tools
+from ._lamina import PreparedArguments, Program
 
-__all__ = ["philox", "tools"]
+__all__ = ["Program", "PreparedArguments", "lns_numpy", "philox", "tools"]

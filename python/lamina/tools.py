@@ -6,12 +6,13 @@ import subprocess
 
 import numpy as np
 
-_REPO = pathlib.Path(__file__).resolve().parents[2]
+# This file is copied to <build>/python/lamina/tools.py by the build.
+_BUILD = pathlib.Path(__file__).resolve().parents[2]
 
 
 def build_dir():
-    """The build tree: $LAMINA_BUILD_DIR, else <repository>/build."""
-    return pathlib.Path(os.environ.get("LAMINA_BUILD_DIR", _REPO / "build"))
+    """The build tree: $LAMINA_BUILD_DIR, else the one holding this package."""
+    return pathlib.Path(os.environ.get("LAMINA_BUILD_DIR", _BUILD))
 
 
 def tool(name):

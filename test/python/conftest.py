@@ -1,4 +1,9 @@
+import os
 import pathlib
 import sys
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "python"))
+# The lamina package is imported from the build tree, next to its extension.
+_ROOT = pathlib.Path(__file__).resolve().parents[2]
+_BUILD = pathlib.Path(os.environ.get("LAMINA_BUILD_DIR", _ROOT / "build"))
+sys.path.insert(0, str(_BUILD / "python"))
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))

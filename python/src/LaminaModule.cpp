@@ -1,0 +1,166 @@
+//===- LaminaModule.cpp - Python bindings over Lamina's C++ API -----------===//
+//
+// A thin pybind11 module: compile an IR module with a named pipeline and call
+// it on NumPy arrays. Everything else of the Python package is pure Python.
+//
+//===----------------------------------------------------------------------===//
+
+#include "lamina/Execution/JitProgram.h"
+#include "lamina/InitAll.h"
+
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <cstring>
+
+namespace py = pybind11;
+using namespace mlir;
+using namespace mlir::lamina;
+
+namespace {
+
+/// The NumPy dtype of an element kind (bf16 travels as uint16 bits).
+py::dtype dtypeOf(ElementKind kind) {
+  switch (kind) {
+  case ElementKind::F32:
+    return py::dtype::of<float>();
+  case ElementKind::F64:
+    return py::dtype::of<double>();
+  case ElementKind::F16:
+    return py::dtype("float16");
+  case ElementKind::BF16:
+    return py::dtype::of<uint16_t>();
+  case ElementKind::I64:
+    return py::dtype::of<int64_t>();
+  case ElementKind::I32:
+    return py::dtype::of<int32_t>();
+  }
+  throw std::runtime_error("unknown element kind");
+}
+
+[[noreturn]] void raise(llvm::Error error) {
+  throw py::value_error(llvm::toString(std::move(error)));
+}
+
+/// A compiled entry function and the context that owns its IR.
+class Program {
+public:
+  Program(const std::string &source, const std::string &entry,
+          const std::string &pipeline) {
+    DialectRegistry registry;
+    registerAllDialects(registry);
+    context = std::make_unique<MLIRContext>(registry);
+    std::string diagnostics;
+    llvm::raw_string_ostream stream(diagnostics);
+    llvm::SourceMgr sourceMgr;
+    SourceMgrDiagnosticHandler handler(sourceMgr, context.get(), stream);
+    OwningOpRef<ModuleOp> module =
+        parseSourceString<ModuleOp>(source, context.get(), "program.mlir");
+    if (!module)
+      throw py::value_error("cannot parse the program:\n" + diagnostics);
+    auto compiled = JitProgram::compile(std::move(module), entry, pipeline);
+    if (!compiled)
+      throw py::value_error(llvm::toString(compiled.takeError()) + "\n" +
+                            diagnostics);
+    program = std::move(*compiled);
+  }
+
+  /// (dtype name, shape) of each argument, scalars with shape ().
+  std::vector<std::pair<std::string, std::vector<int64_t>>> inputs() const {
+    std::vector<std::pair<std::string, std::vector<int64_t>>> specs;
+    for (const ArgumentSpec &spec : program->getInputs())
+      specs.push_back({getElementName(spec.kind).str(),
+                       {spec.shape.begin(), spec.shape.end()}});
+    return specs;
+  }
+
+  /// Checks and packs the arguments once; returns an opaque handle.
+  std::shared_ptr<JitProgram::PreparedArguments>
+  prepare(const std::vector<py::array> &arrays) {
+    llvm::ArrayRef<ArgumentSpec> specs = program->getInputs();
+    if (arrays.size() != specs.size())
+      throw py::value_error("the program takes " +
+                            std::to_string(specs.size()) + " arguments, got " +
+                            std::to_string(arrays.size()));
+    std::vector<HostTensor> tensors;
+    for (auto [index, spec] : llvm::enumerate(specs)) {
+      py::array array = py::array::ensure(
+          arrays[index], py::array::c_style | py::array::forcecast);
+      if (!array.dtype().is(dtypeOf(spec.kind)))
+        throw py::value_error(
+            "argument " + std::to_string(index) + " must have dtype " +
+            py::str(dtypeOf(spec.kind)).cast<std::string>() + " (" +
+            spec.typeText + "), got " +
+            py::str(array.dtype()).cast<std::string>());
+      HostTensor tensor;
+      tensor.kind = spec.kind;
+      tensor.shape.assign(array.shape(), array.shape() + array.ndim());
+      tensor.bytes.resize(array.nbytes());
+      std::memcpy(tensor.bytes.data(), array.data(), array.nbytes());
+      tensors.push_back(std::move(tensor));
+    }
+    auto prepared = program->prepare(tensors);
+    if (!prepared)
+      raise(prepared.takeError());
+    return std::make_shared<JitProgram::PreparedArguments>(
+        std::move(*prepared));
+  }
+
+  std::vector<py::array>
+  run(const std::shared_ptr<JitProgram::PreparedArguments> &prepared) {
+    llvm::Expected<std::vector<HostTensor>> outputs = [&] {
+      py::gil_scoped_release release;
+      return program->run(*prepared);
+    }();
+    if (!outputs)
+      raise(outputs.takeError());
+    std::vector<py::array> arrays;
+    for (HostTensor &output : *outputs) {
+      py::array array(dtypeOf(output.kind),
+                      std::vector<py::ssize_t>(output.shape.begin(),
+                                               output.shape.end()));
+      std::memcpy(array.mutable_data(), output.bytes.data(),
+                  output.bytes.size());
+      arrays.push_back(std::move(array));
+    }
+    return arrays;
+  }
+
+private:
+  std::unique_ptr<MLIRContext> context;
+  std::unique_ptr<JitProgram> program;
+};
+
+} // namespace
+
+PYBIND11_MODULE(_lamina, m) {
+  m.doc() = "Lamina's compiler and runtime (C++), wrapped for the lamina "
+            "package";
+  registerAllPasses();
+
+  py::class_<JitProgram::PreparedArguments,
+             std::shared_ptr<JitProgram::PreparedArguments>>(
+      m, "PreparedArguments",
+      "Arguments checked and with weights packed, ready for repeated calls");
+
+  py::class_<Program>(m, "Program",
+                      "An IR module compiled with a named pipeline for the "
+                      "host CPU and loaded with the JIT")
+      .def(py::init<const std::string &, const std::string &,
+                    const std::string &>(),
+           py::arg("source"), py::arg("entry") = "main",
+           py::arg("pipeline") = "lamina-cpu-pipeline")
+      .def_property_readonly("inputs", &Program::inputs,
+                             "(dtype, shape) of every argument")
+      .def("prepare", &Program::prepare, py::arg("arrays"),
+           "check the arguments and pack the weights once")
+      .def("run", &Program::run, py::arg("prepared"),
+           "call the function; returns its results as NumPy arrays");
+}

@@ -1,0 +1,61 @@
+"""lamina.Program: compile IR from Python and call it on NumPy arrays."""
+
+import pathlib
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+import lamina
+from layer_ir import linear_layer
+
+GOLDEN = pathlib.Path(__file__).resolve().parents[1] / "data" / "lns-golden"
+
+
+def test_layer_against_eager_pytorch():
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal((3, 5, 32)).astype(np.float32)
+    w = rng.standard_normal((48, 32)).astype(np.float32)
+    b = rng.standard_normal(48).astype(np.float32)
+    program = lamina.Program(linear_layer("linear_act", x.shape, 48,
+                                          attrs="activation gelu_erf"))
+    assert program.inputs == [("f32", [3, 5, 32]), ("f32", [48, 32]),
+                              ("f32", [48])]
+    prepared = program.prepare([x, w, b])  # weights packed once
+    for _ in range(2):
+        (y,) = program.run(prepared)
+        torch.testing.assert_close(
+            torch.from_numpy(y),
+            F.gelu(F.linear(*(torch.from_numpy(a) for a in (x, w, b)))))
+
+
+def test_lns_codes_are_golden():
+    d = np.load(GOLDEN / "add_f23.npz")
+    n = d["x"].shape[0]
+    t = f"tensor<{n}x!lns.num<f = 23>>"
+    program = lamina.Program(f"""func.func @main(%x: {t}, %y: {t}) -> {t} {{
+  %0 = lns.add %x, %y : {t}, {t}
+  return %0 : {t}
+}}""")
+    (out,) = program.run(program.prepare([d["x"], d["y"]]))
+    keep = ~d["near_tie"]
+    assert np.array_equal(out[keep], d["out"][keep])
+
+
+def test_errors():
+    program = lamina.Program(linear_layer("linear", (4, 8), 16))
+    x, w = np.zeros((4, 8), np.float32), np.zeros((16, 8), np.float32)
+    b = np.zeros(16, np.float32)
+    with pytest.raises(ValueError, match="takes 3 arguments, got 2"):
+        program.prepare([x, w])
+    with pytest.raises(ValueError, match="must have dtype float32"):
+        program.prepare([x.astype(np.float64), w, b])
+    with pytest.raises(ValueError, match=r"must be tensor<16x8xf32>, got shape \[8, 16\]"):
+        program.prepare([x, w.T.copy(), b])
+    with pytest.raises(ValueError, match="cannot parse the program"):
+        lamina.Program("func.func @f(")
+    with pytest.raises(ValueError, match="no function @nope"):
+        lamina.Program(linear_layer("linear", (4, 8), 16), entry="nope")
+    with pytest.raises(ValueError, match="bad pipeline"):
+        lamina.Program(linear_layer("linear", (4, 8), 16), pipeline="no-such")
