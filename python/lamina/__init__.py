@@ -5,6 +5,9 @@ compiled extension:
 
 - :class:`lamina.Program` — an IR module compiled with a named pipeline
   (``lamina-cpu-pipeline`` by default) and called on NumPy arrays;
+- :mod:`lamina.lns` — LNS arithmetic on int64 code arrays through compiled
+  kernels (encode, decode, add, sub, mul, div, neg, abs, sqrt, sum, matmul,
+  linear), bit-exact with the xlnstorch reference;
 - :mod:`lamina.philox` — the dropout random stream (Philox-4x32-10 keyed by
   (seed, offset, element index)) in NumPy, the reference the compiled masks
   must equal;
@@ -13,7 +16,8 @@ compiled extension:
 - :mod:`lamina.tools` — locating and running the command-line tools.
 """
 
-from . import lns_numpy, philox, tools
 from ._lamina import PreparedArguments, Program
+from . import lns, lns_numpy, philox, tools  # noqa: E402 (lns needs Program)
 
-__all__ = ["Program", "PreparedArguments", "lns_numpy", "philox", "tools"]
+__all__ = ["Program", "PreparedArguments", "lns", "lns_numpy", "philox",
+           "tools"]

@@ -1,0 +1,186 @@
+"""LNS arithmetic on int64 code arrays, running Lamina's compiled kernels.
+
+Every function takes the base as ``f=`` (fractional bits) or ``b=`` (an
+explicit base), never both; operands given in another base (``y_f=``,
+``weight_f=``, ``bias_f=`` ...) are converted to the first operand's base by
+the spec's mixed-base rule, and results are in that base. Codes are bit-exact
+with the xlnstorch reference. Each (operation, shapes, bases) is compiled
+once and cached.
+"""
+
+import functools
+
+import numpy as np
+
+from ._lamina import Program
+
+DEFAULT_F = 23
+
+
+def _num(f=None, b=None):
+    """The MLIR type of an LNS number in base 2^(2^-f) or b."""
+    if f is not None and b is not None:
+        raise ValueError("give the base as f= or b=, not both")
+    if b is not None:
+        if not b > 1.0:
+            raise ValueError(f"an LNS base must be greater than 1, got {b}")
+        return f"!lns.num<b = {float(b)!r}>"
+    return f"!lns.num<f = {DEFAULT_F if f is None else int(f)}>"
+
+
+def _tensor(shape, element):
+    return "tensor<" + "".join(f"{s}x" for s in shape) + element + ">"
+
+
+@functools.lru_cache(maxsize=256)
+def _program(source):
+    return Program(source)
+
+
+def _call(source, *arrays):
+    program = _program(source)
+    results = program.run(program.prepare(list(arrays)))
+    return results[0] if len(results) == 1 else tuple(results)
+
+
+def _codes(array):
+    return np.ascontiguousarray(array, dtype=np.int64)
+
+
+def encode(x, f=None, b=None):
+    """Floats → codes: x == 0 → zero, else roundHalfEven(log|x| / log b)."""
+    x = np.ascontiguousarray(x, dtype=np.float64)
+    t = _tensor(x.shape, _num(f, b))
+    source = f"""func.func @main(%x: {_tensor(x.shape, 'f64')}) -> {t} {{
+  %0 = lns.encode %x : {_tensor(x.shape, 'f64')} -> {t}
+  return %0 : {t}
+}}"""
+    return _call(source, x)
+
+
+def decode(codes, f=None, b=None):
+    """Codes → float64 values."""
+    codes = _codes(codes)
+    t = _tensor(codes.shape, _num(f, b))
+    out = _tensor(codes.shape, "f64")
+    source = f"""func.func @main(%x: {t}) -> {out} {{
+  %0 = lns.decode %x : {t} -> {out}
+  return %0 : {out}
+}}"""
+    return _call(source, codes)
+
+
+def _unary(op, x, f, b):
+    x = _codes(x)
+    t = _tensor(x.shape, _num(f, b))
+    source = f"""func.func @main(%x: {t}) -> {t} {{
+  %0 = lns.{op} %x : {t}
+  return %0 : {t}
+}}"""
+    return _call(source, x)
+
+
+def _binary(op, x, y, f, b, y_f, y_b, sbdb):
+    x, y = _codes(x), _codes(y)
+    x, y = np.broadcast_arrays(x, y)
+    x, y = np.ascontiguousarray(x), np.ascontiguousarray(y)
+    tx = _tensor(x.shape, _num(f, b))
+    ty = _tensor(y.shape, _num(y_f, y_b) if (y_f, y_b) != (None, None)
+                 else _num(f, b))
+    mode = f"sbdb {sbdb} " if sbdb != "ideal" else ""
+    source = f"""func.func @main(%x: {tx}, %y: {ty}) -> {tx} {{
+  %0 = lns.{op} %x, %y {mode}: {tx}, {ty}
+  return %0 : {tx}
+}}"""
+    return _call(source, x, y)
+
+
+def neg(x, f=None, b=None):
+    return _unary("neg", x, f, b)
+
+
+def abs(x, f=None, b=None):  # noqa: A001 - the spec's name
+    return _unary("abs", x, f, b)
+
+
+def sqrt(x, f=None, b=None):
+    return _unary("sqrt", x, f, b)
+
+
+def mul(x, y, f=None, b=None, y_f=None, y_b=None):
+    return _binary("mul", x, y, f, b, y_f, y_b, "ideal")
+
+
+def div(x, y, f=None, b=None, y_f=None, y_b=None):
+    return _binary("div", x, y, f, b, y_f, y_b, "ideal")
+
+
+def add(x, y, f=None, b=None, y_f=None, y_b=None, sbdb="ideal"):
+    return _binary("add", x, y, f, b, y_f, y_b, sbdb)
+
+
+def sub(x, y, f=None, b=None, y_f=None, y_b=None, sbdb="ideal"):
+    return _binary("sub", x, y, f, b, y_f, y_b, sbdb)
+
+
+def sum(codes, axis=None, f=None, b=None, sbdb="ideal"):  # noqa: A001
+    """Sequential sum (the reference's order) over `axis` (None: all)."""
+    codes = _codes(codes)
+    rank = codes.ndim
+    dims = list(range(rank)) if axis is None else sorted(
+        a % rank for a in np.atleast_1d(axis))
+    kept = [s for d, s in enumerate(codes.shape) if d not in dims]
+    element = _num(f, b)
+    t = _tensor(codes.shape, element)
+    r = _tensor(kept, element)
+    mode = f"sbdb {sbdb} " if sbdb != "ideal" else ""
+    source = f"""func.func @main(%x: {t}) -> {r} {{
+  %0 = lns.sum %x dims [{', '.join(map(str, dims))}] {mode}: {t} -> {r}
+  return %0 : {r}
+}}"""
+    return _call(source, codes)
+
+
+def matmul(a, c, f=None, b=None, c_f=None, c_b=None, sbdb="ideal"):
+    """a[..., M, K] · c[..., K, N], sequential over K, batch broadcast."""
+    a, c = _codes(a), _codes(c)
+    batch = np.broadcast_shapes(a.shape[:-2], c.shape[:-2])
+    out_shape = tuple(batch) + (a.shape[-2], c.shape[-1])
+    ta = _tensor(a.shape, _num(f, b))
+    tc = _tensor(c.shape, _num(c_f, c_b) if (c_f, c_b) != (None, None)
+                 else _num(f, b))
+    to = _tensor(out_shape, _num(f, b))
+    mode = f"sbdb {sbdb} " if sbdb != "ideal" else ""
+    source = f"""func.func @main(%a: {ta}, %c: {tc}) -> {to} {{
+  %0 = lns.matmul %a, %c {mode}: {ta}, {tc} -> {to}
+  return %0 : {to}
+}}"""
+    return _call(source, a, c)
+
+
+def linear(x, weight, bias=None, f=None, b=None, weight_f=None, weight_b=None,
+           bias_f=None, bias_b=None, sbdb="ideal"):
+    """x[..., K] · weightᵀ + bias, the bias added once after the sum."""
+    x, weight = _codes(x), _codes(weight)
+    element = _num(f, b)
+
+    def other(of, ob):
+        return _num(of, ob) if (of, ob) != (None, None) else element
+
+    tx = _tensor(x.shape, element)
+    tw = _tensor(weight.shape, other(weight_f, weight_b))
+    ty = _tensor(x.shape[:-1] + (weight.shape[0],), element)
+    mode = f"sbdb {sbdb} " if sbdb != "ideal" else ""
+    args, operands, types, inputs = f"%x: {tx}, %w: {tw}", "%x, %w", f"{tx}, {tw}", [x, weight]
+    if bias is not None:
+        bias = _codes(bias)
+        tb = _tensor(bias.shape, other(bias_f, bias_b))
+        args += f", %b: {tb}"
+        operands += " bias %b"
+        types += f", {tb}"
+        inputs.append(bias)
+    source = f"""func.func @main({args}) -> {ty} {{
+  %0 = lns.linear {operands} {mode}: {types} -> {ty}
+  return %0 : {ty}
+}}"""
+    return _call(source, *inputs)

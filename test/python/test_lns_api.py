@@ -1,0 +1,69 @@
+"""lamina.lns: the Python LNS functions against the golden vectors."""
+
+import pathlib
+
+import numpy as np
+import pytest
+
+from lamina import lns
+
+GOLDEN = pathlib.Path(__file__).resolve().parents[1] / "data" / "lns-golden"
+
+
+def load(name):
+    return np.load(GOLDEN / f"{name}.npz")
+
+
+@pytest.mark.parametrize("op", ["add", "sub", "mul", "div"])
+def test_binary(op):
+    d = load(f"{op}_f16")
+    got = getattr(lns, op)(d["x"], d["y"], f=16)
+    keep = ~d["near_tie"] if "near_tie" in d.files else slice(None)
+    assert np.array_equal(got[keep], d["out"][keep])
+
+
+@pytest.mark.parametrize("op", ["neg", "abs", "sqrt"])
+def test_unary(op):
+    d = load(f"{op}_f10")
+    assert np.array_equal(getattr(lns, op)(d["x"], f=10), d["out"])
+
+
+def test_encode_decode():
+    d = load("encode_f23")
+    keep = ~d["near_tie"]
+    assert np.array_equal(lns.encode(d["x"])[keep], d["out"][keep])
+    d = load("decode_f16")
+    keep = ~d["near_limit"]
+    np.testing.assert_allclose(lns.decode(d["x"], f=16)[keep], d["out"][keep],
+                               rtol=1e-14, atol=0)
+
+
+def test_sum_and_table_mode():
+    d = load("sum_f10_16x48")
+    assert np.array_equal(lns.sum(d["x"], axis=-1, f=10), d["out_lastdim"])
+    assert np.array_equal(lns.sum(d["x"], f=10), d["out_all"])
+    assert np.array_equal(lns.sum(d["x"], axis=1, f=10, sbdb="table"),
+                          d["out_lastdim"])
+
+
+def test_linear_and_mixed_bases():
+    d = load("linear_f10_b2_m5_k17_n6")
+    assert np.array_equal(lns.linear(d["x"], d["w"], d["b"], f=10), d["out"])
+    assert np.array_equal(lns.linear(d["x"], d["w"], f=10), d["out_nobias"])
+    d = load("linear_mixed_fx16_fw12_fb12_m4_k24_n5")
+    assert np.array_equal(
+        lns.linear(d["x"], d["w"], d["b"], f=16, weight_f=12, bias_f=12),
+        d["out"])
+
+
+def test_matmul_is_linear_of_transpose():
+    d = load("linear_f10_m8_k64_n16")
+    assert np.array_equal(lns.matmul(d["x"], d["w"].T.copy(), f=10),
+                          d["out_nobias"])
+
+
+def test_base_errors():
+    with pytest.raises(ValueError, match="f= or b=, not both"):
+        lns.neg(np.zeros(3, np.int64), f=10, b=1.5)
+    with pytest.raises(ValueError, match="greater than 1"):
+        lns.neg(np.zeros(3, np.int64), b=0.5)
