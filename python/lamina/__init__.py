@@ -5,6 +5,8 @@ compiled extension:
 
 - :class:`lamina.Program` — an IR module compiled with a named pipeline
   (``lamina-cpu-pipeline`` by default) and called on NumPy arrays;
+- :mod:`lamina.op` — the Slapo linear family as torch modules with the
+  spec's eager semantics;
 - :mod:`lamina.lns` — LNS arithmetic on int64 code arrays through compiled
   kernels (encode, decode, add, sub, mul, div, neg, abs, sqrt, sum, matmul,
   linear), bit-exact with the xlnstorch reference;
@@ -17,7 +19,7 @@ compiled extension:
 """
 
 from ._lamina import PreparedArguments, Program
-from . import lns, lns_numpy, philox, tools  # noqa: E402 (lns needs Program)
+from . import lns, lns_numpy, op, philox, tools  # noqa: E402 (lns needs Program)
 
-__all__ = ["Program", "PreparedArguments", "lns", "lns_numpy", "philox",
+__all__ = ["Program", "PreparedArguments", "lns", "lns_numpy", "op", "philox",
            "tools"]
