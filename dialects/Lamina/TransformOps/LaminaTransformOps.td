@@ -110,6 +110,43 @@ def Lamina_FuseTransformOp : Lamina_TransformOp<"fuse", [
   }];
 }
 
+def Lamina_ReplaceTransformOp : Lamina_TransformOp<"replace", [
+    FunctionalStyleTransformOpTrait, MemoryEffectsOpInterface,
+    TransformOpInterface, TransformEachOpTrait]> {
+  let summary = "Swap a layer for an equivalent variant (Slapo replace)";
+  let description = [{
+    Keeps the layer's path, parameters and sync:
+
+    - `"fused_linear"`: the fused form, one op with the layer's epilogue;
+    - `"lns"` with `f N`: the LNS variant; the float input, weight and bias
+      are encoded in base 2^(2^-N), the layer runs on LNS numbers (the
+      reference's sequential dot products), and its result is decoded back
+      to the original float type.
+
+    #### Return modes
+    Consumes the handle and returns one to the new layers. Produces a
+    silenceable failure, with a note, for an op that is not a linear layer,
+    an unknown variant, an LNS variant without `f`, or a layer with an
+    activation or dropout (LNS layers have neither).
+
+    ```mlir
+    %l = transform.lamina.replace %fc "lns" f 10 : (!transform.any_op) -> !transform.any_op
+    ```
+  }];
+  let arguments = (ins TransformHandleTypeInterface:$target, StrAttr:$variant,
+                   OptionalAttr<I64Attr>:$f);
+  let results = (outs TransformHandleTypeInterface:$result);
+  let assemblyFormat = [{
+    $target $variant (`f` $f^)? attr-dict `:` functional-type(operands, results)
+  }];
+  let extraClassDeclaration = [{
+    ::mlir::DiagnosedSilenceableFailure applyToOne(
+        ::mlir::transform::TransformRewriter &rewriter, ::mlir::Operation *target,
+        ::mlir::transform::ApplyToEachResultList &results,
+        ::mlir::transform::TransformState &state);
+  }];
+}
+
 /// Ops that change parameters or attributes of the layers a handle points
 /// to without replacing them.
 class Lamina_LayerAttributeOp<string mnemonic>

@@ -133,6 +133,61 @@ FuseTransformOp::applyToOne(transform::TransformRewriter &rewriter, Operation *t
 }
 
 //===----------------------------------------------------------------------===//
+// ReplaceTransformOp
+//===----------------------------------------------------------------------===//
+
+DiagnosedSilenceableFailure
+ReplaceTransformOp::applyToOne(transform::TransformRewriter &rewriter,
+                               Operation *target,
+                               transform::ApplyToEachResultList &results,
+                               transform::TransformState &) {
+  std::optional<LinearLayerParts> parts = getLinearLayerParts(target);
+  if (!parts)
+    return failOn(*this, target, "replace applies to linear layers");
+  Location loc = target->getLoc();
+  auto resultType = cast<RankedTensorType>(target->getResult(0).getType());
+  rewriter.setInsertionPoint(target);
+  if (getVariant() == "fused_linear") {
+    auto fused = FusedLinearOp::create(
+        rewriter, loc, resultType, parts->path, parts->input, parts->weight,
+        parts->sync, parts->bias, parts->activation, parts->dropout,
+        parts->seed);
+    rewriter.replaceOp(target, fused.getResult());
+    results.push_back(fused);
+    return DiagnosedSilenceableFailure::success();
+  }
+  if (getVariant() != "lns")
+    return failOn(*this, target,
+                  "unknown variant '" + getVariant() +
+                      "' (expected \"fused_linear\" or \"lns\")");
+  if (!getF())
+    return failOn(*this, target, "the LNS variant needs its base: f N");
+  if (parts->activation || parts->dropout)
+    return failOn(*this, target,
+                  "LNS layers have no activation or dropout to carry over");
+  if (isa<lns::NumType>(resultType.getElementType()))
+    return failOn(*this, target, "the layer already computes in LNS");
+  auto number = lns::NumType::get(getContext(), *getF());
+  auto encode = [&](Value value) -> Value {
+    if (!value)
+      return value;
+    auto type = cast<RankedTensorType>(value.getType());
+    return lns::EncodeOp::create(rewriter, loc, type.clone(number), value);
+  };
+  Value input = encode(parts->input);
+  Value weight = encode(parts->weight);
+  Value bias = encode(parts->bias);
+  Operation *layer =
+      LinearWithSyncOp::create(rewriter, loc, resultType.clone(number),
+                               parts->path, input, weight, parts->sync, bias);
+  Value decoded = lns::DecodeOp::create(rewriter, loc, resultType,
+                                        layer->getResult(0));
+  rewriter.replaceOp(target, decoded);
+  results.push_back(layer);
+  return DiagnosedSilenceableFailure::success();
+}
+
+//===----------------------------------------------------------------------===//
 // Parameter access
 //===----------------------------------------------------------------------===//
 
