@@ -17,6 +17,7 @@ config.test_exec_root = os.path.join(config.lamina_obj_root, "test")
 
 config.substitutions.append(("%PATH%", config.environment["PATH"]))
 config.substitutions.append(("%lamina_src", config.lamina_src_root))
+config.substitutions.append(("%lamina_obj", config.lamina_obj_root))
 config.substitutions.append(("%python", config.python_executable))
 
 llvm_config.use_default_substitutions()

@@ -2,6 +2,7 @@
 
 #include "lamina/Execution/JitProgram.h"
 
+#include "lamina/Lamina/Transforms/Passes.h"
 #include "lamina/Lns/IR/Lns.h"
 
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -89,6 +90,17 @@ JitProgram::compile(OwningOpRef<ModuleOp> module, StringRef entry,
     return createStringError(std::errc::invalid_argument,
                              "no function @%s in the module; it defines:%s",
                              entry.str().c_str(), known.c_str());
+  }
+
+  // Lazy layers take their in_features from their inputs before the
+  // signature is fixed for the host.
+  {
+    PassManager lazy(module->getContext());
+    lazy.addPass(createLaminaMaterializeLazyWeights());
+    if (failed(lazy.run(*module)))
+      return createStringError(std::errc::invalid_argument,
+                               "cannot materialize the lazy weights "
+                               "(diagnostics above)");
   }
 
   std::unique_ptr<JitProgram> program(new JitProgram());

@@ -48,6 +48,26 @@ def LaminaFuseEpilogues : Pass<"lamina-fuse-epilogues"> {
   let dependentDialects = ["::mlir::lamina::LaminaDialect"];
 }
 
+def LaminaMaterializeLazyWeights : Pass<"lamina-materialize-lazy-weights",
+                                         "::mlir::ModuleOp"> {
+  let summary = "Fix the in_features of lazy layers from their inputs "
+                "(LazyLinear, LNSLazyLinear)";
+  let description = [{
+    A lazy layer's weight is a function argument `[out, ?]` whose input
+    width is unknown until the first input fixes it. This pass takes the
+    width from each layer's static input and gives the weight argument that
+    static shape, so that the rest of the compiler sees an ordinary layer. A
+    weight used by inputs of two different widths is an error, as a later
+    call with another width is in PyTorch.
+
+    ```mlir
+    func.func @f(%x: tensor<4x17x!lns.num<f = 10>>, %w: tensor<8x?x!lns.num<f = 10>>)
+    // becomes
+    func.func @f(%x: tensor<4x17x!lns.num<f = 10>>, %w: tensor<8x17x!lns.num<f = 10>>)
+    ```
+  }];
+}
+
 def LaminaCheckLayouts : Pass<"lamina-check-layouts", "::mlir::ModuleOp"> {
   let summary = "Infer R / S(axis) / P layouts of a sharded program and "
                 "reject what the spec calls errors";
