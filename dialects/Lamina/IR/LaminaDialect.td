@@ -41,6 +41,12 @@ def Lamina_Dialect : Dialect {
     /// Unit attribute on a layer: recompute its activations in backward.
     static constexpr ::llvm::StringLiteral kCheckpointAttrName =
         "lamina.checkpoint";
+    /// Unit attribute on a layer: a pipeline stage ends after it.
+    static constexpr ::llvm::StringLiteral kPipelineCutAttrName =
+        "lamina.pipeline_cut";
+    /// Function attribute: the pipeline stage a function computes.
+    static constexpr ::llvm::StringLiteral kPipelineStageAttrName =
+        "lamina.pipeline_stage";
     /// Module attribute holding the number of ranks of the device grid.
     static constexpr ::llvm::StringLiteral kWorldSizeAttrName =
         "lamina.world_size";

@@ -227,6 +227,28 @@ def Lamina_SyncTransformOp : Lamina_LayerAttributeOp<"sync"> {
   let hasVerifier = 1;
 }
 
+def Lamina_CutPipelineStageTransformOp
+    : Lamina_LayerAttributeOp<"cut_pipeline_stage"> {
+  let summary = "End a pipeline stage after this layer (Slapo "
+                "cut_pipeline_stage)";
+  let description = [{
+    Marks each layer with `lamina.pipeline_cut`; `lamina-split-pipeline-stages`
+    then splits its function after every marked layer into stage functions
+    `@f_stage0`, `@f_stage1`, ..., each taking the values the next stages
+    need, and `@f` calls them in order.
+
+    #### Return modes
+    Reads the handle, modifies the payload. Produces a silenceable failure
+    for an op that is not a layer, or one not directly in a function body.
+
+    ```mlir
+    transform.lamina.cut_pipeline_stage %attn : !transform.any_op
+    ```
+  }];
+  let arguments = (ins TransformHandleTypeInterface:$target);
+  let assemblyFormat = "$target attr-dict `:` type($target)";
+}
+
 def Lamina_AnnotateTransformOp : Lamina_LayerAttributeOp<"annotate"> {
   let summary = "Attach metadata to a layer parameter (Slapo annotate)";
   let description = [{

@@ -68,6 +68,30 @@ def LaminaMaterializeLazyWeights : Pass<"lamina-materialize-lazy-weights",
   }];
 }
 
+def LaminaSplitPipelineStages : Pass<"lamina-split-pipeline-stages",
+                                      "::mlir::ModuleOp"> {
+  let summary = "Split functions into pipeline stages after the layers "
+                "marked by cut_pipeline_stage";
+  let description = [{
+    A function whose body holds layers marked `lamina.pipeline_cut` becomes
+    stage functions `@f_stage0 … @f_stageN` (attribute
+    `lamina.pipeline_stage = i`): stage i runs the ops after cut i−1 up to
+    and including cut i, takes the values it uses that earlier stages (or
+    the function's arguments) define, and returns those that later stages
+    use. `@f` calls the stages in order, so the single-process program is
+    unchanged; a pipeline runtime runs stage i on rank i.
+
+    ```mlir
+    func.func @f(%x) { %h = lamina.linear "a" ... {lamina.pipeline_cut}
+                       %y = lamina.linear "b" %h ... ; return %y }
+    // becomes
+    func.func @f_stage0(%x) -> %h     func.func @f_stage1(%h) -> %y
+    func.func @f(%x) { %h = call @f_stage0(%x); %y = call @f_stage1(%h) ... }
+    ```
+  }];
+  let dependentDialects = ["::mlir::func::FuncDialect"];
+}
+
 def LaminaCheckLayouts : Pass<"lamina-check-layouts", "::mlir::ModuleOp"> {
   let summary = "Infer R / S(axis) / P layouts of a sharded program and "
                 "reject what the spec calls errors";
@@ -139,7 +163,8 @@ def LaminaHoistWeightPacking : Pass<"lamina-hoist-weight-packing",
   let description = [{
     Packing a weight costs more than a whole small-batch call (4 ms for a
     4096×1024 weight against 10 ms for an M = 16 call), so it must not run
-    per call. For every public function `@f` whose body packs arguments
+    per call. For every public function `@f` not called within the module
+    whose body packs arguments
     (`linalg.pack` of a block argument), this pass creates
     `@f_pack_weights`, taking `@f`'s arguments and returning the packed
     weights, and gives `@f` one extra trailing argument per packed weight in

@@ -42,3 +42,22 @@ func.func @computed(%w: tensor<32x8xf32>) -> tensor<2x8x16xf32> {
   %p = linalg.pack %w2 inner_dims_pos = [0] inner_tiles = [16] into %e : tensor<32x8xf32> -> tensor<2x8x16xf32>
   return %p : tensor<2x8x16xf32>
 }
+
+// -----
+
+// RUN: lamina-opt %s --split-input-file --lamina-hoist-weight-packing | FileCheck %s --check-prefix=CALLED
+// A function called within the module (a pipeline stage) keeps its
+// signature and its packing; its caller has no packing of its own.
+// CALLED-LABEL: func.func @stage
+// CALLED-SAME: (%{{.*}}: tensor<32x8xf32>) -> tensor<2x8x16xf32>
+// CALLED: linalg.pack
+// CALLED-NOT: func.func @stage_pack_weights
+func.func @stage(%w: tensor<32x8xf32>) -> tensor<2x8x16xf32> {
+  %e = tensor.empty() : tensor<2x8x16xf32>
+  %p = linalg.pack %w inner_dims_pos = [0] inner_tiles = [16] into %e : tensor<32x8xf32> -> tensor<2x8x16xf32>
+  return %p : tensor<2x8x16xf32>
+}
+func.func @caller(%w: tensor<32x8xf32>) -> tensor<2x8x16xf32> {
+  %0 = call @stage(%w) : (tensor<32x8xf32>) -> tensor<2x8x16xf32>
+  return %0 : tensor<2x8x16xf32>
+}

@@ -288,10 +288,19 @@ LogicalResult LaminaDialect::verifyOperationAttribute(Operation *op,
                                 "function names to arrays of types";
     return success();
   }
-  if (attr.getName() == kCheckpointAttrName) {
+  if (attr.getName() == kCheckpointAttrName ||
+      attr.getName() == kPipelineCutAttrName) {
     if (!isa<UnitAttr>(attr.getValue()) || !isa<LaminaDialect>(op->getDialect()))
-      return op->emitError() << "'" << kCheckpointAttrName
+      return op->emitError() << "'" << attr.getName().getValue()
                              << "' is a unit attribute of lamina layers";
+    return success();
+  }
+  if (attr.getName() == kPipelineStageAttrName) {
+    auto stage = dyn_cast<IntegerAttr>(attr.getValue());
+    if (!stage || stage.getInt() < 0 || !isa<FunctionOpInterface>(op))
+      return op->emitError() << "'" << kPipelineStageAttrName
+                             << "' is a non-negative stage index on a "
+                                "function";
     return success();
   }
   if (attr.getName() == kStageAttrName) {

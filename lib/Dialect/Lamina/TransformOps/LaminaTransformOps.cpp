@@ -421,6 +421,27 @@ CheckpointTransformOp::applyToOne(transform::TransformRewriter &rewriter,
 
 
 //===----------------------------------------------------------------------===//
+// CutPipelineStageTransformOp
+//===----------------------------------------------------------------------===//
+
+DiagnosedSilenceableFailure CutPipelineStageTransformOp::applyToOne(
+    transform::TransformRewriter &rewriter, Operation *target,
+    transform::ApplyToEachResultList &, transform::TransformState &) {
+  if (!isLayer(target))
+    return emitSilenceableFailure(getLoc())
+           << "cut_pipeline_stage applies to layers, not '"
+           << target->getName() << "'";
+  if (!isa<FunctionOpInterface>(target->getParentOp()))
+    return failOn(*this, target,
+                  "a pipeline cut must be directly in a function body");
+  rewriter.modifyOpInPlace(target, [&] {
+    target->setAttr(LaminaDialect::kPipelineCutAttrName,
+                    UnitAttr::get(getContext()));
+  });
+  return DiagnosedSilenceableFailure::success();
+}
+
+//===----------------------------------------------------------------------===//
 // Extension
 //===----------------------------------------------------------------------===//
 

@@ -7,6 +7,7 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/IR/SymbolTable.h"
 
 namespace mlir::lamina {
 #define GEN_PASS_DEF_LAMINAHOISTWEIGHTPACKING
@@ -53,8 +54,11 @@ struct LaminaHoistWeightPackingPass
 
     for (auto function :
          llvm::to_vector(module.getOps<func::FuncOp>())) {
+      // Functions called inside the module (pipeline stages) keep their
+      // signatures, and with them their packing.
       if (function.isDeclaration() || !function.isPublic() ||
-          isPacker(function, plan))
+          isPacker(function, plan) ||
+          !SymbolTable::symbolKnownUseEmpty(function, module))
         continue;
       SmallVector<linalg::PackOp> packs = findArgumentPacks(function);
       if (packs.empty())
