@@ -18,8 +18,11 @@ def ConvertLaminaToLinalg : Pass<"convert-lamina-to-linalg"> {
 
     Dropout draws its mask from a counter-based Philox-4x32-10 generator
     written in `arith`: key = the seed operand, counter = (global element
-    index, the op's offset, stream), so masks depend only on (seed, offset,
-    element index) and are identical on every target and every run.
+    index >> 2, the op's offset, stream), word (index & 3) for the element,
+    so masks depend only on (seed, offset, element index) and are identical
+    on every target and every run. With packed weights the mask is drawn
+    four elements per Philox call by a separate generic (a quarter of the
+    work), then read by the epilogue.
     `fused_qkv` lowers to the projection followed by the interleaved split.
     Layers on LNS numbers lower to `lns.linear` / `lns.add`.
 

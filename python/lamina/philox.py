@@ -2,9 +2,10 @@
 
 This is the reference for the masks of compiled dropout: element ``i`` (its
 row-major index in the whole, unsharded tensor) of a dropout with seed ``s``,
-offset ``o`` and stream ``t`` is kept iff the first output word of
+offset ``o`` and stream ``t`` is kept iff output word ``i & 3`` of
 Philox-4x32-10 with key ``(s & 0xffffffff, s >> 32)`` and counter
-``(i & 0xffffffff, i >> 32, o, t)`` is at least ``round(p * 2**32)``.
+``(g & 0xffffffff, g >> 32, o, t)``, ``g = i >> 2``, is at least
+``round(p * 2**32)``: one Philox call draws four consecutive elements.
 Survivors are multiplied by ``float32(1 / (1 - p))``.
 """
 
@@ -43,15 +44,18 @@ def philox4x32(counter, key, rounds=10):
 def keep_mask(shape, p, seed, offset=0, stream=0):
     """Boolean mask of the elements a dropout keeps, for a tensor of `shape`."""
     n = int(np.prod(shape))
-    index = np.arange(n, dtype=np.uint64)
+    groups = (n + 3) // 4
+    group = np.arange(groups, dtype=np.uint64)
     seed = int(seed) & 0xFFFFFFFFFFFFFFFF
     counter = [
-        (index & _MASK32).astype(np.uint32),
-        (index >> np.uint64(32)).astype(np.uint32),
-        np.full(n, offset & 0xFFFFFFFF, dtype=np.uint32),
-        np.full(n, stream & 0xFFFFFFFF, dtype=np.uint32),
+        (group & _MASK32).astype(np.uint32),
+        (group >> np.uint64(32)).astype(np.uint32),
+        np.full(groups, offset & 0xFFFFFFFF, dtype=np.uint32),
+        np.full(groups, stream & 0xFFFFFFFF, dtype=np.uint32),
     ]
-    word = philox4x32(counter, (seed & 0xFFFFFFFF, seed >> 32))[0]
+    words = philox4x32(counter, (seed & 0xFFFFFFFF, seed >> 32))
+    # Element 4g + w takes word w of call g.
+    word = np.stack(words, axis=1).reshape(-1)[:n]
     threshold = int(round(p * 2.0**32))
     return (word.astype(np.uint64) >= np.uint64(threshold)).reshape(shape)
 

@@ -91,6 +91,7 @@ struct EpilogueSteps {
   ActivationKindAttr activation;
   DropoutAttr dropout;           // only active dropouts are applied
   Value seed;
+  Value keepMask;                // i8, the source's shape: precomputed mask
 
   bool empty() const {
     return !bias && !activation && !(dropout && dropout.isActive());
@@ -176,12 +177,16 @@ static Value buildEpilogue(OpBuilder &b, Location loc, Value source,
     inputs.push_back(source);
     maps.push_back(identity);
   }
+  if (steps.keepMask) {
+    inputs.push_back(steps.keepMask);
+    maps.push_back(identity);
+  }
   Value init = inPlace ? source : emptyLike(b, loc, source, resultElt);
   maps.push_back(identity);
 
   bool dropout = steps.dropout && steps.dropout.isActive();
   SmallVector<Value> strides;
-  if (dropout)
+  if (dropout && !steps.keepMask)
     strides = buildStrides(b, loc, source);
 
   SmallVector<utils::IteratorType> iterators(rank,
@@ -195,25 +200,31 @@ static Value buildEpilogue(OpBuilder &b, Location loc, Value source,
         };
         unsigned next = 0;
         Value bias = steps.bias ? args[next++] : Value();
-        Value value = toF32(args[next]);
+        Value value = toF32(inPlace ? args.back() : args[next++]);
+        Value mask = steps.keepMask ? args[next++] : Value();
         if (bias)
           value = arith::AddFOp::create(nb, nloc, value, toF32(bias));
         if (steps.activation)
           value = buildActivation(nb, nloc, steps.activation.getValue(), value);
         if (dropout) {
-          Value index = arith::ConstantIndexOp::create(nb, nloc, 0);
-          for (int64_t d = 0; d < rank; ++d)
-            index = arith::AddIOp::create(
-                nb, nloc, index,
-                arith::MulIOp::create(nb, nloc,
-                                      linalg::IndexOp::create(nb, nloc, d),
-                                      strides[d]));
-          Value index64 = arith::IndexCastUIOp::create(
-              nb, nloc, nb.getI64Type(), index);
           double p = steps.dropout.getProbability();
-          Value keep = buildDropoutKeep(nb, nloc, index64, steps.seed,
-                                        steps.dropout.getOffset(),
-                                        /*stream=*/0, p);
+          Value keep;
+          if (mask) {
+            keep = arith::TruncIOp::create(nb, nloc, nb.getI1Type(), mask);
+          } else {
+            Value index = arith::ConstantIndexOp::create(nb, nloc, 0);
+            for (int64_t d = 0; d < rank; ++d)
+              index = arith::AddIOp::create(
+                  nb, nloc, index,
+                  arith::MulIOp::create(nb, nloc,
+                                        linalg::IndexOp::create(nb, nloc, d),
+                                        strides[d]));
+            Value index64 = arith::IndexCastUIOp::create(
+                nb, nloc, nb.getI64Type(), index);
+            keep = buildDropoutKeep(nb, nloc, index64, steps.seed,
+                                    steps.dropout.getOffset(),
+                                    /*stream=*/0, p);
+          }
           Value scale = arith::ConstantOp::create(
               nb, nloc, nb.getF32FloatAttr(static_cast<float>(1.0 / (1.0 - p))));
           Value zero =
@@ -258,6 +269,55 @@ static Value buildMatmul(OpBuilder &b, Location loc, Value input,
       ValueRange{acc}, {b.getNamedAttr("indexing_maps", maps)});
   matmul->setAttr(kStageAttrName, b.getStringAttr("matmul"));
   return matmul.getResult(0);
+}
+
+/// The dropout mask of a [M, N/B, B] accumulator (N a multiple of 4) as
+/// i8, one Philox call per four consecutive elements: a generic over
+/// (m, g), g < N/4, yields the four decisions of group m·N/4 + g (elements
+/// 4g .. 4g+3 of row m), interleaved into [M, N] and viewed as [M, N/B, B].
+static Value buildBlockedKeepMask(OpBuilder &b, Location loc, Value acc,
+                                  const EpilogueSteps &steps) {
+  auto accType = cast<RankedTensorType>(acc.getType());
+  int64_t n = accType.getDimSize(1) * accType.getDimSize(2);
+  Type i8 = b.getI8Type();
+  OpFoldResult rows = tensor::getMixedSize(b, loc, acc, 0);
+  SmallVector<OpFoldResult> groupShape = {rows, b.getIndexAttr(n / 4)};
+  SmallVector<Value> inits;
+  for (int w = 0; w < 4; ++w)
+    inits.push_back(tensor::EmptyOp::create(b, loc, groupShape, i8));
+  SmallVector<AffineMap> maps(4, b.getMultiDimIdentityMap(2));
+  SmallVector<utils::IteratorType> parallel(2, utils::IteratorType::parallel);
+  auto words = linalg::GenericOp::create(
+      b, loc, TypeRange(ValueRange(inits)), ValueRange{}, inits, maps,
+      parallel, [&](OpBuilder &nb, Location nloc, ValueRange) {
+        Value group = arith::AddIOp::create(
+            nb, nloc,
+            arith::MulIOp::create(nb, nloc, linalg::IndexOp::create(nb, nloc, 0),
+                                  arith::ConstantIndexOp::create(nb, nloc, n / 4)),
+            linalg::IndexOp::create(nb, nloc, 1));
+        Value group64 =
+            arith::IndexCastUIOp::create(nb, nloc, nb.getI64Type(), group);
+        std::array<Value, 4> keep = buildDropoutKeepGroup(
+            nb, nloc, group64, steps.seed, steps.dropout.getOffset(),
+            /*stream=*/0, steps.dropout.getProbability());
+        SmallVector<Value> bytes;
+        for (Value bit : keep)
+          bytes.push_back(arith::ExtUIOp::create(nb, nloc, i8, bit));
+        linalg::YieldOp::create(nb, nloc, bytes);
+      });
+  // Interleave: word w of group g is element 4g + w of the row.
+  Value mask = tensor::EmptyOp::create(
+      b, loc, SmallVector<OpFoldResult>{rows, b.getIndexAttr(n)}, i8);
+  for (int w = 0; w < 4; ++w) {
+    SmallVector<OpFoldResult> offsets = {b.getIndexAttr(0), b.getIndexAttr(w)};
+    SmallVector<OpFoldResult> strides = {b.getIndexAttr(1), b.getIndexAttr(4)};
+    mask = tensor::InsertSliceOp::create(b, loc, words.getResult(w), mask,
+                                         offsets, groupShape, strides);
+  }
+  SmallVector<OpFoldResult> viewShape = tensor::getMixedSizes(b, loc, acc);
+  return tensor::ExpandShapeOp::create(
+      b, loc, accType.clone(i8), mask,
+      ArrayRef<ReassociationIndices>{{0}, {1, 2}}, viewShape);
 }
 
 /// x[..., K]·W[N, K]ᵀ with W packed into Wp[N/B, K, B]: a [M, N/B, B]
@@ -329,6 +389,9 @@ static Value buildFloatLinear(OpBuilder &b, Location loc, Value input,
   Value acc = blocked ? buildBlockedMatmul(b, loc, input, weight, accElt,
                                            weightBlock)
                       : buildMatmul(b, loc, input, weight, accElt);
+  if (blocked && steps.dropout && steps.dropout.isActive() &&
+      weightBlock % 4 == 0)
+    steps.keepMask = buildBlockedKeepMask(b, loc, acc, steps);
   if (blocked && steps.bias) {
     int64_t n = weightType.getDimSize(0);
     auto biasType = cast<RankedTensorType>(steps.bias.getType());

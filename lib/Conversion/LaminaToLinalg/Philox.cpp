@@ -67,9 +67,9 @@ mlir::lamina::buildPhilox4x32(OpBuilder &b, Location loc,
   return counter;
 }
 
-Value mlir::lamina::buildDropoutKeep(OpBuilder &b, Location loc, Value index,
-                                     Value seed, uint64_t offset,
-                                     uint32_t stream, double p) {
+std::array<Value, 4> mlir::lamina::buildDropoutKeepGroup(
+    OpBuilder &b, Location loc, Value group, Value seed, uint64_t offset,
+    uint32_t stream, double p) {
   Type i32 = b.getI32Type();
   Type i64 = b.getI64Type();
   Value shift = arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(32));
@@ -79,16 +79,39 @@ Value mlir::lamina::buildDropoutKeep(OpBuilder &b, Location loc, Value index,
                                    arith::ShRUIOp::create(b, loc, v, shift));
   };
   std::array<Value, 4> counter = {
-      low(index), high(index),
+      low(group), high(group),
       constantI32(b, loc, static_cast<uint32_t>(offset)),
       constantI32(b, loc, stream)};
   std::array<Value, 2> key = {low(seed), high(seed)};
-  Value word = buildPhilox4x32(b, loc, counter, key)[0];
+  std::array<Value, 4> words = buildPhilox4x32(b, loc, counter, key);
 
   // Drop iff word < round(p · 2^32): P(drop) = threshold / 2^32.
   auto threshold = static_cast<int64_t>(std::llround(p * 4294967296.0));
-  Value wide = arith::ExtUIOp::create(b, loc, i64, word);
   Value limit =
       arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(threshold));
-  return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, wide, limit);
+  std::array<Value, 4> keep;
+  for (int w = 0; w < 4; ++w)
+    keep[w] = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge,
+                                    arith::ExtUIOp::create(b, loc, i64, words[w]),
+                                    limit);
+  return keep;
+}
+
+Value mlir::lamina::buildDropoutKeep(OpBuilder &b, Location loc, Value index,
+                                     Value seed, uint64_t offset,
+                                     uint32_t stream, double p) {
+  Value two = arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(2));
+  Value three = arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(3));
+  Value group = arith::ShRUIOp::create(b, loc, index, two);
+  Value lane = arith::AndIOp::create(b, loc, index, three);
+  std::array<Value, 4> keep =
+      buildDropoutKeepGroup(b, loc, group, seed, offset, stream, p);
+  Value chosen = keep[3];
+  for (int w = 2; w >= 0; --w) {
+    Value isLane = arith::CmpIOp::create(
+        b, loc, arith::CmpIPredicate::eq, lane,
+        arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(w)));
+    chosen = arith::SelectOp::create(b, loc, isLane, keep[w], chosen);
+  }
+  return chosen;
 }

@@ -43,8 +43,8 @@ func.func @bf16(%x: tensor<4x8xbf16>, %w: tensor<16x8xbf16>, %b: tensor<16xbf16>
 
 // -----
 
-// Dropout: Philox-4x32-10 keyed by the seed, counter = (row-major index,
-// offset, stream 0); ten rounds of two 32x32->64 products each.
+// Dropout: Philox-4x32-10 keyed by the seed, counter = (row-major index >> 2,
+// offset, stream 0), word (index & 3); ten rounds of two 32x32->64 products.
 // CHECK-LABEL: func.func @dropout
 // CHECK-SAME: %[[SEED:[a-z0-9]+]]: i64)
 func.func @dropout(%x: tensor<4x8xf32>, %w: tensor<16x8xf32>, %b: tensor<16xf32>, %seed: i64) -> tensor<4x16xf32> {
@@ -52,6 +52,8 @@ func.func @dropout(%x: tensor<4x8xf32>, %w: tensor<16x8xf32>, %b: tensor<16xf32>
   // CHECK: %[[I:.+]] = linalg.index 0 : index
   // CHECK: %[[J:.+]] = linalg.index 1 : index
   // CHECK: arith.index_castui %{{.*}} : index to i64
+  // CHECK: arith.shrui %{{.*}}, %c2_i64 : i64
+  // CHECK: arith.andi %{{.*}}, %c3_i64 : i64
   // CHECK: arith.constant 5 : i32
   // CHECK: arith.trunci %[[SEED]] : i64 to i32
   // CHECK-COUNT-20: arith.muli %{{.*}}, %{{.*}} : i64
@@ -146,4 +148,24 @@ func.func @blocked(%x: tensor<4x8xf32>, %w: tensor<32x8xf32>, %b: tensor<32xf32>
   %0 = lamina.linear_act "fc" %x, %w bias %b activation relu : (tensor<4x8xf32>, tensor<32x8xf32>, tensor<32xf32>) -> tensor<4x32xf32>
   %1 = lamina.linear "odd" %x, %w2 : (tensor<4x8xf32>, tensor<24x8xf32>) -> tensor<4x24xf32>
   return %0, %1 : tensor<4x32xf32>, tensor<4x24xf32>
+}
+
+// -----
+
+// With packed weights, the mask comes from one Philox call per four
+// elements: a generic over (m, N/4) with four i8 results, interleaved with
+// stride 4 and viewed like the [M, N/16, 16] accumulator.
+// BLOCK-LABEL: func.func @blocked_dropout
+func.func @blocked_dropout(%x: tensor<4x8xf32>, %w: tensor<32x8xf32>, %b: tensor<32xf32>, %s: i64) -> tensor<4x32xf32> {
+  // BLOCK: %[[G:.+]]:4 = linalg.generic {{.*}} outs(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : tensor<4x8xi8>, tensor<4x8xi8>, tensor<4x8xi8>, tensor<4x8xi8>)
+  // BLOCK-COUNT-20: arith.muli %{{.*}}, %{{.*}} : i64
+  // BLOCK: linalg.yield %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : i8, i8, i8, i8
+  // BLOCK: tensor.insert_slice %[[G]]#0 into %{{.*}}[0, 0] [4, 8] [1, 4] : tensor<4x8xi8> into tensor<4x32xi8>
+  // BLOCK: tensor.insert_slice %[[G]]#3 into %{{.*}}[0, 3] [4, 8] [1, 4] : tensor<4x8xi8> into tensor<4x32xi8>
+  // BLOCK: %[[M:.+]] = tensor.expand_shape %{{.*}} {{\[\[}}0], [1, 2]] output_shape [4, 2, 16] : tensor<4x32xi8> into tensor<4x2x16xi8>
+  // BLOCK: linalg.generic {{.*}} ins(%{{.*}}, %[[M]] : tensor<2x16xf32>, tensor<4x2x16xi8>) outs(%{{.*}} : tensor<4x2x16xf32>) attrs = {lamina.stage = "epilogue"}
+  // BLOCK: arith.trunci %{{.*}} : i8 to i1
+  // BLOCK-NOT: arith.muli %{{.*}}, %{{.*}} : i64
+  %0 = lamina.linear_dropout "fc" %x, %w bias %b dropout <p = 0.5, training> seed %s : (tensor<4x8xf32>, tensor<32x8xf32>, tensor<32xf32>, i64) -> tensor<4x32xf32>
+  return %0 : tensor<4x32xf32>
 }

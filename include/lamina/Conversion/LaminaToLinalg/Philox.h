@@ -21,12 +21,20 @@ std::array<Value, 4> buildPhilox4x32(OpBuilder &builder, Location loc,
                                      std::array<Value, 4> counter,
                                      std::array<Value, 2> key);
 
-/// Whether dropout keeps element `index` (i64, the element's row-major index
-/// in the whole tensor): the first output word of Philox with key = `seed`
-/// (i64) and counter = (index, offset, stream) is compared with
-/// round(p · 2^32). Returns an i1.
+/// The dropout stream: element `index` (i64, its row-major index in the
+/// whole tensor) is kept iff word `index & 3` of Philox with key = `seed`
+/// (i64) and counter = (index >> 2, offset, stream) is at least
+/// round(p · 2^32): one Philox call draws four consecutive elements.
+/// Returns an i1.
 Value buildDropoutKeep(OpBuilder &builder, Location loc, Value index,
                        Value seed, uint64_t offset, uint32_t stream, double p);
+
+/// The keep decisions (i1) of the four elements 4·group .. 4·group + 3 of
+/// the same stream, from one Philox call.
+std::array<Value, 4> buildDropoutKeepGroup(OpBuilder &builder, Location loc,
+                                           Value group, Value seed,
+                                           uint64_t offset, uint32_t stream,
+                                           double p);
 
 } // namespace mlir::lamina
 
