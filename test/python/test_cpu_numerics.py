@@ -104,22 +104,32 @@ def from_bits(array, element):
     return array.astype(np.float64)
 
 
+HALF_LAYERS = {
+    "linear": ("", lambda z: z),
+    "linear_separate_bias": ("", lambda z: z),
+    "linear_act": ("activation gelu_tanh", lambda z: 0.5 * z * (
+        1 + np.tanh(np.sqrt(2 / np.pi) * (z + 0.044715 * z**3)))),
+    "linear_dropout": ("dropout <p = 0.2>", lambda z: z),  # eval mode
+}
+
+
+@pytest.mark.parametrize("op", sorted(HALF_LAYERS))
 @pytest.mark.parametrize("element", ["bf16", "f16"])
 @pytest.mark.parametrize("result_element", ["same", "f32"])
 @pytest.mark.parametrize("x_shape,n", [((8, 64), 32), ((2, 3, 17), 5)])
-def test_half_precision(tmp_path, element, result_element, x_shape, n):
+def test_half_precision(tmp_path, op, element, result_element, x_shape, n):
     """Rounded inputs, f32 accumulation, against float64 on the same inputs."""
     rng = np.random.default_rng(5)
     x, x64 = to_bits(randn(rng, *x_shape), element)
     w, w64 = to_bits(randn(rng, n, x_shape[-1]), element)
     b, b64 = to_bits(randn(rng, n), element)
     out = element if result_element == "same" else "f32"
-    ir = linear_layer("linear_act", x_shape, n, element=element,
-                      result_element=out, attrs="activation gelu_tanh")
+    attrs, reference = HALF_LAYERS[op]
+    ir = linear_layer(op, x_shape, n, element=element, result_element=out,
+                      attrs=attrs)
     (y,) = run_ir(ir, [x, w, b], tmp_path)
     got = from_bits(y, out) if out != "f32" else y.astype(np.float64)
-    z = x64 @ w64.T + b64
-    ref = 0.5 * z * (1 + np.tanh(np.sqrt(2 / np.pi) * (z + 0.044715 * z**3)))
+    ref = reference(x64 @ w64.T + b64)
     bound = (1e-2 if out != "f32" else 1e-4) * np.abs(ref).max()
     assert np.abs(got - ref).max() <= bound
 
@@ -195,3 +205,21 @@ def test_two_threads(tmp_path, kind):
         torch.testing.assert_close(
             torch.from_numpy(two),
             F.gelu(eager_linear(x, w, b), approximate="tanh"))
+
+
+@pytest.mark.parametrize("element", ["bf16", "f16"])
+def test_half_precision_fused_qkv(tmp_path, element):
+    hidden, heads = 32, 4
+    rng = np.random.default_rng(10)
+    x, x64 = to_bits(randn(rng, 3, hidden), element)
+    w, w64 = to_bits(randn(rng, 3 * hidden, hidden), element)
+    b, b64 = to_bits(randn(rng, 3 * hidden), element)
+    ir = linear_layer("fused_qkv", (3, hidden), 3 * hidden, element=element,
+                      result_element="f32",
+                      attrs=f"num_heads {heads} world_size 1",
+                      qkv_heads=(heads, hidden // heads))
+    outputs = run_ir(ir, [x, w, b], tmp_path)
+    qkv = (x64 @ w64.T + b64).reshape(3, heads, hidden // heads, 3)
+    for t, got in enumerate(outputs):
+        ref = qkv[..., t]
+        assert np.abs(got - ref).max() <= 1e-4 * np.abs(ref).max()
