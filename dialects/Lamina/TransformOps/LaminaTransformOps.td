@@ -205,8 +205,9 @@ def Lamina_SyncTransformOp : Lamina_LayerAttributeOp<"sync"> {
     `lamina.sync` on the layer's input.
 
     #### Return modes
-    Reads the handle, modifies the payload (fwd_post replaces the layer op:
-    handles to it follow the replacement). A mode/collective pair that does
+    Reads the handle, modifies the payload (a fwd_post sync on
+    `lamina.linear` or `linear_separate_bias` replaces the op with a
+    `linear_sync`; other layers take it in their sync slot in place). A mode/collective pair that does
     not exist, or a missing axis, is a verifier error of this op. Produces a
     silenceable failure, with a note on the layer, for an out-of-range axis,
     a layer that already has a fwd_post sync, or a layer kind without a sync

@@ -245,17 +245,24 @@ static Value buildEpilogue(OpBuilder &b, Location loc, Value source,
 // Matmul
 //===----------------------------------------------------------------------===//
 
+/// A zero-filled accumulator of `shape`.
+static Value buildZeroAccumulator(OpBuilder &b, Location loc,
+                                  ArrayRef<OpFoldResult> shape, Type accElt) {
+  Value empty = tensor::EmptyOp::create(b, loc, shape, accElt);
+  Value zero = arith::ConstantOp::create(b, loc, b.getZeroAttr(accElt));
+  return linalg::FillOp::create(b, loc, ValueRange{zero}, ValueRange{empty})
+      .getResult(0);
+}
+
 /// x[..., K]·W[N, K]ᵀ as a [M, N] accumulator (f32 for f16/bf16 inputs).
 static Value buildMatmul(OpBuilder &b, Location loc, Value input,
                          Value weight, Type accElt) {
   Value rows = flattenRows(b, loc, input);
-  SmallVector<OpFoldResult> shape = {tensor::getMixedSize(b, loc, rows, 0),
-                                     tensor::getMixedSize(b, loc, weight, 0)};
-  Value empty = tensor::EmptyOp::create(b, loc, shape, accElt);
-  Value zero = arith::ConstantOp::create(b, loc, b.getZeroAttr(accElt));
-  Value acc =
-      linalg::FillOp::create(b, loc, ValueRange{zero}, ValueRange{empty})
-          .getResult(0);
+  Value acc = buildZeroAccumulator(
+      b, loc,
+      {tensor::getMixedSize(b, loc, rows, 0),
+       tensor::getMixedSize(b, loc, weight, 0)},
+      accElt);
 
   MLIRContext *context = b.getContext();
   AffineExpr m, n, k;
@@ -335,14 +342,11 @@ static Value buildBlockedMatmul(OpBuilder &b, Location loc, Value input,
                                         {b.getIndexAttr(block)})
                      .getResult();
 
-  SmallVector<OpFoldResult> shape = {tensor::getMixedSize(b, loc, rows, 0),
-                                     b.getIndexAttr(n / block),
-                                     b.getIndexAttr(block)};
-  Value empty = tensor::EmptyOp::create(b, loc, shape, accElt);
-  Value zero = arith::ConstantOp::create(b, loc, b.getZeroAttr(accElt));
-  Value acc =
-      linalg::FillOp::create(b, loc, ValueRange{zero}, ValueRange{empty})
-          .getResult(0);
+  Value acc = buildZeroAccumulator(b, loc,
+                                   {tensor::getMixedSize(b, loc, rows, 0),
+                                    b.getIndexAttr(n / block),
+                                    b.getIndexAttr(block)},
+                                   accElt);
 
   MLIRContext *context = b.getContext();
   AffineExpr m, n1, n0, kk;

@@ -340,31 +340,16 @@ SyncTransformOp::applyToOne(transform::TransformRewriter &rewriter,
   }
   if (parts->sync)
     return failOn(*this, target, "the layer already has a fwd_post sync");
-  rewriter.setInsertionPoint(target);
-  Operation *replacement;
-  Type type = target->getResult(0).getType();
-  if (isa<LinearOp, LinearWithSeparateBiasOp, LinearWithSyncOp>(target))
-    replacement = LinearWithSyncOp::create(rewriter, target->getLoc(), type,
-                                           parts->path, parts->input,
-                                           parts->weight, spec, parts->bias);
-  else
-    replacement = FusedLinearOp::create(
-        rewriter, target->getLoc(), type, parts->path, parts->input,
-        parts->weight, spec, parts->bias, parts->activation, parts->dropout,
-        parts->seed);
-  // Keep the layer's class where it has a sync slot of its own.
-  if (auto act = dyn_cast<LinearWithActOp>(target)) {
-    rewriter.eraseOp(replacement);
-    replacement = LinearWithActOp::create(
-        rewriter, target->getLoc(), type, act.getPathAttr(), act.getInput(),
-        act.getWeight(), spec, act.getBias(), act.getActivationAttr());
-  } else if (auto dropout = dyn_cast<LinearWithDropoutOp>(target)) {
-    rewriter.eraseOp(replacement);
-    replacement = LinearWithDropoutOp::create(
-        rewriter, target->getLoc(), type, dropout.getPathAttr(),
-        dropout.getInput(), dropout.getWeight(), spec, dropout.getBias(),
-        dropout.getDropout(), dropout.getSeed());
+  // Layers with a sync slot take the sync in place; nn.Linear and
+  // LinearWithSeparateBias become LinearWithSyncFunc.
+  if (!isa<LinearOp, LinearWithSeparateBiasOp>(target)) {
+    rewriter.modifyOpInPlace(target, [&] { target->setAttr("sync", spec); });
+    return DiagnosedSilenceableFailure::success();
   }
+  rewriter.setInsertionPoint(target);
+  auto replacement = LinearWithSyncOp::create(
+      rewriter, target->getLoc(), target->getResult(0).getType(), parts->path,
+      parts->input, parts->weight, spec, parts->bias);
   replacement->setDiscardableAttrs(target->getDiscardableAttrDictionary());
   rewriter.replaceOp(target, replacement);
   return DiagnosedSilenceableFailure::success();
