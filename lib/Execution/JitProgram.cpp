@@ -291,14 +291,6 @@ JitProgram::run(const PreparedArguments &args) {
   return outputs;
 }
 
-llvm::Expected<std::vector<HostTensor>>
-JitProgram::run(llvm::ArrayRef<HostTensor> args) {
-  auto prepared = prepare(args);
-  if (!prepared)
-    return prepared.takeError();
-  return run(*prepared);
-}
-
 llvm::Error JitProgram::invoke(llvm::StringRef function,
                                llvm::ArrayRef<HostTensor> args,
                                llvm::ArrayRef<ArgumentSpec> argSpecs,

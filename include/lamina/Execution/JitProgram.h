@@ -48,9 +48,6 @@ public:
   /// Runs the entry once on prepared arguments.
   llvm::Expected<std::vector<HostTensor>> run(const PreparedArguments &args);
 
-  /// prepare() then run(), for one-off calls.
-  llvm::Expected<std::vector<HostTensor>> run(llvm::ArrayRef<HostTensor> args);
-
 private:
   JitProgram() = default;
 
