@@ -88,4 +88,39 @@ def ConvertLnsToArith : Pass<"convert-lns-to-arith", "::mlir::ModuleOp"> {
   ];
 }
 
+def ConvertShardToLaminaMPI : Pass<"convert-shard-to-lamina-mpi",
+                                    "::mlir::ModuleOp"> {
+  let summary = "Lower the collectives of a partitioned program to calls of "
+                "Lamina's MPI runtime";
+  let description = [{
+    Upstream `convert-shard-to-mpi` lowers only `shard.all_reduce`; this
+    pass lowers every collective a partitioned Lamina program uses, on
+    tensors, before bufferization:
+
+    - `shard.all_reduce` (sum), `shard.all_gather` and `shard.reduce_scatter`
+      (sum) become calls of `laminaMpiAllReduce_<type>`,
+      `laminaMpiAllGather_<type>` and `laminaMpiReduceScatter_<type>` on the
+      operand's buffer and a fresh result buffer (unranked memrefs; the
+      runtime reorders blocks of non-leading axes around `MPI_Allgather` /
+      `MPI_Reduce_scatter_block`, and reduces f16/bf16 in f32);
+    - `shard.all_slice` (no communication) becomes a `tensor.extract_slice`
+      of the process's block;
+    - `shard.process_linear_index` becomes `laminaMpiRank()`;
+    - `shard.grid` symbols are erased.
+
+    Any other `shard` op, or a reduction other than sum, is an error: a
+    collective is never left for a later stage to trip over.
+
+    The runtime (lib/Runtime) calls the MPI that Lamina links (MPICH), so no
+    ABI constant of any MPI appears in the IR.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::bufferization::BufferizationDialect",
+    "::mlir::func::FuncDialect",
+    "::mlir::memref::MemRefDialect",
+    "::mlir::tensor::TensorDialect",
+  ];
+}
+
 #endif // LAMINA_CONVERSION_PASSES_TD

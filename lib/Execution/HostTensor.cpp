@@ -319,3 +319,22 @@ llvm::Error mlir::lamina::writeNpy(StringRef path, const HostTensor &tensor) {
             tensor.bytes.size());
   return llvm::Error::success();
 }
+
+HostTensor HostTensor::getBlock(int64_t axis, int64_t index,
+                                int64_t count) const {
+  llvm::SmallVector<int64_t> blockShape(shape);
+  blockShape[axis] /= count;
+  HostTensor block = zeros(kind, blockShape);
+  // Each step of the dims before `axis` copies one contiguous run.
+  size_t element = getElementSize(kind);
+  int64_t outer = 1, inner = element;
+  for (int64_t d = 0; d < axis; ++d)
+    outer *= shape[d];
+  for (size_t d = axis + 1; d < shape.size(); ++d)
+    inner *= shape[d];
+  int64_t run = blockShape[axis] * inner;
+  for (int64_t o = 0; o < outer; ++o)
+    std::memcpy(block.bytes.data() + o * run,
+                bytes.data() + o * shape[axis] * inner + index * run, run);
+  return block;
+}

@@ -2,8 +2,10 @@
 
 #include "lamina/Execution/JitProgram.h"
 
+#include "lamina/Lamina/Transforms/LayoutAnalysis.h"
 #include "lamina/Lamina/Transforms/Passes.h"
 #include "lamina/Lns/IR/Lns.h"
+#include "lamina/Runtime/MpiRuntime.h"
 
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -16,7 +18,9 @@
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/OpenMP/OpenMPToLLVMIRTranslation.h"
+#include "llvm/ExecutionEngine/Orc/Core.h"
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
+#include "llvm/ExecutionEngine/Orc/Mangling.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -105,22 +109,63 @@ JitProgram::compile(OwningOpRef<ModuleOp> module, StringRef entry,
 
   std::unique_ptr<JitProgram> program(new JitProgram());
   program->entry = entry.str();
-  for (auto [index, type] : llvm::enumerate(function.getArgumentTypes())) {
-    auto spec = describe(type, "argument " + std::to_string(index));
-    if (!spec)
-      return spec.takeError();
-    program->inputs.push_back(*spec);
+  program->worldSize = mlir::lamina::getWorldSize(*module).value_or(1);
+  // Which arguments and results are sharded: declared on the arguments,
+  // inferred for the results (or recorded by lamina-partition).
+  bool partitioned = isPartitioned(*module);
+  llvm::SmallVector<LayoutAttr> resultLayouts(function.getNumResults());
+  if (program->worldSize > 1) {
+    if (partitioned) {
+      for (unsigned i = 0, e = function.getNumResults(); i < e; ++i)
+        resultLayouts[i] = function.getResultAttrOfType<LayoutAttr>(
+            i, LaminaDialect::kLayoutAttrName);
+    } else {
+      FailureOr<llvm::DenseMap<Value, LayoutAttr>> layouts =
+          inferLayouts(function);
+      if (failed(layouts))
+        return createStringError(std::errc::invalid_argument,
+                                 "the sharded program is rejected "
+                                 "(diagnostics above)");
+      Operation *terminator = function.getBody().front().getTerminator();
+      for (auto [i, value] : llvm::enumerate(terminator->getOperands()))
+        resultLayouts[i] = layouts->lookup(value);
+    }
   }
-  for (auto [index, type] : llvm::enumerate(function.getResultTypes())) {
-    auto spec = describe(type, "result " + std::to_string(index));
+  auto shardAxisOf = [](LayoutAttr layout) -> std::optional<int64_t> {
+    if (layout && layout.getKind() == LayoutKind::sharded)
+      return layout.getAxis();
+    return std::nullopt;
+  };
+  auto addSpec = [&](SmallVector<ArgumentSpec> &specs, Type type,
+                     const std::string &role,
+                     LayoutAttr layout) -> llvm::Error {
+    auto spec = describe(type, role);
     if (!spec)
       return spec.takeError();
-    if (spec->isScalar)
+    spec->shardAxis = shardAxisOf(layout);
+    // A partitioned signature holds blocks; the host sees whole tensors.
+    if (partitioned && spec->shardAxis)
+      spec->shape[*spec->shardAxis] *= program->worldSize;
+    specs.push_back(*spec);
+    return llvm::Error::success();
+  };
+  for (auto [index, type] : llvm::enumerate(function.getArgumentTypes()))
+    if (llvm::Error error = addSpec(
+            program->inputs, type, "argument " + std::to_string(index),
+            program->worldSize > 1
+                ? getDeclaredLayout(function.getArgument(index))
+                : LayoutAttr()))
+      return std::move(error);
+  for (auto [index, type] : llvm::enumerate(function.getResultTypes())) {
+    if (llvm::Error error =
+            addSpec(program->results, type, "result " + std::to_string(index),
+                    resultLayouts[index]))
+      return std::move(error);
+    if (program->results.back().isScalar)
       return createStringError(std::errc::invalid_argument,
                                "result %zu is a scalar; entry functions "
                                "return tensors",
                                index);
-    program->results.push_back(*spec);
   }
 
   // The host owns the inputs (weights are reused across calls): the
@@ -159,6 +204,19 @@ JitProgram::compile(OwningOpRef<ModuleOp> module, StringRef entry,
                              "above)",
                              pipeline.str().c_str());
 
+  // A program that declares several ranks but neither shards a value nor
+  // calls the MPI runtime computes the same on any number of processes.
+  bool callsMpi = false;
+  (*module)->walk([&](SymbolOpInterface symbol) {
+    callsMpi |= symbol.getName().starts_with("laminaMpi");
+  });
+  auto sharded = [](const ArgumentSpec &spec) {
+    return spec.shardAxis.has_value();
+  };
+  if (!callsMpi && llvm::none_of(program->inputs, sharded) &&
+      llvm::none_of(program->results, sharded))
+    program->worldSize = 1;
+
   // Weights the pipeline packs once per load (see lamina-hoist-weight-packing).
   if (auto plan = (*module)->getAttrOfType<DictionaryAttr>(
           "lamina.weight_packing")) {
@@ -173,6 +231,16 @@ JitProgram::compile(OwningOpRef<ModuleOp> module, StringRef entry,
     }
     (*module)->removeAttr("lamina.weight_packing");
   }
+
+  // Layouts are host-side metadata, read above; LLVM has no use for them.
+  (*module)->walk([](FunctionOpInterface function) {
+    for (unsigned i = 0, e = function.getNumArguments(); i < e; ++i)
+      function.removeArgAttr(i, LaminaDialect::kLayoutAttrName);
+    for (unsigned i = 0, e = function.getNumResults(); i < e; ++i)
+      function.removeResultAttr(
+          i, StringAttr::get(function->getContext(),
+                             LaminaDialect::kLayoutAttrName));
+  });
 
   DialectRegistry registry;
   registerBuiltinDialectTranslation(registry);
@@ -207,6 +275,14 @@ JitProgram::compile(OwningOpRef<ModuleOp> module, StringRef entry,
   if (!engine)
     return engine.takeError();
   program->engine = std::move(*engine);
+  // Partitioned programs call Lamina's MPI runtime.
+  program->engine->registerSymbols([](llvm::orc::MangleAndInterner interner) {
+    llvm::orc::SymbolMap symbols;
+    for (auto [name, address] : getMpiRuntimeSymbols())
+      symbols[interner(name)] = {llvm::orc::ExecutorAddr::fromPtr(address),
+                                 llvm::JITSymbolFlags::Exported};
+    return symbols;
+  });
   // Materialize the code now, so that no call pays for JIT compilation.
   SmallVector<std::string> functions = {program->entry};
   if (!program->packedWeights.empty())
@@ -237,8 +313,37 @@ struct Descriptor {
 };
 } // namespace
 
+int64_t JitProgram::getRank() const {
+  return worldSize > 1 ? laminaMpiRank() : 0;
+}
+
+llvm::SmallVector<int64_t>
+JitProgram::getLocalShape(const ArgumentSpec &spec) const {
+  llvm::SmallVector<int64_t> shape(spec.shape);
+  if (spec.shardAxis)
+    shape[*spec.shardAxis] /= worldSize;
+  return shape;
+}
+
+llvm::Error JitProgram::checkWorld() const {
+  if (worldSize == 1)
+    return llvm::Error::success();
+  int64_t actual = laminaMpiWorldSize();
+  if (actual == worldSize)
+    return llvm::Error::success();
+  return createStringError(
+      std::errc::invalid_argument,
+      "@%s is built for %lld ranks but runs in an MPI world of %lld; launch "
+      "it with `mpirun.mpich -np %lld` (Lamina uses MPICH: another MPI's "
+      "launcher starts independent worlds of one rank)",
+      entry.c_str(), static_cast<long long>(worldSize),
+      static_cast<long long>(actual), static_cast<long long>(worldSize));
+}
+
 llvm::Expected<JitProgram::PreparedArguments>
 JitProgram::prepare(llvm::ArrayRef<HostTensor> args) {
+  if (llvm::Error error = checkWorld())
+    return std::move(error);
   if (args.size() != inputs.size())
     return createStringError(std::errc::invalid_argument,
                              "@%s takes %zu inputs, got %zu", entry.c_str(),
@@ -264,15 +369,19 @@ JitProgram::prepare(llvm::ArrayRef<HostTensor> args) {
                                spec.typeText.c_str(), got.c_str());
     }
   }
+  // Each rank takes its block of every sharded argument.
   PreparedArguments prepared;
-  prepared.tensors.assign(args.begin(), args.end());
+  int64_t rank = getRank();
+  for (auto [arg, spec] : llvm::zip_equal(args, inputs))
+    prepared.tensors.push_back(
+        spec.shardAxis ? arg.getBlock(*spec.shardAxis, rank, worldSize) : arg);
   if (packedWeights.empty())
     return prepared;
   std::vector<HostTensor> packed;
   for (const ArgumentSpec &spec : packedWeights)
     packed.push_back(HostTensor::zeros(spec.kind, spec.shape));
   if (llvm::Error error =
-          invoke(entry + "_pack_weights", args, inputs, packed))
+          invoke(entry + "_pack_weights", prepared.tensors, inputs, packed))
     return std::move(error);
   for (HostTensor &weight : packed)
     prepared.tensors.push_back(std::move(weight));
@@ -283,7 +392,7 @@ llvm::Expected<std::vector<HostTensor>>
 JitProgram::run(const PreparedArguments &args) {
   std::vector<HostTensor> outputs;
   for (const ArgumentSpec &spec : results)
-    outputs.push_back(HostTensor::zeros(spec.kind, spec.shape));
+    outputs.push_back(HostTensor::zeros(spec.kind, getLocalShape(spec)));
   SmallVector<ArgumentSpec> specs(inputs);
   specs.append(packedWeights.begin(), packedWeights.end());
   if (llvm::Error error = invoke(entry, args.tensors, specs, outputs))

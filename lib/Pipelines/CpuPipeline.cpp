@@ -23,13 +23,16 @@ static constexpr int64_t kWeightBlock = 16;
 
 void mlir::lamina::buildLaminaCpuPipeline(OpPassManager &pm,
                                           const CpuPipelineOptions &options) {
-  // Layers → fused linear ops → linalg.
+  // Layers → one rank's program → fused linear ops → linalg; collectives →
+  // MPI runtime calls.
   pm.addPass(createLaminaDecompose());
+  pm.addPass(createLaminaPartition());
   if (options.fuseEpilogues)
     pm.addPass(createLaminaFuseEpilogues());
   ConvertLaminaToLinalgOptions toLinalg;
   toLinalg.weightBlock = kWeightBlock;
   pm.addPass(createConvertLaminaToLinalg(toLinalg));
+  pm.addPass(createConvertShardToLaminaMPI());
   pm.addPass(createConvertLnsToArith());
   pm.addPass(createConvertElementwiseToLinalgPass());
   pm.addPass(createCanonicalizerPass());

@@ -2,10 +2,12 @@
 //
 // lamina-run model.mlir --entry=f --input=x.npy --input=i64:7 \
 //     --reference=y.npy --repeat=20
+// mpirun.mpich -np 2 lamina-run model.mlir --schedule=megatron.mlir ...
 //
 //===----------------------------------------------------------------------===//
 
 #include "lamina/Execution/JitProgram.h"
+#include "lamina/Execution/Schedule.h"
 #include "lamina/InitAll.h"
 
 #include "mlir/IR/AsmState.h"
@@ -39,6 +41,10 @@ static cl::opt<std::string>
     pipelineText("pipeline",
                  cl::desc("pass pipeline compiling the module to LLVM"),
                  cl::init("lamina-cpu-pipeline"));
+static cl::opt<std::string>
+    scheduleFile("schedule",
+                 cl::desc("transform-dialect schedule (@__transform_main) "
+                          "applied before compilation"));
 static cl::list<std::string>
     inputArgs("input",
               cl::desc("an argument, in order: a .npy file or a scalar "
@@ -101,6 +107,9 @@ static llvm::Expected<HostTensor> parseScalar(llvm::StringRef text) {
                                  text.str().c_str());
 }
 
+/// "[rank r/N] " before every line a process of a multi-rank run prints.
+static std::string rankPrefix;
+
 static HostTensor randomInput(const ArgumentSpec &spec, std::mt19937_64 &rng) {
   HostTensor tensor = HostTensor::zeros(spec.kind, spec.shape);
   if (spec.isScalar && (spec.kind == ElementKind::I64 ||
@@ -130,7 +139,8 @@ static void summarize(unsigned index, const HostTensor &tensor) {
     hi = std::max(hi, v);
     sum += v;
   }
-  llvm::outs() << "result " << index << ": " << getElementName(tensor.kind)
+  llvm::outs() << rankPrefix << "result " << index << ": "
+               << getElementName(tensor.kind)
                << formatShape(tensor.shape)
                << llvm::format(" min %.6g max %.6g mean %.6g\n", lo, hi,
                                n ? sum / n : 0.0);
@@ -141,7 +151,8 @@ static void summarize(unsigned index, const HostTensor &tensor) {
 static bool compare(unsigned index, const HostTensor &got,
                     const HostTensor &expected) {
   if (llvm::ArrayRef(got.shape) != llvm::ArrayRef(expected.shape)) {
-    llvm::outs() << "result " << index << ": shape " << formatShape(got.shape)
+    llvm::outs() << rankPrefix << "result " << index << ": shape "
+                 << formatShape(got.shape)
                  << " differs from the reference's "
                  << formatShape(expected.shape) << "\n";
     return false;
@@ -161,7 +172,7 @@ static bool compare(unsigned index, const HostTensor &got,
     if (!(diff <= absoluteTolerance + relativeTolerance * std::fabs(b)))
       ++bad;
   }
-  llvm::outs() << "result " << index
+  llvm::outs() << rankPrefix << "result " << index
                << llvm::format(" vs reference: max abs err %.3g, max rel err "
                                "%.3g, ",
                                maxAbs, maxRel)
@@ -196,6 +207,15 @@ int main(int argc, char **argv) {
   OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &context);
   if (!module)
     return fail("cannot parse '" + inputFile + "'");
+  if (!scheduleFile.empty()) {
+    auto schedule = llvm::MemoryBuffer::getFile(scheduleFile);
+    if (!schedule)
+      return fail("cannot read '" + scheduleFile + "': " +
+                  schedule.getError().message());
+    if (failed(applySchedule(*module, (*schedule)->getBuffer(), scheduleFile)))
+      return fail("the schedule '" + scheduleFile +
+                  "' failed (diagnostics above)");
+  }
 
   auto compileStart = std::chrono::steady_clock::now();
   auto program = JitProgram::compile(std::move(module), entryName,
@@ -235,16 +255,24 @@ int main(int argc, char **argv) {
   auto packStop = std::chrono::steady_clock::now();
   if (!prepared)
     return fail(prepared.takeError());
+  int64_t worldSize = (*program)->getWorldSize();
+  int64_t rank = (*program)->getRank();
+  if (worldSize > 1) {
+    rankPrefix = "[rank " + std::to_string(rank) + "/" +
+                 std::to_string(worldSize) + "] ";
+    llvm::outs() << rankPrefix << "running in an MPI world of " << worldSize
+                 << " ranks\n";
+  }
   auto outputs = (*program)->run(*prepared);
   if (!outputs)
     return fail(outputs.takeError());
 
   if (repeat > 0) {
-    llvm::outs() << llvm::format(
+    llvm::outs() << rankPrefix << llvm::format(
         "compilation (pipeline and JIT): %.1f ms\n",
         std::chrono::duration<double>(compileStop - compileStart).count() *
             1e3);
-    llvm::outs() << llvm::format(
+    llvm::outs() << rankPrefix << llvm::format(
         "argument preparation (weight packing, once): %.4f ms\n",
         std::chrono::duration<double>(packStop - packStart).count() * 1e3);
     std::vector<double> seconds;
@@ -257,7 +285,7 @@ int main(int argc, char **argv) {
       seconds.push_back(std::chrono::duration<double>(stop - start).count());
     }
     std::sort(seconds.begin(), seconds.end());
-    llvm::outs() << "time over " << repeat << " calls:"
+    llvm::outs() << rankPrefix << "time over " << repeat << " calls:"
                  << llvm::format(" median %.4f ms, min %.4f ms\n",
                                  seconds[seconds.size() / 2] * 1e3,
                                  seconds.front() * 1e3);
@@ -271,7 +299,11 @@ int main(int argc, char **argv) {
       return fail("cannot create '" + outputDir + "': " + error.message());
     for (auto [index, output] : llvm::enumerate(*outputs)) {
       llvm::SmallString<128> path(outputDir);
-      llvm::sys::path::append(path, "result" + std::to_string(index) + ".npy");
+      // Each rank of a multi-rank run writes what it holds.
+      std::string name = "result" + std::to_string(index);
+      if (worldSize > 1)
+        name += ".rank" + std::to_string(rank);
+      llvm::sys::path::append(path, name + ".npy");
       if (llvm::Error error = writeNpy(path, output))
         return fail(std::move(error));
     }
@@ -284,6 +316,11 @@ int main(int argc, char **argv) {
     auto expected = readNpy(path);
     if (!expected)
       return fail(expected.takeError());
+    // A sharded result is compared with this rank's block of the reference.
+    const ArgumentSpec &spec = (*program)->getResults()[index];
+    if (spec.shardAxis && llvm::ArrayRef(expected->shape) ==
+                              llvm::ArrayRef(spec.shape))
+      *expected = expected->getBlock(*spec.shardAxis, rank, worldSize);
     allOk &= compare(index, (*outputs)[index], *expected);
   }
   return allOk ? 0 : 1;

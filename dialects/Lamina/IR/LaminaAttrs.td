@@ -100,14 +100,28 @@ def Lamina_DropoutAttr : Lamina_Attr<"Dropout", "dropout"> {
     per dropout op); `fork_rng` keys the stream by rank (Megatron style)
     instead of drawing masks by global element index.
 
+    After partitioning, a dropout on a value sharded over `shards` ranks on
+    `shard_axis` still draws each element by its index in the whole tensor
+    (the op's rank operand locates the block), so that every rank's mask is
+    its block of the unsharded mask.
+
     ```mlir
     #lamina.dropout<p = 0.1, training>
     #lamina.dropout<p = 0.1, training, offset = 3>
+    #lamina.dropout<p = 0.1, training, shard_axis = 1, shards = 2>
     #lamina.dropout<p = 0.5>                 // eval mode: identity
     ```
   }];
   let parameters = (ins APFloatParameter<"probability">:$p, "bool":$training,
-                    "uint64_t":$offset, "bool":$forkRng);
+                    "uint64_t":$offset, "bool":$forkRng,
+                    OptionalParameter<"std::optional<int64_t>">:$shardAxis,
+                    DefaultValuedParameter<"int64_t", "1">:$shards);
+  let builders = [
+    AttrBuilder<(ins "llvm::APFloat":$p, "bool":$training, "uint64_t":$offset,
+                     "bool":$forkRng), [{
+      return $_get($_ctxt, p, training, offset, forkRng, std::nullopt, 1);
+    }]>
+  ];
   let hasCustomAssemblyFormat = 1;
   let genVerifyDecl = 1;
   let extraClassDeclaration = [{

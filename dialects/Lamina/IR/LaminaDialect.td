@@ -32,6 +32,7 @@ def Lamina_Dialect : Dialect {
   let hasCanonicalizer = 0;
   let hasOperationAttrVerify = 1;
   let hasRegionArgAttrVerify = 1;
+  let hasRegionResultAttrVerify = 1;
   let extraClassDeclaration = [{
     /// Function-argument attribute holding a value's layout.
     static constexpr ::llvm::StringLiteral kLayoutAttrName = "lamina.layout";
@@ -50,6 +51,11 @@ def Lamina_Dialect : Dialect {
     /// Module attribute holding the number of ranks of the device grid.
     static constexpr ::llvm::StringLiteral kWorldSizeAttrName =
         "lamina.world_size";
+    /// Unit module attribute: the program is one rank's part of a
+    /// `world_size` program (lamina-partition ran); sharded arguments and
+    /// results have per-rank shapes.
+    static constexpr ::llvm::StringLiteral kPartitionedAttrName =
+        "lamina.partitioned";
     /// Attribute naming the role of a lowered linalg op ("matmul" or
     /// "epilogue"), which the code-generation pipelines match on.
     static constexpr ::llvm::StringLiteral kStageAttrName = "lamina.stage";

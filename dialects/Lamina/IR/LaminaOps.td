@@ -244,22 +244,32 @@ def Lamina_ActivationOp : Lamina_Op<"activation", [SameOperandsAndResultType]> {
   let hasFolder = 1;
 }
 
-def Lamina_DropoutOp : Lamina_Op<"dropout", [AllTypesMatch<["input", "result"]>]> {
+def Lamina_DropoutOp : Lamina_Op<"dropout", [AllTypesMatch<["input", "result"]>,
+                                             AttrSizedOperandSegments]> {
   let summary = "dropout with a counter-based, target-independent mask";
   let description = [{
     Zeroes each element with probability `p` and scales survivors by
     `1/(1-p)`; the identity in eval mode or for `p = 0`, zeros for `p = 1`.
     The mask depends only on (seed, offset, global element index).
 
+    On one rank of a partitioned program, `rank` (the process's index in
+    the device grid) locates the value's block in the whole tensor when the
+    dropout is sharded (`shard_axis`), and keys the stream under `fork_rng`;
+    a program without it is rank 0 of a world of one.
+
     ```mlir
     %y = lamina.dropout %x <p = 0.1, training> seed %s : tensor<8x256xf32>
+    %z = lamina.dropout %x <p = 0.1, training, shard_axis = 1, shards = 2>
+           seed %s rank %r : tensor<8x128xf32>
     ```
   }];
   let arguments = (ins Lamina_FloatTensor:$input, Lamina_DropoutAttr:$config,
-                   Optional<I64>:$seed, OptionalAttr<StrAttr>:$path);
+                   Optional<I64>:$seed, Optional<Index>:$rank,
+                   OptionalAttr<StrAttr>:$path);
   let results = (outs Lamina_FloatTensor:$result);
   let assemblyFormat = [{
-    ($path^)? $input $config (`seed` $seed^)? attr-dict `:` type($input)
+    ($path^)? $input $config (`seed` $seed^)? (`rank` $rank^)? attr-dict `:`
+    type($input)
   }];
   let hasVerifier = 1;
   let hasFolder = 1;
@@ -311,12 +321,12 @@ def Lamina_FusedLinearOp
                    Optional<Lamina_LinearTensor>:$bias,
                    OptionalAttr<Lamina_ActivationKindAttr>:$activation,
                    OptionalAttr<Lamina_DropoutAttr>:$dropout,
-                   Optional<I64>:$seed);
+                   Optional<I64>:$seed, Optional<Index>:$rank);
   let results = (outs Lamina_LinearTensor:$result);
   let assemblyFormat = [{
     $path $input `,` $weight (`sync` $sync^)? (`bias` $bias^)?
     (`activation` `` $activation^)? (`dropout` $dropout^)? (`seed` $seed^)?
-    attr-dict `:` functional-type(operands, results)
+    (`rank` $rank^)? attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
   let hasCanonicalizer = 1;

@@ -122,6 +122,51 @@ def LaminaCheckLayouts : Pass<"lamina-check-layouts", "::mlir::ModuleOp"> {
   }];
 }
 
+def LaminaPartition : Pass<"lamina-partition", "::mlir::ModuleOp"> {
+  let summary = "Turn a checked sharded program into one rank's SPMD program";
+  let description = [{
+    For a module with `lamina.world_size = N > 1` whose layers are
+    decomposed (lamina-decompose), infers and checks every value's layout
+    (as lamina-check-layouts does) and rewrites the program into what one
+    rank computes on a 1-D `shard.grid` of N processes:
+
+    - sharded arguments, and every value computed from them, get per-rank
+      shapes (axis `a` of an S(a) value divided by N); the argument keeps
+      its `lamina.layout`, and sharded results get one, so that the host
+      hands each rank its block of the whole tensors and knows which block
+      a rank returns;
+    - sync points become collectives on the grid: `all_reduce` →
+      `shard.all_reduce`, `all_gather` → `shard.all_gather`,
+      `reduce_scatter` → `shard.reduce_scatter`, Slapo's `scatter` (keep
+      your own block) → `shard.all_slice`; `bwd_post` syncs, the identity
+      in the forward pass, disappear;
+    - a dropout on a sharded value draws each element by its index in the
+      whole tensor (`shard_axis`, `shards` and the process's rank), so each
+      rank's mask is its block of the unsharded mask; a `fork_rng` dropout
+      gets the rank that keys its stream;
+    - a fused QKV sharded by heads produces `num_heads / N` heads.
+
+    The module is marked `lamina.partitioned`; a module of one rank is left
+    alone.
+
+    ```mlir
+    module attributes {lamina.world_size = 2 : i64} {
+      func.func @f(%h: tensor<4x16xf32> {lamina.layout = #lamina.layout<S(1)>},
+                   %w: tensor<8x16xf32> {lamina.layout = #lamina.layout<S(1)>}) {
+        %0 = lamina.matmul "fc2" %h, %w : ... -> tensor<4x8xf32>
+        %1 = lamina.sync "fc2" %0 <fwd_post, all_reduce> : tensor<4x8xf32>
+    // becomes
+    module attributes {lamina.partitioned, lamina.world_size = 2 : i64} {
+      shard.grid @lamina_grid(shape = 2)
+      func.func @f(%h: tensor<4x8xf32> {...}, %w: tensor<8x8xf32> {...}) {
+        %0 = lamina.matmul "fc2" %h, %w : ... -> tensor<4x8xf32>
+        %1 = shard.all_reduce %0 on @lamina_grid grid_axes = [0] : ...
+    ```
+  }];
+  let dependentDialects = ["::mlir::shard::ShardDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
 //===----------------------------------------------------------------------===//
 // Code generation helpers
 //===----------------------------------------------------------------------===//

@@ -51,6 +51,10 @@ struct HostTensor {
   /// Element `i` converted to double (bf16/f16 widened exactly).
   double getAsDouble(int64_t i) const;
   void setFromDouble(int64_t i, double value);
+
+  /// Block `index` of `count` equal blocks along `axis` (a rank's block of
+  /// a tensor sharded on `axis`).
+  HostTensor getBlock(int64_t axis, int64_t index, int64_t count) const;
 };
 
 /// Reads a C-ordered .npy file (format 1.0–3.0) of a supported dtype.

@@ -18,7 +18,12 @@ namespace lamina {
 struct ArgumentSpec {
   bool isScalar = false;
   ElementKind kind = ElementKind::F32;
+  /// The whole tensor's shape: what the host passes, or the whole result.
   llvm::SmallVector<int64_t> shape;
+  /// In a program of several ranks, the axis on which each rank holds only
+  /// its block (layout S(axis)); the host passes whole arguments and the
+  /// program takes each rank's block itself.
+  std::optional<int64_t> shardAxis;
   std::string typeText; // the MLIR type, for messages
 };
 
@@ -38,6 +43,13 @@ public:
   llvm::ArrayRef<ArgumentSpec> getInputs() const { return inputs; }
   llvm::ArrayRef<ArgumentSpec> getResults() const { return results; }
 
+  /// The number of MPI ranks the program is built for (1: no MPI).
+  int64_t getWorldSize() const { return worldSize; }
+  /// This process's rank (0 in a program of one rank).
+  int64_t getRank() const;
+  /// The shape this rank holds of a value described by `spec`.
+  llvm::SmallVector<int64_t> getLocalShape(const ArgumentSpec &spec) const;
+
   /// Arguments checked against the entry's signature, with the weights the
   /// program packs at load time already packed: prepare once, call often.
   struct PreparedArguments {
@@ -45,7 +57,8 @@ public:
   };
   llvm::Expected<PreparedArguments> prepare(llvm::ArrayRef<HostTensor> args);
 
-  /// Runs the entry once on prepared arguments.
+  /// Runs the entry once on prepared arguments. A result sharded over ranks
+  /// (`shardAxis`) is this rank's block of it.
   llvm::Expected<std::vector<HostTensor>> run(const PreparedArguments &args);
 
 private:
@@ -60,6 +73,10 @@ private:
                      llvm::ArrayRef<ArgumentSpec> argSpecs,
                      std::vector<HostTensor> &outputs);
 
+  /// Fails unless this process runs in an MPI world of `worldSize` ranks.
+  llvm::Error checkWorld() const;
+
+  int64_t worldSize = 1;
   llvm::SmallVector<ArgumentSpec> inputs;
   llvm::SmallVector<ArgumentSpec> results;
   /// Weights packed by `<entry>_pack_weights`, passed after the inputs.

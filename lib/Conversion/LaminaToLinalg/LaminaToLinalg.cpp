@@ -91,6 +91,8 @@ struct EpilogueSteps {
   ActivationKindAttr activation;
   DropoutAttr dropout;           // only active dropouts are applied
   Value seed;
+  Value rank;                    // index: the process (partitioned programs)
+  RankedTensorType valueType;    // the dropped value's (per-rank) type
   Value keepMask;                // i8, the source's shape: precomputed mask
 
   bool empty() const {
@@ -148,6 +150,50 @@ static SmallVector<Value> buildStrides(OpBuilder &b, Location loc,
               b, loc, tensor::getMixedSize(b, loc, source, d)));
   }
   return strides;
+}
+
+/// The Philox stream of a dropout: 0, or 1 + rank under fork_rng (a
+/// program without a rank is rank 0), as i32.
+static Value buildDropoutStream(OpBuilder &b, Location loc,
+                                const EpilogueSteps &steps) {
+  if (!steps.dropout.getForkRng())
+    return arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(0));
+  Value one = arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(1));
+  if (!steps.rank)
+    return one;
+  Value rank = arith::IndexCastUIOp::create(b, loc, b.getI32Type(), steps.rank);
+  return arith::AddIOp::create(b, loc, rank, one);
+}
+
+/// Elements of the dropped value per step of the dims before its shard
+/// axis: a run that is contiguous in the whole tensor too.
+static int64_t shardRunLength(const EpilogueSteps &steps) {
+  ArrayRef<int64_t> shape = steps.valueType.getShape();
+  int64_t run = 1;
+  for (int64_t size : shape.drop_front(*steps.dropout.getShardAxis()))
+    run *= size;
+  return run;
+}
+
+/// The index in the whole tensor of local element `local` (i64; with
+/// `unit` = 4, of a group of four elements) of a dropout sharded on an
+/// axis: local runs of `run` elements are whole-tensor runs `shards` times
+/// as far apart, starting at this rank's block.
+static Value buildWholeTensorIndex(OpBuilder &b, Location loc, Value local,
+                                   const EpilogueSteps &steps, int64_t unit) {
+  if (!steps.dropout.getShardAxis())
+    return local;
+  int64_t run = shardRunLength(steps) / unit;
+  int64_t gap = (steps.dropout.getShards() - 1) * run;
+  auto constant = [&](int64_t value) -> Value {
+    return arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(value));
+  };
+  Value rank = arith::IndexCastUIOp::create(b, loc, b.getI64Type(), steps.rank);
+  Value runs = arith::DivUIOp::create(b, loc, local, constant(run));
+  Value index = arith::AddIOp::create(
+      b, loc, local, arith::MulIOp::create(b, loc, runs, constant(gap)));
+  return arith::AddIOp::create(
+      b, loc, index, arith::MulIOp::create(b, loc, rank, constant(run)));
 }
 
 /// One linalg.generic applying `steps` to `source` (any rank, floats),
@@ -219,11 +265,13 @@ static Value buildEpilogue(OpBuilder &b, Location loc, Value source,
                   arith::MulIOp::create(nb, nloc,
                                         linalg::IndexOp::create(nb, nloc, d),
                                         strides[d]));
-            Value index64 = arith::IndexCastUIOp::create(
-                nb, nloc, nb.getI64Type(), index);
+            Value index64 = buildWholeTensorIndex(
+                nb, nloc,
+                arith::IndexCastUIOp::create(nb, nloc, nb.getI64Type(), index),
+                steps, /*unit=*/1);
             keep = buildDropoutKeep(nb, nloc, index64, steps.seed,
                                     steps.dropout.getOffset(),
-                                    /*stream=*/0, p);
+                                    buildDropoutStream(nb, nloc, steps), p);
           }
           Value scale = arith::ConstantOp::create(
               nb, nloc, nb.getF32FloatAttr(static_cast<float>(1.0 / (1.0 - p))));
@@ -302,11 +350,14 @@ static Value buildBlockedKeepMask(OpBuilder &b, Location loc, Value acc,
             arith::MulIOp::create(nb, nloc, linalg::IndexOp::create(nb, nloc, 0),
                                   arith::ConstantIndexOp::create(nb, nloc, n / 4)),
             linalg::IndexOp::create(nb, nloc, 1));
-        Value group64 =
-            arith::IndexCastUIOp::create(nb, nloc, nb.getI64Type(), group);
+        Value group64 = buildWholeTensorIndex(
+            nb, nloc,
+            arith::IndexCastUIOp::create(nb, nloc, nb.getI64Type(), group),
+            steps, /*unit=*/4);
         std::array<Value, 4> keep = buildDropoutKeepGroup(
             nb, nloc, group64, steps.seed, steps.dropout.getOffset(),
-            /*stream=*/0, steps.dropout.getProbability());
+            buildDropoutStream(nb, nloc, steps),
+            steps.dropout.getProbability());
         SmallVector<Value> bytes;
         for (Value bit : keep)
           bytes.push_back(arith::ExtUIOp::create(nb, nloc, i8, bit));
@@ -393,8 +444,10 @@ static Value buildFloatLinear(OpBuilder &b, Location loc, Value input,
   Value acc = blocked ? buildBlockedMatmul(b, loc, input, weight, accElt,
                                            weightBlock)
                       : buildMatmul(b, loc, input, weight, accElt);
+  // Groups of four elements must stay groups in the whole tensor.
   if (blocked && steps.dropout && steps.dropout.isActive() &&
-      weightBlock % 4 == 0)
+      weightBlock % 4 == 0 &&
+      (!steps.dropout.getShardAxis() || shardRunLength(steps) % 4 == 0))
     steps.keepMask = buildBlockedKeepMask(b, loc, acc, steps);
   if (blocked && steps.bias) {
     int64_t n = weightType.getDimSize(0);
@@ -437,8 +490,9 @@ struct FusedLinearToLinalg : OpRewritePattern<FusedLinearOp> {
           op, op.getType(), op.getInput(), op.getWeight(), op.getBias());
       return success();
     }
-    EpilogueSteps steps{op.getBias(), op.getActivationAttr(),
-                        op.getDropoutAttr(), op.getSeed()};
+    EpilogueSteps steps{op.getBias(),  op.getActivationAttr(),
+                        op.getDropoutAttr(), op.getSeed(),
+                        op.getRank(),  op.getType(), Value()};
     rewriter.replaceOp(op, buildFloatLinear(rewriter, loc, op.getInput(),
                                             op.getWeight(), steps,
                                             op.getType(), weightBlock));
@@ -518,6 +572,8 @@ struct DropoutToLinalg : OpRewritePattern<DropoutOp> {
     EpilogueSteps steps;
     steps.dropout = op.getConfig();
     steps.seed = op.getSeed();
+    steps.rank = op.getRank();
+    steps.valueType = op.getType();
     rewriter.replaceOp(op, buildEpilogue(rewriter, op.getLoc(), op.getInput(),
                                          op.getType().getElementType(),
                                          steps));

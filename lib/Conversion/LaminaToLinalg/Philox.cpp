@@ -69,7 +69,7 @@ mlir::lamina::buildPhilox4x32(OpBuilder &b, Location loc,
 
 std::array<Value, 4> mlir::lamina::buildDropoutKeepGroup(
     OpBuilder &b, Location loc, Value group, Value seed, uint64_t offset,
-    uint32_t stream, double p) {
+    Value stream, double p) {
   Type i32 = b.getI32Type();
   Type i64 = b.getI64Type();
   Value shift = arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(32));
@@ -80,8 +80,7 @@ std::array<Value, 4> mlir::lamina::buildDropoutKeepGroup(
   };
   std::array<Value, 4> counter = {
       low(group), high(group),
-      constantI32(b, loc, static_cast<uint32_t>(offset)),
-      constantI32(b, loc, stream)};
+      constantI32(b, loc, static_cast<uint32_t>(offset)), stream};
   std::array<Value, 2> key = {low(seed), high(seed)};
   std::array<Value, 4> words = buildPhilox4x32(b, loc, counter, key);
 
@@ -99,7 +98,7 @@ std::array<Value, 4> mlir::lamina::buildDropoutKeepGroup(
 
 Value mlir::lamina::buildDropoutKeep(OpBuilder &b, Location loc, Value index,
                                      Value seed, uint64_t offset,
-                                     uint32_t stream, double p) {
+                                     Value stream, double p) {
   Value two = arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(2));
   Value three = arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(3));
   Value group = arith::ShRUIOp::create(b, loc, index, two);

@@ -154,7 +154,7 @@ func.func @dropout_p_negative(%x: tensor<4x16xf32>) -> tensor<4x16xf32> {
 // -----
 
 func.func @dropout_unknown_parameter(%x: tensor<4x16xf32>) -> tensor<4x16xf32> {
-  // expected-error @+1 {{unknown dropout parameter 'inplace', expected training, offset or fork_rng}}
+  // expected-error @+1 {{unknown dropout parameter 'inplace', expected training, offset, fork_rng, shard_axis or shards}}
   %0 = lamina.dropout %x <p = 0.1, inplace> : tensor<4x16xf32>
   return %0 : tensor<4x16xf32>
 }
@@ -407,4 +407,57 @@ func.func private @world_size_on_func() attributes {lamina.world_size = 2 : i64}
 
 // expected-error @+1 {{unknown lamina attribute 'lamina.training'}}
 module attributes {lamina.training} {
+}
+
+// -----
+
+func.func @dropout_shard_axis_without_shards(%x: tensor<4x16xf32>, %s: i64, %r: index) -> tensor<4x16xf32> {
+  // expected-error @+1 {{dropout shard_axis and shards > 1 go together}}
+  %0 = lamina.dropout %x <p = 0.1, training, shard_axis = 1> seed %s rank %r : tensor<4x16xf32>
+  return %0 : tensor<4x16xf32>
+}
+
+// -----
+
+func.func @dropout_shards_zero(%x: tensor<4x16xf32>, %s: i64) -> tensor<4x16xf32> {
+  // expected-error @+1 {{dropout shards must be positive, got 0}}
+  %0 = lamina.dropout %x <p = 0.1, training, shards = 0> seed %s : tensor<4x16xf32>
+  return %0 : tensor<4x16xf32>
+}
+
+// -----
+
+func.func @dropout_fork_rng_sharded(%x: tensor<4x16xf32>, %s: i64, %r: index) -> tensor<4x16xf32> {
+  // expected-error @+1 {{a fork_rng dropout draws by local index; it takes no shard_axis}}
+  %0 = lamina.dropout %x <p = 0.1, training, fork_rng, shard_axis = 1, shards = 2> seed %s rank %r : tensor<4x16xf32>
+  return %0 : tensor<4x16xf32>
+}
+
+// -----
+
+func.func @dropout_sharded_without_rank(%x: tensor<4x16xf32>, %s: i64) -> tensor<4x16xf32> {
+  // expected-error @+1 {{a dropout sharded on axis 1 needs a rank operand to locate its block}}
+  %0 = lamina.dropout %x <p = 0.1, training, shard_axis = 1, shards = 2> seed %s : tensor<4x16xf32>
+  return %0 : tensor<4x16xf32>
+}
+
+// -----
+
+func.func @dropout_shard_axis_range(%x: tensor<4x16xf32>, %s: i64, %r: index) -> tensor<4x16xf32> {
+  // expected-error @+1 {{dropout shard_axis 2 is out of range for rank 2}}
+  %0 = lamina.dropout %x <p = 0.1, training, shard_axis = 2, shards = 2> seed %s rank %r : tensor<4x16xf32>
+  return %0 : tensor<4x16xf32>
+}
+
+// -----
+
+// expected-error @+1 {{'lamina.partitioned' is a unit attribute of a module with 'lamina.world_size'}}
+module attributes {lamina.partitioned} {
+}
+
+// -----
+
+// expected-error @+1 {{result 0 layout must be R or S(axis); a program never returns partial sums}}
+func.func @partial_result(%x: tensor<4x16xf32>) -> (tensor<4x16xf32> {lamina.layout = #lamina.layout<P>}) {
+  return %x : tensor<4x16xf32>
 }

@@ -87,6 +87,18 @@ func.func @fused_linear(%x: tensor<4x8xf32>, %w: tensor<16x8xf32>, %b: tensor<16
   return %0, %1, %2 : tensor<4x16xf32>, tensor<4x16xf32>, tensor<4x16xf32>
 }
 
+// One rank's ops in a partitioned program: a sharded dropout and a fused
+// linear carry the rank that locates their block.
+// CHECK-LABEL: func.func @per_rank
+func.func @per_rank(%x: tensor<4x8xf32>, %w: tensor<16x8xf32>, %seed: i64, %rank: index) -> (tensor<4x16xf32>, tensor<4x16xf32>) {
+  // CHECK: lamina.dropout %{{.*}} <p = 0.1, training, shard_axis = 1, shards = 2> seed %{{.*}} rank %{{.*}} : tensor<4x16xf32>
+  %0 = lamina.fused_linear "f" %x, %w : (tensor<4x8xf32>, tensor<16x8xf32>) -> tensor<4x16xf32>
+  %1 = lamina.dropout %0 <p = 0.1, training, shard_axis = 1, shards = 2> seed %seed rank %rank : tensor<4x16xf32>
+  // CHECK: lamina.fused_linear "g" %{{.*}}, %{{.*}} dropout <p = 0.1, training, fork_rng> seed %{{.*}} rank %{{.*}} :
+  %2 = lamina.fused_linear "g" %x, %w dropout <p = 0.1, training, fork_rng> seed %seed rank %rank : (tensor<4x8xf32>, tensor<16x8xf32>, i64, index) -> tensor<4x16xf32>
+  return %1, %2 : tensor<4x16xf32>, tensor<4x16xf32>
+}
+
 // Layouts of a sharded program over 2 ranks.
 module attributes {lamina.world_size = 2 : i64} {
   // CHECK-LABEL: func.func @layouts

@@ -34,6 +34,10 @@ namespace mlir::lamina {
 /// The world size declared by the module holding `op` (`lamina.world_size`).
 std::optional<int64_t> getWorldSize(Operation *op);
 
+/// Whether `op` is in one rank's part of a partitioned program
+/// (`lamina.partitioned`).
+bool isPartitioned(Operation *op);
+
 /// The layout declared on a function argument (`lamina.layout`), or null.
 LayoutAttr getDeclaredLayout(Value value);
 
@@ -47,6 +51,7 @@ struct LinearLayerParts {
   ActivationKindAttr activation; // null: no activation
   DropoutAttr dropout;   // null: no dropout
   Value seed;            // null unless the dropout is active
+  Value rank;            // null unless the program is partitioned
 };
 
 /// The parts of a linear layer op (linear, linear_separate_bias,

@@ -141,6 +141,8 @@ Attribute DropoutAttr::parse(AsmParser &parser, Type) {
     return {};
   bool training = false, forkRng = false;
   uint64_t offset = 0;
+  std::optional<int64_t> shardAxis;
+  int64_t shards = 1;
   while (succeeded(parser.parseOptionalComma())) {
     SMLoc keyLoc = parser.getCurrentLocation();
     StringRef key;
@@ -153,9 +155,18 @@ Attribute DropoutAttr::parse(AsmParser &parser, Type) {
     } else if (key == "offset") {
       if (parser.parseEqual() || parser.parseInteger(offset))
         return {};
+    } else if (key == "shard_axis") {
+      int64_t axis;
+      if (parser.parseEqual() || parser.parseInteger(axis))
+        return {};
+      shardAxis = axis;
+    } else if (key == "shards") {
+      if (parser.parseEqual() || parser.parseInteger(shards))
+        return {};
     } else {
       parser.emitError(keyLoc, "unknown dropout parameter '")
-          << key << "', expected training, offset or fork_rng";
+          << key
+          << "', expected training, offset, fork_rng, shard_axis or shards";
       return {};
     }
   }
@@ -163,7 +174,7 @@ Attribute DropoutAttr::parse(AsmParser &parser, Type) {
     return {};
   return parser.getChecked<DropoutAttr>(loc, parser.getContext(),
                                         llvm::APFloat(p), training, offset,
-                                        forkRng);
+                                        forkRng, shardAxis, shards);
 }
 
 void DropoutAttr::print(AsmPrinter &printer) const {
@@ -175,15 +186,30 @@ void DropoutAttr::print(AsmPrinter &printer) const {
     printer << ", offset = " << getOffset();
   if (getForkRng())
     printer << ", fork_rng";
+  if (getShardAxis())
+    printer << ", shard_axis = " << *getShardAxis();
+  if (getShards() != 1)
+    printer << ", shards = " << getShards();
   printer << ">";
 }
 
 LogicalResult DropoutAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                                  llvm::APFloat p, bool, uint64_t, bool) {
+                                  llvm::APFloat p, bool, uint64_t,
+                                  bool forkRng, std::optional<int64_t> shardAxis,
+                                  int64_t shards) {
   double value = p.convertToDouble();
   if (!(value >= 0.0 && value <= 1.0))
     return emitError() << "dropout probability must be in [0, 1], got "
                        << formatShortestFloat(p);
+  if (shards < 1)
+    return emitError() << "dropout shards must be positive, got " << shards;
+  if (shardAxis.has_value() != (shards > 1))
+    return emitError() << "dropout shard_axis and shards > 1 go together";
+  if (shardAxis && *shardAxis < 0)
+    return emitError() << "dropout shard_axis must be non-negative";
+  if (shardAxis && forkRng)
+    return emitError() << "a fork_rng dropout draws by local index; it "
+                          "takes no shard_axis";
   return success();
 }
 
@@ -249,6 +275,13 @@ std::optional<int64_t> mlir::lamina::getWorldSize(Operation *op) {
   return std::nullopt;
 }
 
+bool mlir::lamina::isPartitioned(Operation *op) {
+  for (Operation *parent = op; parent; parent = parent->getParentOp())
+    if (parent->hasAttr(LaminaDialect::kPartitionedAttrName))
+      return true;
+  return false;
+}
+
 LayoutAttr mlir::lamina::getDeclaredLayout(Value value) {
   auto arg = dyn_cast<BlockArgument>(value);
   if (!arg)
@@ -295,6 +328,14 @@ LogicalResult LaminaDialect::verifyOperationAttribute(Operation *op,
                              << "' is a unit attribute of lamina layers";
     return success();
   }
+  if (attr.getName() == kPartitionedAttrName) {
+    if (!isa<UnitAttr>(attr.getValue()) || !isa<ModuleOp>(op) ||
+        !op->hasAttr(kWorldSizeAttrName))
+      return op->emitError() << "'" << kPartitionedAttrName
+                             << "' is a unit attribute of a module with '"
+                             << kWorldSizeAttrName << "'";
+    return success();
+  }
   if (attr.getName() == kPipelineStageAttrName) {
     auto stage = dyn_cast<IntegerAttr>(attr.getValue());
     if (!stage || stage.getInt() < 0 || !isa<FunctionOpInterface>(op))
@@ -334,8 +375,12 @@ LogicalResult LaminaDialect::verifyRegionArgAttribute(Operation *op, unsigned,
   auto function = dyn_cast<FunctionOpInterface>(op);
   if (!function || !layout.getAxis())
     return success();
-  auto type = dyn_cast<RankedTensorType>(function.getArgumentTypes()[argIndex]);
-  if (!type)
+  // A tensor, or the buffer it becomes; an LLVM function's pointers keep
+  // the attribute as a record.
+  auto type = dyn_cast<ShapedType>(function.getArgumentTypes()[argIndex]);
+  if (!type && op->getName().getDialectNamespace() == "llvm")
+    return success();
+  if (!type || !type.hasRank())
     return op->emitError() << "argument " << argIndex
                            << " has a sharded layout but is not a ranked "
                               "tensor";
@@ -345,10 +390,28 @@ LogicalResult LaminaDialect::verifyRegionArgAttribute(Operation *op, unsigned,
                            << axis << " but has rank " << type.getRank();
   std::optional<int64_t> worldSize = getWorldSize(op);
   int64_t size = type.getDimSize(axis);
-  if (worldSize && !ShapedType::isDynamic(size) && size % *worldSize != 0)
+  if (worldSize && !isPartitioned(op) && !ShapedType::isDynamic(size) &&
+      size % *worldSize != 0)
     return op->emitError() << "argument " << argIndex << " is sharded on axis "
                            << axis << " of size " << size
                            << ", which is not divisible by the world size "
                            << *worldSize;
+  return success();
+}
+
+LogicalResult LaminaDialect::verifyRegionResultAttribute(Operation *op,
+                                                         unsigned,
+                                                         unsigned resultIndex,
+                                                         NamedAttribute attr) {
+  // Partitioning records the layout of each sharded result, so that the
+  // host knows which block of the whole result a rank returns.
+  if (attr.getName() != kLayoutAttrName)
+    return op->emitError() << "unknown lamina result attribute '"
+                           << attr.getName().getValue() << "'";
+  auto layout = dyn_cast<LayoutAttr>(attr.getValue());
+  if (!layout || layout.getKind() == LayoutKind::partial)
+    return op->emitError() << "result " << resultIndex
+                           << " layout must be R or S(axis); a program never "
+                              "returns partial sums";
   return success();
 }

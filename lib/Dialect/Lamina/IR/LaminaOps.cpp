@@ -132,6 +132,24 @@ static LogicalResult verifyDropoutSeed(Operation *op, DropoutAttr dropout,
   return success();
 }
 
+/// A sharded dropout needs the rank that locates its block, on an axis of
+/// the value it drops.
+static LogicalResult verifyDropoutRank(Operation *op, DropoutAttr dropout,
+                                       Value rank, Type valueType) {
+  if (!dropout || !dropout.getShardAxis())
+    return success();
+  if (!rank)
+    return op->emitOpError("a dropout sharded on axis ")
+           << *dropout.getShardAxis()
+           << " needs a rank operand to locate its block";
+  int64_t valueRank = cast<RankedTensorType>(valueType).getRank();
+  if (*dropout.getShardAxis() >= valueRank)
+    return op->emitOpError("dropout shard_axis ")
+           << *dropout.getShardAxis() << " is out of range for rank "
+           << valueRank;
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Layers
 //===----------------------------------------------------------------------===//
@@ -175,7 +193,9 @@ LogicalResult FusedLinearOp::verify() {
   if (lnsData && (getActivationAttr() || getDropoutAttr()))
     return emitOpError("activation and dropout epilogues need float data, "
                        "not LNS numbers");
-  return verifyDropoutSeed(*this, getDropoutAttr(), getSeed());
+  if (failed(verifyDropoutSeed(*this, getDropoutAttr(), getSeed())))
+    return failure();
+  return verifyDropoutRank(*this, getDropoutAttr(), getRank(), getType());
 }
 
 LogicalResult FusedQKVOp::verify() {
@@ -271,7 +291,9 @@ OpFoldResult ActivationOp::fold(FoldAdaptor) {
 }
 
 LogicalResult DropoutOp::verify() {
-  return verifyDropoutSeed(*this, getConfig(), getSeed());
+  if (failed(verifyDropoutSeed(*this, getConfig(), getSeed())))
+    return failure();
+  return verifyDropoutRank(*this, getConfig(), getRank(), getType());
 }
 
 OpFoldResult DropoutOp::fold(FoldAdaptor) {
@@ -358,7 +380,7 @@ struct FusedLinearInactiveDropout : OpRewritePattern<FusedLinearOp> {
     rewriter.replaceOpWithNewOp<FusedLinearOp>(
         op, op.getType(), op.getPathAttr(), op.getInput(), op.getWeight(),
         op.getSyncAttr(), op.getBias(), op.getActivationAttr(),
-        /*dropout=*/DropoutAttr(), /*seed=*/Value());
+        /*dropout=*/DropoutAttr(), /*seed=*/Value(), /*rank=*/Value());
     return success();
   }
 };
@@ -387,32 +409,33 @@ std::optional<LinearLayerParts> mlir::lamina::getLinearLayerParts(Operation *op)
   return llvm::TypeSwitch<Operation *, std::optional<LinearLayerParts>>(op)
       .Case([](LinearOp op) {
         return LinearLayerParts{op.getPathAttr(), op.getInput(), op.getWeight(),
-                                {}, op.getBias(), {}, {}, {}};
+                                {}, op.getBias(), {}, {}, {}, {}};
       })
       .Case([](LinearWithSeparateBiasOp op) {
         return LinearLayerParts{op.getPathAttr(), op.getInput(), op.getWeight(),
-                                {}, op.getBias(), {}, {}, {}};
+                                {}, op.getBias(), {}, {}, {}, {}};
       })
       .Case([](LinearWithSyncOp op) {
         return LinearLayerParts{op.getPathAttr(), op.getInput(), op.getWeight(),
-                                op.getSyncAttr(), op.getBias(), {}, {}, {}};
+                                op.getSyncAttr(), op.getBias(), {}, {}, {}, {}};
       })
       .Case([](LinearWithActOp op) {
         return LinearLayerParts{op.getPathAttr(), op.getInput(),
                                 op.getWeight(), op.getSyncAttr(),
-                                op.getBias(), op.getActivationAttr(), {}, {}};
+                                op.getBias(), op.getActivationAttr(), {}, {}, {}};
       })
       .Case([](LinearWithDropoutOp op) {
         return LinearLayerParts{op.getPathAttr(), op.getInput(),
                                 op.getWeight(), op.getSyncAttr(),
                                 op.getBias(), {}, op.getDropout(),
-                                op.getSeed()};
+                                op.getSeed(), {}};
       })
       .Case([](FusedLinearOp op) {
         return LinearLayerParts{op.getPathAttr(),      op.getInput(),
                                 op.getWeight(),        op.getSyncAttr(),
                                 op.getBias(),          op.getActivationAttr(),
-                                op.getDropoutAttr(),   op.getSeed()};
+                                op.getDropoutAttr(),   op.getSeed(),
+                                op.getRank()};
       })
       .Default([](Operation *) { return std::nullopt; });
 }

@@ -126,7 +126,7 @@ FuseTransformOp::applyToOne(transform::TransformRewriter &rewriter, Operation *t
   auto fused = FusedLinearOp::create(
       rewriter, target->getLoc(), target->getResult(0).getType(), parts->path,
       parts->input, parts->weight, parts->sync, parts->bias, parts->activation,
-      parts->dropout, parts->seed);
+      parts->dropout, parts->seed, parts->rank);
   rewriter.replaceOp(target, fused.getResult());
   results.push_back(fused);
   return DiagnosedSilenceableFailure::success();
@@ -151,7 +151,7 @@ ReplaceTransformOp::applyToOne(transform::TransformRewriter &rewriter,
     auto fused = FusedLinearOp::create(
         rewriter, loc, resultType, parts->path, parts->input, parts->weight,
         parts->sync, parts->bias, parts->activation, parts->dropout,
-        parts->seed);
+        parts->seed, parts->rank);
     rewriter.replaceOp(target, fused.getResult());
     results.push_back(fused);
     return DiagnosedSilenceableFailure::success();

@@ -14,7 +14,7 @@ using namespace mlir;
 using namespace mlir::lamina;
 
 namespace {
-/// Any linear layer → matmul → [sync] → [bias_add] → [activation] →
+/// Any linear layer → [fwd_pre sync] → matmul → [sync] → [bias_add] → [activation] →
 /// [dropout], every piece keeping the layer's path.
 struct DecomposeLinearLayer : RewritePattern {
   DecomposeLinearLayer(MLIRContext *context)
@@ -27,9 +27,15 @@ struct DecomposeLinearLayer : RewritePattern {
       return failure();
     Location loc = op->getLoc();
     Type type = op->getResult(0).getType();
-    Value value = MatmulOp::create(rewriter, loc, type, parts->input,
-                                   parts->weight, parts->path);
-    if (parts->sync)
+    // A fwd_pre sync acts on the layer's input, every other on its output.
+    bool onInput = parts->sync && parts->sync.getMode() == SyncMode::fwd_pre;
+    Value input = parts->input;
+    if (onInput)
+      input = SyncOp::create(rewriter, loc, input.getType(), input,
+                             parts->sync, parts->path);
+    Value value = MatmulOp::create(rewriter, loc, type, input, parts->weight,
+                                   parts->path);
+    if (parts->sync && !onInput)
       value = SyncOp::create(rewriter, loc, type, value, parts->sync,
                              parts->path);
     if (parts->bias)
@@ -40,7 +46,7 @@ struct DecomposeLinearLayer : RewritePattern {
                                    value, parts->path);
     if (parts->dropout)
       value = DropoutOp::create(rewriter, loc, type, value, parts->dropout,
-                                parts->seed, parts->path);
+                                parts->seed, parts->rank, parts->path);
     rewriter.replaceOp(op, value);
     return success();
   }

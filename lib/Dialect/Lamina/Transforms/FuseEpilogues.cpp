@@ -62,6 +62,7 @@ struct FuseMatmulEpilogue : OpRewritePattern<MatmulOp> {
     if (auto dropout = dyn_cast_or_null<DropoutOp>(next); dropout && !lnsData) {
       parts.dropout = dropout.getConfig();
       parts.seed = dropout.getSeed();
+      parts.rank = dropout.getRank();
       tail = dropout.getResult();
       absorbed.push_back(dropout);
     }
@@ -75,7 +76,7 @@ struct FuseMatmulEpilogue : OpRewritePattern<MatmulOp> {
     auto fused = FusedLinearOp::create(
         rewriter, last->getLoc(), tail.getType(), parts.path, parts.input,
         parts.weight, parts.sync, parts.bias, parts.activation, parts.dropout,
-        parts.seed);
+        parts.seed, parts.rank);
     rewriter.replaceOp(last, fused.getResult());
     for (Operation *op : llvm::reverse(ArrayRef(absorbed).drop_back()))
       rewriter.eraseOp(op);

@@ -23,7 +23,7 @@ struct LayerToFusedLinear : RewritePattern {
     rewriter.replaceOpWithNewOp<FusedLinearOp>(
         op, op->getResult(0).getType(), parts->path, parts->input,
         parts->weight, parts->sync, parts->bias, parts->activation,
-        parts->dropout, parts->seed);
+        parts->dropout, parts->seed, parts->rank);
     return success();
   }
 };

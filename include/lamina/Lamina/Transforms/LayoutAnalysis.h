@@ -1,0 +1,27 @@
+//===- LayoutAnalysis.h - R / S(axis) / P layouts of values -----*- C++ -*-===//
+//
+// The layout inference of the spec's §2–3: starting from the layouts
+// declared on function arguments, every value of a sharded program gets a
+// layout, and what the spec calls an error (partial sums reaching a bias,
+// a sync on the wrong layout, ...) is reported on the offending op.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LAMINA_LAMINA_TRANSFORMS_LAYOUTANALYSIS_H
+#define LAMINA_LAMINA_TRANSFORMS_LAYOUTANALYSIS_H
+
+#include "lamina/Lamina/IR/Lamina.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/DenseMap.h"
+
+namespace mlir::lamina {
+
+/// The layout of every value in `function` (values absent from the map are
+/// replicated), or failure after emitting the first error.
+FailureOr<llvm::DenseMap<Value, LayoutAttr>>
+inferLayouts(func::FuncOp function);
+
+} // namespace mlir::lamina
+
+#endif // LAMINA_LAMINA_TRANSFORMS_LAYOUTANALYSIS_H

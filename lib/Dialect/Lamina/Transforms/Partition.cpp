@@ -1,0 +1,287 @@
+//===- Partition.cpp - One rank's part of a sharded program ---------------===//
+
+#include "lamina/Lamina/Transforms/LayoutAnalysis.h"
+#include "lamina/Lamina/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Shard/IR/ShardDialect.h"
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+namespace mlir::lamina {
+#define GEN_PASS_DEF_LAMINAPARTITION
+#include "lamina/Lamina/Transforms/Passes.h.inc"
+} // namespace mlir::lamina
+
+using namespace mlir;
+using namespace mlir::lamina;
+
+/// The grid every collective of a partitioned module runs on.
+static constexpr llvm::StringLiteral kGridName = "lamina_grid";
+
+namespace {
+/// Rewrites one function into what one of `worldSize` ranks computes.
+class FunctionPartitioner {
+public:
+  FunctionPartitioner(func::FuncOp function, int64_t worldSize,
+                      DenseMap<Value, LayoutAttr> layouts)
+      : function(function), worldSize(worldSize), layouts(std::move(layouts)),
+        builder(function.getContext()) {}
+
+  LogicalResult run();
+
+private:
+  LayoutAttr layoutOf(Value value) const { return layouts.lookup(value); }
+  /// The per-rank type of a value of whole type `type` and layout `layout`.
+  RankedTensorType localType(Type type, LayoutAttr layout) const;
+  /// The process's index on the grid, created once at the function entry.
+  Value rank();
+
+  /// Replaces `op`'s only result by `value`, which takes over its layout.
+  void replace(Operation *op, Value value);
+
+  LogicalResult partitionSync(SyncOp sync);
+  LogicalResult partitionDropout(DropoutOp dropout);
+  LogicalResult partitionFusedQKV(FusedQKVOp qkv);
+  LogicalResult partitionOther(Operation *op);
+
+  func::FuncOp function;
+  int64_t worldSize;
+  DenseMap<Value, LayoutAttr> layouts;
+  OpBuilder builder;
+  Value rankValue;
+};
+} // namespace
+
+RankedTensorType FunctionPartitioner::localType(Type type,
+                                                LayoutAttr layout) const {
+  auto tensor = cast<RankedTensorType>(type);
+  if (!layout || layout.getKind() != LayoutKind::sharded)
+    return tensor;
+  SmallVector<int64_t> shape(tensor.getShape());
+  int64_t &size = shape[*layout.getAxis()];
+  if (!ShapedType::isDynamic(size))
+    size /= worldSize;
+  return tensor.clone(shape);
+}
+
+Value FunctionPartitioner::rank() {
+  if (rankValue)
+    return rankValue;
+  OpBuilder::InsertionGuard guard(builder);
+  builder.setInsertionPointToStart(&function.getBody().front());
+  rankValue = shard::ProcessLinearIndexOp::create(
+      builder, function.getLoc(), builder.getIndexType(), kGridName);
+  return rankValue;
+}
+
+void FunctionPartitioner::replace(Operation *op, Value value) {
+  Value old = op->getResult(0);
+  // Erase the key first: a later op may reuse the erased result's storage.
+  LayoutAttr layout = layouts.lookup(old);
+  layouts.erase(old);
+  if (layout && value.getDefiningOp() != nullptr && !layouts.count(value))
+    layouts[value] = layout;
+  old.replaceAllUsesWith(value);
+  op->erase();
+}
+
+/// Every collective names the module's grid and its only axis.
+static SmallVector<shard::GridAxis> gridAxes() { return {0}; }
+
+LogicalResult FunctionPartitioner::partitionSync(SyncOp sync) {
+  Value input = sync.getInput();
+  if (sync.getSpec().getMode() == SyncMode::bwd_post) {
+    // The identity in the forward pass; backward generation will need it.
+    replace(sync, input);
+    return success();
+  }
+  builder.setInsertionPoint(sync);
+  Location loc = sync.getLoc();
+  auto resultType = localType(sync.getType(), layoutOf(sync.getResult()));
+  auto flatGrid = FlatSymbolRefAttr::get(builder.getContext(), kGridName);
+  auto axes = builder.getDenseI16ArrayAttr(gridAxes());
+  Value replacement;
+  switch (sync.getSpec().getCollective()) {
+  case CollectiveKind::all_reduce:
+    replacement = shard::AllReduceOp::create(
+        builder, loc, resultType, flatGrid, axes, input,
+        shard::ReductionKindAttr::get(builder.getContext(),
+                                      shard::ReductionKind::Sum));
+    break;
+  case CollectiveKind::all_gather:
+    replacement = shard::AllGatherOp::create(
+        builder, loc, resultType, flatGrid, axes, input,
+        builder.getIndexAttr(*sync.getSpec().getAxis()));
+    break;
+  case CollectiveKind::reduce_scatter:
+    replacement = shard::ReduceScatterOp::create(
+        builder, loc, resultType, flatGrid, axes, input,
+        shard::ReductionKindAttr::get(builder.getContext(),
+                                      shard::ReductionKind::Sum),
+        builder.getIndexAttr(*sync.getSpec().getAxis()));
+    break;
+  case CollectiveKind::scatter:
+    replacement = shard::AllSliceOp::create(
+        builder, loc, resultType, flatGrid, axes, input,
+        builder.getIndexAttr(*sync.getSpec().getAxis()));
+    break;
+  }
+  replace(sync, replacement);
+  return success();
+}
+
+LogicalResult FunctionPartitioner::partitionDropout(DropoutOp dropout) {
+  dropout.getResult().setType(dropout.getInput().getType());
+  DropoutAttr config = dropout.getConfig();
+  if (!config.isActive())
+    return success();
+  LayoutAttr layout = layoutOf(dropout.getInput());
+  if (config.getForkRng()) {
+    dropout.getRankMutable().assign(rank());
+    return success();
+  }
+  if (!layout || layout.getKind() != LayoutKind::sharded)
+    return success(); // replicated: the same mask on every rank
+  dropout.setConfigAttr(DropoutAttr::get(
+      dropout.getContext(), config.getP(), config.getTraining(),
+      config.getOffset(), /*forkRng=*/false, *layout.getAxis(), worldSize));
+  dropout.getRankMutable().assign(rank());
+  return success();
+}
+
+LogicalResult FunctionPartitioner::partitionFusedQKV(FusedQKVOp qkv) {
+  LayoutAttr layout = layoutOf(qkv.getQ());
+  if (!layout || layout.getKind() != LayoutKind::sharded)
+    return success();
+  if (qkv.getNumHeads() % worldSize != 0)
+    return qkv.emitOpError("has ")
+           << qkv.getNumHeads() << " heads, which " << worldSize
+           << " ranks cannot share evenly";
+  qkv.setWorldSize(worldSize);
+  for (Value result : qkv->getResults())
+    result.setType(localType(result.getType(), layout));
+  return success();
+}
+
+/// Any other op: one whose sharded operands keep their shape (element-wise
+/// ops, by the layout analysis) or a reshape that moves the sharded axis.
+LogicalResult FunctionPartitioner::partitionOther(Operation *op) {
+  if (auto collapse = dyn_cast<tensor::CollapseShapeOp>(op)) {
+    collapse.getResult().setType(tensor::CollapseShapeOp::inferCollapsedType(
+        collapse.getSrcType(), collapse.getReassociationIndices()));
+    return success();
+  }
+  if (auto expand = dyn_cast<tensor::ExpandShapeOp>(op)) {
+    LayoutAttr layout = layoutOf(expand.getResult());
+    auto local = localType(expand.getType(), layout);
+    if (local != expand.getType()) {
+      builder.setInsertionPoint(expand);
+      auto replacement = tensor::ExpandShapeOp::create(
+          builder, expand.getLoc(), local, expand.getSrc(),
+          expand.getReassociationIndices());
+      replace(expand, replacement.getResult());
+    }
+    return success();
+  }
+  for (OpResult result : op->getResults()) {
+    auto tensor = dyn_cast<RankedTensorType>(result.getType());
+    LayoutAttr layout = layoutOf(result);
+    if (!tensor || !layout || layout.getKind() != LayoutKind::sharded)
+      continue;
+    if (op->getNumRegions() != 0 || op->getNumOperands() == 0)
+      return op->emitOpError("has a sharded result the partitioner cannot "
+                             "give a per-rank shape");
+    result.setType(localType(tensor, layout));
+  }
+  return success();
+}
+
+LogicalResult FunctionPartitioner::run() {
+  Block &entry = function.getBody().front();
+  for (BlockArgument argument : entry.getArguments())
+    if (isa<RankedTensorType>(argument.getType()))
+      argument.setType(localType(argument.getType(), layoutOf(argument)));
+
+  for (Operation &op : llvm::make_early_inc_range(entry)) {
+    if (getLinearLayerParts(&op))
+      return op.emitOpError("is a layer; partitioning needs decomposed "
+                            "layers (run lamina-decompose first)");
+    LogicalResult result =
+        llvm::TypeSwitch<Operation *, LogicalResult>(&op)
+            .Case([&](MatmulOp matmul) {
+              auto weight = cast<RankedTensorType>(matmul.getWeight().getType());
+              auto input = cast<RankedTensorType>(matmul.getInput().getType());
+              SmallVector<int64_t> shape(input.getShape().drop_back());
+              shape.push_back(weight.getDimSize(0));
+              matmul.getResult().setType(matmul.getType().clone(shape));
+              return success();
+            })
+            .Case([&](SyncOp sync) { return partitionSync(sync); })
+            .Case([&](BiasAddOp biasAdd) {
+              biasAdd.getResult().setType(biasAdd.getInput().getType());
+              return success();
+            })
+            .Case([&](ActivationOp activation) {
+              activation.getResult().setType(activation.getInput().getType());
+              return success();
+            })
+            .Case([&](DropoutOp dropout) { return partitionDropout(dropout); })
+            .Case([&](FusedQKVOp qkv) { return partitionFusedQKV(qkv); })
+            .Case([&](func::ReturnOp ret) {
+              for (auto [index, value] : llvm::enumerate(ret.getOperands())) {
+                LayoutAttr layout = layoutOf(value);
+                if (layout && layout.getKind() == LayoutKind::sharded)
+                  function.setResultAttr(index, LaminaDialect::kLayoutAttrName,
+                                         layout);
+              }
+              return success();
+            })
+            .Default([&](Operation *other) { return partitionOther(other); });
+    if (failed(result))
+      return failure();
+  }
+  function.setType(FunctionType::get(
+      function.getContext(), entry.getArgumentTypes(),
+      entry.getTerminator()->getOperandTypes()));
+  return success();
+}
+
+namespace {
+struct LaminaPartitionPass
+    : mlir::lamina::impl::LaminaPartitionBase<LaminaPartitionPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    std::optional<int64_t> worldSize = getWorldSize(module);
+    if (!worldSize || *worldSize == 1 || isPartitioned(module))
+      return;
+    // Infer every function's layouts first: a rejected program is left as
+    // it was.
+    SmallVector<std::pair<func::FuncOp, DenseMap<Value, LayoutAttr>>> plans;
+    for (auto function : module.getOps<func::FuncOp>()) {
+      if (function.isDeclaration())
+        continue;
+      FailureOr<DenseMap<Value, LayoutAttr>> layouts = inferLayouts(function);
+      if (failed(layouts))
+        return signalPassFailure();
+      plans.emplace_back(function, std::move(*layouts));
+    }
+    for (auto &[function, layouts] : plans)
+      if (failed(FunctionPartitioner(function, *worldSize, std::move(layouts))
+                     .run()))
+        return signalPassFailure();
+
+    OpBuilder builder(module.getBodyRegion());
+    if (!SymbolTable::lookupSymbolIn(module, kGridName)) {
+      auto grid = shard::GridOp::create(builder, module.getLoc(), kGridName,
+                                        ArrayRef<int64_t>{*worldSize});
+      grid.setPrivate();
+    }
+    module->setAttr(LaminaDialect::kPartitionedAttrName, builder.getUnitAttr());
+  }
+};
+} // namespace

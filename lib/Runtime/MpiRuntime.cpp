@@ -1,0 +1,288 @@
+//===- MpiRuntime.cpp - The MPI calls of partitioned programs -------------===//
+
+#include "lamina/Runtime/MpiRuntime.h"
+
+#include <mpi.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+namespace {
+
+/// Initialises MPI once (programs of one rank never call this) and
+/// finalises it at exit, unless the host initialised MPI itself.
+void ensureInitialized() {
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (initialized)
+    return;
+  int provided = 0;
+  MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
+  std::atexit([] {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (!finalized)
+      MPI_Finalize();
+  });
+}
+
+[[noreturn]] void fail(const char *message) {
+  std::fprintf(stderr, "lamina MPI runtime: %s\n", message);
+  MPI_Abort(MPI_COMM_WORLD, 1);
+  std::abort();
+}
+
+void check(int status, const char *call) {
+  if (status == MPI_SUCCESS)
+    return;
+  char text[MPI_MAX_ERROR_STRING];
+  int length = 0;
+  MPI_Error_string(status, text, &length);
+  std::fprintf(stderr, "lamina MPI runtime: %s failed: %s\n", call, text);
+  MPI_Abort(MPI_COMM_WORLD, 1);
+  std::abort();
+}
+
+/// A contiguous row-major buffer seen through a memref descriptor
+/// {allocated, aligned, offset, sizes[rank], strides[rank]}.
+struct Buffer {
+  char *data;
+  std::vector<int64_t> shape;
+
+  Buffer(int64_t rank, void *descriptor, size_t elementSize) {
+    auto *words = static_cast<int64_t *>(descriptor);
+    auto *aligned = reinterpret_cast<char *>(words[1]);
+    data = aligned + words[2] * elementSize;
+    shape.assign(words + 3, words + 3 + rank);
+    int64_t expected = 1;
+    for (int64_t d = rank - 1; d >= 0; --d) {
+      if (shape[d] != 1 && words[3 + rank + d] != expected)
+        fail("collective on a non-contiguous buffer");
+      expected *= shape[d];
+    }
+  }
+  int64_t numElements() const {
+    int64_t n = 1;
+    for (int64_t size : shape)
+      n *= size;
+    return n;
+  }
+  /// The product of the dims before `axis`.
+  int64_t outer(int64_t axis) const {
+    int64_t n = 1;
+    for (int64_t d = 0; d < axis; ++d)
+      n *= shape[d];
+    return n;
+  }
+};
+
+int worldSize() {
+  ensureInitialized();
+  int size = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  return size;
+}
+
+//===----------------------------------------------------------------------===//
+// Element types: MPI sums f32/f64/i64 natively, f16/bf16 in f32
+//===----------------------------------------------------------------------===//
+
+struct F32 {
+  using Storage = float;
+  static MPI_Datatype type() { return MPI_FLOAT; }
+};
+struct F64 {
+  using Storage = double;
+  static MPI_Datatype type() { return MPI_DOUBLE; }
+};
+struct I64 {
+  using Storage = int64_t;
+  static MPI_Datatype type() { return MPI_INT64_T; }
+};
+struct F16 {
+  using Storage = _Float16;
+  static float widen(_Float16 x) { return static_cast<float>(x); }
+  static _Float16 narrow(float x) { return static_cast<_Float16>(x); }
+};
+struct BF16 {
+  using Storage = uint16_t;
+  static float widen(uint16_t x) {
+    uint32_t bits = uint32_t(x) << 16;
+    float value;
+    std::memcpy(&value, &bits, sizeof(value));
+    return value;
+  }
+  static uint16_t narrow(float x) {
+    uint32_t bits;
+    std::memcpy(&bits, &x, sizeof(bits));
+    if ((bits & 0x7fffffff) > 0x7f800000) // NaN stays NaN
+      return uint16_t((bits >> 16) | 0x40);
+    bits += 0x7fff + ((bits >> 16) & 1); // round half to even
+    return uint16_t(bits >> 16);
+  }
+};
+
+template <typename T> constexpr bool kNative = !std::is_same_v<T, F16> &&
+                                               !std::is_same_v<T, BF16>;
+
+/// Sum-reduces `count` elements of every rank's `send` into `receive`
+/// (all-reduce) or, with `perRank` set, scatters the sum's blocks of
+/// `perRank` elements (reduce-scatter).
+template <typename T>
+void reduce(const void *send, void *receive, int64_t count, int64_t perRank) {
+  if constexpr (kNative<T>) {
+    if (perRank)
+      check(MPI_Reduce_scatter_block(send, receive, int(perRank), T::type(),
+                                     MPI_SUM, MPI_COMM_WORLD),
+            "MPI_Reduce_scatter_block");
+    else
+      check(MPI_Allreduce(send, receive, int(count), T::type(), MPI_SUM,
+                          MPI_COMM_WORLD),
+            "MPI_Allreduce");
+  } else {
+    using S = typename T::Storage;
+    const S *in = static_cast<const S *>(send);
+    std::vector<float> wide(count), sum(perRank ? perRank : count);
+    for (int64_t i = 0; i < count; ++i)
+      wide[i] = T::widen(in[i]);
+    reduce<F32>(wide.data(), sum.data(), count, perRank);
+    S *out = static_cast<S *>(receive);
+    for (size_t i = 0; i < sum.size(); ++i)
+      out[i] = T::narrow(sum[i]);
+  }
+}
+
+template <typename T> void allReduce(int64_t r0, void *d0, int64_t r1, void *d1) {
+  Buffer in(r0, d0, sizeof(typename T::Storage));
+  Buffer out(r1, d1, sizeof(typename T::Storage));
+  worldSize();
+  reduce<T>(in.data, out.data, in.numElements(), 0);
+}
+
+/// Concatenates the ranks' blocks on `axis`: each rank's block is `outer`
+/// runs of `chunk` bytes; the result interleaves them run by run.
+template <typename T>
+void allGather(int64_t r0, void *d0, int64_t r1, void *d1, int64_t axis) {
+  size_t element = sizeof(typename T::Storage);
+  Buffer in(r0, d0, element), out(r1, d1, element);
+  int ranks = worldSize();
+  int64_t outer = in.outer(axis);
+  int64_t bytes = in.numElements() * element;
+  int64_t chunk = bytes / outer;
+  if (outer == 1) {
+    check(MPI_Allgather(in.data, int(bytes), MPI_BYTE, out.data, int(bytes),
+                        MPI_BYTE, MPI_COMM_WORLD),
+          "MPI_Allgather");
+    return;
+  }
+  std::vector<char> gathered(bytes * ranks);
+  check(MPI_Allgather(in.data, int(bytes), MPI_BYTE, gathered.data(),
+                      int(bytes), MPI_BYTE, MPI_COMM_WORLD),
+        "MPI_Allgather");
+  for (int r = 0; r < ranks; ++r)
+    for (int64_t o = 0; o < outer; ++o)
+      std::memcpy(out.data + (o * ranks + r) * chunk,
+                  gathered.data() + r * bytes + o * chunk, chunk);
+}
+
+/// Sums the ranks' whole tensors and keeps this rank's block on `axis`.
+template <typename T>
+void reduceScatter(int64_t r0, void *d0, int64_t r1, void *d1, int64_t axis) {
+  size_t element = sizeof(typename T::Storage);
+  Buffer in(r0, d0, element), out(r1, d1, element);
+  int ranks = worldSize();
+  int64_t outer = in.outer(axis);
+  int64_t perRank = out.numElements();
+  if (outer == 1) {
+    reduce<T>(in.data, out.data, in.numElements(), perRank);
+    return;
+  }
+  // Reorder [outer, ranks, chunk] into [ranks, outer, chunk] so that each
+  // rank's block is contiguous, as MPI_Reduce_scatter_block expects.
+  int64_t chunk = perRank / outer * element;
+  std::vector<char> blocks(in.numElements() * element);
+  for (int r = 0; r < ranks; ++r)
+    for (int64_t o = 0; o < outer; ++o)
+      std::memcpy(blocks.data() + (r * outer + o) * chunk,
+                  in.data + (o * ranks + r) * chunk, chunk);
+  reduce<T>(blocks.data(), out.data, in.numElements(), perRank);
+}
+
+} // namespace
+
+extern "C" {
+int64_t laminaMpiRank() {
+  ensureInitialized();
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  return rank;
+}
+
+int64_t laminaMpiWorldSize() { return worldSize(); }
+
+#define LAMINA_MPI_DEFINE(suffix, T)                                           \
+  void laminaMpiAllReduce_##suffix(int64_t r0, void *d0, int64_t r1,           \
+                                   void *d1) {                                 \
+    allReduce<T>(r0, d0, r1, d1);                                              \
+  }                                                                            \
+  void laminaMpiAllGather_##suffix(int64_t r0, void *d0, int64_t r1, void *d1, \
+                                   int64_t axis) {                             \
+    allGather<T>(r0, d0, r1, d1, axis);                                        \
+  }                                                                            \
+  void laminaMpiReduceScatter_##suffix(int64_t r0, void *d0, int64_t r1,       \
+                                       void *d1, int64_t axis) {               \
+    reduceScatter<T>(r0, d0, r1, d1, axis);                                    \
+  }
+LAMINA_MPI_DEFINE(f32, F32)
+LAMINA_MPI_DEFINE(f64, F64)
+LAMINA_MPI_DEFINE(f16, F16)
+LAMINA_MPI_DEFINE(bf16, BF16)
+LAMINA_MPI_DEFINE(i64, I64)
+#undef LAMINA_MPI_DEFINE
+}
+
+llvm::ArrayRef<std::pair<const char *, void *>>
+mlir::lamina::getMpiRuntimeSymbols() {
+#define LAMINA_MPI_ENTRY(suffix)                                               \
+  {"laminaMpiAllReduce_" #suffix,                                              \
+   reinterpret_cast<void *>(&laminaMpiAllReduce_##suffix)},                    \
+      {"laminaMpiAllGather_" #suffix,                                          \
+       reinterpret_cast<void *>(&laminaMpiAllGather_##suffix)},                \
+      {"laminaMpiReduceScatter_" #suffix,                                      \
+       reinterpret_cast<void *>(&laminaMpiReduceScatter_##suffix)}
+  static const std::pair<const char *, void *> symbols[] = {
+      {"laminaMpiRank", reinterpret_cast<void *>(&laminaMpiRank)},
+      {"laminaMpiWorldSize", reinterpret_cast<void *>(&laminaMpiWorldSize)},
+      LAMINA_MPI_ENTRY(f32),
+      LAMINA_MPI_ENTRY(f64),
+      LAMINA_MPI_ENTRY(f16),
+      LAMINA_MPI_ENTRY(bf16),
+      LAMINA_MPI_ENTRY(i64)};
+#undef LAMINA_MPI_ENTRY
+  return symbols;
+}
+
+void mlir::lamina::mpiSendBytes(const void *data, int64_t bytes,
+                                int64_t destination, int64_t tag) {
+  ensureInitialized();
+  check(MPI_Send(data, int(bytes), MPI_BYTE, int(destination), int(tag),
+                 MPI_COMM_WORLD),
+        "MPI_Send");
+}
+
+void mlir::lamina::mpiRecvBytes(void *data, int64_t bytes, int64_t source,
+                                int64_t tag) {
+  ensureInitialized();
+  check(MPI_Recv(data, int(bytes), MPI_BYTE, int(source), int(tag),
+                 MPI_COMM_WORLD, MPI_STATUS_IGNORE),
+        "MPI_Recv");
+}
+
+void mlir::lamina::mpiBroadcastBytes(void *data, int64_t bytes,
+                                     int64_t root) {
+  ensureInitialized();
+  check(MPI_Bcast(data, int(bytes), MPI_BYTE, int(root), MPI_COMM_WORLD),
+        "MPI_Bcast");
+}

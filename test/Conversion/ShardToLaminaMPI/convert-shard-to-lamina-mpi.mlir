@@ -1,0 +1,50 @@
+// RUN: lamina-opt %s --convert-shard-to-lamina-mpi | FileCheck %s
+
+// CHECK-NOT: shard.
+// CHECK-DAG: func.func private @laminaMpiRank() -> i64
+// CHECK-DAG: func.func private @laminaMpiAllReduce_f32(memref<*xf32>, memref<*xf32>)
+// CHECK-DAG: func.func private @laminaMpiAllGather_bf16(memref<*xbf16>, memref<*xbf16>, i64)
+// CHECK-DAG: func.func private @laminaMpiReduceScatter_f32(memref<*xf32>, memref<*xf32>, i64)
+shard.grid @lamina_grid(shape = 2) {sym_visibility = "private"}
+
+// CHECK-LABEL: func.func @all_reduce
+// CHECK-SAME: (%[[X:.+]]: tensor<4x8xf32>)
+// CHECK: %[[IN:.+]] = bufferization.to_buffer %[[X]] read_only : tensor<4x8xf32> to memref<4x8xf32>
+// CHECK: %[[OUT:.+]] = memref.alloc() : memref<4x8xf32>
+// CHECK: %[[A:.+]] = memref.cast %[[IN]] : memref<4x8xf32> to memref<*xf32>
+// CHECK: %[[B:.+]] = memref.cast %[[OUT]] : memref<4x8xf32> to memref<*xf32>
+// CHECK: call @laminaMpiAllReduce_f32(%[[A]], %[[B]]) : (memref<*xf32>, memref<*xf32>) -> ()
+// CHECK: %[[R:.+]] = bufferization.to_tensor %[[OUT]] restrict writable : memref<4x8xf32> to tensor<4x8xf32>
+// CHECK: return %[[R]]
+func.func @all_reduce(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %0 = shard.all_reduce %x on @lamina_grid grid_axes = [0] : tensor<4x8xf32> -> tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// The gather and scatter axes travel as i64 arguments.
+// CHECK-LABEL: func.func @gather_scatter
+// CHECK: %[[AXIS1:.+]] = arith.constant 1 : i64
+// CHECK: call @laminaMpiAllGather_bf16(%{{.*}}, %{{.*}}, %[[AXIS1]])
+// CHECK: bufferization.to_tensor %{{.*}} : memref<4x8xbf16> to tensor<4x8xbf16>
+// CHECK: %[[AXIS0:.+]] = arith.constant 0 : i64
+// CHECK: call @laminaMpiReduceScatter_f32(%{{.*}}, %{{.*}}, %[[AXIS0]])
+// CHECK: bufferization.to_tensor %{{.*}} : memref<2x8xf32> to tensor<2x8xf32>
+func.func @gather_scatter(%x: tensor<4x4xbf16>, %y: tensor<4x8xf32>) -> (tensor<4x8xbf16>, tensor<2x8xf32>) {
+  %0 = shard.all_gather %x on @lamina_grid grid_axes = [0] gather_axis = 1 : tensor<4x4xbf16> -> tensor<4x8xbf16>
+  %1 = shard.reduce_scatter %y on @lamina_grid grid_axes = [0] scatter_axis = 0 : tensor<4x8xf32> -> tensor<2x8xf32>
+  return %0, %1 : tensor<4x8xbf16>, tensor<2x8xf32>
+}
+
+// all_slice needs no communication: the process's block, at rank · size.
+// CHECK-LABEL: func.func @slice_and_rank
+// CHECK: %[[RANK64:.+]] = call @laminaMpiRank() : () -> i64
+// CHECK: %[[RANK:.+]] = arith.index_cast %[[RANK64]] : i64 to index
+// CHECK: %[[C4:.+]] = arith.constant 4 : index
+// CHECK: %[[START:.+]] = arith.muli %[[RANK]], %[[C4]] : index
+// CHECK: tensor.extract_slice %{{.*}}[0, %[[START]]] [4, 4] [1, 1] : tensor<4x8xf32> to tensor<4x4xf32>
+// CHECK: call @laminaMpiRank() : () -> i64
+func.func @slice_and_rank(%x: tensor<4x8xf32>) -> (tensor<4x4xf32>, index) {
+  %0 = shard.all_slice %x on @lamina_grid grid_axes = [0] slice_axis = 1 : tensor<4x8xf32> -> tensor<4x4xf32>
+  %1 = shard.process_linear_index on @lamina_grid : index
+  return %0, %1 : tensor<4x4xf32>, index
+}

@@ -1,0 +1,59 @@
+// RUN: lamina-opt %s --lamina-partition --split-input-file -verify-diagnostics
+
+// The Megatron MLP without fc2's all-reduce: its bias would be added to
+// every rank's partial sums (Slapo's double-bias bug).
+module attributes {lamina.world_size = 2 : i64} {
+  func.func @missing_all_reduce(%x: tensor<4x8xf32>,
+      %w1: tensor<16x8xf32> {lamina.layout = #lamina.layout<S(0)>},
+      %b1: tensor<16xf32> {lamina.layout = #lamina.layout<S(0)>},
+      %w2: tensor<8x16xf32> {lamina.layout = #lamina.layout<S(1)>},
+      %b2: tensor<8xf32>) -> tensor<4x8xf32> {
+    %0 = lamina.matmul "fc1" %x, %w1 : (tensor<4x8xf32>, tensor<16x8xf32>) -> tensor<4x16xf32>
+    %1 = lamina.bias_add "fc1" %0, %b1 : tensor<4x16xf32>, tensor<16xf32>
+    %2 = lamina.matmul "fc2" %1, %w2 : (tensor<4x16xf32>, tensor<8x16xf32>) -> tensor<4x8xf32>
+    // expected-error @+1 {{adds its bias to partial sums (layout P) of layer 'fc2'}}
+    %3 = lamina.bias_add "fc2" %2, %b2 : tensor<4x8xf32>, tensor<8xf32>
+    return %3 : tensor<4x8xf32>
+  }
+}
+
+// -----
+
+module attributes {lamina.world_size = 2 : i64} {
+  func.func @layer(%x: tensor<4x8xf32>,
+      %w: tensor<16x8xf32> {lamina.layout = #lamina.layout<S(0)>}) -> tensor<4x16xf32> {
+    // expected-error @+1 {{is a layer; partitioning needs decomposed layers (run lamina-decompose first)}}
+    %0 = lamina.linear "fc" %x, %w : (tensor<4x8xf32>, tensor<16x8xf32>) -> tensor<4x16xf32>
+    %1 = lamina.sync "fc" %0 <fwd_post, all_gather, axis = 1> : tensor<4x16xf32>
+    return %1 : tensor<4x16xf32>
+  }
+}
+
+// -----
+
+module attributes {lamina.world_size = 2 : i64} {
+  func.func @qkv_heads(%x: tensor<2x12xf32>,
+      %w: tensor<36x12xf32> {lamina.layout = #lamina.layout<S(0)>},
+      %b: tensor<36xf32> {lamina.layout = #lamina.layout<S(0)>}) -> tensor<2x3x4xf32> {
+    // expected-error @+1 {{has 3 heads, which 2 ranks cannot share evenly}}
+    %q, %k, %v = lamina.fused_qkv "qkv" %x, %w bias %b num_heads 3 world_size 1 : (tensor<2x12xf32>, tensor<36x12xf32>, tensor<36xf32>) -> (tensor<2x3x4xf32>, tensor<2x3x4xf32>, tensor<2x3x4xf32>)
+    %0 = lamina.sync %q <fwd_post, all_gather, axis = 1> : tensor<2x3x4xf32>
+    return %0 : tensor<2x3x4xf32>
+  }
+}
+
+// -----
+
+module attributes {lamina.world_size = 2 : i64} {
+  func.func @sharded_reduction(%x: tensor<4x8xf32>,
+      %w: tensor<16x8xf32> {lamina.layout = #lamina.layout<S(0)>}) -> tensor<4x16xf32> {
+    %0 = lamina.matmul "fc" %x, %w : (tensor<4x8xf32>, tensor<16x8xf32>) -> tensor<4x16xf32>
+    // expected-error @+1 {{takes sharded operands (#lamina.layout<S(1)>); layouts propagate only through element-wise ops: all_gather the value first}}
+    %1 = tensor.pad %0 low[0, 0] high[0, 0] {
+    ^bb0(%i: index, %j: index):
+      %c = arith.constant 0.0 : f32
+      tensor.yield %c : f32
+    } : tensor<4x16xf32> to tensor<4x16xf32>
+    return %1 : tensor<4x16xf32>
+  }
+}
