@@ -24,6 +24,9 @@
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <map>
+#include <set>
+
 using namespace mlir;
 using namespace mlir::lamina;
 using llvm::createStringError;
@@ -80,6 +83,53 @@ static llvm::Expected<ArgumentSpec> describe(Type type, StringRef role) {
   return spec;
 }
 
+/// The calls of `function`'s body when it only calls pipeline stages (as
+/// lamina-split-pipeline-stages leaves it) and there are several.
+static SmallVector<func::CallOp> getStageCalls(func::FuncOp function) {
+  SmallVector<func::CallOp> calls;
+  for (Operation &op : function.getBody().front().without_terminator()) {
+    auto call = dyn_cast<func::CallOp>(op);
+    auto callee = call ? SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
+                             call, call.getCalleeAttr())
+                       : func::FuncOp();
+    if (!callee ||
+        !callee->hasAttr(LaminaDialect::kPipelineStageAttrName))
+      return {};
+    calls.push_back(call);
+  }
+  if (calls.size() < 2)
+    return {};
+  return calls;
+}
+
+/// Prepares `function` to be called from the host: it never writes its
+/// arguments (the host keeps them) and has a C interface.
+static void makeHostCallable(func::FuncOp function) {
+  MLIRContext *context = function.getContext();
+  for (unsigned i = 0, e = function.getNumArguments(); i < e; ++i)
+    if (isa<TensorType>(function.getArgumentTypes()[i]))
+      function.setArgAttr(i,
+                          bufferization::BufferizationDialect::kWritableAttrName,
+                          BoolAttr::get(context, false));
+  function->setAttr("llvm.emit_c_interface", UnitAttr::get(context));
+}
+
+/// The weights `function` packs at load time, from the module's plan.
+static llvm::Error readPackedWeights(DictionaryAttr plan, StringRef function,
+                                     SmallVector<ArgumentSpec> &specs) {
+  auto types = plan ? plan.getAs<ArrayAttr>(function) : ArrayAttr();
+  if (!types)
+    return llvm::Error::success();
+  for (auto [index, type] : llvm::enumerate(types)) {
+    auto spec = describe(cast<TypeAttr>(type).getValue(),
+                         "packed weight " + std::to_string(index));
+    if (!spec)
+      return spec.takeError();
+    specs.push_back(*spec);
+  }
+  return llvm::Error::success();
+}
+
 JitProgram::~JitProgram() = default;
 
 llvm::Expected<std::unique_ptr<JitProgram>>
@@ -101,9 +151,11 @@ JitProgram::compile(OwningOpRef<ModuleOp> module, StringRef entry,
   {
     PassManager lazy(module->getContext());
     lazy.addPass(createLaminaMaterializeLazyWeights());
+    // Pipeline cuts become stage functions, which the host calls itself.
+    lazy.addPass(createLaminaSplitPipelineStages());
     if (failed(lazy.run(*module)))
       return createStringError(std::errc::invalid_argument,
-                               "cannot materialize the lazy weights "
+                               "cannot prepare the module for the host "
                                "(diagnostics above)");
   }
 
@@ -168,15 +220,64 @@ JitProgram::compile(OwningOpRef<ModuleOp> module, StringRef entry,
                                index);
   }
 
+  // A pipelined entry: which stage runs where, and what it takes.
+  if (SmallVector<func::CallOp> calls = getStageCalls(function);
+      !calls.empty()) {
+    if (llvm::any_of(program->inputs,
+                     [](const ArgumentSpec &spec) { return spec.shardAxis; }))
+      return createStringError(std::errc::not_supported,
+                               "@%s shards values and is split into pipeline "
+                               "stages; tensor parallelism inside pipeline "
+                               "stages is not supported",
+                               entry.str().c_str());
+    int64_t declared = program->worldSize;
+    program->worldSize = calls.size();
+    if (declared > 1 && declared != program->worldSize)
+      return createStringError(std::errc::invalid_argument,
+                               "@%s has %zu pipeline stages but the module "
+                               "declares %lld ranks; a pipeline runs one "
+                               "stage per rank",
+                               entry.str().c_str(), calls.size(),
+                               static_cast<long long>(declared));
+    DenseMap<Value, ValueSource> sources;
+    for (BlockArgument argument : function.getArguments())
+      sources[argument] = {-1, argument.getArgNumber()};
+    for (auto [index, call] : llvm::enumerate(calls)) {
+      auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
+          call, call.getCalleeAttr());
+      StageCall stage;
+      stage.function = callee.getSymName().str();
+      stage.rank = callee->getAttrOfType<IntegerAttr>(
+                             LaminaDialect::kPipelineStageAttrName)
+                       .getInt();
+      for (Value operand : call.getOperands())
+        stage.operands.push_back(sources.lookup(operand));
+      for (auto [i, type] : llvm::enumerate(callee.getArgumentTypes()))
+        if (llvm::Error error = addSpec(stage.inputs, type,
+                                        "stage argument " + std::to_string(i),
+                                        LayoutAttr()))
+          return std::move(error);
+      for (auto [i, type] : llvm::enumerate(callee.getResultTypes()))
+        if (llvm::Error error = addSpec(stage.results, type,
+                                        "stage result " + std::to_string(i),
+                                        LayoutAttr()))
+          return std::move(error);
+      for (auto [i, result] : llvm::enumerate(call.getResults()))
+        sources[result] = {static_cast<int64_t>(index),
+                           static_cast<int64_t>(i)};
+      makeHostCallable(callee);
+      program->stageCalls.push_back(std::move(stage));
+    }
+    for (Value value :
+         function.getBody().front().getTerminator()->getOperands())
+      program->resultSources.push_back(sources.lookup(value));
+  }
+
   // The host owns the inputs (weights are reused across calls): the
   // compiled code must never write them. Results come back through
   // out-parameters of a C-callable wrapper.
   MLIRContext *context = module->getContext();
-  for (unsigned i = 0, e = function.getNumArguments(); i < e; ++i)
-    if (isa<TensorType>(function.getArgumentTypes()[i]))
-      function.setArgAttr(i, bufferization::BufferizationDialect::kWritableAttrName,
-                          BoolAttr::get(context, false));
-  function->setAttr("llvm.emit_c_interface", UnitAttr::get(context));
+  makeHostCallable(function);
 
   PassManager pm(context);
   // --mlir-print-ir-after-all and friends, where the tool registered them
@@ -213,23 +314,22 @@ JitProgram::compile(OwningOpRef<ModuleOp> module, StringRef entry,
   auto sharded = [](const ArgumentSpec &spec) {
     return spec.shardAxis.has_value();
   };
-  if (!callsMpi && llvm::none_of(program->inputs, sharded) &&
+  if (program->stageCalls.empty() && !callsMpi &&
+      llvm::none_of(program->inputs, sharded) &&
       llvm::none_of(program->results, sharded))
     program->worldSize = 1;
 
   // Weights the pipeline packs once per load (see lamina-hoist-weight-packing).
   if (auto plan = (*module)->getAttrOfType<DictionaryAttr>(
-          "lamina.weight_packing")) {
-    if (auto types = plan.getAs<ArrayAttr>(entry)) {
-      for (auto [index, type] : llvm::enumerate(types)) {
-        auto spec = describe(cast<TypeAttr>(type).getValue(),
-                             "packed weight " + std::to_string(index));
-        if (!spec)
-          return spec.takeError();
-        program->packedWeights.push_back(*spec);
-      }
-    }
-    (*module)->removeAttr("lamina.weight_packing");
+          LaminaDialect::kWeightPackingAttrName)) {
+    if (llvm::Error error =
+            readPackedWeights(plan, entry, program->packedWeights))
+      return std::move(error);
+    for (StageCall &stage : program->stageCalls)
+      if (llvm::Error error =
+              readPackedWeights(plan, stage.function, stage.packedWeights))
+        return std::move(error);
+    (*module)->removeAttr(LaminaDialect::kWeightPackingAttrName);
   }
 
   // Layouts are host-side metadata, read above; LLVM has no use for them.
@@ -287,6 +387,11 @@ JitProgram::compile(OwningOpRef<ModuleOp> module, StringRef entry,
   SmallVector<std::string> functions = {program->entry};
   if (!program->packedWeights.empty())
     functions.push_back(program->entry + "_pack_weights");
+  for (const StageCall &stage : program->stageCalls) {
+    functions.push_back(stage.function);
+    if (!stage.packedWeights.empty())
+      functions.push_back(stage.function + "_pack_weights");
+  }
   for (const std::string &name : functions) {
     auto function = program->engine->lookupPacked("_mlir_ciface_" + name);
     if (!function)
@@ -317,6 +422,10 @@ int64_t JitProgram::getRank() const {
   return worldSize > 1 ? laminaMpiRank() : 0;
 }
 
+int64_t JitProgram::getActiveWorldSize() const {
+  return worldSize > 1 ? laminaMpiWorldSize() : 1;
+}
+
 llvm::SmallVector<int64_t>
 JitProgram::getLocalShape(const ArgumentSpec &spec) const {
   llvm::SmallVector<int64_t> shape(spec.shape);
@@ -342,8 +451,11 @@ llvm::Error JitProgram::checkWorld() const {
 
 llvm::Expected<JitProgram::PreparedArguments>
 JitProgram::prepare(llvm::ArrayRef<HostTensor> args) {
-  if (llvm::Error error = checkWorld())
-    return std::move(error);
+  // A pipeline runs one stage per rank, or every stage in a world of one.
+  bool wholePipelineHere = !stageCalls.empty() && getActiveWorldSize() == 1;
+  if (!wholePipelineHere)
+    if (llvm::Error error = checkWorld())
+      return std::move(error);
   if (args.size() != inputs.size())
     return createStringError(std::errc::invalid_argument,
                              "@%s takes %zu inputs, got %zu", entry.c_str(),
@@ -369,9 +481,11 @@ JitProgram::prepare(llvm::ArrayRef<HostTensor> args) {
                                spec.typeText.c_str(), got.c_str());
     }
   }
+  if (!stageCalls.empty() && !wholePipelineHere)
+    return preparePipeline(args);
   // Each rank takes its block of every sharded argument.
   PreparedArguments prepared;
-  int64_t rank = getRank();
+  int64_t rank = wholePipelineHere ? 0 : getRank();
   for (auto [arg, spec] : llvm::zip_equal(args, inputs))
     prepared.tensors.push_back(
         spec.shardAxis ? arg.getBlock(*spec.shardAxis, rank, worldSize) : arg);
@@ -390,6 +504,8 @@ JitProgram::prepare(llvm::ArrayRef<HostTensor> args) {
 
 llvm::Expected<std::vector<HostTensor>>
 JitProgram::run(const PreparedArguments &args) {
+  if (!args.stageArguments.empty())
+    return runPipeline(args);
   std::vector<HostTensor> outputs;
   for (const ArgumentSpec &spec : results)
     outputs.push_back(HostTensor::zeros(spec.kind, getLocalShape(spec)));
@@ -427,4 +543,105 @@ llvm::Error JitProgram::invoke(llvm::StringRef function,
     packed.push_back(&descriptorPointers.back());
   }
   return engine->invokePacked(("_mlir_ciface_" + function).str(), packed);
+}
+
+//===----------------------------------------------------------------------===//
+// Pipelines: stage i on rank i
+//===----------------------------------------------------------------------===//
+
+llvm::Expected<JitProgram::PreparedArguments>
+JitProgram::preparePipeline(llvm::ArrayRef<HostTensor> args) {
+  PreparedArguments prepared;
+  int64_t rank = getRank();
+  for (const StageCall &stage : stageCalls) {
+    std::vector<HostTensor> stageArgs;
+    if (stage.rank != rank) {
+      prepared.stageArguments.push_back(std::move(stageArgs));
+      continue;
+    }
+    // The entry's arguments now; other stages' values arrive at run time
+    // (packing reads weights only).
+    for (auto [source, spec] : llvm::zip_equal(stage.operands, stage.inputs))
+      stageArgs.push_back(source.call < 0
+                              ? args[source.index]
+                              : HostTensor::zeros(spec.kind, spec.shape));
+    std::vector<HostTensor> packed;
+    for (const ArgumentSpec &spec : stage.packedWeights)
+      packed.push_back(HostTensor::zeros(spec.kind, spec.shape));
+    if (!packed.empty())
+      if (llvm::Error error = invoke(stage.function + "_pack_weights",
+                                     stageArgs, stage.inputs, packed))
+        return std::move(error);
+    for (HostTensor &weight : packed)
+      stageArgs.push_back(std::move(weight));
+    prepared.stageArguments.push_back(std::move(stageArgs));
+  }
+  return prepared;
+}
+
+/// The bytes of a value `source` that crosses between ranks.
+static int64_t messageTag(int64_t call, int64_t index) {
+  return call * 1024 + index;
+}
+
+llvm::Expected<std::vector<HostTensor>>
+JitProgram::runPipeline(const PreparedArguments &args) {
+  int64_t rank = getRank();
+  // Values this rank computed or received, by (call, result index).
+  std::map<std::pair<int64_t, int64_t>, HostTensor> values;
+  for (auto [callIndex, stage] : llvm::enumerate(stageCalls)) {
+    if (stage.rank != rank)
+      continue;
+    std::vector<HostTensor> stageArgs = args.stageArguments[callIndex];
+    for (auto [operand, source] : llvm::enumerate(stage.operands)) {
+      if (source.call < 0)
+        continue;
+      auto key = std::make_pair(source.call, source.index);
+      if (!values.count(key)) {
+        HostTensor &slot = stageArgs[operand];
+        mpiRecvBytes(slot.bytes.data(), slot.bytes.size(),
+                     stageCalls[source.call].rank,
+                     messageTag(source.call, source.index));
+        values[key] = slot;
+      }
+      stageArgs[operand] = values[key];
+    }
+    std::vector<HostTensor> outputs;
+    for (const ArgumentSpec &spec : stage.results)
+      outputs.push_back(HostTensor::zeros(spec.kind, spec.shape));
+    SmallVector<ArgumentSpec> specs(stage.inputs);
+    specs.append(stage.packedWeights.begin(), stage.packedWeights.end());
+    if (llvm::Error error = invoke(stage.function, stageArgs, specs, outputs))
+      return std::move(error);
+    // Each result goes once to every other rank whose stage reads it.
+    for (auto [index, output] : llvm::enumerate(outputs)) {
+      std::set<int64_t> destinations;
+      for (const StageCall &later : stageCalls)
+        for (const ValueSource &source : later.operands)
+          if (source.call == int64_t(callIndex) &&
+              source.index == int64_t(index) && later.rank != rank)
+            destinations.insert(later.rank);
+      for (int64_t destination : destinations)
+        mpiSendBytes(output.bytes.data(), output.bytes.size(), destination,
+                     messageTag(callIndex, index));
+      values[{int64_t(callIndex), int64_t(index)}] = std::move(output);
+    }
+  }
+  // Every rank returns the whole results, broadcast by the rank holding
+  // each.
+  std::vector<HostTensor> results;
+  for (auto [source, spec] : llvm::zip_equal(resultSources, this->results)) {
+    HostTensor result = HostTensor::zeros(spec.kind, spec.shape);
+    int64_t owner = source.call < 0 ? 0 : stageCalls[source.call].rank;
+    if (owner == rank)
+      result = source.call < 0 ? HostTensor()
+                               : values[{source.call, source.index}];
+    if (source.call < 0)
+      return createStringError(std::errc::not_supported,
+                               "a pipelined entry returns one of its "
+                               "arguments unchanged");
+    mpiBroadcastBytes(result.bytes.data(), result.bytes.size(), owner);
+    results.push_back(std::move(result));
+  }
+  return results;
 }

@@ -33,7 +33,9 @@ def test_stages_equal_the_whole(tmp_path):
     (whole,) = run(Program(BLOCK, entry="block"), args)
     (called,) = run(Program(split, entry="block"), args)
     np.testing.assert_array_equal(called, whole)
-    # Stage by stage, each a separate compiled program.
-    sent = run(Program(split, entry="block_stage0"), args)
-    (staged,) = run(Program(split, entry="block_stage1"), sent)
+    # Stage by stage, each a separate compiled program: stage 0 sends h;
+    # stage 1 takes it with its own weights and the residual input.
+    x, w1, b1, w2, b2 = args
+    (h,) = run(Program(split, entry="block_stage0"), [x, w1, b1])
+    (staged,) = run(Program(split, entry="block_stage1"), [h, w2, b2, x])
     np.testing.assert_array_equal(staged, whole)

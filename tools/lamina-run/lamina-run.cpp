@@ -255,7 +255,7 @@ int main(int argc, char **argv) {
   auto packStop = std::chrono::steady_clock::now();
   if (!prepared)
     return fail(prepared.takeError());
-  int64_t worldSize = (*program)->getWorldSize();
+  int64_t worldSize = (*program)->getActiveWorldSize();
   int64_t rank = (*program)->getRank();
   if (worldSize > 1) {
     rankPrefix = "[rank " + std::to_string(rank) + "/" +

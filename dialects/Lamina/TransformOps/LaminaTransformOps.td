@@ -176,7 +176,9 @@ def Lamina_ShardTransformOp : Lamina_LayerAttributeOp<"shard"> {
     Marks the function argument holding the layer's `weight` or `bias` as
     sharded on `axis` over the program's `lamina.world_size` ranks
     (`#lamina.layout<S(axis)>`): axis 0 of a weight is column parallel, axis
-    1 row parallel.
+    1 row parallel. `input` shards the activation entering the layer when
+    it is a program input: sequence parallelism hands each rank a block of
+    the tokens, which a `fwd_pre` all_gather reassembles.
 
     #### Return modes
     Reads the handle, modifies the payload. Produces a silenceable failure,
@@ -187,6 +189,7 @@ def Lamina_ShardTransformOp : Lamina_LayerAttributeOp<"shard"> {
 
     ```mlir
     transform.lamina.shard %fc "weight" axis 0 : !transform.any_op
+    transform.lamina.shard %fc "input" axis 1 : !transform.any_op
     ```
   }];
   let arguments = (ins TransformHandleTypeInterface:$target, StrAttr:$param,
@@ -284,6 +287,30 @@ def Lamina_CheckpointTransformOp : Lamina_LayerAttributeOp<"checkpoint"> {
 
     ```mlir
     transform.lamina.checkpoint %mlp : !transform.any_op
+    ```
+  }];
+  let arguments = (ins TransformHandleTypeInterface:$target);
+  let assemblyFormat = "$target attr-dict `:` type($target)";
+}
+
+def Lamina_ForkRngTransformOp : Lamina_LayerAttributeOp<"fork_rng"> {
+  let summary = "Key a layer's dropout stream by rank (Slapo fork_rng)";
+  let description = [{
+    By default a dropout draws each element by its index in the whole
+    tensor, so a sharded run drops exactly the unsharded mask. `fork_rng`
+    switches the layer's dropout to Megatron's model-parallel stream: each
+    rank draws its block from its own stream (keyed by its rank), as
+    independent masks rather than blocks of one mask.
+
+    #### Return modes
+    Reads the handle, modifies the payload. Produces a silenceable failure,
+    with a note on the layer, for a layer without a dropout, or one whose
+    output is replicated (every rank would drop a different mask of the
+    same value): only a column-parallel layer (weight sharded on axis 0) or
+    one with a `scatter` / `reduce_scatter` sync produces a sharded value.
+
+    ```mlir
+    transform.lamina.fork_rng %fc1 : !transform.any_op
     ```
   }];
   let arguments = (ins TransformHandleTypeInterface:$target);

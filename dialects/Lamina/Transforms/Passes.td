@@ -76,10 +76,12 @@ def LaminaSplitPipelineStages : Pass<"lamina-split-pipeline-stages",
     A function whose body holds layers marked `lamina.pipeline_cut` becomes
     stage functions `@f_stage0 … @f_stageN` (attribute
     `lamina.pipeline_stage = i`): stage i runs the ops after cut i−1 up to
-    and including cut i, takes the values it uses that earlier stages (or
-    the function's arguments) define, and returns those that later stages
-    use. `@f` calls the stages in order, so the single-process program is
-    unchanged; a pipeline runtime runs stage i on rank i.
+    and including cut i, takes the function arguments it uses and the
+    values earlier stages define that it or a later stage uses (passing the
+    latter through, so stages exchange values with their neighbours only),
+    and returns those that later stages use. `@f` calls the stages in
+    order, so the single-process program is unchanged; on as many MPI ranks
+    as stages, Lamina's runtime runs stage i on rank i.
 
     ```mlir
     func.func @f(%x) { %h = lamina.linear "a" ... {lamina.pipeline_cut}

@@ -47,6 +47,9 @@ public:
   int64_t getWorldSize() const { return worldSize; }
   /// This process's rank (0 in a program of one rank).
   int64_t getRank() const;
+  /// The size of the MPI world this process runs in (1 for a program that
+  /// does not use MPI). A pipelined program also runs whole in a world of 1.
+  int64_t getActiveWorldSize() const;
   /// The shape this rank holds of a value described by `spec`.
   llvm::SmallVector<int64_t> getLocalShape(const ArgumentSpec &spec) const;
 
@@ -54,11 +57,18 @@ public:
   /// program packs at load time already packed: prepare once, call often.
   struct PreparedArguments {
     std::vector<HostTensor> tensors;
+    /// A pipelined program on several ranks: the arguments of each stage
+    /// this rank runs (activations from other stages are filled in by
+    /// `run`), packed weights last.
+    std::vector<std::vector<HostTensor>> stageArguments;
   };
   llvm::Expected<PreparedArguments> prepare(llvm::ArrayRef<HostTensor> args);
 
   /// Runs the entry once on prepared arguments. A result sharded over ranks
-  /// (`shardAxis`) is this rank's block of it.
+  /// (`shardAxis`) is this rank's block of it. A pipelined entry (split by
+  /// lamina-split-pipeline-stages) on as many ranks as stages runs stage i
+  /// on rank i, sending each value a later stage needs to its rank; every
+  /// rank returns the whole results.
   llvm::Expected<std::vector<HostTensor>> run(const PreparedArguments &args);
 
 private:
@@ -75,6 +85,28 @@ private:
 
   /// Fails unless this process runs in an MPI world of `worldSize` ranks.
   llvm::Error checkWorld() const;
+
+  /// Where a stage call's operand or an entry result comes from: result
+  /// `index` of call `call`, or the entry's argument `index` (call = -1).
+  struct ValueSource {
+    int64_t call = -1;
+    int64_t index = 0;
+  };
+  /// One call of a pipeline stage function in the entry, run by `rank`.
+  struct StageCall {
+    std::string function;
+    int64_t rank = 0;
+    llvm::SmallVector<ValueSource> operands;
+    llvm::SmallVector<ArgumentSpec> inputs, results, packedWeights;
+  };
+  llvm::Expected<PreparedArguments>
+  preparePipeline(llvm::ArrayRef<HostTensor> args);
+  llvm::Expected<std::vector<HostTensor>>
+  runPipeline(const PreparedArguments &args);
+
+  /// The entry's stage calls, in order, when it is a pipeline.
+  std::vector<StageCall> stageCalls;
+  llvm::SmallVector<ValueSource> resultSources;
 
   int64_t worldSize = 1;
   llvm::SmallVector<ArgumentSpec> inputs;

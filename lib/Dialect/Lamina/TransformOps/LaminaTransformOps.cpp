@@ -197,13 +197,15 @@ static FailureOr<BlockArgument> getParameter(Operation *transform,
                                              DiagnosedSilenceableFailure &error) {
   Value value;
   if (std::optional<LinearLayerParts> parts = getLinearLayerParts(layer))
-    value = param == "weight" ? parts->weight
-            : param == "bias" ? parts->bias
-                              : Value();
+    value = param == "weight"  ? parts->weight
+            : param == "bias"  ? parts->bias
+            : param == "input" ? parts->input
+                               : Value();
   else if (auto qkv = dyn_cast<FusedQKVOp>(layer))
-    value = param == "weight" ? qkv.getWeight()
-            : param == "bias" ? qkv.getBias()
-                              : Value();
+    value = param == "weight"  ? qkv.getWeight()
+            : param == "bias"  ? qkv.getBias()
+            : param == "input" ? qkv.getInput()
+                               : Value();
   if (!value) {
     error = failOn(transform, layer,
                    "the layer has no parameter '" + param + "'");
@@ -229,8 +231,9 @@ static FunctionOpInterface getFunction(BlockArgument argument) {
 //===----------------------------------------------------------------------===//
 
 LogicalResult ShardTransformOp::verify() {
-  if (getParam() != "weight" && getParam() != "bias")
-    return emitOpError("shards 'weight' or 'bias', got '") << getParam() << "'";
+  if (getParam() != "weight" && getParam() != "bias" && getParam() != "input")
+    return emitOpError("shards 'weight', 'bias' or 'input', got '")
+           << getParam() << "'";
   if (getAxis() < 0)
     return emitOpError("axis must be non-negative");
   return success();
@@ -453,4 +456,41 @@ public:
 void mlir::lamina::registerTransformDialectExtension(
     DialectRegistry &registry) {
   registry.addExtensions<LaminaTransformDialectExtension>();
+}
+
+//===----------------------------------------------------------------------===//
+// ForkRngTransformOp
+//===----------------------------------------------------------------------===//
+
+/// Whether a layer's output is sharded over ranks: a column-parallel weight,
+/// or a sync that scatters.
+static bool producesShardedOutput(const LinearLayerParts &parts) {
+  LayoutAttr weight = getDeclaredLayout(parts.weight);
+  if (weight && weight.getKind() == LayoutKind::sharded && weight.getAxis() == 0)
+    return true;
+  return parts.sync && parts.sync.getMode() == SyncMode::fwd_post &&
+         (parts.sync.getCollective() == CollectiveKind::scatter ||
+          parts.sync.getCollective() == CollectiveKind::reduce_scatter);
+}
+
+DiagnosedSilenceableFailure
+ForkRngTransformOp::applyToOne(transform::TransformRewriter &rewriter,
+                               Operation *target,
+                               transform::ApplyToEachResultList &,
+                               transform::TransformState &) {
+  std::optional<LinearLayerParts> parts = getLinearLayerParts(target);
+  if (!parts || !parts->dropout)
+    return failOn(*this, target, "fork_rng applies to layers with a dropout");
+  if (!producesShardedOutput(*parts))
+    return failOn(*this, target,
+                  "fork_rng on a replicated value: every rank would drop a "
+                  "different mask of the same value; shard the layer first");
+  DropoutAttr dropout = parts->dropout;
+  rewriter.modifyOpInPlace(target, [&] {
+    target->setAttr("dropout",
+                    DropoutAttr::get(getContext(), dropout.getP(),
+                                     dropout.getTraining(), dropout.getOffset(),
+                                     /*forkRng=*/true));
+  });
+  return DiagnosedSilenceableFailure::success();
 }

@@ -36,9 +36,11 @@ static LogicalResult splitFunction(func::FuncOp function) {
         return index;
     return stages.size(); // the terminator
   };
-  // Values each stage receives: arguments or results of earlier stages it
-  // uses; values each stage sends: those any later stage (or the return)
-  // uses, including the ones it only passes through.
+  // Values each stage receives: the function arguments it uses (each stage
+  // takes its own from the caller: the weights of a stage never travel
+  // through other stages) and results of earlier stages; values each stage
+  // sends: those any later stage (or the return) uses, including the ones
+  // it only passes through, so that stages talk to their neighbours only.
   size_t count = stages.size();
   SmallVector<llvm::SetVector<Value>> inputs(count), outputs(count);
   auto definingStage = [&](Value value) -> int64_t {
@@ -48,6 +50,11 @@ static LogicalResult splitFunction(func::FuncOp function) {
   };
   auto use = [&](Value value, int64_t user) {
     int64_t definer = definingStage(value);
+    if (definer < 0) {
+      if (user < static_cast<int64_t>(count))
+        inputs[user].insert(value);
+      return;
+    }
     for (int64_t stage = definer + 1; stage < user; ++stage) {
       inputs[stage].insert(value);
       outputs[stage].insert(value);
@@ -57,8 +64,8 @@ static LogicalResult splitFunction(func::FuncOp function) {
     if (user < static_cast<int64_t>(count) && definer < user)
       inputs[user].insert(value);
   };
-  for (auto [index, ops] : llvm::enumerate(stages))
-    for (Operation *op : ops)
+  for (size_t index = 0; index < count; ++index)
+    for (Operation *op : stages[index])
       op->walk([&](Operation *nested) {
         for (Value operand : nested->getOperands())
           if (operand.getParentBlock() == &body)

@@ -136,8 +136,47 @@ module attributes {transform.with_named_sequence} {
 
 module attributes {transform.with_named_sequence} {
   transform.named_sequence @__transform_main(%root: !transform.any_op) {
-    // expected-error @+1 {{shards 'weight' or 'bias', got 'input'}}
-    transform.lamina.shard %root "input" axis 0 : !transform.any_op
+    // expected-error @+1 {{shards 'weight', 'bias' or 'input', got 'output'}}
+    transform.lamina.shard %root "output" axis 0 : !transform.any_op
     transform.yield
+  }
+}
+
+// -----
+
+// Sequence parallelism: the tokens entering fc1 are sharded over ranks.
+// CHECK-LABEL: func.func @sequence_parallel
+// CHECK-SAME: %{{.*}}: tensor<2x8x16xf32> {lamina.layout = #lamina.layout<S(1)>}
+module attributes {lamina.world_size = 2 : i64} {
+  func.func @sequence_parallel(%x: tensor<2x8x16xf32>, %w: tensor<32x16xf32>) -> tensor<2x8x32xf32> {
+    %0 = lamina.linear "fc1" %x, %w : (tensor<2x8x16xf32>, tensor<32x16xf32>) -> tensor<2x8x32xf32>
+    return %0 : tensor<2x8x32xf32>
+  }
+  module attributes {transform.with_named_sequence} {
+    transform.named_sequence @__transform_main(%root: !transform.any_op) {
+      %fc = transform.lamina.match %root path "fc1" : (!transform.any_op) -> !transform.any_op
+      transform.lamina.shard %fc "input" axis 1 : !transform.any_op
+      transform.yield
+    }
+  }
+}
+
+// -----
+
+// An input computed inside the program cannot be handed out in blocks.
+module attributes {lamina.world_size = 2 : i64} {
+  func.func @computed_input(%x: tensor<2x16xf32>, %w: tensor<32x16xf32>) -> tensor<2x32xf32> {
+    %y = arith.addf %x, %x : tensor<2x16xf32>
+    // expected-note @+1 {{layer 'fc1'}}
+    %0 = lamina.linear "fc1" %y, %w : (tensor<2x16xf32>, tensor<32x16xf32>) -> tensor<2x32xf32>
+    return %0 : tensor<2x32xf32>
+  }
+  module attributes {transform.with_named_sequence} {
+    transform.named_sequence @__transform_main(%root: !transform.any_op) {
+      %fc = transform.lamina.match %root path "fc1" : (!transform.any_op) -> !transform.any_op
+      // expected-error @+1 {{parameter 'input' is computed by the program, not passed in}}
+      transform.lamina.shard %fc "input" axis 0 : !transform.any_op
+      transform.yield
+    }
   }
 }
