@@ -78,6 +78,14 @@ struct Buffer {
   }
 };
 
+/// Time spent in collectives, accumulated by CollectiveTimer.
+double collectiveSeconds = 0;
+
+struct CollectiveTimer {
+  double start = MPI_Wtime();
+  ~CollectiveTimer() { collectiveSeconds += MPI_Wtime() - start; }
+};
+
 int worldSize() {
   ensureInitialized();
   int size = 1;
@@ -158,6 +166,7 @@ template <typename T> void allReduce(int64_t r0, void *d0, int64_t r1, void *d1)
   Buffer in(r0, d0, sizeof(typename T::Storage));
   Buffer out(r1, d1, sizeof(typename T::Storage));
   worldSize();
+  CollectiveTimer timer;
   reduce<T>(in.data, out.data, in.numElements(), 0);
 }
 
@@ -168,6 +177,7 @@ void allGather(int64_t r0, void *d0, int64_t r1, void *d1, int64_t axis) {
   size_t element = sizeof(typename T::Storage);
   Buffer in(r0, d0, element), out(r1, d1, element);
   int ranks = worldSize();
+  CollectiveTimer timer;
   int64_t outer = in.outer(axis);
   int64_t bytes = in.numElements() * element;
   int64_t chunk = bytes / outer;
@@ -193,6 +203,7 @@ void reduceScatter(int64_t r0, void *d0, int64_t r1, void *d1, int64_t axis) {
   size_t element = sizeof(typename T::Storage);
   Buffer in(r0, d0, element), out(r1, d1, element);
   int ranks = worldSize();
+  CollectiveTimer timer;
   int64_t outer = in.outer(axis);
   int64_t perRank = out.numElements();
   if (outer == 1) {
@@ -263,6 +274,8 @@ mlir::lamina::getMpiRuntimeSymbols() {
 #undef LAMINA_MPI_ENTRY
   return symbols;
 }
+
+double mlir::lamina::getMpiCollectiveSeconds() { return collectiveSeconds; }
 
 void mlir::lamina::mpiSendBytes(const void *data, int64_t bytes,
                                 int64_t destination, int64_t tag) {

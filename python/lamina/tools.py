@@ -54,3 +54,54 @@ def run_ir(ir_text, inputs, workdir, entry="main", pipeline=None,
     results = sorted((workdir / "out").glob("result*.npy"),
                      key=lambda p: int(p.stem[len("result"):]))
     return [np.load(p) for p in results]
+
+
+# Lamina links MPICH; only MPICH's launcher starts one MPI world.
+MPI_LAUNCHER = "mpirun.mpich"
+
+
+def run_ir_on_ranks(ranks, ir_path, inputs, workdir, entry="main",
+                    schedule=None, timeout=300):
+    """Runs `entry` of the IR file `ir_path` (after `schedule`, a transform
+    script file) with `mpirun.mpich -np ranks lamina-run`.
+
+    `inputs` are whole NumPy arrays or ("i64", value) scalars; every rank
+    reads them all and takes its blocks. Checks that every rank ran in a
+    world of `ranks` processes and returns, per rank, the list of the
+    arrays it returned (its blocks of sharded results).
+    """
+    workdir = pathlib.Path(workdir)
+    workdir.mkdir(parents=True, exist_ok=True)
+    args = [MPI_LAUNCHER, "-np", str(ranks), tool("lamina-run"), str(ir_path),
+            f"--entry={entry}", f"--output-dir={workdir / 'out'}"]
+    if schedule:
+        args.append(f"--schedule={schedule}")
+    for i, value in enumerate(inputs):
+        if isinstance(value, tuple):
+            kind, scalar = value
+            args.append(f"--input={kind}:{scalar}")
+        else:
+            path = workdir / f"input{i}.npy"
+            np.save(path, value)
+            args.append(f"--input={path}")
+    completed = subprocess.run(args, capture_output=True, text=True,
+                               timeout=timeout)
+    if completed.returncode != 0:
+        raise RuntimeError(
+            f"{' '.join(args[:3])} lamina-run failed "
+            f"({completed.returncode}):\n{completed.stdout}\n"
+            f"{completed.stderr}")
+    if ranks > 1:
+        for rank in range(ranks):
+            line = (f"[rank {rank}/{ranks}] running in an MPI world of "
+                    f"{ranks} ranks")
+            if line not in completed.stdout:
+                raise RuntimeError(f"rank {rank} did not report a world of "
+                                   f"{ranks}:\n{completed.stdout}")
+    outputs = []
+    for rank in range(ranks):
+        suffix = f".rank{rank}" if ranks > 1 else ""
+        files = sorted((workdir / "out").glob(f"result*{suffix}.npy"),
+                       key=lambda p: int(p.name.split(".")[0][len("result"):]))
+        outputs.append([np.load(p) for p in files])
+    return outputs

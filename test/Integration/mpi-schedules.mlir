@@ -8,6 +8,8 @@
 // RUN: mpirun.mpich -np 2 lamina-run %lamina_src/examples/gpt2_mlp.mlir --schedule=%lamina_src/examples/megatron_mlp.schedule.mlir --entry=mlp --random-inputs --seed=3 --reference=%t/result0.npy --rtol=1.3e-6 --atol=1e-5 | FileCheck %s --check-prefix=TP
 // RUN: mpirun.mpich -np 2 lamina-run %lamina_src/examples/gpt2_mlp.mlir --schedule=%lamina_src/examples/sequence_parallel_mlp.schedule.mlir --entry=mlp --random-inputs --seed=3 --reference=%t/result0.npy --rtol=1.3e-6 --atol=1e-5 --output-dir=%t/sp | FileCheck %s --check-prefix=SP
 // RUN: mpirun.mpich -np 2 lamina-run %lamina_src/examples/gpt2_mlp.mlir --schedule=%lamina_src/examples/pipeline_mlp.schedule.mlir --entry=mlp --random-inputs --seed=3 --reference=%t/result0.npy --rtol=0 --atol=0 | FileCheck %s --check-prefix=PP
+// RUN: lamina-run %lamina_src/examples/gpt2_attention.mlir --entry=attention --random-inputs --seed=3 --output-dir=%t/attn
+// RUN: mpirun.mpich -np 2 lamina-run %lamina_src/examples/gpt2_attention.mlir --schedule=%lamina_src/examples/megatron_attention.schedule.mlir --entry=attention --random-inputs --seed=3 --reference=%t/attn/result0.npy --rtol=1.3e-6 --atol=1e-5 --repeat=2 | FileCheck %s --check-prefix=ATTN
 
 // A sharded program outside its MPI world is an error, not N worlds of one.
 // RUN: not lamina-run %lamina_src/examples/gpt2_mlp.mlir --schedule=%lamina_src/examples/megatron_mlp.schedule.mlir --entry=mlp --random-inputs 2>&1 | FileCheck %s --check-prefix=WORLD
@@ -23,5 +25,8 @@
 // SP-DAG: [rank 1/2] result 0 vs reference: {{.*}} 0/1024 beyond {{.*}}: ok
 // PP-DAG: [rank 0/2] result 0 vs reference: max abs err 0, {{.*}}: ok
 // PP-DAG: [rank 1/2] result 0 vs reference: max abs err 0, {{.*}}: ok
+// ATTN-DAG: [rank 0/2] time in collectives: {{[0-9.]+}} ms per call
+// ATTN-DAG: [rank 0/2] result 0 vs reference: {{.*}} 0/2048 beyond {{.*}}: ok
+// ATTN-DAG: [rank 1/2] result 0 vs reference: {{.*}} 0/2048 beyond {{.*}}: ok
 // WORLD: lamina-run: error: @mlp is built for 2 ranks but runs in an MPI world of 1; launch it with `mpirun.mpich -np 2`
 // WORLD3: @mlp is built for 2 ranks but runs in an MPI world of 3

@@ -8,6 +8,7 @@
 
 #include "lamina/Execution/JitProgram.h"
 #include "lamina/Execution/Schedule.h"
+#include "lamina/Runtime/MpiRuntime.h"
 #include "lamina/InitAll.h"
 
 #include "mlir/IR/AsmState.h"
@@ -27,6 +28,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <numeric>
 #include <random>
 
 using namespace mlir;
@@ -276,6 +278,7 @@ int main(int argc, char **argv) {
         "argument preparation (weight packing, once): %.4f ms\n",
         std::chrono::duration<double>(packStop - packStart).count() * 1e3);
     std::vector<double> seconds;
+    double collectivesBefore = getMpiCollectiveSeconds();
     for (unsigned i = 0; i < repeat; ++i) {
       auto start = std::chrono::steady_clock::now();
       auto again = (*program)->run(*prepared);
@@ -289,6 +292,15 @@ int main(int argc, char **argv) {
                  << llvm::format(" median %.4f ms, min %.4f ms\n",
                                  seconds[seconds.size() / 2] * 1e3,
                                  seconds.front() * 1e3);
+    if (worldSize > 1) {
+      double total = std::accumulate(seconds.begin(), seconds.end(), 0.0);
+      double collectives = getMpiCollectiveSeconds() - collectivesBefore;
+      llvm::outs() << rankPrefix
+                   << llvm::format("time in collectives: %.4f ms per call, "
+                                   "%.1f%%\n",
+                                   collectives / repeat * 1e3,
+                                   100.0 * collectives / total);
+    }
   }
 
   for (auto [index, output] : llvm::enumerate(*outputs))

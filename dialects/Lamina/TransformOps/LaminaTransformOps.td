@@ -213,8 +213,9 @@ def Lamina_SyncTransformOp : Lamina_LayerAttributeOp<"sync"> {
     `linear_sync`; other layers take it in their sync slot in place). A mode/collective pair that does
     not exist, or a missing axis, is a verifier error of this op. Produces a
     silenceable failure, with a note on the layer, for an out-of-range axis,
-    a layer that already has a fwd_post sync, or a layer kind without a sync
-    slot (fused QKV).
+    a layer that already has a fwd_post sync, or a fwd_post sync on a
+    fused QKV (it has no sync slot; its input takes fwd_pre and bwd_post
+    syncs like any layer's).
 
     ```mlir
     transform.lamina.sync %fc2 "fwd_post" "all_reduce" : !transform.any_op

@@ -37,6 +37,10 @@ namespace mlir::lamina {
 /// Every runtime function by name, for the JIT's symbol table.
 llvm::ArrayRef<std::pair<const char *, void *>> getMpiRuntimeSymbols();
 
+/// Seconds this process has spent inside the collectives above (including
+/// waiting for the other ranks), for profiles of tensor-parallel programs.
+double getMpiCollectiveSeconds();
+
 /// Blocking point-to-point transfers of raw bytes (pipeline stages).
 void mpiSendBytes(const void *data, int64_t bytes, int64_t destination,
                   int64_t tag);

@@ -319,28 +319,31 @@ SyncTransformOp::applyToOne(transform::TransformRewriter &rewriter,
   SyncAttr spec = buildSpec(*this, [&] { return emitOpError(); });
   SyncMode mode = spec.getMode();
   std::optional<LinearLayerParts> parts = getLinearLayerParts(target);
-  if (!parts)
-    return failOn(*this, target,
-                  "this layer has no sync slot; sync its inputs or outputs "
-                  "with lamina.sync");
-  int64_t rank =
-      cast<RankedTensorType>(target->getResult(0).getType()).getRank();
+  auto qkv = dyn_cast<FusedQKVOp>(target);
+  if (!parts && !qkv)
+    return failOn(*this, target, "sync applies to layers");
+  // fwd_pre and bwd_post act on the layer's input, fwd_post on its output.
+  bool onInput = mode != SyncMode::fwd_post;
+  Value input = parts ? parts->input : qkv.getInput();
+  Value synced = onInput ? input : target->getResult(0);
+  int64_t rank = cast<RankedTensorType>(synced.getType()).getRank();
   if (spec.getAxis() && *spec.getAxis() >= rank)
     return failOn(*this, target,
                   "sync axis " + Twine(*spec.getAxis()) +
                       " is out of range for values of rank " + Twine(rank));
 
-  if (mode != SyncMode::fwd_post) {
-    // fwd_pre and bwd_post act on the layer's input.
+  if (onInput) {
     rewriter.setInsertionPoint(target);
-    Value synced = SyncOp::create(rewriter, target->getLoc(),
-                                          parts->input.getType(),
-                                          parts->input, spec,
-                                          parts->path);
-    rewriter.modifyOpInPlace(target,
-                             [&] { target->setOperand(0, synced); });
+    Value result = SyncOp::create(rewriter, target->getLoc(), input.getType(),
+                                  input, spec,
+                                  target->getAttrOfType<StringAttr>("path"));
+    rewriter.modifyOpInPlace(target, [&] { target->setOperand(0, result); });
     return DiagnosedSilenceableFailure::success();
   }
+  if (qkv)
+    return failOn(*this, target,
+                  "a fused QKV has no fwd_post sync slot; sync its outputs "
+                  "with lamina.sync");
   if (parts->sync)
     return failOn(*this, target, "the layer already has a fwd_post sync");
   // Layers with a sync slot take the sync in place; nn.Linear and

@@ -107,3 +107,42 @@ module attributes {transform.with_named_sequence} {
     transform.yield
   }
 }
+
+// -----
+
+// A fused QKV takes input-side syncs; its bwd_post all-reduce sits on its
+// input.
+// CHECK-LABEL: func.func @qkv_bwd_post
+// CHECK: %[[S:.+]] = lamina.sync "qkv" %{{.*}} <bwd_post, all_reduce> : tensor<2x16xf32>
+// CHECK: lamina.fused_qkv "qkv" %[[S]],
+module attributes {lamina.world_size = 2 : i64} {
+  func.func @qkv_bwd_post(%x: tensor<2x16xf32>, %w: tensor<48x16xf32>, %b: tensor<48xf32>) -> tensor<2x4x4xf32> {
+    %q, %k, %v = lamina.fused_qkv "qkv" %x, %w bias %b num_heads 4 world_size 1 : (tensor<2x16xf32>, tensor<48x16xf32>, tensor<48xf32>) -> (tensor<2x4x4xf32>, tensor<2x4x4xf32>, tensor<2x4x4xf32>)
+    return %q : tensor<2x4x4xf32>
+  }
+  module attributes {transform.with_named_sequence} {
+    transform.named_sequence @__transform_main(%root: !transform.any_op) {
+      %qkv = transform.lamina.match %root path "qkv" : (!transform.any_op) -> !transform.any_op
+      transform.lamina.sync %qkv "bwd_post" "all_reduce" : !transform.any_op
+      transform.yield
+    }
+  }
+}
+
+// -----
+
+module attributes {lamina.world_size = 2 : i64} {
+  func.func @qkv_fwd_post(%x: tensor<2x16xf32>, %w: tensor<48x16xf32>, %b: tensor<48xf32>) -> tensor<2x4x4xf32> {
+    // expected-note @+1 {{layer 'qkv'}}
+    %q, %k, %v = lamina.fused_qkv "qkv" %x, %w bias %b num_heads 4 world_size 1 : (tensor<2x16xf32>, tensor<48x16xf32>, tensor<48xf32>) -> (tensor<2x4x4xf32>, tensor<2x4x4xf32>, tensor<2x4x4xf32>)
+    return %q : tensor<2x4x4xf32>
+  }
+  module attributes {transform.with_named_sequence} {
+    transform.named_sequence @__transform_main(%root: !transform.any_op) {
+      %qkv = transform.lamina.match %root path "qkv" : (!transform.any_op) -> !transform.any_op
+      // expected-error @+1 {{a fused QKV has no fwd_post sync slot; sync its outputs with lamina.sync}}
+      transform.lamina.sync %qkv "fwd_post" "all_reduce" : !transform.any_op
+      transform.yield
+    }
+  }
+}

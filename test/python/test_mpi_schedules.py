@@ -1,0 +1,277 @@
+"""Tensor and pipeline parallelism on MPI ranks (mpirun.mpich, 2 and 4
+ranks): every schedule of examples/ computes, on every rank, what the
+unsharded program computes on the same full weights (PyTorch's default fp32
+tolerance), and dropout masks follow the spec's rules."""
+
+import pathlib
+import subprocess
+
+import numpy as np
+import pytest
+import torch
+
+from lamina.tools import run_ir, run_ir_on_ranks, tool
+
+EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples"
+SEED = ("i64", 11)
+
+
+def linear_parameters(in_features, out_features, generator):
+    """Weights drawn as nn.Linear draws them: U(±1/sqrt(in_features))."""
+    bound = 1.0 / np.sqrt(in_features)
+    weight = torch.empty(out_features, in_features).uniform_(
+        -bound, bound, generator=generator)
+    bias = torch.empty(out_features).uniform_(-bound, bound,
+                                              generator=generator)
+    return weight.numpy(), bias.numpy()
+
+
+def mlp_inputs(seed=0):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(2, 16, 64, generator=g).numpy()
+    w_in, b_in = linear_parameters(64, 256, g)
+    w_out, b_out = linear_parameters(256, 64, g)
+    return [x, w_in, b_in, w_out, b_out, SEED]
+
+
+def attention_inputs(seed=0):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(2, 16, 64, generator=g).numpy()
+    w_qkv, b_qkv = linear_parameters(64, 192, g)
+    w_out, b_out = linear_parameters(64, 64, g)
+    return [x, w_qkv, b_qkv, w_out, b_out]
+
+
+def for_ranks(ir_path, ranks, tmp_path):
+    """The IR file declaring `ranks` ranks instead of 2."""
+    text = pathlib.Path(ir_path).read_text()
+    path = tmp_path / f"{pathlib.Path(ir_path).stem}.{ranks}.mlir"
+    path.write_text(text.replace("lamina.world_size = 2",
+                                 f"lamina.world_size = {ranks}"))
+    return path
+
+
+def block(array, axis, rank, ranks):
+    return np.split(array, ranks, axis=axis)[rank]
+
+
+def unsharded(ir_path, inputs, entry, tmp_path):
+    (result,) = run_ir_on_ranks(1, ir_path, inputs, tmp_path / "whole",
+                                entry=entry)[0]
+    return result
+
+
+def assert_close(actual, expected):
+    torch.testing.assert_close(torch.from_numpy(actual),
+                               torch.from_numpy(expected))
+
+
+@pytest.mark.parametrize("ranks", [2, 4])
+def test_megatron_mlp(ranks, tmp_path):
+    ir = for_ranks(EXAMPLES / "gpt2_mlp.mlir", ranks, tmp_path)
+    inputs = mlp_inputs()
+    whole = unsharded(ir, inputs, "mlp", tmp_path)
+    outputs = run_ir_on_ranks(ranks, ir, inputs, tmp_path / "tp", entry="mlp",
+                              schedule=EXAMPLES / "megatron_mlp.schedule.mlir")
+    for (result,) in outputs:
+        assert_close(result, whole)
+    # The dropout acts on the all-reduced (replicated) value: the same mask
+    # on every rank, the unsharded one.
+    for (result,) in outputs:
+        np.testing.assert_array_equal(result == 0, whole == 0)
+        np.testing.assert_array_equal(result, outputs[0][0])
+    assert 0.05 < (whole == 0).mean() < 0.15
+
+
+@pytest.mark.parametrize("ranks", [2, 4])
+def test_sequence_parallel_mlp(ranks, tmp_path):
+    ir = for_ranks(EXAMPLES / "gpt2_mlp.mlir", ranks, tmp_path)
+    inputs = mlp_inputs(1)
+    whole = unsharded(ir, inputs, "mlp", tmp_path)
+    outputs = run_ir_on_ranks(
+        ranks, ir, inputs, tmp_path / "sp", entry="mlp",
+        schedule=EXAMPLES / "sequence_parallel_mlp.schedule.mlir")
+    # Each rank holds its block of the tokens; its dropout mask is that
+    # block of the unsharded mask.
+    for rank, (result,) in enumerate(outputs):
+        expected = block(whole, 1, rank, ranks)
+        assert result.shape == expected.shape
+        assert_close(result, expected)
+        np.testing.assert_array_equal(result == 0, expected == 0)
+
+
+@pytest.mark.parametrize("ranks", [2, 4])
+def test_megatron_attention(ranks, tmp_path):
+    ir = for_ranks(EXAMPLES / "gpt2_attention.mlir", ranks, tmp_path)
+    inputs = attention_inputs(2)
+    whole = unsharded(ir, inputs, "attention", tmp_path)
+    outputs = run_ir_on_ranks(
+        ranks, ir, inputs, tmp_path / "attn", entry="attention",
+        schedule=EXAMPLES / "megatron_attention.schedule.mlir")
+    for (result,) in outputs:
+        assert_close(result, whole)
+
+
+def test_attention_matches_eager_pytorch(tmp_path):
+    """The unsharded attention projections themselves follow Slapo's
+    FusedQKV (interleaved q, k, v per head)."""
+    x, w_qkv, b_qkv, w_out, b_out = attention_inputs(3)
+    whole = unsharded(EXAMPLES / "gpt2_attention.mlir",
+                      [x, w_qkv, b_qkv, w_out, b_out], "attention", tmp_path)
+    qkv = torch.from_numpy(x) @ torch.from_numpy(w_qkv).T + torch.from_numpy(b_qkv)
+    q, k, v = qkv.view(2, 16, 4, 16, 3).unbind(-1)
+    mix = (q * k + v).reshape(2, 16, 64)
+    expected = mix @ torch.from_numpy(w_out).T + torch.from_numpy(b_out)
+    assert_close(whole, expected.numpy())
+
+
+def test_pipeline_two_stages(tmp_path):
+    inputs = mlp_inputs(4)
+    ir = EXAMPLES / "gpt2_mlp.mlir"
+    whole = unsharded(ir, inputs, "mlp", tmp_path)
+    outputs = run_ir_on_ranks(2, ir, inputs, tmp_path / "pp", entry="mlp",
+                              schedule=EXAMPLES / "pipeline_mlp.schedule.mlir")
+    # Every rank gets the last stage's result; stages compute exactly what
+    # the unsplit program does.
+    for (result,) in outputs:
+        np.testing.assert_array_equal(result, whole)
+
+
+FOUR_LAYERS = """module attributes {lamina.world_size = 4 : i64} {
+  func.func @stack(%x: tensor<8x32xf32>, %w0: tensor<32x32xf32>, %w1: tensor<32x32xf32>,
+                   %w2: tensor<32x32xf32>, %w3: tensor<32x32xf32>, %b: tensor<32xf32>) -> tensor<8x32xf32> {
+    %h0 = lamina.linear_act "l0" %x, %w0 bias %b activation gelu_tanh : (tensor<8x32xf32>, tensor<32x32xf32>, tensor<32xf32>) -> tensor<8x32xf32>
+    %h1 = lamina.linear_act "l1" %h0, %w1 bias %b activation relu : (tensor<8x32xf32>, tensor<32x32xf32>, tensor<32xf32>) -> tensor<8x32xf32>
+    %h2 = lamina.linear "l2" %h1, %w2 : (tensor<8x32xf32>, tensor<32x32xf32>) -> tensor<8x32xf32>
+    %r = arith.addf %h2, %h0 : tensor<8x32xf32>
+    %h3 = lamina.linear "l3" %r, %w3 bias %b : (tensor<8x32xf32>, tensor<32x32xf32>, tensor<32xf32>) -> tensor<8x32xf32>
+    return %h3 : tensor<8x32xf32>
+  }
+}
+"""
+
+CUT_THREE = """module attributes {transform.with_named_sequence} {
+  transform.named_sequence @__transform_main(%root: !transform.any_op {transform.readonly}) {
+    %cuts = transform.lamina.match %root regex "l[012]" : (!transform.any_op) -> !transform.any_op
+    transform.lamina.cut_pipeline_stage %cuts : !transform.any_op
+    transform.yield
+  }
+}
+"""
+
+
+def test_pipeline_four_stages(tmp_path):
+    """Four stages on four ranks; the residual %h0 travels from rank 0
+    through rank 2 to rank 3."""
+    ir = tmp_path / "stack.mlir"
+    ir.write_text(FOUR_LAYERS)
+    schedule = tmp_path / "cut.mlir"
+    schedule.write_text(CUT_THREE)
+    g = torch.Generator().manual_seed(5)
+    inputs = [torch.randn(8, 32, generator=g).numpy()]
+    inputs += [linear_parameters(32, 32, g)[0] for _ in range(4)]
+    inputs.append(linear_parameters(32, 32, g)[1])
+    whole = unsharded(ir, inputs, "stack", tmp_path)
+    outputs = run_ir_on_ranks(4, ir, inputs, tmp_path / "pp4", entry="stack",
+                              schedule=schedule)
+    for (result,) in outputs:
+        np.testing.assert_array_equal(result, whole)
+
+
+DROPOUT = """module attributes {lamina.world_size = 2 : i64} {
+  func.func @drop(%x: tensor<16x64xf32>, %w: tensor<256x64xf32>, %b: tensor<256xf32>, %seed: i64) -> tensor<16x256xf32> {
+    %y = lamina.linear_dropout "fc" %x, %w bias %b dropout <p = 0.5, training> seed %seed : (tensor<16x64xf32>, tensor<256x64xf32>, tensor<256xf32>, i64) -> tensor<16x256xf32>
+    return %y : tensor<16x256xf32>
+  }
+}
+"""
+
+COLUMN_PARALLEL = """module attributes {transform.with_named_sequence} {
+  transform.named_sequence @__transform_main(%root: !transform.any_op {transform.readonly}) {
+    %fc = transform.lamina.match %root path "fc" : (!transform.any_op) -> !transform.any_op
+    transform.lamina.shard %fc "weight" axis 0 : !transform.any_op
+    transform.lamina.shard %fc "bias" axis 0 : !transform.any_op
+    FORK
+    transform.yield
+  }
+}
+"""
+
+
+def dropout_run(tmp_path, fork):
+    ir = tmp_path / "drop.mlir"
+    ir.write_text(DROPOUT)
+    schedule = tmp_path / "schedule.mlir"
+    schedule.write_text(COLUMN_PARALLEL.replace(
+        "FORK", "transform.lamina.fork_rng %fc : !transform.any_op"
+        if fork else ""))
+    g = torch.Generator().manual_seed(6)
+    x = torch.randn(16, 64, generator=g).numpy()
+    w, b = linear_parameters(64, 256, g)
+    inputs = [x, w, b, SEED]
+    whole = unsharded(ir, inputs, "drop", tmp_path)
+    outputs = run_ir_on_ranks(2, ir, inputs, tmp_path / "ranks", entry="drop",
+                              schedule=schedule)
+    return whole, [result for (result,) in outputs]
+
+
+def test_sharded_dropout_is_the_unsharded_mask(tmp_path):
+    whole, blocks = dropout_run(tmp_path, fork=False)
+    for rank, result in enumerate(blocks):
+        expected = block(whole, 1, rank, 2)
+        np.testing.assert_array_equal(result == 0, expected == 0)
+        assert_close(result, expected)
+
+
+def test_fork_rng_keys_the_stream_by_rank(tmp_path):
+    whole, blocks = dropout_run(tmp_path, fork=True)
+    n = blocks[0].size
+    masks = [result != 0 for result in blocks]
+    for rank, mask in enumerate(masks):
+        # Keep rate 1 - p within 5 binomial standard deviations.
+        assert abs(mask.mean() - 0.5) < 5 * np.sqrt(0.25 / n)
+        # Survivors are scaled by exactly 1 / (1 - p) = 2 of the unsharded
+        # pre-dropout value: where both runs keep an element, they agree.
+        expected = block(whole, 1, rank, 2)
+        both = mask & (expected != 0)
+        assert_close(blocks[rank][both], expected[both])
+        # A different stream: the mask is not the unsharded block's.
+        agreement = (mask == (expected != 0)).mean()
+        assert abs(agreement - 0.5) < 5 * np.sqrt(0.25 / n)
+    # Independent streams on the two ranks.
+    agreement = (masks[0] == masks[1]).mean()
+    assert abs(agreement - 0.5) < 5 * np.sqrt(0.25 / n)
+
+
+def test_fork_rng_on_replicated_value_is_rejected(tmp_path):
+    schedule = tmp_path / "fork.mlir"
+    schedule.write_text("""module attributes {transform.with_named_sequence} {
+  transform.named_sequence @__transform_main(%root: !transform.any_op {transform.readonly}) {
+    %fc2 = transform.lamina.match %root path "h.0.mlp.fc_out" : (!transform.any_op) -> !transform.any_op
+    transform.lamina.fork_rng %fc2 : !transform.any_op
+    transform.yield
+  }
+}
+""")
+    completed = subprocess.run(
+        [tool("lamina-run"), str(EXAMPLES / "gpt2_mlp.mlir"), "--entry=mlp",
+         f"--schedule={schedule}", "--random-inputs"],
+        capture_output=True, text=True)
+    assert completed.returncode != 0
+    assert "fork_rng on a replicated value" in completed.stderr
+
+
+def test_megatron_without_fc2_all_reduce_is_rejected(tmp_path):
+    schedule = tmp_path / "no_all_reduce.mlir"
+    text = (EXAMPLES / "megatron_mlp.schedule.mlir").read_text()
+    schedule.write_text(text.replace(
+        'transform.lamina.sync %fc2 "fwd_post" "all_reduce" : !transform.any_op',
+        ""))
+    completed = subprocess.run(
+        ["mpirun.mpich", "-np", "2", tool("lamina-run"),
+         str(EXAMPLES / "gpt2_mlp.mlir"), "--entry=mlp",
+         f"--schedule={schedule}", "--random-inputs"],
+        capture_output=True, text=True)
+    assert completed.returncode != 0
+    assert "adds its bias to partial sums (layout P) of layer " \
+        "'h.0.mlp.fc_out'" in completed.stderr
