@@ -14,6 +14,16 @@ setup() {
     cmake --preset dev >/dev/null
   fi
   cmake --build "$build_dir"
+  link_python_package
+}
+
+# `import lamina` from /usr/bin/python3: a .pth file in its site directory
+# naming this checkout's build/python.
+link_python_package() {
+  local site
+  site=$(/usr/bin/python3 -c 'import site; print(site.getsitepackages()[0])')
+  mkdir -p "$site"
+  echo "$(pwd)/$build_dir/python" > "$site/lamina.pth"
 }
 
 case "${1:-}" in

@@ -1,18 +1,28 @@
 """Lamina: a compiler for the linear layers of transformer models.
 
-The package lives in the build tree (``build/python/lamina``), next to its
-compiled extension:
+Schedule a PyTorch model Slapo-style and run it compiled::
 
+    import lamina
+    sch = lamina.create_schedule(model, world_size=2)
+    sch["h.0.mlp.fc_in"].shard("weight", 0)
+    ...
+    compiled = lamina.build(sch, (x,))
+    y = compiled(x)
+
+- :func:`create_schedule`, :class:`Schedule` — Slapo's primitives, recorded
+  as a ``transform.lamina`` script (``sch.transform_script()``) over the
+  model imported by torch.fx (``sch.mlir()``);
+- :func:`build`, :func:`verify` — compile for the CPU (JIT) and check
+  against the eager model; :func:`manual_seed`, :func:`rank`,
+  :func:`world_size` — dropout seed and MPI (MPICH) ranks;
 - :class:`lamina.Program` — an IR module compiled with a named pipeline
-  (``lamina-cpu-pipeline`` by default) and called on NumPy arrays;
+  and called on NumPy arrays;
 - :mod:`lamina.op` — the Slapo linear family as torch modules with the
   spec's eager semantics;
 - :mod:`lamina.lns` — LNS arithmetic on int64 code arrays through compiled
-  kernels (encode, decode, add, sub, mul, div, neg, abs, sqrt, sum, matmul,
-  linear), bit-exact with the xlnstorch reference;
-- :mod:`lamina.philox` — the dropout random stream (Philox-4x32-10 keyed by
-  (seed, offset, element index)) in NumPy, the reference the compiled masks
-  must equal;
+  kernels, bit-exact with the xlnstorch reference, and the LNSLinear /
+  LNSLazyLinear layers;
+- :mod:`lamina.philox` — the dropout random stream in NumPy;
 - :mod:`lamina.lns_numpy` — the LNS spec in NumPy (test oracle, benchmark
   baseline);
 - :mod:`lamina.tools` — locating and running the command-line tools.
@@ -20,6 +30,12 @@ compiled extension:
 
 from ._lamina import PreparedArguments, Program
 from . import lns, lns_numpy, op, philox, tools  # noqa: E402 (lns needs Program)
+from .importer import UnsupportedOperationError, import_model
+from .schedule import Schedule, ScheduleError, create_schedule
+from .build import (CompiledModule, build, manual_seed, rank, verify,
+                    world_size)
 
 __all__ = ["Program", "PreparedArguments", "lns", "lns_numpy", "op", "philox",
-           "tools"]
+           "tools", "UnsupportedOperationError", "import_model", "Schedule",
+           "ScheduleError", "create_schedule", "CompiledModule", "build",
+           "manual_seed", "rank", "verify", "world_size"]

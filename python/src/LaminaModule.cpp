@@ -6,11 +6,15 @@
 //===----------------------------------------------------------------------===//
 
 #include "lamina/Execution/JitProgram.h"
+#include "lamina/Execution/Schedule.h"
 #include "lamina/InitAll.h"
+#include "lamina/Runtime/MpiRuntime.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -49,14 +53,50 @@ py::dtype dtypeOf(ElementKind kind) {
   throw py::value_error(llvm::toString(std::move(error)));
 }
 
+std::unique_ptr<MLIRContext> makeContext() {
+  DialectRegistry registry;
+  registerAllDialects(registry);
+  return std::make_unique<MLIRContext>(registry);
+}
+
+/// `source` after the schedule `schedule` (a transform script; none when
+/// empty) and the pass pipeline `pipeline` (none when empty), as text.
+/// Errors carry Lamina's diagnostics.
+std::string transformIr(const std::string &source, const std::string &schedule,
+                        const std::string &pipeline) {
+  std::unique_ptr<MLIRContext> context = makeContext();
+  std::string diagnostics;
+  llvm::raw_string_ostream stream(diagnostics);
+  llvm::SourceMgr sourceMgr;
+  SourceMgrDiagnosticHandler handler(sourceMgr, context.get(), stream);
+  OwningOpRef<ModuleOp> module =
+      parseSourceString<ModuleOp>(source, context.get(), "program.mlir");
+  if (!module)
+    throw py::value_error("cannot parse the program:\n" + diagnostics);
+  if (!schedule.empty() &&
+      failed(applySchedule(*module, schedule, "schedule.mlir")))
+    throw py::value_error(diagnostics);
+  if (!pipeline.empty()) {
+    PassManager pm(context.get());
+    std::string errors;
+    llvm::raw_string_ostream errorStream(errors);
+    if (failed(parsePassPipeline(pipeline, pm, errorStream)))
+      throw py::value_error("bad pipeline '" + pipeline + "': " + errors);
+    if (failed(pm.run(*module)))
+      throw py::value_error(diagnostics);
+  }
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  module->print(os);
+  return text;
+}
+
 /// A compiled entry function and the context that owns its IR.
 class Program {
 public:
   Program(const std::string &source, const std::string &entry,
           const std::string &pipeline) {
-    DialectRegistry registry;
-    registerAllDialects(registry);
-    context = std::make_unique<MLIRContext>(registry);
+    context = makeContext();
     std::string diagnostics;
     llvm::raw_string_ostream stream(diagnostics);
     llvm::SourceMgr sourceMgr;
@@ -80,6 +120,33 @@ public:
                        {spec.shape.begin(), spec.shape.end()}});
     return specs;
   }
+
+  /// (dtype name, whole shape, shard axis or None) of each result: a
+  /// sharded result comes back as this rank's block.
+  std::vector<std::tuple<std::string, std::vector<int64_t>,
+                         std::optional<int64_t>>>
+  results() const {
+    std::vector<std::tuple<std::string, std::vector<int64_t>,
+                           std::optional<int64_t>>>
+        specs;
+    for (const ArgumentSpec &spec : program->getResults())
+      specs.emplace_back(getElementName(spec.kind).str(),
+                         std::vector<int64_t>(spec.shape.begin(),
+                                              spec.shape.end()),
+                         spec.shardAxis);
+    return specs;
+  }
+
+  /// Shard axis (or None) of each argument: the program takes the rank's
+  /// block of the whole array it is given.
+  std::vector<std::optional<int64_t>> inputShardAxes() const {
+    std::vector<std::optional<int64_t>> axes;
+    for (const ArgumentSpec &spec : program->getInputs())
+      axes.push_back(spec.shardAxis);
+    return axes;
+  }
+
+  int64_t worldSize() const { return program->getWorldSize(); }
 
   /// Checks and packs the arguments once; returns an opaque handle.
   std::shared_ptr<JitProgram::PreparedArguments>
@@ -159,8 +226,23 @@ PYBIND11_MODULE(_lamina, m) {
            py::arg("pipeline") = "lamina-cpu-pipeline")
       .def_property_readonly("inputs", &Program::inputs,
                              "(dtype, shape) of every argument")
+      .def_property_readonly("results", &Program::results,
+                             "(dtype, whole shape, shard axis or None) of "
+                             "every result")
+      .def_property_readonly("input_shard_axes", &Program::inputShardAxes,
+                             "shard axis (or None) of every argument")
+      .def_property_readonly("world_size", &Program::worldSize,
+                             "the MPI ranks the program runs on (1: no MPI)")
       .def("prepare", &Program::prepare, py::arg("arrays"),
            "check the arguments and pack the weights once")
       .def("run", &Program::run, py::arg("prepared"),
            "call the function; returns its results as NumPy arrays");
+
+  m.def("transform_ir", &transformIr, py::arg("source"),
+        py::arg("schedule") = "", py::arg("pipeline") = "",
+        "the IR after a transform-dialect schedule and a pass pipeline");
+  m.def("rank", [] { return laminaMpiRank(); },
+        "this process's MPI rank (MPICH; initialises MPI)");
+  m.def("world_size", [] { return laminaMpiWorldSize(); },
+        "the number of processes in this MPI world (MPICH; initialises MPI)");
 }

@@ -1,0 +1,240 @@
+"""Slapo-style schedules of PyTorch models, recorded as transform.lamina
+scripts.
+
+``create_schedule(model)`` returns a :class:`Schedule`; ``sch["a.b"]`` and
+``sch.find(regex)`` address modules by their ``named_modules`` paths, and
+each primitive (shard, sync, decompose, fuse, replace, checkpoint,
+cut_pipeline_stage, fork_rng, annotate) appends its transform op to the
+schedule's script. Whenever the schedule knows the model's input shapes
+(``example_inputs`` given here, or by build / verify / mlir), the script is
+applied to the imported IR at once, so misuse raises :class:`ScheduleError`
+with Lamina's diagnostic at the primitive that caused it.
+"""
+
+import re
+
+from . import _lamina
+from . import lns as lns_module
+from . import op as lamina_op
+from .importer import import_model
+
+
+class ScheduleError(ValueError):
+    """A schedule primitive Lamina rejects; the message is its diagnostic."""
+
+
+_HEADER = ("module attributes {transform.with_named_sequence} {\n"
+           "  transform.named_sequence @__transform_main("
+           "%root: !transform.any_op {transform.readonly}) {\n")
+_FOOTER = "    transform.yield\n  }\n}\n"
+
+
+def _string(text):
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _attribute(value):
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return f"{value} : i64"
+    if isinstance(value, float):
+        return f"{value!r} : f64"
+    if isinstance(value, str):
+        return _string(value)
+    raise ScheduleError(f"annotate takes bool, int, float or str values, got "
+                        f"{type(value).__name__}")
+
+
+class Schedule:
+    """A model and the primitives applied to it, for `world_size` ranks."""
+
+    def __init__(self, model, world_size=1, example_inputs=None):
+        if world_size < 1:
+            raise ScheduleError(f"world_size must be positive, got "
+                                f"{world_size}")
+        self.model = model
+        self.world_size = world_size
+        self.paths = [name for name, _ in model.named_modules() if name]
+        self._ops = []
+        self._handles = 0
+        self._example_inputs = None
+        self._imported = None
+        if example_inputs is not None:
+            self.trace(example_inputs)
+
+    # -- addressing --------------------------------------------------------
+
+    def __getitem__(self, path):
+        if path not in self.paths:
+            raise ScheduleError(f"no module '{path}' in the model (paths are "
+                                "named_modules names)")
+        return SubSchedule(self, f"path {_string(path)}", [path])
+
+    def find(self, regex):
+        pattern = re.compile(regex)
+        matches = [p for p in self.paths if pattern.fullmatch(p)]
+        if not matches:
+            raise ScheduleError(f"no module path matches '{regex}'")
+        return SubSchedule(self, f"regex {_string(regex)}", matches)
+
+    # -- IR ------------------------------------------------------------------
+
+    def trace(self, example_inputs):
+        """Imports the model for the shapes of `example_inputs` and replays
+        the primitives so far on it."""
+        example_inputs = tuple(example_inputs)
+        shapes = [tuple(x.shape) for x in example_inputs]
+        if self._imported is None or shapes != self._shapes:
+            self._imported = import_model(self.model, example_inputs,
+                                          self.world_size)
+            self._shapes = shapes
+            self._example_inputs = example_inputs
+            self.scheduled_ir()
+        return self._imported
+
+    def transform_script(self):
+        """The schedule as a transform.lamina script (replayable with
+        lamina-opt --transform-preload-library + --transform-interpreter,
+        or lamina-run --schedule)."""
+        return _HEADER + "".join(f"    {line}\n" for line in self._ops) + \
+            _FOOTER
+
+    def mlir(self, example_inputs=None):
+        """The imported IR (before the schedule) as text."""
+        if example_inputs is not None:
+            self.trace(example_inputs)
+        if self._imported is None:
+            raise ScheduleError("the schedule has no input shapes yet: pass "
+                                "example_inputs to create_schedule, mlir, "
+                                "build or verify")
+        return self._imported.text
+
+    def scheduled_ir(self):
+        """The imported IR after the schedule."""
+        try:
+            return _lamina.transform_ir(self._imported.text,
+                                        self.transform_script())
+        except ValueError as error:
+            raise ScheduleError(str(error)) from None
+
+    # -- recording -----------------------------------------------------------
+
+    def _record(self, selector, make_lines):
+        self._handles += 1
+        handle = f"%h{self._handles}"
+        lines = [f"{handle} = transform.lamina.match %root {selector} : "
+                 "(!transform.any_op) -> !transform.any_op"]
+        lines += make_lines(handle)
+        self._ops.extend(lines)
+        if self._imported is not None:
+            try:
+                self.scheduled_ir()
+            except ScheduleError:
+                del self._ops[-len(lines):]
+                raise
+
+
+class SubSchedule:
+    """The modules one `sch[...]` or `sch.find(...)` addressed."""
+
+    def __init__(self, schedule, selector, paths):
+        self.schedule = schedule
+        self.selector = selector
+        self.paths = paths
+
+    def _op(self, text):
+        self.schedule._record(self.selector,
+                              lambda h: [text.format(h=h)])
+        return self
+
+    def shard(self, tensor_name, axis):
+        """Shards the parameter `tensor_name` ("weight", "bias", or a
+        layer's "input") on `axis` over the schedule's ranks."""
+        name = tensor_name.rsplit(".", 1)[-1]
+        return self._op(f"transform.lamina.shard {{h}} {_string(name)} axis "
+                        f"{int(axis)} : !transform.any_op")
+
+    def sync(self, mode, sync_op_or_fn, **kwargs):
+        """Adds a sync point: mode in fwd_pre / fwd_post / bwd_post, op in
+        all_reduce / all_gather / reduce_scatter / scatter (kwargs: axis,
+        tensor_parallel_output_grad)."""
+        if callable(sync_op_or_fn):
+            raise ScheduleError(
+                "sync takes the collective by name (\"all_reduce\", "
+                "\"all_gather\", \"reduce_scatter\", \"scatter\"); a Python "
+                "callable cannot be compiled")
+        unknown = set(kwargs) - {"axis", "tensor_parallel_output_grad"}
+        if unknown:
+            raise ScheduleError(f"sync got unknown arguments {sorted(unknown)}")
+        text = (f"transform.lamina.sync {{h}} {_string(mode)} "
+                f"{_string(sync_op_or_fn)}")
+        if kwargs.get("axis") is not None:
+            text += f" axis {int(kwargs['axis'])}"
+        if not kwargs.get("tensor_parallel_output_grad", True):
+            text += " {{tensor_parallel_output_grad = false}}"
+        return self._op(text + " : !transform.any_op")
+
+    def decompose(self):
+        """nn.Linear → LinearWithSeparateBias."""
+        return self._op("{h}r = transform.lamina.decompose {h} : "
+                        "(!transform.any_op) -> !transform.any_op")
+
+    def fuse(self, subgraph=None, compiler=None, name="FusedModule"):
+        """Fuses each layer's matmul → [sync] → bias → act → dropout chain
+        into one op (one loop nest writing the output once)."""
+        if subgraph is not None or compiler is not None:
+            raise ScheduleError("Lamina fuses a layer's own epilogue chain; "
+                                "subgraph and compiler are not taken")
+        return self._op("{h}r = transform.lamina.fuse {h} : "
+                        "(!transform.any_op) -> !transform.any_op")
+
+    def replace(self, new_mod_or_func, target_ops=None, name=None):
+        """Swaps each layer for an equivalent variant keeping its path,
+        parameters and syncs: an LNSLinear (class or instance; its
+        weight_f, default 23) for the LNS variant, or a lamina.op class /
+        "fused_linear" for the fused form."""
+        if target_ops is not None:
+            raise ScheduleError("replace swaps whole layers; target_ops is "
+                                "not taken")
+        new = new_mod_or_func
+        lns_class = new if isinstance(new, type) else type(new)
+        if issubclass(lns_class, lns_module.LNSLinear):
+            if isinstance(new, lns_module.LNSLinear) and new.weight_b is not None:
+                raise ScheduleError("replace with an LNS layer takes its "
+                                    "base as weight_f")
+            f = new.weight_f if isinstance(new, lns_module.LNSLinear) else \
+                lns_module.DEFAULT_F
+            return self._op(f"{{h}}r = transform.lamina.replace {{h}} \"lns\" "
+                            f"f {int(f)} : (!transform.any_op) -> "
+                            "!transform.any_op")
+        if new == "fused_linear" or (isinstance(new, type) and issubclass(
+                new, (lamina_op.LinearWithSyncFunc,))):
+            return self._op("{h}r = transform.lamina.replace {h} "
+                            "\"fused_linear\" : (!transform.any_op) -> "
+                            "!transform.any_op")
+        raise ScheduleError(f"replace takes an LNS layer or a lamina.op "
+                            f"class, got {new!r}")
+
+    def checkpoint(self):
+        return self._op("transform.lamina.checkpoint {h} : !transform.any_op")
+
+    def cut_pipeline_stage(self):
+        return self._op("transform.lamina.cut_pipeline_stage {h} : "
+                        "!transform.any_op")
+
+    def fork_rng(self):
+        return self._op("transform.lamina.fork_rng {h} : !transform.any_op")
+
+    def annotate(self, param_name, key, value):
+        entry = f"{key} = {_attribute(value)}"
+        return self._op(f"transform.lamina.annotate {{h}} "
+                        f"{_string(param_name)} {{{{{entry}}}}} : "
+                        "!transform.any_op")
+
+
+def create_schedule(model, world_size=1, example_inputs=None):
+    """A schedule of `model` for `world_size` ranks (Slapo's
+    create_schedule). With `example_inputs` (a tuple of tensors fixing the
+    shapes) every primitive is checked by Lamina as it is applied."""
+    return Schedule(model, world_size, example_inputs)

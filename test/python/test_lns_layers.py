@@ -1,0 +1,92 @@
+"""lamina.lns.LNSLinear and LNSLazyLinear: eager forward through the
+compiled kernels against the NumPy spec, lazy shapes, and the same layers
+imported into lamina IR and built."""
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+import lamina
+from lamina import lns, lns_numpy
+
+
+def test_lns_linear_codes_follow_the_spec():
+    torch.manual_seed(0)
+    layer = lns.LNSLinear(24, 5, weight_f=12)
+    x = torch.randn(4, 24)
+    codes = layer.lns_parameters()
+    np.testing.assert_array_equal(
+        codes["weight"], lns_numpy.encode(layer.weight.detach().double(), 12))
+    np.testing.assert_array_equal(
+        codes["bias"], lns_numpy.encode(layer.bias.detach().double(), 12))
+    x_codes = lns_numpy.encode(x.double().numpy(), 12)
+    expected = lns_numpy.decode(
+        lns_numpy.linear(x_codes, codes["weight"], codes["bias"], f=12), 12)
+    y = layer(x)
+    assert y.dtype == torch.float32
+    np.testing.assert_array_equal(y.numpy(),
+                                  expected.astype(np.float32))
+    # f = 12: about three and a half significant digits per product.
+    torch.testing.assert_close(y, nn.functional.linear(x, layer.weight,
+                                                       layer.bias),
+                               rtol=2e-3, atol=2e-3)
+
+
+def test_lns_linear_bases():
+    with pytest.raises(ValueError, match="weight_f and weight_b are mutually "
+                       "exclusive"):
+        lns.LNSLinear(4, 4, weight_f=10, weight_b=1.001)
+    with pytest.raises(ValueError, match="bias_f and bias_b are mutually "
+                       "exclusive"):
+        lns.LNSLinear(4, 4, bias_f=10, bias_b=1.001)
+    with pytest.raises(ValueError, match="greater than 1"):
+        lns.LNSLinear(4, 4, weight_b=0.5)
+    layer = lns.LNSLinear(8, 3, weight_b=1.0005, bias_f=9)
+    x = torch.randn(2, 8)
+    codes = layer.lns_parameters()
+    # The bias (base 2^(2^-9)) is converted to the weight's base.
+    y_codes = lns.linear(lns.encode(x.double().numpy(), b=1.0005),
+                         codes["weight"], codes["bias"], b=1.0005, bias_f=9)
+    np.testing.assert_array_equal(
+        layer(x).numpy(),
+        lns.decode(y_codes, b=1.0005).astype(np.float32))
+    assert layer.bias_f == 9 and layer.weight_b == 1.0005
+    assert lns.LNSLinear(4, 4, bias=False).lns_parameters().keys() == {"weight"}
+
+
+def test_lns_lazy_linear():
+    layer = lns.LNSLazyLinear(6, weight_f=10)
+    with pytest.raises(ValueError, match="no parameters before its first "
+                       "input"):
+        layer.lns_parameters()
+    x = torch.randn(3, 5, 17)
+    y = layer(x)
+    assert layer.in_features == 17 and tuple(layer.weight.shape) == (6, 17)
+    assert y.shape == (3, 5, 6)
+    with pytest.raises(ValueError, match="takes inputs of width 17, got 9"):
+        layer(torch.randn(3, 9))
+
+
+class LnsMLP(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc_in = lns.LNSLinear(16, 32, weight_f=16)
+        self.act = nn.ReLU()
+        self.fc_out = lns.LNSLazyLinear(8, weight_f=16)
+
+    def forward(self, x):
+        return self.fc_out(self.act(self.fc_in(x)))
+
+
+def test_lns_layers_import_and_build_like_eager():
+    torch.manual_seed(1)
+    model = LnsMLP()
+    x = torch.randn(4, 16)
+    sch = lamina.create_schedule(model, example_inputs=(x,))
+    text = sch.mlir()
+    assert 'lamina.linear "fc_in"' in text and "!lns.num<f = 16>" in text
+    assert "lns.encode" in text and "lns.decode" in text
+    compiled = lamina.build(sch, (x,))
+    # The same codes through the same kernels: bit-identical results.
+    np.testing.assert_array_equal(compiled(x).numpy(), model(x).numpy())

@@ -1,0 +1,33 @@
+"""The Python examples of examples/ run as a user runs them."""
+
+import os
+import pathlib
+import subprocess
+import sys
+
+from lamina.tools import build_dir
+
+EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples"
+
+
+def run(command):
+    env = dict(os.environ, PYTHONPATH=str(build_dir() / "python"))
+    completed = subprocess.run(command, cwd=EXAMPLES, env=env,
+                               capture_output=True, text=True, timeout=300)
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    return completed.stdout
+
+
+def test_schedule_and_run_on_cpu():
+    assert "equals eager PyTorch" in run([sys.executable,
+                                          "gpt2_mlp_schedule.py"])
+
+
+def test_tensor_parallel_on_two_ranks():
+    out = run(["mpirun.mpich", "-np", "2", sys.executable,
+               "gpt2_mlp_tensor_parallel.py"])
+    assert "rank 0 of 2" in out and "rank 1 of 2" in out
+
+
+def test_lns_mlp():
+    assert "LNS (f = 16) MLP" in run([sys.executable, "lns_mlp.py"])
