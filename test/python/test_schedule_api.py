@@ -353,3 +353,25 @@ def test_megatron_from_python_on_two_ranks(tmp_path):
     assert completed.returncode == 0, completed.stdout + completed.stderr
     assert "rank 0 of 2 ok" in completed.stdout
     assert "rank 1 of 2 ok" in completed.stdout
+
+
+def test_fork_rng_from_python():
+    layer = lamina.op.LinearWithDropout(16, 32, p=0.2)
+
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = layer
+
+        def forward(self, x):
+            return self.fc(x)
+
+    x = inputs(4, 16)
+    sch = lamina.create_schedule(Model().train(), world_size=2,
+                                 example_inputs=(x,))
+    with pytest.raises(ScheduleError, match="fork_rng on a replicated value"):
+        sch["fc"].fork_rng()
+    sch["fc"].shard("weight", 0).shard("bias", 0).fork_rng()
+    assert "fork_rng" in sch.scheduled_ir()
+    partitioned = lamina.build(sch, (x,)).ir("partitioned")
+    assert "fork_rng> seed" in partitioned and "rank %" in partitioned
