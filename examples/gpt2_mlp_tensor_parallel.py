@@ -32,7 +32,8 @@ def main():
     compiled = lamina.build(sch, (x,))
     y = compiled(x)             # training-mode dropout, masks by element
     print(f"rank {lamina.rank()} of {lamina.world_size()}: output "
-          f"{tuple(y.shape)}, dropped {float((y == 0).float().mean()):.3f}")
+          f"{tuple(y.shape)}, dropped {float((y == 0).float().mean()):.3f}",
+          flush=True)
 
 
 if __name__ == "__main__":

@@ -338,7 +338,7 @@ asch["qkv"].sync("bwd_post", "all_reduce")
 asch["out_proj"].shard("weight", 1)
 asch["out_proj"].sync("fwd_post", "all_reduce")
 lamina.verify(asch, (x,))
-print("rank", lamina.rank(), "of", lamina.world_size(), "ok")
+print(f"rank {{lamina.rank()}} of {{lamina.world_size()}} ok", flush=True)
 """
 
 
