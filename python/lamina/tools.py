@@ -61,14 +61,15 @@ MPI_LAUNCHER = "mpirun.mpich"
 
 
 def run_ir_on_ranks(ranks, ir_path, inputs, workdir, entry="main",
-                    schedule=None, timeout=300):
+                    schedule=None, world_size=None, timeout=300):
     """Runs `entry` of the IR file `ir_path` (after `schedule`, a transform
     script file) with `mpirun.mpich -np ranks lamina-run`.
 
     `inputs` are whole NumPy arrays or ("i64", value) scalars; every rank
     reads them all and takes its blocks. Checks that every rank ran in a
     world of `ranks` processes and returns, per rank, the list of the
-    arrays it returned (its blocks of sharded results).
+    arrays it returned (its blocks of sharded results). `world_size`
+    declares the module for that many ranks (lamina-run --world-size).
     """
     workdir = pathlib.Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
@@ -76,6 +77,8 @@ def run_ir_on_ranks(ranks, ir_path, inputs, workdir, entry="main",
             f"--entry={entry}", f"--output-dir={workdir / 'out'}"]
     if schedule:
         args.append(f"--schedule={schedule}")
+    if world_size:
+        args.append(f"--world-size={world_size}")
     for i, value in enumerate(inputs):
         if isinstance(value, tuple):
             kind, scalar = value

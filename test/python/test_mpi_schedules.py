@@ -42,15 +42,6 @@ def attention_inputs(seed=0):
     return [x, w_qkv, b_qkv, w_out, b_out]
 
 
-def for_ranks(ir_path, ranks, tmp_path):
-    """The IR file declaring `ranks` ranks instead of 2."""
-    text = pathlib.Path(ir_path).read_text()
-    path = tmp_path / f"{pathlib.Path(ir_path).stem}.{ranks}.mlir"
-    path.write_text(text.replace("lamina.world_size = 2",
-                                 f"lamina.world_size = {ranks}"))
-    return path
-
-
 def block(array, axis, rank, ranks):
     return np.split(array, ranks, axis=axis)[rank]
 
@@ -61,6 +52,13 @@ def unsharded(ir_path, inputs, entry, tmp_path):
     return result
 
 
+def sharded(ranks, ir_path, inputs, entry, schedule, tmp_path):
+    """Per rank, the results of `ir_path` scheduled for `ranks` ranks."""
+    return run_ir_on_ranks(ranks, ir_path, inputs, tmp_path / "ranks",
+                           entry=entry, schedule=EXAMPLES / schedule,
+                           world_size=ranks)
+
+
 def assert_close(actual, expected):
     torch.testing.assert_close(torch.from_numpy(actual),
                                torch.from_numpy(expected))
@@ -68,11 +66,11 @@ def assert_close(actual, expected):
 
 @pytest.mark.parametrize("ranks", [2, 4])
 def test_megatron_mlp(ranks, tmp_path):
-    ir = for_ranks(EXAMPLES / "gpt2_mlp.mlir", ranks, tmp_path)
+    ir = EXAMPLES / "gpt2_mlp.mlir"
     inputs = mlp_inputs()
     whole = unsharded(ir, inputs, "mlp", tmp_path)
-    outputs = run_ir_on_ranks(ranks, ir, inputs, tmp_path / "tp", entry="mlp",
-                              schedule=EXAMPLES / "megatron_mlp.schedule.mlir")
+    outputs = sharded(ranks, ir, inputs, "mlp", "megatron_mlp.schedule.mlir",
+                      tmp_path)
     for (result,) in outputs:
         assert_close(result, whole)
     # The dropout acts on the all-reduced (replicated) value: the same mask
@@ -85,12 +83,11 @@ def test_megatron_mlp(ranks, tmp_path):
 
 @pytest.mark.parametrize("ranks", [2, 4])
 def test_sequence_parallel_mlp(ranks, tmp_path):
-    ir = for_ranks(EXAMPLES / "gpt2_mlp.mlir", ranks, tmp_path)
+    ir = EXAMPLES / "gpt2_mlp.mlir"
     inputs = mlp_inputs(1)
     whole = unsharded(ir, inputs, "mlp", tmp_path)
-    outputs = run_ir_on_ranks(
-        ranks, ir, inputs, tmp_path / "sp", entry="mlp",
-        schedule=EXAMPLES / "sequence_parallel_mlp.schedule.mlir")
+    outputs = sharded(ranks, ir, inputs, "mlp",
+                      "sequence_parallel_mlp.schedule.mlir", tmp_path)
     # Each rank holds its block of the tokens; its dropout mask is that
     # block of the unsharded mask.
     for rank, (result,) in enumerate(outputs):
@@ -102,12 +99,11 @@ def test_sequence_parallel_mlp(ranks, tmp_path):
 
 @pytest.mark.parametrize("ranks", [2, 4])
 def test_megatron_attention(ranks, tmp_path):
-    ir = for_ranks(EXAMPLES / "gpt2_attention.mlir", ranks, tmp_path)
+    ir = EXAMPLES / "gpt2_attention.mlir"
     inputs = attention_inputs(2)
     whole = unsharded(ir, inputs, "attention", tmp_path)
-    outputs = run_ir_on_ranks(
-        ranks, ir, inputs, tmp_path / "attn", entry="attention",
-        schedule=EXAMPLES / "megatron_attention.schedule.mlir")
+    outputs = sharded(ranks, ir, inputs, "attention",
+                      "megatron_attention.schedule.mlir", tmp_path)
     for (result,) in outputs:
         assert_close(result, whole)
 
@@ -137,43 +133,17 @@ def test_pipeline_two_stages(tmp_path):
         np.testing.assert_array_equal(result, whole)
 
 
-FOUR_LAYERS = """module attributes {lamina.world_size = 4 : i64} {
-  func.func @stack(%x: tensor<8x32xf32>, %w0: tensor<32x32xf32>, %w1: tensor<32x32xf32>,
-                   %w2: tensor<32x32xf32>, %w3: tensor<32x32xf32>, %b: tensor<32xf32>) -> tensor<8x32xf32> {
-    %h0 = lamina.linear_act "l0" %x, %w0 bias %b activation gelu_tanh : (tensor<8x32xf32>, tensor<32x32xf32>, tensor<32xf32>) -> tensor<8x32xf32>
-    %h1 = lamina.linear_act "l1" %h0, %w1 bias %b activation relu : (tensor<8x32xf32>, tensor<32x32xf32>, tensor<32xf32>) -> tensor<8x32xf32>
-    %h2 = lamina.linear "l2" %h1, %w2 : (tensor<8x32xf32>, tensor<32x32xf32>) -> tensor<8x32xf32>
-    %r = arith.addf %h2, %h0 : tensor<8x32xf32>
-    %h3 = lamina.linear "l3" %r, %w3 bias %b : (tensor<8x32xf32>, tensor<32x32xf32>, tensor<32xf32>) -> tensor<8x32xf32>
-    return %h3 : tensor<8x32xf32>
-  }
-}
-"""
-
-CUT_THREE = """module attributes {transform.with_named_sequence} {
-  transform.named_sequence @__transform_main(%root: !transform.any_op {transform.readonly}) {
-    %cuts = transform.lamina.match %root regex "l[012]" : (!transform.any_op) -> !transform.any_op
-    transform.lamina.cut_pipeline_stage %cuts : !transform.any_op
-    transform.yield
-  }
-}
-"""
-
-
 def test_pipeline_four_stages(tmp_path):
     """Four stages on four ranks; the residual %h0 travels from rank 0
     through rank 2 to rank 3."""
-    ir = tmp_path / "stack.mlir"
-    ir.write_text(FOUR_LAYERS)
-    schedule = tmp_path / "cut.mlir"
-    schedule.write_text(CUT_THREE)
+    ir = EXAMPLES / "mlp_stack.mlir"
     g = torch.Generator().manual_seed(5)
     inputs = [torch.randn(8, 32, generator=g).numpy()]
     inputs += [linear_parameters(32, 32, g)[0] for _ in range(4)]
     inputs.append(linear_parameters(32, 32, g)[1])
     whole = unsharded(ir, inputs, "stack", tmp_path)
     outputs = run_ir_on_ranks(4, ir, inputs, tmp_path / "pp4", entry="stack",
-                              schedule=schedule)
+                              schedule=EXAMPLES / "pipeline_stack.schedule.mlir")
     for (result,) in outputs:
         np.testing.assert_array_equal(result, whole)
 

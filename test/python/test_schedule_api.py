@@ -252,16 +252,24 @@ def _shard_odd():
     sch["fc"].shard("weight", 0)
 
 
-def test_sync_on_the_wrong_layout_is_a_build_error():
+def test_sync_on_the_wrong_layout():
     model = Block().eval()
     x = inputs(2, 8, 64)
     sch = lamina.create_schedule(model, world_size=2, example_inputs=(x,))
     sch["mlp.fc_in"].shard("weight", 0).shard("bias", 0)
     # fc_in's output is sharded, not partial: an all-reduce is illegal.
-    sch["mlp.fc_in"].sync("fwd_post", "all_reduce")
     with pytest.raises(ScheduleError, match=r"sync #lamina.sync<fwd_post, "
-                       r"all_reduce> on layer 'mlp.fc_in' needs partial sums"):
-        lamina.build(sch, (x,))
+                       r"all_reduce> needs partial sums \(P\), but the layer's "
+                       r"output has layout #lamina.layout<S\(2\)>"):
+        sch["mlp.fc_in"].sync("fwd_post", "all_reduce")
+    # Where only the whole program fixes the layout, build rejects it:
+    # the GELU's output (sharded) gathered on the wrong axis.
+    without_shapes = lamina.create_schedule(model, world_size=2)
+    without_shapes["mlp.fc_in"].shard("weight", 0).shard("bias", 0)
+    without_shapes["mlp.fc_out"].sync("fwd_pre", "all_gather", axis=1)
+    with pytest.raises(ScheduleError, match=r"needs a value sharded on axis "
+                       r"1, but its input has layout #lamina.layout<S\(2\)>"):
+        lamina.build(without_shapes, (x,))
 
 
 def test_missing_all_reduce_is_rejected_at_build():

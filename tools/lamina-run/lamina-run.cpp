@@ -10,6 +10,7 @@
 #include "lamina/Execution/Schedule.h"
 #include "lamina/Runtime/MpiRuntime.h"
 #include "lamina/InitAll.h"
+#include "lamina/Lamina/IR/Lamina.h"
 
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/DialectRegistry.h"
@@ -47,6 +48,11 @@ static cl::opt<std::string>
     scheduleFile("schedule",
                  cl::desc("transform-dialect schedule (@__transform_main) "
                           "applied before compilation"));
+static cl::opt<int64_t> worldSizeOption(
+    "world-size",
+    cl::desc("declare the module for this many ranks (lamina.world_size) "
+             "before the schedule; 0 keeps the module's"),
+    cl::init(0));
 static cl::list<std::string>
     inputArgs("input",
               cl::desc("an argument, in order: a .npy file or a scalar "
@@ -209,6 +215,12 @@ int main(int argc, char **argv) {
   OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &context);
   if (!module)
     return fail("cannot parse '" + inputFile + "'");
+  if (worldSizeOption < 0)
+    return fail("--world-size must be positive");
+  if (worldSizeOption > 0)
+    (*module)->setAttr(LaminaDialect::kWorldSizeAttrName,
+                       IntegerAttr::get(IntegerType::get(&context, 64),
+                                        worldSizeOption));
   if (!scheduleFile.empty()) {
     auto schedule = llvm::MemoryBuffer::getFile(scheduleFile);
     if (!schedule)

@@ -311,6 +311,64 @@ LogicalResult SyncTransformOp::verify() {
   return success(bool(buildSpec(*this, [&] { return emitOpError(); })));
 }
 
+/// The layout a sync at `target` would act on, where the schedule already
+/// fixes it: a program input's declared layout, or the output of a layer
+/// whose weight is sharded (S(0): column parallel → S(last); S(1): row
+/// parallel → P). Null where it depends on the rest of the program, which
+/// lamina-check-layouts and lamina-partition judge.
+static LayoutAttr getKnownLayout(const std::optional<LinearLayerParts> &parts,
+                                 SyncAttr spec, Value synced) {
+  if (spec.getMode() != SyncMode::fwd_post)
+    return getDeclaredLayout(synced);
+  LayoutAttr weight = parts ? getDeclaredLayout(parts->weight) : LayoutAttr();
+  if (!weight || weight.getKind() != LayoutKind::sharded)
+    return {};
+  MLIRContext *context = spec.getContext();
+  if (weight.getAxis() == 0)
+    return LayoutAttr::get(
+        context, LayoutKind::sharded,
+        cast<RankedTensorType>(synced.getType()).getRank() - 1);
+  return LayoutAttr::get(context, LayoutKind::partial, std::nullopt);
+}
+
+/// Why `spec` is illegal for the layout of the value it acts on, when the
+/// schedule already fixes that layout (the spec's §3 legality).
+static std::optional<std::string>
+checkSyncLayout(Operation *target, const std::optional<LinearLayerParts> &parts,
+                SyncAttr spec, Value synced) {
+  if (spec.getMode() == SyncMode::bwd_post)
+    return std::nullopt; // the identity in the forward pass
+  LayoutAttr layout = getKnownLayout(parts, spec, synced);
+  if (!layout)
+    return std::nullopt;
+  std::optional<int64_t> axis = spec.getAxis();
+  bool partial = layout.getKind() == LayoutKind::partial;
+  std::string needs;
+  switch (spec.getCollective()) {
+  case CollectiveKind::all_reduce:
+  case CollectiveKind::reduce_scatter:
+    if (!partial)
+      needs = "partial sums (P)";
+    break;
+  case CollectiveKind::all_gather:
+    if (layout.getKind() != LayoutKind::sharded || layout.getAxis() != axis)
+      needs = "a value sharded on axis " + std::to_string(*axis);
+    break;
+  case CollectiveKind::scatter:
+    if (layout.getKind() != LayoutKind::replicated)
+      needs = "a replicated value (R)";
+    break;
+  }
+  if (needs.empty())
+    return std::nullopt;
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << "sync " << spec << " needs " << needs << ", but the layer's "
+     << (spec.getMode() == SyncMode::fwd_pre ? "input" : "output")
+     << " has layout " << layout;
+  return text;
+}
+
 DiagnosedSilenceableFailure
 SyncTransformOp::applyToOne(transform::TransformRewriter &rewriter,
                             Operation *target,
@@ -331,6 +389,10 @@ SyncTransformOp::applyToOne(transform::TransformRewriter &rewriter,
     return failOn(*this, target,
                   "sync axis " + Twine(*spec.getAxis()) +
                       " is out of range for values of rank " + Twine(rank));
+
+  if (std::optional<std::string> problem =
+          checkSyncLayout(target, parts, spec, synced))
+    return failOn(*this, target, *problem);
 
   if (onInput) {
     rewriter.setInsertionPoint(target);

@@ -146,3 +146,61 @@ module attributes {lamina.world_size = 2 : i64} {
     }
   }
 }
+
+// -----
+
+// Where the schedule already fixes the layout, an illegal sync fails at
+// once: a column-parallel output is sharded, not partial sums.
+module attributes {lamina.world_size = 2 : i64} {
+  func.func @all_reduce_sharded(%x: tensor<4x8xf32>, %w: tensor<16x8xf32> {lamina.layout = #lamina.layout<S(0)>}) -> tensor<4x16xf32> {
+    // expected-note @+1 {{layer 'fc'}}
+    %0 = lamina.linear "fc" %x, %w : (tensor<4x8xf32>, tensor<16x8xf32>) -> tensor<4x16xf32>
+    return %0 : tensor<4x16xf32>
+  }
+  module attributes {transform.with_named_sequence} {
+    transform.named_sequence @__transform_main(%root: !transform.any_op) {
+      %fc = transform.lamina.match %root path "fc" : (!transform.any_op) -> !transform.any_op
+      // expected-error @+1 {{sync #lamina.sync<fwd_post, all_reduce> needs partial sums (P), but the layer's output has layout #lamina.layout<S(1)>}}
+      transform.lamina.sync %fc "fwd_post" "all_reduce" : !transform.any_op
+      transform.yield
+    }
+  }
+}
+
+// -----
+
+// A row-parallel output holds partial sums: gathering them is wrong.
+module attributes {lamina.world_size = 2 : i64} {
+  func.func @all_gather_partial(%x: tensor<4x16xf32>, %w: tensor<8x16xf32> {lamina.layout = #lamina.layout<S(1)>}) -> tensor<4x8xf32> {
+    // expected-note @+1 {{layer 'fc'}}
+    %0 = lamina.linear "fc" %x, %w : (tensor<4x16xf32>, tensor<8x16xf32>) -> tensor<4x8xf32>
+    return %0 : tensor<4x8xf32>
+  }
+  module attributes {transform.with_named_sequence} {
+    transform.named_sequence @__transform_main(%root: !transform.any_op) {
+      %fc = transform.lamina.match %root path "fc" : (!transform.any_op) -> !transform.any_op
+      // expected-error @+1 {{sync #lamina.sync<fwd_post, all_gather, axis = 1> needs a value sharded on axis 1, but the layer's output has layout #lamina.layout<P>}}
+      transform.lamina.sync %fc "fwd_post" "all_gather" axis 1 : !transform.any_op
+      transform.yield
+    }
+  }
+}
+
+// -----
+
+// A program input sharded on the tokens cannot be gathered on features.
+module attributes {lamina.world_size = 2 : i64} {
+  func.func @all_gather_wrong_axis(%x: tensor<4x8xf32> {lamina.layout = #lamina.layout<S(0)>}, %w: tensor<16x8xf32>) -> tensor<4x16xf32> {
+    // expected-note @+1 {{layer 'fc'}}
+    %0 = lamina.linear "fc" %x, %w : (tensor<4x8xf32>, tensor<16x8xf32>) -> tensor<4x16xf32>
+    return %0 : tensor<4x16xf32>
+  }
+  module attributes {transform.with_named_sequence} {
+    transform.named_sequence @__transform_main(%root: !transform.any_op) {
+      %fc = transform.lamina.match %root path "fc" : (!transform.any_op) -> !transform.any_op
+      // expected-error @+1 {{sync #lamina.sync<fwd_pre, all_gather, axis = 1> needs a value sharded on axis 1, but the layer's input has layout #lamina.layout<S(0)>}}
+      transform.lamina.sync %fc "fwd_pre" "all_gather" axis 1 : !transform.any_op
+      transform.yield
+    }
+  }
+}
