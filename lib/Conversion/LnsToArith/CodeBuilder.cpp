@@ -107,8 +107,7 @@ std::vector<int32_t> mlir::lamina::lns::computeSbdbTable(NumType type,
   return table;
 }
 
-Value CodeBuilder::add(Value x, Value y, NumType type,
-                       const SbdbTables *tables) {
+CodeBuilder::SbdbOperands CodeBuilder::getSbdbOperands(Value x, Value y) {
   // z = −|(x >> 1) − (y >> 1)| ≤ 0, s = (x ^ y) & 1.
   Value ex = arith::ShRSIOp::create(b, loc, x, i64(1));
   Value ey = arith::ShRSIOp::create(b, loc, y, i64(1));
@@ -117,9 +116,37 @@ Value CodeBuilder::add(Value x, Value y, NumType type,
   Value z = arith::MinSIOp::create(b, loc, d, negD);
   Value s = arith::AndIOp::create(b, loc, arith::XOrIOp::create(b, loc, x, y),
                                   i64(1));
+  return {z, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, s,
+                                   i64(0))};
+}
 
-  Value sameSign = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, s,
-                                         i64(0));
+Value CodeBuilder::combine(Value x, Value y, Value sbdb) {
+  Value result =
+      arith::AddIOp::create(b, loc, arith::MaxSIOp::create(b, loc, x, y), sbdb);
+  // Zero operands return the other operand bit for bit; x + (−x) is zero.
+  Value cancels = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                        neg(x), y);
+  result = select(cancels, i64(codes::kZero), result);
+  result = select(isZero(y), x, result);
+  return select(isZero(x), y, result);
+}
+
+std::pair<Value, Value> CodeBuilder::addFast(Value x, Value y, NumType type) {
+  auto [z, sameSign] = getSbdbOperands(x, y);
+  auto [sbdb, nearTie] = fastIdealSbdb(z, sameSign, type);
+  // Zero operands and cancellations take no sbdb: never a near tie.
+  Value exact = arith::OrIOp::create(
+      b, loc, arith::OrIOp::create(b, loc, isZero(x), isZero(y)),
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, neg(x), y));
+  Value trueValue = arith::ConstantOp::create(b, loc, b.getBoolAttr(true));
+  nearTie = arith::AndIOp::create(
+      b, loc, nearTie, arith::XOrIOp::create(b, loc, exact, trueValue));
+  return {combine(x, y, sbdb), nearTie};
+}
+
+Value CodeBuilder::add(Value x, Value y, NumType type,
+                       const SbdbTables *tables) {
+  auto [z, sameSign] = getSbdbOperands(x, y);
   Value sbdb;
   if (tables) {
     // table mode: entry −z of the sign's table, 0 past the table's end.
@@ -148,15 +175,7 @@ Value CodeBuilder::add(Value x, Value y, NumType type,
         arith::DivFOp::create(b, loc, logarithm, f64(type.getLogBase()));
     sbdb = arith::ShLIOp::create(b, loc, roundToCode(quotient), i64(1));
   }
-  Value result =
-      arith::AddIOp::create(b, loc, arith::MaxSIOp::create(b, loc, x, y), sbdb);
-
-  // Zero operands return the other operand bit for bit; x + (−x) is zero.
-  Value cancels = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
-                                        neg(x), y);
-  result = select(cancels, i64(codes::kZero), result);
-  result = select(isZero(y), x, result);
-  return select(isZero(x), y, result);
+  return combine(x, y, sbdb);
 }
 
 Value CodeBuilder::sub(Value x, Value y, NumType type,

@@ -33,6 +33,11 @@ int64_t getSbdbTableSize(NumType type);
 /// as the `ideal` mode computes them at run time.
 std::vector<int32_t> computeSbdbTable(NumType type, bool oppositeSigns);
 
+/// Whether the fast path of `ideal` sbdb (CodeBuilder::addFast) holds for
+/// `type`: its integer conversions need |z·L| and |sbdb| within 2^50, true
+/// up to f = 40.
+bool isFastSbdbExact(NumType type);
+
 class CodeBuilder {
 public:
   CodeBuilder(OpBuilder &builder, Location loc) : b(builder), loc(loc) {}
@@ -50,6 +55,12 @@ public:
   /// when `tables` holds the precomputed values.
   Value add(Value x, Value y, NumType type, const SbdbTables *tables = nullptr);
   Value sub(Value x, Value y, NumType type, const SbdbTables *tables = nullptr);
+  /// `ideal` addition through the certified fast path (FastSbdb.cpp): the
+  /// sbdb term from vectorizable polynomials, no libm call, with an error
+  /// bound per element. Returns the sum and `nearTie` (i1): where set, the
+  /// bound cannot decide the rounding and `add` must recompute the sum;
+  /// elsewhere the sum equals `add`'s bit for bit.
+  std::pair<Value, Value> addFast(Value x, Value y, NumType type);
 
   /// A float (any width, widened exactly to f64) to a code of `type`.
   Value encode(Value value, NumType type);
@@ -61,6 +72,18 @@ public:
   Value toBase(Value code, NumType from, NumType to);
 
 private:
+  /// z = −|(x >> 1) − (y >> 1)| and whether the signs agree.
+  struct SbdbOperands {
+    Value z, sameSign;
+  };
+  SbdbOperands getSbdbOperands(Value x, Value y);
+  /// max(x, y) + sbdb, with the zero and cancellation rules.
+  Value combine(Value x, Value y, Value sbdb);
+  /// The fast path's sbdb (even i64) and its near-tie flag.
+  std::pair<Value, Value> fastIdealSbdb(Value z, Value sameSign, NumType type);
+  /// Σ coefficients[i]·x^i in f64, by Horner's rule.
+  Value evaluatePolynomial(ArrayRef<double> coefficients, Value x);
+
   Value i64(int64_t value);
   Value f64(double value);
   Value select(Value condition, Value ifTrue, Value ifFalse);
