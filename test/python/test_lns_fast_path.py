@@ -1,0 +1,72 @@
+"""The certified fast path of ideal sbdb (LNS linear layers) against the
+exact formula: every z of the tables' range for f ≤ 12, both signs, the
+spec's hardest tie at f = 23, and random z at f = 23.
+
+An element the bound does not flag is never recomputed, so a wrong bound
+shows up as a code that differs from the exact formula's."""
+
+import numpy as np
+import pytest
+
+from lamina import Program, lns
+from lamina.lns_numpy import ZERO
+
+
+def bias_adds(f, exponents, mode=""):
+    """add(±b^e, 1) for each e through a compiled linear layer: K = 1 (the
+    product is the accumulator, no sbdb), then the bias add, which takes
+    the fast path with z = −|e| (same signs in column 0, opposite in 1)."""
+    m = len(exponents)
+    t = lambda *s: "tensor<" + "x".join(map(str, s)) + f"x!lns.num<f = {f}>>"
+    source = f"""func.func @main(%x: {t(m, 1)}, %w: {t(2, 1)}, %b: {t(2)}) -> {t(m, 2)} {{
+  %0 = lns.linear %x, %w bias %b {mode}: {t(m, 1)}, {t(2, 1)}, {t(2)} -> {t(m, 2)}
+  return %0 : {t(m, 2)}
+}}"""
+    x = (np.asarray(exponents, np.int64) * 2).reshape(m, 1)
+    w = np.array([[0], [1]], np.int64)        # +1 and −1
+    b = np.array([0, 0], np.int64)            # +1
+    program = Program(source)
+    return program.run(program.prepare([x, w, b]))[0]
+
+
+@pytest.mark.parametrize("f", [8, 10, 12])
+def test_every_z_against_the_exact_table(f):
+    # The table holds the exact formula for every z until sbdb is 0.
+    base = 2.0 ** (2.0 ** -f)
+    last = int(-2 * round(np.log(base - 1.0) / np.log(base)))
+    exponents = -np.arange(1, last + 64)      # z = 0 is the cancellation
+    fast = bias_adds(f, exponents)
+    exact = bias_adds(f, exponents, "sbdb table ")
+    np.testing.assert_array_equal(fast, exact)
+
+
+def exact_adds(f, exponents):
+    """The same additions through lns.add, which always evaluates the
+    exact formula."""
+    x = np.asarray(exponents, np.int64) * 2
+    same = lns.add(x, np.zeros_like(x), f=f)
+    opposite = lns.add(x | 1, np.zeros_like(x), f=f)
+    return np.stack([same, opposite], axis=1)
+
+
+def test_hardest_known_tie_at_f23():
+    # The spec: s = 0, z = −43645691 must give sbdb 2·324178.
+    result = bias_adds(23, [-43645691])
+    assert result[0, 0] == 648356
+    np.testing.assert_array_equal(result, exact_adds(23, [-43645691]))
+
+
+def test_random_z_at_f23():
+    rng = np.random.default_rng(23)
+    # z spread over the whole range where sbdb is not 0, denser near 0.
+    exponents = -np.unique(np.concatenate([
+        rng.integers(1, 2 ** 12, 4000), rng.integers(1, 2 ** 20, 4000),
+        rng.integers(1, 2 ** 28, 8000)]))
+    np.testing.assert_array_equal(bias_adds(23, exponents),
+                                  exact_adds(23, exponents))
+
+
+def test_zero_operands_skip_the_fast_path():
+    result = bias_adds(23, [ZERO >> 1])
+    # 0 + 1 = 1 and (−0) + 1 = 1: the bias's code, no sbdb.
+    assert list(result[0]) == [0, 0]
