@@ -132,8 +132,13 @@ def sub(x, y, f=None, b=None, y_f=None, y_b=None, sbdb="ideal"):
     return _binary("sub", x, y, f, b, y_f, y_b, sbdb)
 
 
-def sum(codes, axis=None, f=None, b=None, sbdb="ideal"):  # noqa: A001
-    """Sequential sum (the reference's order) over `axis` (None: all)."""
+def sum(codes, axis=None, f=None, b=None, sbdb="ideal",  # noqa: A001
+        order="sequential"):
+    """Sum over `axis` (None: all) in the reference's sequential order, or,
+    with order="pairwise", as a pairwise tree (not the reference)."""
+    if order not in ("sequential", "pairwise"):
+        raise ValueError(f"order must be 'sequential' or 'pairwise', got "
+                         f"{order!r}")
     codes = _codes(codes)
     rank = codes.ndim
     dims = list(range(rank)) if axis is None else sorted(
@@ -143,6 +148,8 @@ def sum(codes, axis=None, f=None, b=None, sbdb="ideal"):  # noqa: A001
     t = _tensor(codes.shape, element)
     r = _tensor(kept, element)
     mode = f"sbdb {sbdb} " if sbdb != "ideal" else ""
+    if order == "pairwise":
+        mode = "order pairwise " + mode
     source = f"""func.func @main(%x: {t}) -> {r} {{
   %0 = lns.sum %x dims [{', '.join(map(str, dims))}] {mode}: {t} -> {r}
   return %0 : {r}

@@ -5,7 +5,7 @@ import pathlib
 import numpy as np
 import pytest
 
-from lamina import lns
+from lamina import lns, lns_numpy
 
 GOLDEN = pathlib.Path(__file__).resolve().parents[1] / "data" / "lns-golden"
 
@@ -67,3 +67,23 @@ def test_base_errors():
         lns.neg(np.zeros(3, np.int64), f=10, b=1.5)
     with pytest.raises(ValueError, match="greater than 1"):
         lns.neg(np.zeros(3, np.int64), b=0.5)
+
+
+@pytest.mark.parametrize("name", ["sum_f10_16x48", "sum_f16_8x33",
+                                  "sum_f23_12x64"])
+def test_pairwise_sum_is_an_explicit_other_order(name):
+    d = load(name)
+    f = int(d["f"])
+    sequential = lns.sum(d["x"], axis=-1, f=f)
+    pairwise = lns.sum(d["x"], axis=-1, f=f, order="pairwise")
+    # The NumPy pairwise tree (padding odd levels with zero).
+    ones = np.zeros((1, d["x"].shape[-1]), np.int64)
+    np.testing.assert_array_equal(
+        pairwise, lns_numpy.linear_pairwise(d["x"], ones, f=f)[..., 0])
+    # It differs from the reference on exactly the rows the golden file
+    # names, and the default stays the reference's order.
+    assert int((pairwise != sequential).sum()) == \
+        int(d["rows_where_pairwise_order_differs"])
+    np.testing.assert_array_equal(sequential, d["out_lastdim"])
+    with pytest.raises(ValueError, match="order must be"):
+        lns.sum(d["x"], f=f, order="tree")

@@ -232,7 +232,9 @@ def Lns_SumOp : Lns_Op<"sum"> {
   let description = [{
     Moves the reduced dimensions last, flattens them row-major and adds
     `acc = v[0]; acc = add(acc, v[i])` for `i = 1..n-1`. The `pairwise`
-    order is an explicit, non-reference mode.
+    order is an explicit, non-reference mode: level by level, element i of
+    the next level is `add(v[2i], v[2i+1])` (an odd last element added to
+    zero) until one is left — other codes than the reference's.
 
     ```mlir
     %r = lns.sum %x dims [1] : tensor<16x48x!lns.num<f = 10>> -> tensor<16x!lns.num<f = 10>>

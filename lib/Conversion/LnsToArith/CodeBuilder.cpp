@@ -149,18 +149,27 @@ Value CodeBuilder::add(Value x, Value y, NumType type,
   auto [z, sameSign] = getSbdbOperands(x, y);
   Value sbdb;
   if (tables) {
-    // table mode: entry −z of the sign's table, 0 past the table's end.
+    // table mode: entry 2·(−z) + s, 0 past the table's end.
     Value offset = arith::SubIOp::create(b, loc, i64(0), z);
     Value last = i64(tables->size - 1);
     Value inTable = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle,
                                           offset, last);
+    Value s = arith::ExtUIOp::create(
+        b, loc, b.getI64Type(),
+        arith::XOrIOp::create(
+            b, loc, sameSign,
+            arith::ConstantOp::create(b, loc, b.getBoolAttr(true))));
     Value position = arith::IndexCastOp::create(
-        b, loc, b.getIndexType(), arith::MinSIOp::create(b, loc, offset, last));
-    Value same = tensor::ExtractOp::create(b, loc, tables->sameSign, position);
-    Value opposite =
-        tensor::ExtractOp::create(b, loc, tables->oppositeSign, position);
-    Value entry = arith::ExtSIOp::create(b, loc, b.getI64Type(),
-                                         select(sameSign, same, opposite));
+        b, loc, b.getIndexType(),
+        arith::AddIOp::create(
+            b, loc,
+            arith::ShLIOp::create(b, loc,
+                                  arith::MinSIOp::create(b, loc, offset, last),
+                                  i64(1)),
+            s));
+    Value entry = arith::ExtSIOp::create(
+        b, loc, b.getI64Type(),
+        tensor::ExtractOp::create(b, loc, tables->interleaved, position));
     sbdb = select(inTable, arith::ShLIOp::create(b, loc, entry, i64(1)), i64(0));
   } else {
     // sbdb(z, s) = 2·roundHalfEven(log|1 − 2s + pow(b, z)| / log b), in

@@ -84,14 +84,15 @@ static std::optional<SbdbTables> makeTables(OpBuilder &b, Location loc,
     return std::nullopt;
   SbdbTables tables;
   tables.size = getSbdbTableSize(type);
-  auto tableType = RankedTensorType::get({tables.size}, b.getI32Type());
-  auto constant = [&](bool opposite) -> Value {
-    std::vector<int32_t> values = computeSbdbTable(type, opposite);
-    return arith::ConstantOp::create(
-        b, loc, DenseIntElementsAttr::get(tableType, ArrayRef(values)));
-  };
-  tables.sameSign = constant(false);
-  tables.oppositeSign = constant(true);
+  std::vector<int32_t> same = computeSbdbTable(type, false);
+  std::vector<int32_t> opposite = computeSbdbTable(type, true);
+  std::vector<int32_t> interleaved;
+  interleaved.reserve(2 * same.size());
+  for (auto [s, o] : llvm::zip_equal(same, opposite))
+    interleaved.insert(interleaved.end(), {s, o});
+  auto tableType = RankedTensorType::get({2 * tables.size}, b.getI32Type());
+  tables.interleaved = arith::ConstantOp::create(
+      b, loc, DenseIntElementsAttr::get(tableType, ArrayRef(interleaved)));
   return tables;
 }
 
@@ -285,10 +286,8 @@ struct SumLowering : OpConversionPattern<SumOp> {
   LogicalResult
   matchAndRewrite(SumOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    if (op.getOrder() != ReductionOrder::sequential)
-      return rewriter.notifyMatchFailure(op, "only the sequential order is "
-                                             "lowered so far");
     Location loc = op.getLoc();
+    bool pairwise = op.getOrder() == ReductionOrder::pairwise;
     Value input = adaptor.getInput();
     auto inputType = cast<RankedTensorType>(input.getType());
     NumType type = numType(op.getInput());
@@ -325,6 +324,9 @@ struct SumLowering : OpConversionPattern<SumOp> {
             }
             return tensor::ExtractOp::create(nb, nl, input, indices).getResult();
           };
+          if (pairwise)
+            return buildPairwiseSum(b, l, count, elementAt, type,
+                                    pointerTo(tables));
           Value first = elementAt(b, l, index(b, l, 0));
           return buildSequentialLoop(
               b, l, first, 1, count,
@@ -336,6 +338,63 @@ struct SumLowering : OpConversionPattern<SumOp> {
         });
     rewriter.replaceOp(op, result);
     return success();
+  }
+
+  /// The explicit, non-reference `pairwise` order: level by level, element
+  /// i of the next level is add(v[2i], v[2i + 1]), an odd last element
+  /// added to zero (itself), until one is left.
+  static Value buildPairwiseSum(
+      OpBuilder &b, Location loc, Value count,
+      function_ref<Value(OpBuilder &, Location, Value)> elementAt,
+      NumType type, const SbdbTables *tables) {
+    Type i64 = b.getI64Type();
+    Value zero = index(b, loc, 0), one = index(b, loc, 1),
+          two = index(b, loc, 2);
+    Value empty = tensor::EmptyOp::create(
+        b, loc, RankedTensorType::get({ShapedType::kDynamic}, i64),
+        ValueRange{count});
+    Value values = buildSequentialLoop(
+        b, loc, empty, 0, count,
+        [&](OpBuilder &nb, Location nl, Value buffer, Value i) -> Value {
+          return tensor::InsertOp::create(nb, nl, elementAt(nb, nl, i), buffer,
+                                          ValueRange{i});
+        });
+    auto levels = scf::WhileOp::create(
+        b, loc, TypeRange{count.getType(), values.getType()},
+        ValueRange{count, values},
+        [&](OpBuilder &nb, Location nl, ValueRange state) {
+          Value more = arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::ugt,
+                                             state[0], one);
+          scf::ConditionOp::create(nb, nl, more, state);
+        },
+        [&](OpBuilder &nb, Location nl, ValueRange state) {
+          Value length = state[0];
+          Value half = arith::DivUIOp::create(
+              nb, nl, arith::AddIOp::create(nb, nl, length, one), two);
+          Value last = arith::SubIOp::create(nb, nl, length, one);
+          Value next = buildSequentialLoop(
+              nb, nl, state[1], 0, half,
+              [&](OpBuilder &ib, Location il, Value buffer, Value i) -> Value {
+                CodeBuilder codes(ib, il);
+                Value left = arith::MulIOp::create(ib, il, i, two);
+                Value right = arith::AddIOp::create(ib, il, left, one);
+                Value exists = arith::CmpIOp::create(
+                    ib, il, arith::CmpIPredicate::ult, right, length);
+                Value a = tensor::ExtractOp::create(ib, il, buffer,
+                                                    ValueRange{left});
+                Value c = tensor::ExtractOp::create(
+                    ib, il, buffer,
+                    ValueRange{arith::MinUIOp::create(ib, il, right, last)});
+                c = arith::SelectOp::create(
+                    ib, il, exists, c, codes.constantCode(lns::codes::kZero));
+                return tensor::InsertOp::create(
+                    ib, il, codes.add(a, c, type, tables), buffer,
+                    ValueRange{i});
+              });
+          scf::YieldOp::create(nb, nl, ValueRange{half, next});
+        });
+    return tensor::ExtractOp::create(b, loc, levels.getResult(1),
+                                     ValueRange{zero});
   }
 };
 
@@ -715,21 +774,6 @@ struct ConvertCarrierTypes : ConversionPattern {
 struct ConvertLnsToArithPass
     : mlir::lamina::impl::ConvertLnsToArithBase<ConvertLnsToArithPass> {
   void runOnOperation() override {
-    // An order without a lowering yet is reported on the op, not as a bare
-    // legalization failure.
-    WalkResult unsupported = getOperation()->walk([](Operation *op) {
-      auto order = op->getAttrOfType<ReductionOrderAttr>("order");
-      if (order && order.getValue() != ReductionOrder::sequential) {
-        op->emitOpError("reduction order '")
-            << stringifyReductionOrder(order.getValue())
-            << "' has no lowering yet; use 'sequential'";
-        return WalkResult::interrupt();
-      }
-      return WalkResult::advance();
-    });
-    if (unsupported.wasInterrupted())
-      return signalPassFailure();
-
     MLIRContext *context = &getContext();
     CodeTypeConverter converter;
     ConversionTarget target(*context);

@@ -100,3 +100,26 @@ func.func @carriers(%b: tensor<6x!lns.num<f = 10>>) -> tensor<4x6x!lns.num<f = 1
   %0 = linalg.broadcast ins(%b : tensor<6x!lns.num<f = 10>>) outs(%e : tensor<4x6x!lns.num<f = 10>>) dimensions = [0]
   return %0 : tensor<4x6x!lns.num<f = 10>>
 }
+
+// -----
+
+// The explicit pairwise order: the reduced elements copied out, then level
+// by level element i becomes add(v[2i], v[2i+1]) (an odd last one added to
+// zero) until one is left.
+// CHECK-LABEL: func.func @pairwise_sum
+// CHECK: %[[COPY:.+]] = scf.for {{.*}} -> (tensor<?xi64>)
+// CHECK: tensor.insert
+// CHECK: %[[LEVELS:.+]]:2 = scf.while ({{.*}}, {{.*}} = %[[COPY]]) : (index, tensor<?xi64>)
+// CHECK: arith.cmpi ugt
+// CHECK: scf.condition
+// CHECK: arith.divui
+// CHECK: scf.for
+// CHECK: arith.minui
+// CHECK: arith.select {{.*}}, %c-9007199254740991_i64
+// CHECK: math.powf
+// CHECK: tensor.insert
+// CHECK: tensor.extract %[[LEVELS]]#1[%c0{{.*}}]
+func.func @pairwise_sum(%x: tensor<5x!lns.num<f = 10>>) -> !lns.num<f = 10> {
+  %0 = lns.sum %x dims [0] order pairwise : tensor<5x!lns.num<f = 10>> -> !lns.num<f = 10>
+  return %0 : !lns.num<f = 10>
+}

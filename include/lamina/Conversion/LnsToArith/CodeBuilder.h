@@ -17,11 +17,12 @@
 
 namespace mlir::lamina::lns {
 
-/// Precomputed `sbdb` values (`table` mode): entry i holds
-/// roundHalfEven(log|1 − 2s + pow(b, −i)| / log b) for i in [0, size), one
-/// i32 tensor per sign s; beyond the table sbdb is 0.
+/// Precomputed `sbdb` values (`table` mode): entry 2i + s of one i32
+/// tensor holds roundHalfEven(log|1 − 2s + pow(b, −i)| / log b) for i in
+/// [0, size) (the two signs interleaved: one lookup per addition); beyond
+/// the table sbdb is 0.
 struct SbdbTables {
-  Value sameSign, oppositeSign;
+  Value interleaved;
   int64_t size = 0;
 };
 
