@@ -16,6 +16,7 @@ import os
 import pathlib
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -72,6 +73,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--output", default=str(ROOT / "bench" / "results" /
                                                 "lns_linear.md"))
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="medians over this many runs of each contender")
     args = parser.parse_args()
     rows = []
     with tempfile.TemporaryDirectory() as work:
@@ -89,17 +92,23 @@ def main():
                                       bf.astype(np.float32)], 10)
             for f in (10, 23):
                 x, w, b = (lns_numpy.encode(v, f) for v in (xf, wf, bf))
-                start = time.perf_counter()
                 timed_rows = min(m, NUMPY_ROWS)
-                reference = lns_numpy.linear(x[:timed_rows], w, b, f)
-                numpy_rate = timed_rows * k * n / (time.perf_counter() - start)
+                numpy_rates = []
+                for _ in range(args.rounds):
+                    start = time.perf_counter()
+                    reference = lns_numpy.linear(x[:timed_rows], w, b, f)
+                    numpy_rates.append(timed_rows * k * n /
+                                       (time.perf_counter() - start))
+                numpy_rate = statistics.median(numpy_rates)
                 for mode in ("ideal", "table"):
                     if mode == "table" and f > 16:
                         continue
-                    seconds, out = lamina_run(
+                    runs = [lamina_run(
                         work, lns_ir(m, k, n, f,
                                      "sbdb table " if mode == "table" else ""),
-                        [x, w, b], repeats)
+                        [x, w, b], repeats) for _ in range(args.rounds)]
+                    seconds = statistics.median(r[0] for r in runs)
+                    out = runs[0][1]
                     identical = np.array_equal(out[:timed_rows], reference)
                     rate = macs / seconds
                     rows.append(
@@ -111,8 +120,9 @@ def main():
     table = "\n".join(rows)
     report = f"""# LNS linear layers: Lamina vs NumPy (one thread)
 
-Command: `/usr/bin/python3 bench/lns_linear.py` ({datetime.date.today()},
-every process pinned with `taskset -c 1`). Inputs: normal x, W/√K, b encoded
+Command: `/usr/bin/python3 bench/lns_linear.py --rounds {args.rounds}`
+({datetime.date.today()}, every process pinned with `taskset -c 1`; times and
+NumPy rates are medians over the rounds). Inputs: normal x, W/√K, b encoded
 in base 2^(2^-f). NumPy (python/lamina/lns_numpy.py, the spec vectorized over
 outputs, sequential over K) is timed on the first min(M, {NUMPY_ROWS}) rows, and
 its codes are compared with Lamina's on those rows. The fp32 column is Lamina's own fp32
