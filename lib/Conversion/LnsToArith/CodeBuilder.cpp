@@ -18,6 +18,15 @@ Value CodeBuilder::i64(int64_t value) {
   return arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(value));
 }
 
+Value CodeBuilder::code(int64_t value) {
+  return arith::ConstantOp::create(b, loc,
+                                   b.getIntegerAttr(codeType, value));
+}
+
+int64_t CodeBuilder::zeroCode() const {
+  return codeType.getWidth() == 64 ? codes::kZero : kNarrowZero;
+}
+
 Value CodeBuilder::f64(double value) {
   return arith::ConstantOp::create(b, loc, b.getF64FloatAttr(value));
 }
@@ -26,12 +35,14 @@ Value CodeBuilder::select(Value condition, Value ifTrue, Value ifFalse) {
   return arith::SelectOp::create(b, loc, condition, ifTrue, ifFalse);
 }
 
-Value CodeBuilder::constantCode(int64_t code) { return i64(code); }
+Value CodeBuilder::constantCode(int64_t value) {
+  return code(value == codes::kZero ? zeroCode() : value);
+}
 
-Value CodeBuilder::isZero(Value code) {
-  Value withSign = arith::OrIOp::create(b, loc, code, i64(1));
+Value CodeBuilder::isZero(Value value) {
+  Value withSign = arith::OrIOp::create(b, loc, value, code(1));
   return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, withSign,
-                               i64(codes::kZero));
+                               code(zeroCode()));
 }
 
 Value CodeBuilder::roundToCode(Value value) {
@@ -41,48 +52,48 @@ Value CodeBuilder::roundToCode(Value value) {
 
 Value CodeBuilder::mul(Value x, Value y) {
   // (x + y − (y & 1)) ^ (y & 1): exponents add, signs xor.
-  Value ySign = arith::AndIOp::create(b, loc, y, i64(1));
+  Value ySign = arith::AndIOp::create(b, loc, y, code(1));
   Value sum = arith::SubIOp::create(b, loc, arith::AddIOp::create(b, loc, x, y),
                                     ySign);
   Value product = arith::XOrIOp::create(b, loc, sum, ySign);
   Value anyZero = arith::OrIOp::create(b, loc, isZero(x), isZero(y));
-  return select(anyZero, i64(codes::kZero), product);
+  return select(anyZero, code(zeroCode()), product);
 }
 
 Value CodeBuilder::div(Value x, Value y) {
   // (x − y + (y & 1)) ^ (y & 1)
-  Value ySign = arith::AndIOp::create(b, loc, y, i64(1));
+  Value ySign = arith::AndIOp::create(b, loc, y, code(1));
   Value difference = arith::AddIOp::create(
       b, loc, arith::SubIOp::create(b, loc, x, y), ySign);
   Value quotient = arith::XOrIOp::create(b, loc, difference, ySign);
-  return select(isZero(x), i64(codes::kZero), quotient);
+  return select(isZero(x), code(zeroCode()), quotient);
 }
 
 Value CodeBuilder::neg(Value x) {
-  return arith::XOrIOp::create(b, loc, x, i64(1));
+  return arith::XOrIOp::create(b, loc, x, code(1));
 }
 
 Value CodeBuilder::abs(Value x) {
-  Value magnitude = arith::AndIOp::create(b, loc, x, i64(~int64_t(1)));
-  return select(isZero(x), i64(codes::kZero), magnitude);
+  Value magnitude = arith::AndIOp::create(b, loc, x, code(~int64_t(1)));
+  return select(isZero(x), code(zeroCode()), magnitude);
 }
 
 Value CodeBuilder::sqrt(Value x) {
   // Exponent floor(e / 2), sign dropped: (p >> 1) & -2.
-  Value half = arith::ShRSIOp::create(b, loc, x, i64(1));
-  Value root = arith::AndIOp::create(b, loc, half, i64(~int64_t(1)));
-  return select(isZero(x), i64(codes::kZero), root);
+  Value half = arith::ShRSIOp::create(b, loc, x, code(1));
+  Value root = arith::AndIOp::create(b, loc, half, code(~int64_t(1)));
+  return select(isZero(x), code(zeroCode()), root);
 }
 
 Value CodeBuilder::powi(Value x, int64_t n) {
-  Value exponent = arith::AndIOp::create(b, loc, x, i64(~int64_t(1)));
+  Value exponent = arith::AndIOp::create(b, loc, x, code(~int64_t(1)));
   Value power = arith::AndIOp::create(
-      b, loc, arith::MulIOp::create(b, loc, exponent, i64(n)),
-      i64(~int64_t(1)));
+      b, loc, arith::MulIOp::create(b, loc, exponent, code(n)),
+      code(~int64_t(1)));
   if (n & 1)
     power = arith::OrIOp::create(b, loc, power,
-                                 arith::AndIOp::create(b, loc, x, i64(1)));
-  return select(isZero(x), i64(codes::kZero), power);
+                                 arith::AndIOp::create(b, loc, x, code(1)));
+  return select(isZero(x), code(zeroCode()), power);
 }
 
 int64_t mlir::lamina::lns::getSbdbTableSize(NumType type) {
@@ -109,15 +120,15 @@ std::vector<int32_t> mlir::lamina::lns::computeSbdbTable(NumType type,
 
 CodeBuilder::SbdbOperands CodeBuilder::getSbdbOperands(Value x, Value y) {
   // z = −|(x >> 1) − (y >> 1)| ≤ 0, s = (x ^ y) & 1.
-  Value ex = arith::ShRSIOp::create(b, loc, x, i64(1));
-  Value ey = arith::ShRSIOp::create(b, loc, y, i64(1));
+  Value ex = arith::ShRSIOp::create(b, loc, x, code(1));
+  Value ey = arith::ShRSIOp::create(b, loc, y, code(1));
   Value d = arith::SubIOp::create(b, loc, ex, ey);
-  Value negD = arith::SubIOp::create(b, loc, i64(0), d);
+  Value negD = arith::SubIOp::create(b, loc, code(0), d);
   Value z = arith::MinSIOp::create(b, loc, d, negD);
   Value s = arith::AndIOp::create(b, loc, arith::XOrIOp::create(b, loc, x, y),
-                                  i64(1));
+                                  code(1));
   return {z, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, s,
-                                   i64(0))};
+                                   code(0))};
 }
 
 Value CodeBuilder::combine(Value x, Value y, Value sbdb) {
@@ -126,7 +137,7 @@ Value CodeBuilder::combine(Value x, Value y, Value sbdb) {
   // Zero operands return the other operand bit for bit; x + (−x) is zero.
   Value cancels = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
                                         neg(x), y);
-  result = select(cancels, i64(codes::kZero), result);
+  result = select(cancels, code(zeroCode()), result);
   result = select(isZero(y), x, result);
   return select(isZero(x), y, result);
 }
@@ -150,12 +161,12 @@ Value CodeBuilder::add(Value x, Value y, NumType type,
   Value sbdb;
   if (tables) {
     // table mode: entry 2·(−z) + s, 0 past the table's end.
-    Value offset = arith::SubIOp::create(b, loc, i64(0), z);
-    Value last = i64(tables->size - 1);
+    Value offset = arith::SubIOp::create(b, loc, code(0), z);
+    Value last = code(tables->size - 1);
     Value inTable = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle,
                                           offset, last);
     Value s = arith::ExtUIOp::create(
-        b, loc, b.getI64Type(),
+        b, loc, codeType,
         arith::XOrIOp::create(
             b, loc, sameSign,
             arith::ConstantOp::create(b, loc, b.getBoolAttr(true))));
@@ -165,12 +176,14 @@ Value CodeBuilder::add(Value x, Value y, NumType type,
             b, loc,
             arith::ShLIOp::create(b, loc,
                                   arith::MinSIOp::create(b, loc, offset, last),
-                                  i64(1)),
+                                  code(1)),
             s));
-    Value entry = arith::ExtSIOp::create(
-        b, loc, b.getI64Type(),
-        tensor::ExtractOp::create(b, loc, tables->interleaved, position));
-    sbdb = select(inTable, arith::ShLIOp::create(b, loc, entry, i64(1)), i64(0));
+    Value entry =
+        tensor::ExtractOp::create(b, loc, tables->interleaved, position);
+    if (codeType.getWidth() > 32)
+      entry = arith::ExtSIOp::create(b, loc, codeType, entry);
+    sbdb = select(inTable, arith::ShLIOp::create(b, loc, entry, code(1)),
+                  code(0));
   } else {
     // sbdb(z, s) = 2·roundHalfEven(log|1 − 2s + pow(b, z)| / log b), in
     // double exactly as written: 1 − 2s is ±1.0, added to pow(b, z) first.

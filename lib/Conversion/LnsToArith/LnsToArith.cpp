@@ -505,6 +505,144 @@ struct LinearLowering : OpConversionPattern<LinearOp> {
     if (!tables && isFastSbdbExact(type))
       return buildRowsByKFast(b, loc, inputByK, weightByK, bias, type,
                               resultType, zeros, row);
+    if (!tables)
+      return buildRowsByKExact(b, loc, inputByK, weightByK, bias, type,
+                               nullptr, b.getI64Type());
+    // Table mode: i32 lanes (twice as many per vector) when every code is
+    // small; the packed i64 codes otherwise.
+    Value narrow = allNarrow(b, loc, inputByK);
+    narrow = arith::AndIOp::create(b, loc, narrow,
+                                   allNarrow(b, loc, weightByK));
+    if (bias)
+      narrow = arith::AndIOp::create(b, loc, narrow, allNarrow(b, loc, bias));
+    auto dispatch = scf::IfOp::create(
+        b, loc, narrow,
+        [&](OpBuilder &nb, Location nl) {
+          Type i32 = nb.getI32Type();
+          Value result = buildRowsByKExact(
+              nb, nl, recode(nb, nl, inputByK, i32),
+              recode(nb, nl, weightByK, i32),
+              bias ? recode(nb, nl, bias, i32) : Value(), type, tables, i32);
+          scf::YieldOp::create(nb, nl,
+                               recode(nb, nl, result, nb.getI64Type()));
+        },
+        [&](OpBuilder &nb, Location nl) {
+          scf::YieldOp::create(
+              nb, nl,
+              buildRowsByKExact(nb, nl, inputByK, weightByK, bias, type,
+                                tables, nb.getI64Type()));
+        });
+    return dispatch.getResult(0);
+  }
+
+  /// Whether every code of `codes` (i64) fits the i32 kernel: the zero
+  /// code, or |code| < 2^28 (sums of them stay far inside i32).
+  static Value allNarrow(OpBuilder &b, Location loc, Value codes) {
+    auto type = cast<RankedTensorType>(codes.getType());
+    MLIRContext *context = b.getContext();
+    Value init = linalg::FillOp::create(
+                     b, loc,
+                     ValueRange{arith::ConstantOp::create(b, loc,
+                                                          b.getBoolAttr(true))},
+                     ValueRange{tensor::EmptyOp::create(
+                         b, loc, ArrayRef<int64_t>{}, b.getI1Type())})
+                     .getResult(0);
+    SmallVector<AffineMap> maps = {
+        AffineMap::getMultiDimIdentityMap(type.getRank(), context),
+        AffineMap::get(type.getRank(), 0, {}, context)};
+    SmallVector<utils::IteratorType> reduction(type.getRank(),
+                                               utils::IteratorType::reduction);
+    Value all = linalg::GenericOp::create(
+                    b, loc, init.getType(), ValueRange{codes}, ValueRange{init},
+                    maps, reduction,
+                    [&](OpBuilder &nb, Location nl, ValueRange args) {
+                      auto constant = [&](int64_t v) -> Value {
+                        return arith::ConstantOp::create(
+                            nb, nl, nb.getI64IntegerAttr(v));
+                      };
+                      Value c = args[0];
+                      Value small = arith::AndIOp::create(
+                          nb, nl,
+                          arith::CmpIOp::create(nb, nl,
+                                                arith::CmpIPredicate::sgt, c,
+                                                constant(-(1LL << 28))),
+                          arith::CmpIOp::create(nb, nl,
+                                                arith::CmpIPredicate::slt, c,
+                                                constant(1LL << 28)));
+                      Value zero = arith::CmpIOp::create(
+                          nb, nl, arith::CmpIPredicate::eq, c,
+                          constant(lns::codes::kZero));
+                      Value ok = arith::OrIOp::create(nb, nl, small, zero);
+                      linalg::YieldOp::create(
+                          nb, nl,
+                          ValueRange{arith::AndIOp::create(nb, nl, args[1],
+                                                           ok)});
+                    })
+                    .getResult(0);
+    return tensor::ExtractOp::create(b, loc, all, ValueRange{});
+  }
+
+  /// Codes re-expressed in `to` (i32 or i64): values unchanged, the zero
+  /// code mapped to that width's.
+  static Value recode(OpBuilder &b, Location loc, Value codes, Type to) {
+    auto type = cast<RankedTensorType>(codes.getType());
+    Type from = type.getElementType();
+    bool narrowing = to.getIntOrFloatBitWidth() < from.getIntOrFloatBitWidth();
+    return mapElements(
+        b, loc, codes, type.clone(to),
+        [&](OpBuilder &nb, Location nl, ValueRange args) -> Value {
+          int64_t fromZero = narrowing ? lns::codes::kZero : kNarrowZero;
+          int64_t toZero = narrowing ? kNarrowZero : lns::codes::kZero;
+          Value isZero = arith::CmpIOp::create(
+              nb, nl, arith::CmpIPredicate::eq, args[0],
+              arith::ConstantOp::create(nb, nl,
+                                        nb.getIntegerAttr(from, fromZero)));
+          Value value =
+              narrowing
+                  ? arith::TruncIOp::create(nb, nl, to, args[0]).getResult()
+                  : arith::ExtSIOp::create(nb, nl, to, args[0]).getResult();
+          return arith::SelectOp::create(
+              nb, nl, isZero,
+              arith::ConstantOp::create(nb, nl, nb.getIntegerAttr(to, toZero)),
+              value);
+        });
+  }
+
+  /// The K-outer sums with the exact formula (or the tables) on codes of
+  /// `codeType`; inputByK [K, M], weightByK [K, N] and bias [N] hold codes
+  /// of that type.
+  static Value buildRowsByKExact(OpBuilder &b, Location loc, Value inputByK,
+                                 Value weightByK, Value bias, NumType type,
+                                 const SbdbTables *tables, Type codeType) {
+    auto byK = cast<RankedTensorType>(inputByK.getType());
+    int64_t k = byK.getDimSize(0), m = byK.getDimSize(1);
+    int64_t n = cast<RankedTensorType>(weightByK.getType()).getDimSize(1);
+    auto codeInt = cast<IntegerType>(codeType);
+    auto resultType = RankedTensorType::get({m, n}, codeType);
+    CodeBuilder codes(b, loc, codeInt);
+    Value zeros =
+        linalg::FillOp::create(
+            b, loc, ValueRange{codes.constantCode(lns::codes::kZero)},
+            ValueRange{tensor::EmptyOp::create(b, loc, resultType.getShape(),
+                                               codeType)})
+            .getResult(0);
+    MLIRContext *context = b.getContext();
+    AffineExpr dm, dn;
+    bindDims(context, dm, dn);
+    SmallVector<AffineMap> maps = {AffineMap::get(2, 0, {dm}, context),
+                                   AffineMap::get(2, 0, {dn}, context),
+                                   AffineMap::get(2, 0, {dm, dn}, context)};
+    SmallVector<utils::IteratorType> parallel(2, utils::IteratorType::parallel);
+    auto row = [&](OpBuilder &nb, Location nl, Value matrix, Value index,
+                   int64_t size) -> Value {
+      SmallVector<OpFoldResult> offsets = {index, nb.getIndexAttr(0)};
+      SmallVector<OpFoldResult> sizes = {nb.getIndexAttr(1),
+                                         nb.getIndexAttr(size)};
+      SmallVector<OpFoldResult> strides(2, nb.getIndexAttr(1));
+      return tensor::ExtractSliceOp::create(
+          nb, nl, RankedTensorType::get({size}, codeType), matrix, offsets,
+          sizes, strides);
+    };
     Value acc = buildSequentialLoop(
         b, loc, zeros, 0, index(b, loc, k),
         [&](OpBuilder &nb, Location nl, Value acc, Value step) -> Value {
@@ -514,7 +652,7 @@ struct LinearLowering : OpConversionPattern<LinearOp> {
                      nb, nl, resultType, ValueRange{x, w}, ValueRange{acc},
                      maps, parallel,
                      [&](OpBuilder &bb, Location bl, ValueRange args) {
-                       CodeBuilder inner(bb, bl);
+                       CodeBuilder inner(bb, bl, codeInt);
                        linalg::YieldOp::create(
                            bb, bl,
                            ValueRange{inner.add(args[2],
@@ -530,7 +668,7 @@ struct LinearLowering : OpConversionPattern<LinearOp> {
                b, loc, resultType, ValueRange{bias}, ValueRange{acc},
                ArrayRef<AffineMap>{maps[1], maps[2]}, parallel,
                [&](OpBuilder &bb, Location bl, ValueRange args) {
-                 CodeBuilder inner(bb, bl);
+                 CodeBuilder inner(bb, bl, codeInt);
                  linalg::YieldOp::create(
                      bb, bl,
                      ValueRange{inner.add(args[1], args[0], type, tables)});

@@ -123,3 +123,25 @@ func.func @pairwise_sum(%x: tensor<5x!lns.num<f = 10>>) -> !lns.num<f = 10> {
   %0 = lns.sum %x dims [0] order pairwise : tensor<5x!lns.num<f = 10>> -> !lns.num<f = 10>
   return %0 : !lns.num<f = 10>
 }
+
+// -----
+
+// Table mode checks that every code is small (or the zero code) and then
+// runs on i32 lanes, the zero code mapped to −2^31 + 1 and back; otherwise
+// on the i64 codes.
+// CHECK-LABEL: func.func @table_linear
+// CHECK: arith.constant 268435456 : i64
+// CHECK: %[[X:.+]] = tensor.extract {{.*}} : tensor<i1>
+// CHECK: %[[W:.+]] = tensor.extract {{.*}} : tensor<i1>
+// CHECK-NEXT: %[[ALL:.+]] = arith.andi %[[X]], %[[W]] : i1
+// CHECK-NEXT: scf.if %[[ALL]] -> (tensor<4x32xi64>)
+// CHECK: arith.trunci {{.*}} : i64 to i32
+// CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<4x32xi32>)
+// CHECK: tensor.extract %{{.*}}[%{{.*}}] : tensor<{{[0-9]+}}xi32>
+// CHECK: arith.extsi {{.*}} : i32 to i64
+// CHECK: } else {
+// CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<4x32xi64>)
+func.func @table_linear(%x: tensor<4x8x!lns.num<f = 10>>, %w: tensor<32x8x!lns.num<f = 10>>) -> tensor<4x32x!lns.num<f = 10>> {
+  %0 = lns.linear %x, %w sbdb table : tensor<4x8x!lns.num<f = 10>>, tensor<32x8x!lns.num<f = 10>> -> tensor<4x32x!lns.num<f = 10>>
+  return %0 : tensor<4x32x!lns.num<f = 10>>
+}

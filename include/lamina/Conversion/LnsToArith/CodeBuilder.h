@@ -39,9 +39,20 @@ std::vector<int32_t> computeSbdbTable(NumType type, bool oppositeSigns);
 /// up to f = 40.
 bool isFastSbdbExact(NumType type);
 
+/// The zero code of narrow (i32) codes: an exponent of −2^30, far below
+/// every narrow code's (|code| < 2^28), as −2^52 is below every i64 code's.
+inline constexpr int64_t kNarrowZero = -(int64_t(1) << 31) + 1;
+
+/// Builds LNS arithmetic on codes of `codeType`: i64 (the packed codes of
+/// the spec) or, for table-mode kernels over codes known to be small, i32
+/// (zero is kNarrowZero). Encode, decode, changes of base and `ideal`
+/// additions take i64 codes only.
 class CodeBuilder {
 public:
-  CodeBuilder(OpBuilder &builder, Location loc) : b(builder), loc(loc) {}
+  CodeBuilder(OpBuilder &builder, Location loc)
+      : b(builder), loc(loc), codeType(builder.getI64Type()) {}
+  CodeBuilder(OpBuilder &builder, Location loc, IntegerType codeType)
+      : b(builder), loc(loc), codeType(codeType) {}
 
   Value constantCode(int64_t code);
   Value isZero(Value code);
@@ -86,6 +97,9 @@ private:
   Value evaluatePolynomial(ArrayRef<double> coefficients, Value x);
 
   Value i64(int64_t value);
+  /// A constant of the code type.
+  Value code(int64_t value);
+  int64_t zeroCode() const;
   Value f64(double value);
   Value select(Value condition, Value ifTrue, Value ifFalse);
   /// roundHalfEven(value) as an i64 (value finite).
@@ -93,6 +107,7 @@ private:
 
   OpBuilder &b;
   Location loc;
+  IntegerType codeType;
 };
 
 } // namespace mlir::lamina::lns
