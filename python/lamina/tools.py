@@ -22,6 +22,21 @@ def tool(name):
     return str(path)
 
 
+def _input_arguments(inputs, workdir):
+    """lamina-run --input flags: arrays saved as .npy in `workdir`,
+    ("i64", value) scalars inline."""
+    args = []
+    for i, value in enumerate(inputs):
+        if isinstance(value, tuple):
+            kind, scalar = value
+            args.append(f"--input={kind}:{scalar}")
+        else:
+            path = workdir / f"input{i}.npy"
+            np.save(path, value)
+            args.append(f"--input={path}")
+    return args
+
+
 def run_ir(ir_text, inputs, workdir, entry="main", pipeline=None,
            extra_args=()):
     """Compiles `ir_text` with lamina-run and calls `entry` on `inputs`.
@@ -37,14 +52,7 @@ def run_ir(ir_text, inputs, workdir, entry="main", pipeline=None,
             f"--output-dir={workdir / 'out'}"]
     if pipeline:
         args.append(f"--pipeline={pipeline}")
-    for i, value in enumerate(inputs):
-        if isinstance(value, tuple):
-            kind, scalar = value
-            args.append(f"--input={kind}:{scalar}")
-        else:
-            path = workdir / f"input{i}.npy"
-            np.save(path, value)
-            args.append(f"--input={path}")
+    args += _input_arguments(inputs, workdir)
     args.extend(extra_args)
     completed = subprocess.run(args, capture_output=True, text=True)
     if completed.returncode != 0:
@@ -79,14 +87,7 @@ def run_ir_on_ranks(ranks, ir_path, inputs, workdir, entry="main",
         args.append(f"--schedule={schedule}")
     if world_size:
         args.append(f"--world-size={world_size}")
-    for i, value in enumerate(inputs):
-        if isinstance(value, tuple):
-            kind, scalar = value
-            args.append(f"--input={kind}:{scalar}")
-        else:
-            path = workdir / f"input{i}.npy"
-            np.save(path, value)
-            args.append(f"--input={path}")
+    args += _input_arguments(inputs, workdir)
     completed = subprocess.run(args, capture_output=True, text=True,
                                timeout=timeout)
     if completed.returncode != 0:

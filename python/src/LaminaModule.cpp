@@ -59,20 +59,31 @@ std::unique_ptr<MLIRContext> makeContext() {
   return std::make_unique<MLIRContext>(registry);
 }
 
+/// Parses `source`, raising ValueError with the parser's diagnostics.
+OwningOpRef<ModuleOp> parseModule(const std::string &source,
+                                  MLIRContext *context) {
+  std::string diagnostics;
+  llvm::raw_string_ostream stream(diagnostics);
+  llvm::SourceMgr sourceMgr;
+  SourceMgrDiagnosticHandler handler(sourceMgr, context, stream);
+  OwningOpRef<ModuleOp> module =
+      parseSourceString<ModuleOp>(source, context, "program.mlir");
+  if (!module)
+    throw py::value_error("cannot parse the program:\n" + diagnostics);
+  return module;
+}
+
 /// `source` after the schedule `schedule` (a transform script; none when
 /// empty) and the pass pipeline `pipeline` (none when empty), as text.
 /// Errors carry Lamina's diagnostics.
 std::string transformIr(const std::string &source, const std::string &schedule,
                         const std::string &pipeline) {
   std::unique_ptr<MLIRContext> context = makeContext();
+  OwningOpRef<ModuleOp> module = parseModule(source, context.get());
   std::string diagnostics;
   llvm::raw_string_ostream stream(diagnostics);
   llvm::SourceMgr sourceMgr;
   SourceMgrDiagnosticHandler handler(sourceMgr, context.get(), stream);
-  OwningOpRef<ModuleOp> module =
-      parseSourceString<ModuleOp>(source, context.get(), "program.mlir");
-  if (!module)
-    throw py::value_error("cannot parse the program:\n" + diagnostics);
   if (!schedule.empty() &&
       failed(applySchedule(*module, schedule, "schedule.mlir")))
     throw py::value_error(diagnostics);
@@ -97,14 +108,11 @@ public:
   Program(const std::string &source, const std::string &entry,
           const std::string &pipeline) {
     context = makeContext();
+    OwningOpRef<ModuleOp> module = parseModule(source, context.get());
     std::string diagnostics;
     llvm::raw_string_ostream stream(diagnostics);
     llvm::SourceMgr sourceMgr;
     SourceMgrDiagnosticHandler handler(sourceMgr, context.get(), stream);
-    OwningOpRef<ModuleOp> module =
-        parseSourceString<ModuleOp>(source, context.get(), "program.mlir");
-    if (!module)
-      throw py::value_error("cannot parse the program:\n" + diagnostics);
     auto compiled = JitProgram::compile(std::move(module), entry, pipeline);
     if (!compiled)
       throw py::value_error(llvm::toString(compiled.takeError()) + "\n" +

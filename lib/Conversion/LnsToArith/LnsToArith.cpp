@@ -460,6 +460,31 @@ struct LinearLowering : OpConversionPattern<LinearOp> {
   /// accumulators element-wise (acc = add(acc, mul(x[m, k], w[n, k]))),
   /// which keeps each element's order of additions and lets the step be
   /// vectorized across outputs.
+  /// Row `index` of a [K, X] matrix of codes, as a [X] tensor.
+  static Value extractRow(OpBuilder &b, Location loc, Value matrix,
+                          Value index) {
+    auto type = cast<RankedTensorType>(matrix.getType());
+    int64_t size = type.getDimSize(1);
+    SmallVector<OpFoldResult> offsets = {index, b.getIndexAttr(0)};
+    SmallVector<OpFoldResult> sizes = {b.getIndexAttr(1),
+                                       b.getIndexAttr(size)};
+    SmallVector<OpFoldResult> strides(2, b.getIndexAttr(1));
+    return tensor::ExtractSliceOp::create(
+        b, loc, RankedTensorType::get({size}, type.getElementType()), matrix,
+        offsets, sizes, strides);
+  }
+
+  /// A tensor of `type` (codes of its element type) filled with zero codes.
+  static Value fillWithZeroCodes(OpBuilder &b, Location loc,
+                                 RankedTensorType type) {
+    CodeBuilder codes(b, loc, cast<IntegerType>(type.getElementType()));
+    return linalg::FillOp::create(
+               b, loc, ValueRange{codes.constantCode(lns::codes::kZero)},
+               ValueRange{tensor::EmptyOp::create(b, loc, type.getShape(),
+                                                  type.getElementType())})
+        .getResult(0);
+  }
+
   static Value buildRowsByK(OpBuilder &b, Location loc, Value input,
                             Value weight, Value bias, NumType type,
                             const SbdbTables *tables,
@@ -478,33 +503,8 @@ struct LinearLowering : OpConversionPattern<LinearOp> {
     // Columns of x and of W as contiguous rows.
     Value inputByK = transpose(input, m, k);
     Value weightByK = transpose(weight, n, k);
-    Value init = tensor::EmptyOp::create(b, loc, resultType.getShape(), i64);
-    CodeBuilder codes(b, loc);
-    Value zeros = linalg::FillOp::create(
-                      b, loc, ValueRange{codes.constantCode(lns::codes::kZero)},
-                      ValueRange{init})
-                      .getResult(0);
-
-    MLIRContext *context = b.getContext();
-    AffineExpr dm, dn;
-    bindDims(context, dm, dn);
-    SmallVector<AffineMap> maps = {AffineMap::get(2, 0, {dm}, context),
-                                   AffineMap::get(2, 0, {dn}, context),
-                                   AffineMap::get(2, 0, {dm, dn}, context)};
-    SmallVector<utils::IteratorType> parallel(2, utils::IteratorType::parallel);
-    auto row = [&](OpBuilder &nb, Location nl, Value matrix, Value index,
-                   int64_t size) -> Value {
-      SmallVector<OpFoldResult> offsets = {index, nb.getIndexAttr(0)};
-      SmallVector<OpFoldResult> sizes = {nb.getIndexAttr(1),
-                                         nb.getIndexAttr(size)};
-      SmallVector<OpFoldResult> strides(2, nb.getIndexAttr(1));
-      return tensor::ExtractSliceOp::create(
-          nb, nl, RankedTensorType::get({size}, i64), matrix, offsets, sizes,
-          strides);
-    };
     if (!tables && isFastSbdbExact(type))
-      return buildRowsByKFast(b, loc, inputByK, weightByK, bias, type,
-                              resultType, zeros, row);
+      return buildRowsByKFast(b, loc, inputByK, weightByK, bias, type);
     if (!tables)
       return buildRowsByKExact(b, loc, inputByK, weightByK, bias, type,
                                nullptr, b.getI64Type());
@@ -619,13 +619,7 @@ struct LinearLowering : OpConversionPattern<LinearOp> {
     int64_t n = cast<RankedTensorType>(weightByK.getType()).getDimSize(1);
     auto codeInt = cast<IntegerType>(codeType);
     auto resultType = RankedTensorType::get({m, n}, codeType);
-    CodeBuilder codes(b, loc, codeInt);
-    Value zeros =
-        linalg::FillOp::create(
-            b, loc, ValueRange{codes.constantCode(lns::codes::kZero)},
-            ValueRange{tensor::EmptyOp::create(b, loc, resultType.getShape(),
-                                               codeType)})
-            .getResult(0);
+    Value zeros = fillWithZeroCodes(b, loc, resultType);
     MLIRContext *context = b.getContext();
     AffineExpr dm, dn;
     bindDims(context, dm, dn);
@@ -633,21 +627,11 @@ struct LinearLowering : OpConversionPattern<LinearOp> {
                                    AffineMap::get(2, 0, {dn}, context),
                                    AffineMap::get(2, 0, {dm, dn}, context)};
     SmallVector<utils::IteratorType> parallel(2, utils::IteratorType::parallel);
-    auto row = [&](OpBuilder &nb, Location nl, Value matrix, Value index,
-                   int64_t size) -> Value {
-      SmallVector<OpFoldResult> offsets = {index, nb.getIndexAttr(0)};
-      SmallVector<OpFoldResult> sizes = {nb.getIndexAttr(1),
-                                         nb.getIndexAttr(size)};
-      SmallVector<OpFoldResult> strides(2, nb.getIndexAttr(1));
-      return tensor::ExtractSliceOp::create(
-          nb, nl, RankedTensorType::get({size}, codeType), matrix, offsets,
-          sizes, strides);
-    };
     Value acc = buildSequentialLoop(
         b, loc, zeros, 0, index(b, loc, k),
         [&](OpBuilder &nb, Location nl, Value acc, Value step) -> Value {
-          Value x = row(nb, nl, inputByK, step, m);
-          Value w = row(nb, nl, weightByK, step, n);
+          Value x = extractRow(nb, nl, inputByK, step);
+          Value w = extractRow(nb, nl, weightByK, step);
           return linalg::GenericOp::create(
                      nb, nl, resultType, ValueRange{x, w}, ValueRange{acc},
                      maps, parallel,
@@ -681,12 +665,13 @@ struct LinearLowering : OpConversionPattern<LinearOp> {
   /// at the end each flagged output (rare: about 2·10^-6 of the additions
   /// at f = 23 are near a tie) is recomputed from scratch with the exact
   /// formula, in the same order. Unflagged outputs are exact by the bound.
-  static Value buildRowsByKFast(
-      OpBuilder &b, Location loc, Value inputByK, Value weightByK, Value bias,
-      NumType type, RankedTensorType resultType, Value zeros,
-      function_ref<Value(OpBuilder &, Location, Value, Value, int64_t)> row) {
-    int64_t m = resultType.getDimSize(0), n = resultType.getDimSize(1);
-    int64_t k = cast<RankedTensorType>(inputByK.getType()).getDimSize(0);
+  static Value buildRowsByKFast(OpBuilder &b, Location loc, Value inputByK,
+                                Value weightByK, Value bias, NumType type) {
+    auto byK = cast<RankedTensorType>(inputByK.getType());
+    int64_t k = byK.getDimSize(0), m = byK.getDimSize(1);
+    int64_t n = cast<RankedTensorType>(weightByK.getType()).getDimSize(1);
+    auto resultType = RankedTensorType::get({m, n}, b.getI64Type());
+    Value zeros = fillWithZeroCodes(b, loc, resultType);
     MLIRContext *context = b.getContext();
     Type i8 = b.getI8Type();
     auto flagsType = RankedTensorType::get(resultType.getShape(), i8);
@@ -729,8 +714,8 @@ struct LinearLowering : OpConversionPattern<LinearOp> {
     auto loop = scf::ForOp::create(
         b, loc, lower, index(b, loc, k), one, ValueRange{zeros, noFlags},
         [&](OpBuilder &nb, Location nl, Value kk, ValueRange carried) {
-          Value x = row(nb, nl, inputByK, kk, m);
-          Value w = row(nb, nl, weightByK, kk, n);
+          Value x = extractRow(nb, nl, inputByK, kk);
+          Value w = extractRow(nb, nl, weightByK, kk);
           ResultRange next = step(
               nb, nl, ValueRange{x, w}, {rows, cols}, carried[0], carried[1],
               [](CodeBuilder &codes, ValueRange v) {
