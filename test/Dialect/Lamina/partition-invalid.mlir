@@ -57,3 +57,17 @@ module attributes {lamina.world_size = 2 : i64} {
     return %1 : tensor<4x16xf32>
   }
 }
+
+// -----
+
+// LNS partial sums cannot be reduced by MPI: their sum is an LNS addition.
+module attributes {lamina.world_size = 2 : i64} {
+  func.func @lns_all_reduce(%x: tensor<4x16x!lns.num<f = 10>>,
+      %w: tensor<8x16x!lns.num<f = 10>> {lamina.layout = #lamina.layout<S(1)>}) -> tensor<4x8x!lns.num<f = 10>> {
+    %0 = lamina.sync "x" %x <fwd_post, scatter, axis = 1> : tensor<4x16x!lns.num<f = 10>>
+    %1 = lamina.matmul "fc" %0, %w : (tensor<4x16x!lns.num<f = 10>>, tensor<8x16x!lns.num<f = 10>>) -> tensor<4x8x!lns.num<f = 10>>
+    // expected-error @+1 {{reduces partial sums of '!lns.num<f = 10>' across ranks, but MPI can only add floats}}
+    %2 = lamina.sync "fc" %1 <fwd_post, all_reduce> : tensor<4x8x!lns.num<f = 10>>
+    return %2 : tensor<4x8x!lns.num<f = 10>>
+  }
+}

@@ -100,13 +100,22 @@ LogicalResult FunctionPartitioner::partitionSync(SyncOp sync) {
     replace(sync, input);
     return success();
   }
+  CollectiveKind collective = sync.getSpec().getCollective();
+  bool reduces = collective == CollectiveKind::all_reduce ||
+                 collective == CollectiveKind::reduce_scatter;
+  if (reduces && !isa<FloatType>(sync.getType().getElementType()))
+    return sync.emitOpError("reduces partial sums of ")
+           << sync.getType().getElementType()
+           << " across ranks, but MPI can only add floats: an LNS sum is an "
+              "LNS addition. Shard LNS layers by columns (no partial sums) "
+              "or keep them replicated";
   builder.setInsertionPoint(sync);
   Location loc = sync.getLoc();
   auto resultType = localType(sync.getType(), layoutOf(sync.getResult()));
   auto flatGrid = FlatSymbolRefAttr::get(builder.getContext(), kGridName);
   auto axes = builder.getDenseI16ArrayAttr(gridAxes());
   Value replacement;
-  switch (sync.getSpec().getCollective()) {
+  switch (collective) {
   case CollectiveKind::all_reduce:
     replacement = shard::AllReduceOp::create(
         builder, loc, resultType, flatGrid, axes, input,
