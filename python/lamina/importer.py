@@ -2,9 +2,10 @@
 
 Supported: nn.Linear and the lamina.op classes (the Slapo linear family),
 nn.GELU / F.gelu (erf and tanh), nn.ReLU / F.relu / torch.relu, nn.Dropout /
-F.dropout, residual adds of equal shapes, view / reshape that split or merge
-dimensions (heads), permute / transpose, contiguous, and lamina.lns's
-LNSLinear / LNSLazyLinear. Anything else is an UnsupportedOperationError
+F.dropout, residual adds of equal shapes, tensors scaled by numbers,
+torch.matmul of equal batch dims, softmax, nn.LayerNorm over the last dim,
+view / reshape that split or merge dimensions (heads), permute / transpose,
+contiguous, and lamina.lns's LNSLinear / LNSLazyLinear. Anything else is an UnsupportedOperationError
 naming the op and the module it is in.
 
 Every parameter becomes an argument of the imported function, after the
@@ -30,7 +31,8 @@ class UnsupportedOperationError(ValueError):
 
 _ELEMENT = {torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16"}
 
-_LEAVES = (nn.Linear, nn.Dropout, nn.GELU, nn.ReLU, lamina_op.FusedQKV,
+_LEAVES = (nn.Linear, nn.Dropout, nn.GELU, nn.ReLU, nn.Softmax, nn.LayerNorm,
+           lamina_op.FusedQKV,
            lns_module.LNSLinear, lns_module.LNSLazyLinear)
 
 
@@ -72,7 +74,12 @@ def _tensor_type(shape, element):
 
 
 def _float(value):
-    return repr(float(value))
+    """A float literal MLIR parses (1e-05 must read 1.0e-05)."""
+    text = repr(float(value))
+    mantissa, exponent = (text.split("e") + [None])[:2]
+    if exponent is not None and "." not in mantissa:
+        text = f"{mantissa}.0e{exponent}"
+    return text
 
 
 class ImportedModel:
@@ -271,6 +278,168 @@ class _Emitter:
         return self.emit(f"lamina.dropout {named}{x} {attr}{seed} : {type_}",
                          type_)
 
+    # -- attention and normalization ------------------------------------
+
+    def constant_like(self, type_, value):
+        element = type_[type_.rindex("x") + 1:-1]
+        return self.emit(f"arith.constant dense<{_float(value)}> : {type_}",
+                         type_) if element else None
+
+    def scale(self, node):
+        """x * c or x / c with a Python number c."""
+        a, b = node.args[:2]
+        if not isinstance(a, fx.Node) or isinstance(b, fx.Node) or \
+                not isinstance(b, (int, float)):
+            self.fail(node, "a product or quotient that is not a tensor "
+                      "scaled by a number")
+        x = self.value(node, a)
+        factor = 1.0 / b if node.target in (operator.truediv, torch.div) \
+            else float(b)
+        c = self.constant_like(self.types[x], factor)
+        return self.emit(f"arith.mulf {x}, {c} : {self.types[x]}",
+                         self.types[x])
+
+    def matmul(self, node):
+        """a @ b on float tensors of equal batch dims: linalg.batch_matmul
+        over the flattened batch (linalg.matmul for matrices)."""
+        a, b = node.args[:2]
+        shape_a, shape_b = self.shape(a), self.shape(b)
+        out_type = self.result_type(node)
+        element = out_type[out_type.rindex("x") + 1:-1]
+        if len(shape_a) < 2 or shape_a[:-2] != shape_b[:-2] or \
+                len(shape_a) != len(shape_b):
+            self.fail(node, "a matmul of tensors with different batch dims")
+        x, y = self.value(node, a), self.value(node, b)
+        batch = math.prod(shape_a[:-2])
+        m, k = shape_a[-2:]
+        n = shape_b[-1]
+        zero = self.emit(f"arith.constant 0.0 : {element}")
+        if len(shape_a) == 2:
+            init = self.emit(f"tensor.empty() : {out_type}", out_type)
+            acc = self.emit(f"linalg.fill ins({zero} : {element}) outs({init} "
+                            f": {out_type}) -> {out_type}", out_type)
+            return self.emit(
+                f"linalg.matmul ins({x}, {y} : {self.types[x]}, "
+                f"{self.types[y]}) outs({acc} : {out_type}) -> {out_type}",
+                out_type)
+        groups = "[" + ", ".join(str(i) for i in range(len(shape_a) - 2))
+        groups = f"[{groups}], [{len(shape_a) - 2}], [{len(shape_a) - 1}]]"
+        flat = lambda r, c: _tensor_type((batch, r, c), element)
+        xa = self.emit(f"tensor.collapse_shape {x} {groups} : "
+                       f"{self.types[x]} into {flat(m, k)}", flat(m, k))
+        yb = self.emit(f"tensor.collapse_shape {y} {groups} : "
+                       f"{self.types[y]} into {flat(k, n)}", flat(k, n))
+        init = self.emit(f"tensor.empty() : {flat(m, n)}", flat(m, n))
+        acc = self.emit(f"linalg.fill ins({zero} : {element}) outs({init} : "
+                        f"{flat(m, n)}) -> {flat(m, n)}", flat(m, n))
+        product = self.emit(
+            f"linalg.batch_matmul ins({xa}, {yb} : {flat(m, k)}, "
+            f"{flat(k, n)}) outs({acc} : {flat(m, n)}) -> {flat(m, n)}",
+            flat(m, n))
+        shape = self.shape(node)
+        return self.emit(
+            f"tensor.expand_shape {product} {groups} output_shape "
+            f"[{', '.join(map(str, shape))}] : {flat(m, n)} into {out_type}",
+            out_type)
+
+    def softmax(self, node, x, dim):
+        if dim is None:
+            self.fail(node, "a softmax without dim")
+        rank = len(self.shape(node))
+        type_ = self.types[x]
+        init = self.emit(f"tensor.empty() : {type_}", type_)
+        return self.emit(f"linalg.softmax dimension({dim % rank}) ins({x} : "
+                         f"{type_}) outs({init} : {type_}) -> {type_}", type_)
+
+    def layer_norm(self, node, x, module, path):
+        """(x − mean) / sqrt(var + eps) · weight + bias over the last dim
+        (the biased variance, as nn.LayerNorm), as three linalg generics:
+        row sums, row sums of squared deviations, the normalization."""
+        shape = self.shape(node)
+        if tuple(module.normalized_shape) != shape[-1:]:
+            self.fail(node, f"LayerNorm '{path}' over more than the last dim")
+        type_ = self.types[x]
+        if not type_.endswith("xf32>"):
+            self.fail(node, f"LayerNorm '{path}' on {type_}")
+        rank = len(shape)
+        rows = _tensor_type(shape[:-1], "f32")
+        dims = ", ".join(f"d{i}" for i in range(rank))
+        outer = ", ".join(f"d{i}" for i in range(rank - 1))
+        full = f"affine_map<({dims}) -> ({dims})>"
+        row = f"affine_map<({dims}) -> ({outer})>"
+        last = f"affine_map<({dims}) -> (d{rank - 1})>"
+        reduction = ", ".join(['"parallel"'] * (rank - 1) + ['"reduction"'])
+        parallel = ", ".join(['"parallel"'] * rank)
+        count = _float(shape[-1])
+
+        def row_sums(mean=None):
+            """Σ x over the last dim, or Σ (x − mean)² given the mean."""
+            zero = self.emit("arith.constant 0.0 : f32")
+            init = self.emit(f"tensor.empty() : {rows}", rows)
+            acc = self.emit(f"linalg.fill ins({zero} : f32) outs({init} : "
+                            f"{rows}) -> {rows}", rows)
+            if mean is None:
+                ins, types, maps = x, type_, f"{full}, {row}"
+                body = ("^bb0(%a: f32, %s: f32):\n"
+                        "      %t = arith.addf %s, %a : f32\n")
+            else:
+                ins, types = f"{x}, {mean}", f"{type_}, {rows}"
+                maps = f"{full}, {row}, {row}"
+                body = ("^bb0(%a: f32, %m: f32, %s: f32):\n"
+                        "      %d = arith.subf %a, %m : f32\n"
+                        "      %d2 = arith.mulf %d, %d : f32\n"
+                        "      %t = arith.addf %s, %d2 : f32\n")
+            return self.emit(
+                f"linalg.generic {{indexing_maps = [{maps}], iterator_types "
+                f"= [{reduction}]}} ins({ins} : {types}) outs({acc} : {rows}) "
+                f"{{\n    {body}      linalg.yield %t : f32\n    }} -> {rows}",
+                rows)
+
+        sums = row_sums()
+        per_row = f"affine_map<({outer}) -> ({outer})>"
+        row_parallel = ", ".join(['"parallel"'] * (rank - 1))
+        mean = self.emit(
+            f"linalg.generic {{indexing_maps = [{per_row}, {per_row}], "
+            f"iterator_types = [{row_parallel}]}} "
+            f"ins({sums} : {rows}) outs({sums} : {rows}) {{\n"
+            "    ^bb0(%s: f32, %o: f32):\n"
+            f"      %n = arith.constant {count} : f32\n"
+            "      %r = arith.divf %s, %n : f32\n"
+            f"      linalg.yield %r : f32\n    }} -> {rows}", rows)
+        squares = row_sums(mean)
+
+        affine = module.elementwise_affine
+        weight = self.parameter(f"{path}.weight", module.weight) \
+            if affine else None
+        bias = self.parameter(f"{path}.bias", module.bias) \
+            if affine and module.bias is not None else None
+        params = [v for v in (weight, bias) if v]
+        init = self.emit(f"tensor.empty() : {type_}", type_)
+        ins = ", ".join([x, mean, squares] + params)
+        types = ", ".join([type_, rows, rows] + [self.types[v] for v in params])
+        maps = ", ".join([full, row, row] + [last] * len(params) + [full])
+        block = "%a: f32, %m: f32, %q: f32" + \
+            (", %w: f32" if weight else "") + (", %b: f32" if bias else "")
+        tail, result = "", "%y"
+        if weight:
+            tail += "      %yw = arith.mulf %y, %w : f32\n"
+            result = "%yw"
+        if bias:
+            tail += f"      %yb = arith.addf {result}, %b : f32\n"
+            result = "%yb"
+        return self.emit(
+            f"linalg.generic {{indexing_maps = [{maps}], iterator_types = "
+            f"[{parallel}]}} ins({ins} : {types}) outs({init} : {type_}) {{\n"
+            f"    ^bb0({block}, %o: f32):\n"
+            f"      %n = arith.constant {count} : f32\n"
+            f"      %eps = arith.constant {_float(module.eps)} : f32\n"
+            "      %var = arith.divf %q, %n : f32\n"
+            "      %ve = arith.addf %var, %eps : f32\n"
+            "      %r = math.rsqrt %ve : f32\n"
+            "      %d = arith.subf %a, %m : f32\n"
+            f"      %y = arith.mulf %d, %r : f32\n{tail}"
+            f"      linalg.yield {result} : f32\n    }} -> {type_}", type_)
+
     # -- shapes ------------------------------------------------------------
 
     def reshape(self, node, x):
@@ -335,6 +504,10 @@ class _Emitter:
                 return self.activation(node, "relu", x)
             if isinstance(module, nn.Dropout):
                 return self.dropout(node, x, module.p, module.training)
+            if isinstance(module, nn.Softmax):
+                return self.softmax(node, x, module.dim)
+            if isinstance(module, nn.LayerNorm):
+                return self.layer_norm(node, x, module, path)
             self.fail(node, f"{type(module).__name__} '{path}'")
         if node.op == "call_function":
             return self.call_function(node)
@@ -366,6 +539,14 @@ class _Emitter:
             x, y = self.value(node, a), self.value(node, b)
             return self.emit(f"arith.addf {x}, {y} : {self.types[x]}",
                              self.types[x])
+        if target in (operator.mul, torch.mul, operator.truediv, torch.div):
+            return self.scale(node)
+        if target in (operator.matmul, torch.matmul):
+            return self.matmul(node)
+        if target in (F.softmax, torch.softmax):
+            dim = node.kwargs.get("dim", node.args[1] if len(node.args) > 1
+                                  else None)
+            return self.softmax(node, self.value(node, node.args[0]), dim)
         if target in (F.gelu,):
             x = self.value(node, node.args[0])
             approximate = node.kwargs.get("approximate", "none")
@@ -393,6 +574,10 @@ class _Emitter:
             return self.reshape(node, x)
         if method == "contiguous":
             return x
+        if method == "softmax":
+            dim = node.kwargs.get("dim", node.args[1] if len(node.args) > 1
+                                  else None)
+            return self.softmax(node, x, dim)
         if method == "permute":
             dims = node.args[1:]
             if len(dims) == 1 and isinstance(dims[0], (list, tuple)):

@@ -286,11 +286,11 @@ def test_unsupported_operations_name_the_op_and_module():
     class Norm(nn.Module):
         def __init__(self):
             super().__init__()
-            self.ln = nn.LayerNorm(16)
+            self.bn = nn.BatchNorm1d(16)
             self.fc = nn.Linear(16, 16)
 
         def forward(self, x):
-            return self.fc(self.ln(x))
+            return self.fc(self.bn(x))
 
     class Sigmoid(nn.Module):
         def __init__(self):
@@ -302,8 +302,12 @@ def test_unsupported_operations_name_the_op_and_module():
 
     x = inputs(2, 16)
     with pytest.raises(UnsupportedOperationError,
-                       match="LayerNorm 'ln'"):
-        lamina.create_schedule(Norm(), example_inputs=(x,))
+                       match="BatchNorm1d 'bn' in module 'bn'"):
+        lamina.create_schedule(Norm().eval(), example_inputs=(x,))
+    with pytest.raises(UnsupportedOperationError,
+                       match="LayerNorm '0' over more than the last dim"):
+        lamina.create_schedule(nn.Sequential(nn.LayerNorm((4, 16))),
+                               example_inputs=(inputs(2, 4, 16),))
     with pytest.raises(UnsupportedOperationError,
                        match="function sigmoid in the model's forward"):
         lamina.create_schedule(Sigmoid(), example_inputs=(x,))
@@ -383,3 +387,55 @@ def test_fork_rng_from_python():
     assert "fork_rng" in sch.scheduled_ir()
     partitioned = lamina.build(sch, (x,)).ir("partitioned")
     assert "fork_rng> seed" in partitioned and "rank %" in partitioned
+
+
+class GPT2Attention(nn.Module):
+    """LayerNorm, FusedQKV, scaled dot-product attention with softmax, the
+    output projection and the residual, as GPT-2 computes them."""
+
+    def __init__(self, hidden=64, heads=4):
+        super().__init__()
+        self.ln = nn.LayerNorm(hidden)
+        self.qkv = lamina.op.FusedQKV(hidden, heads, 1)
+        self.out_proj = nn.Linear(hidden, hidden)
+        self.scale = (hidden // heads) ** -0.5
+
+    def forward(self, x):
+        q, k, v = self.qkv(self.ln(x))
+        q = q.permute(0, 2, 1, 3)
+        k = k.permute(0, 2, 3, 1)
+        v = v.permute(0, 2, 1, 3)
+        weights = torch.matmul(q, k) * self.scale
+        probs = weights.softmax(dim=-1)
+        heads = torch.matmul(probs, v).permute(0, 2, 1, 3)
+        merged = heads.reshape(x.shape[0], x.shape[1], 64)
+        return x + self.out_proj(merged)
+
+
+def test_gpt2_attention_with_layer_norm_and_softmax():
+    model = GPT2Attention().eval()
+    with torch.no_grad():  # a LayerNorm with non-trivial affine parameters
+        model.ln.weight.uniform_(0.5, 1.5)
+        model.ln.bias.uniform_(-0.5, 0.5)
+    x = inputs(2, 8, 64, seed=9)
+    sch = lamina.create_schedule(model, example_inputs=(x,))
+    text = sch.mlir()
+    assert "linalg.softmax dimension(3)" in text
+    assert "linalg.batch_matmul" in text and "math.rsqrt" in text
+    compiled = lamina.build(sch, (x,))
+    torch.testing.assert_close(compiled(x), model(x))
+
+
+def test_layer_norm_without_affine_and_scaled_matrices():
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.ln = nn.LayerNorm(32, elementwise_affine=False, eps=1e-3)
+
+        def forward(self, x, y):
+            return F.softmax(torch.matmul(self.ln(x), y) / 4.0, dim=0)
+
+    x, y = inputs(6, 32, seed=10), inputs(32, 5, seed=11)
+    model = Model().eval()
+    compiled = lamina.build(lamina.create_schedule(model), (x, y))
+    torch.testing.assert_close(compiled(x, y), model(x, y))
