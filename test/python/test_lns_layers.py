@@ -90,3 +90,22 @@ def test_lns_layers_import_and_build_like_eager():
     compiled = lamina.build(sch, (x,))
     # The same codes through the same kernels: bit-identical results.
     np.testing.assert_array_equal(compiled(x).numpy(), model(x).numpy())
+
+
+def test_mixed_base_bias_imports_like_eager():
+    torch.manual_seed(2)
+
+    class Mixed(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = lns.LNSLinear(12, 6, weight_f=14, bias_f=9)
+
+        def forward(self, x):
+            return self.fc(x)
+
+    model = Mixed()
+    x = torch.randn(3, 12)
+    sch = lamina.create_schedule(model, example_inputs=(x,))
+    assert "tensor<6x!lns.num<f = 9>>" in sch.mlir()
+    np.testing.assert_array_equal(lamina.build(sch, (x,))(x).numpy(),
+                                  model(x).numpy())
