@@ -6,7 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "lamina/Execution/JitProgram.h"
-#include "lamina/Execution/Schedule.h"
+#include "lamina/Lamina/Transforms/TransformScript.h"
 #include "lamina/InitAll.h"
 #include "lamina/Runtime/MpiRuntime.h"
 
@@ -85,7 +85,8 @@ std::string transformIr(const std::string &source, const std::string &schedule,
   llvm::SourceMgr sourceMgr;
   SourceMgrDiagnosticHandler handler(sourceMgr, context.get(), stream);
   if (!schedule.empty() &&
-      failed(applySchedule(*module, schedule, "schedule.mlir")))
+      failed(applyTransformScript(*module, schedule, "__transform_main",
+                                  "schedule.mlir")))
     throw py::value_error(diagnostics);
   if (!pipeline.empty()) {
     PassManager pm(context.get());

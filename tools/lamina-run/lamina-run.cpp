@@ -7,7 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "lamina/Execution/JitProgram.h"
-#include "lamina/Execution/Schedule.h"
+#include "lamina/Lamina/Transforms/TransformScript.h"
 #include "lamina/Runtime/MpiRuntime.h"
 #include "lamina/InitAll.h"
 #include "lamina/Lamina/IR/Lamina.h"
@@ -226,7 +226,8 @@ int main(int argc, char **argv) {
     if (!schedule)
       return fail("cannot read '" + scheduleFile + "': " +
                   schedule.getError().message());
-    if (failed(applySchedule(*module, (*schedule)->getBuffer(), scheduleFile)))
+    if (failed(applyTransformScript(*module, (*schedule)->getBuffer(),
+                                    "__transform_main", scheduleFile)))
       return fail("the schedule '" + scheduleFile +
                   "' failed (diagnostics above)");
   }

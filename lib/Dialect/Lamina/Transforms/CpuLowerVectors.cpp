@@ -1,7 +1,7 @@
 //===- CpuLowerVectors.cpp - Vector lowering of the scheduled tiles -------===//
 
 #include "lamina/Lamina/Transforms/Passes.h"
-#include "TransformScript.h"
+#include "lamina/Lamina/Transforms/TransformScript.h"
 
 #include "mlir/Dialect/Transform/IR/TransformDialect.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"

@@ -7,7 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "lamina/Lamina/Transforms/Passes.h"
-#include "TransformScript.h"
+#include "lamina/Lamina/Transforms/TransformScript.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"

@@ -1,6 +1,6 @@
 //===- TransformScript.cpp - Apply a transform script held as text --------===//
 
-#include "TransformScript.h"
+#include "lamina/Lamina/Transforms/TransformScript.h"
 
 #include "mlir/Dialect/Transform/IR/TransformOps.h"
 #include "mlir/Dialect/Transform/Transforms/TransformInterpreterUtils.h"
@@ -10,13 +10,15 @@ using namespace mlir;
 
 LogicalResult mlir::lamina::applyTransformScript(ModuleOp module,
                                                  StringRef text,
-                                                 StringRef entry) {
-  OwningOpRef<ModuleOp> library =
-      parseSourceString<ModuleOp>(text, module.getContext());
+                                                 StringRef entry,
+                                                 StringRef sourceName) {
+  OwningOpRef<ModuleOp> library = parseSourceString<ModuleOp>(
+      text, ParserConfig(module.getContext()), sourceName);
   if (!library)
-    return module.emitError("internal error: the generated schedule does not "
-                            "parse");
+    return failure(); // the parser reported why
   Operation *sequence = library->lookupSymbol(entry);
+  if (!sequence)
+    return library->emitError() << "the schedule defines no @" << entry;
   return transform::applyTransformNamedSequence(
       module, sequence, *library, transform::TransformOptions());
 }
