@@ -1,6 +1,7 @@
 //===- LnsToArith.cpp - Lower lns to int64 codes and arith ----------------===//
 
 #include "lamina/Conversion/LnsToArith/CodeBuilder.h"
+#include "LinearKernels.h"
 #include "lamina/Conversion/Passes.h"
 #include "lamina/Lns/IR/Lns.h"
 #include "lamina/Lns/IR/LnsCodes.h"
@@ -53,7 +54,7 @@ static NumType numType(Value value) { return getLnsElementType(value.getType());
 /// Applies `body` element by element: directly on scalars, through an
 /// element-wise linalg.generic on tensors. `operands` are converted values
 /// of one shape; the result has `resultType` (already converted).
-static Value mapElements(
+Value lns::mapElements(
     OpBuilder &b, Location loc, ValueRange operands, Type resultType,
     function_ref<Value(OpBuilder &, Location, ValueRange)> body) {
   auto tensorType = dyn_cast<RankedTensorType>(resultType);
@@ -231,7 +232,7 @@ struct ConstantLowering : OpConversionPattern<ConstantOp> {
 //===----------------------------------------------------------------------===//
 
 /// acc = init; for i in [0, count): acc = step(acc, i). Strictly in order.
-static Value buildSequentialLoop(
+Value lns::buildSequentialLoop(
     OpBuilder &b, Location loc, Value init, int64_t first, Value count,
     function_ref<Value(OpBuilder &, Location, Value, Value)> step) {
   Value lower = arith::ConstantIndexOp::create(b, loc, first);
@@ -261,7 +262,7 @@ static Value generateResult(
       .getResult();
 }
 
-static Value index(OpBuilder &b, Location loc, int64_t value) {
+Value lns::index(OpBuilder &b, Location loc, int64_t value) {
   return arith::ConstantIndexOp::create(b, loc, value);
 }
 
@@ -419,9 +420,8 @@ struct LinearLowering : OpConversionPattern<LinearOp> {
                      : Value();
     Type resultType = getTypeConverter()->convertType(op.getType());
     if (rank == 2 && cast<RankedTensorType>(resultType).hasStaticShape()) {
-      rewriter.replaceOp(op, buildRowsByK(rewriter, loc, input, weight, bias,
-                                          type, pointerTo(tables),
-                                          cast<RankedTensorType>(resultType)));
+      rewriter.replaceOp(op, buildLinearByK(rewriter, loc, input, weight, bias,
+                                            type, pointerTo(tables)));
       return success();
     }
     SmallVector<std::pair<Value, int64_t>> resultDims;
@@ -454,329 +454,6 @@ struct LinearLowering : OpConversionPattern<LinearOp> {
         });
     rewriter.replaceOp(op, result);
     return success();
-  }
-
-  /// The same sums with K as the outer loop: every step updates all M×N
-  /// accumulators element-wise (acc = add(acc, mul(x[m, k], w[n, k]))),
-  /// which keeps each element's order of additions and lets the step be
-  /// vectorized across outputs.
-  /// Row `index` of a [K, X] matrix of codes, as a [X] tensor.
-  static Value extractRow(OpBuilder &b, Location loc, Value matrix,
-                          Value index) {
-    auto type = cast<RankedTensorType>(matrix.getType());
-    int64_t size = type.getDimSize(1);
-    SmallVector<OpFoldResult> offsets = {index, b.getIndexAttr(0)};
-    SmallVector<OpFoldResult> sizes = {b.getIndexAttr(1),
-                                       b.getIndexAttr(size)};
-    SmallVector<OpFoldResult> strides(2, b.getIndexAttr(1));
-    return tensor::ExtractSliceOp::create(
-        b, loc, RankedTensorType::get({size}, type.getElementType()), matrix,
-        offsets, sizes, strides);
-  }
-
-  /// A tensor of `type` (codes of its element type) filled with zero codes.
-  static Value fillWithZeroCodes(OpBuilder &b, Location loc,
-                                 RankedTensorType type) {
-    CodeBuilder codes(b, loc, cast<IntegerType>(type.getElementType()));
-    return linalg::FillOp::create(
-               b, loc, ValueRange{codes.constantCode(lns::codes::kZero)},
-               ValueRange{tensor::EmptyOp::create(b, loc, type.getShape(),
-                                                  type.getElementType())})
-        .getResult(0);
-  }
-
-  static Value buildRowsByK(OpBuilder &b, Location loc, Value input,
-                            Value weight, Value bias, NumType type,
-                            const SbdbTables *tables,
-                            RankedTensorType resultType) {
-    auto inputType = cast<RankedTensorType>(input.getType());
-    int64_t m = inputType.getDimSize(0), k = inputType.getDimSize(1);
-    int64_t n = resultType.getDimSize(1);
-    Type i64 = b.getI64Type();
-    auto transpose = [&](Value value, int64_t rows, int64_t cols) {
-      Value init = tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{cols, rows},
-                                           i64);
-      return linalg::TransposeOp::create(b, loc, value, init,
-                                         ArrayRef<int64_t>{1, 0})
-          .getResult()[0];
-    };
-    // Columns of x and of W as contiguous rows.
-    Value inputByK = transpose(input, m, k);
-    Value weightByK = transpose(weight, n, k);
-    if (!tables && isFastSbdbExact(type))
-      return buildRowsByKFast(b, loc, inputByK, weightByK, bias, type);
-    if (!tables)
-      return buildRowsByKExact(b, loc, inputByK, weightByK, bias, type,
-                               nullptr, b.getI64Type());
-    // Table mode: i32 lanes (twice as many per vector) when every code is
-    // small; the packed i64 codes otherwise.
-    Value narrow = allNarrow(b, loc, inputByK);
-    narrow = arith::AndIOp::create(b, loc, narrow,
-                                   allNarrow(b, loc, weightByK));
-    if (bias)
-      narrow = arith::AndIOp::create(b, loc, narrow, allNarrow(b, loc, bias));
-    auto dispatch = scf::IfOp::create(
-        b, loc, narrow,
-        [&](OpBuilder &nb, Location nl) {
-          Type i32 = nb.getI32Type();
-          Value result = buildRowsByKExact(
-              nb, nl, recode(nb, nl, inputByK, i32),
-              recode(nb, nl, weightByK, i32),
-              bias ? recode(nb, nl, bias, i32) : Value(), type, tables, i32);
-          scf::YieldOp::create(nb, nl,
-                               recode(nb, nl, result, nb.getI64Type()));
-        },
-        [&](OpBuilder &nb, Location nl) {
-          scf::YieldOp::create(
-              nb, nl,
-              buildRowsByKExact(nb, nl, inputByK, weightByK, bias, type,
-                                tables, nb.getI64Type()));
-        });
-    return dispatch.getResult(0);
-  }
-
-  /// Whether every code of `codes` (i64) fits the i32 kernel: the zero
-  /// code, or |code| < 2^28 (sums of them stay far inside i32).
-  static Value allNarrow(OpBuilder &b, Location loc, Value codes) {
-    auto type = cast<RankedTensorType>(codes.getType());
-    MLIRContext *context = b.getContext();
-    Value init = linalg::FillOp::create(
-                     b, loc,
-                     ValueRange{arith::ConstantOp::create(b, loc,
-                                                          b.getBoolAttr(true))},
-                     ValueRange{tensor::EmptyOp::create(
-                         b, loc, ArrayRef<int64_t>{}, b.getI1Type())})
-                     .getResult(0);
-    SmallVector<AffineMap> maps = {
-        AffineMap::getMultiDimIdentityMap(type.getRank(), context),
-        AffineMap::get(type.getRank(), 0, {}, context)};
-    SmallVector<utils::IteratorType> reduction(type.getRank(),
-                                               utils::IteratorType::reduction);
-    Value all = linalg::GenericOp::create(
-                    b, loc, init.getType(), ValueRange{codes}, ValueRange{init},
-                    maps, reduction,
-                    [&](OpBuilder &nb, Location nl, ValueRange args) {
-                      auto constant = [&](int64_t v) -> Value {
-                        return arith::ConstantOp::create(
-                            nb, nl, nb.getI64IntegerAttr(v));
-                      };
-                      Value c = args[0];
-                      Value small = arith::AndIOp::create(
-                          nb, nl,
-                          arith::CmpIOp::create(nb, nl,
-                                                arith::CmpIPredicate::sgt, c,
-                                                constant(-(1LL << 28))),
-                          arith::CmpIOp::create(nb, nl,
-                                                arith::CmpIPredicate::slt, c,
-                                                constant(1LL << 28)));
-                      Value zero = arith::CmpIOp::create(
-                          nb, nl, arith::CmpIPredicate::eq, c,
-                          constant(lns::codes::kZero));
-                      Value ok = arith::OrIOp::create(nb, nl, small, zero);
-                      linalg::YieldOp::create(
-                          nb, nl,
-                          ValueRange{arith::AndIOp::create(nb, nl, args[1],
-                                                           ok)});
-                    })
-                    .getResult(0);
-    return tensor::ExtractOp::create(b, loc, all, ValueRange{});
-  }
-
-  /// Codes re-expressed in `to` (i32 or i64): values unchanged, the zero
-  /// code mapped to that width's.
-  static Value recode(OpBuilder &b, Location loc, Value codes, Type to) {
-    auto type = cast<RankedTensorType>(codes.getType());
-    Type from = type.getElementType();
-    bool narrowing = to.getIntOrFloatBitWidth() < from.getIntOrFloatBitWidth();
-    return mapElements(
-        b, loc, codes, type.clone(to),
-        [&](OpBuilder &nb, Location nl, ValueRange args) -> Value {
-          int64_t fromZero = narrowing ? lns::codes::kZero : kNarrowZero;
-          int64_t toZero = narrowing ? kNarrowZero : lns::codes::kZero;
-          Value isZero = arith::CmpIOp::create(
-              nb, nl, arith::CmpIPredicate::eq, args[0],
-              arith::ConstantOp::create(nb, nl,
-                                        nb.getIntegerAttr(from, fromZero)));
-          Value value =
-              narrowing
-                  ? arith::TruncIOp::create(nb, nl, to, args[0]).getResult()
-                  : arith::ExtSIOp::create(nb, nl, to, args[0]).getResult();
-          return arith::SelectOp::create(
-              nb, nl, isZero,
-              arith::ConstantOp::create(nb, nl, nb.getIntegerAttr(to, toZero)),
-              value);
-        });
-  }
-
-  /// The K-outer sums with the exact formula (or the tables) on codes of
-  /// `codeType`; inputByK [K, M], weightByK [K, N] and bias [N] hold codes
-  /// of that type.
-  static Value buildRowsByKExact(OpBuilder &b, Location loc, Value inputByK,
-                                 Value weightByK, Value bias, NumType type,
-                                 const SbdbTables *tables, Type codeType) {
-    auto byK = cast<RankedTensorType>(inputByK.getType());
-    int64_t k = byK.getDimSize(0), m = byK.getDimSize(1);
-    int64_t n = cast<RankedTensorType>(weightByK.getType()).getDimSize(1);
-    auto codeInt = cast<IntegerType>(codeType);
-    auto resultType = RankedTensorType::get({m, n}, codeType);
-    Value zeros = fillWithZeroCodes(b, loc, resultType);
-    MLIRContext *context = b.getContext();
-    AffineExpr dm, dn;
-    bindDims(context, dm, dn);
-    SmallVector<AffineMap> maps = {AffineMap::get(2, 0, {dm}, context),
-                                   AffineMap::get(2, 0, {dn}, context),
-                                   AffineMap::get(2, 0, {dm, dn}, context)};
-    SmallVector<utils::IteratorType> parallel(2, utils::IteratorType::parallel);
-    Value acc = buildSequentialLoop(
-        b, loc, zeros, 0, index(b, loc, k),
-        [&](OpBuilder &nb, Location nl, Value acc, Value step) -> Value {
-          Value x = extractRow(nb, nl, inputByK, step);
-          Value w = extractRow(nb, nl, weightByK, step);
-          return linalg::GenericOp::create(
-                     nb, nl, resultType, ValueRange{x, w}, ValueRange{acc},
-                     maps, parallel,
-                     [&](OpBuilder &bb, Location bl, ValueRange args) {
-                       CodeBuilder inner(bb, bl, codeInt);
-                       linalg::YieldOp::create(
-                           bb, bl,
-                           ValueRange{inner.add(args[2],
-                                                inner.mul(args[0], args[1]),
-                                                type, tables)});
-                     })
-              .getResult(0);
-        });
-    if (!bias)
-      return acc;
-    // The bias is added once, after the whole dot product.
-    return linalg::GenericOp::create(
-               b, loc, resultType, ValueRange{bias}, ValueRange{acc},
-               ArrayRef<AffineMap>{maps[1], maps[2]}, parallel,
-               [&](OpBuilder &bb, Location bl, ValueRange args) {
-                 CodeBuilder inner(bb, bl, codeInt);
-                 linalg::YieldOp::create(
-                     bb, bl,
-                     ValueRange{inner.add(args[1], args[0], type, tables)});
-               })
-        .getResult(0);
-  }
-
-  /// `ideal` mode through the certified fast path: every step adds with
-  /// CodeBuilder::addFast and ORs its near-tie flag into a per-output flag;
-  /// at the end each flagged output (rare: about 2·10^-6 of the additions
-  /// at f = 23 are near a tie) is recomputed from scratch with the exact
-  /// formula, in the same order. Unflagged outputs are exact by the bound.
-  static Value buildRowsByKFast(OpBuilder &b, Location loc, Value inputByK,
-                                Value weightByK, Value bias, NumType type) {
-    auto byK = cast<RankedTensorType>(inputByK.getType());
-    int64_t k = byK.getDimSize(0), m = byK.getDimSize(1);
-    int64_t n = cast<RankedTensorType>(weightByK.getType()).getDimSize(1);
-    auto resultType = RankedTensorType::get({m, n}, b.getI64Type());
-    Value zeros = fillWithZeroCodes(b, loc, resultType);
-    MLIRContext *context = b.getContext();
-    Type i8 = b.getI8Type();
-    auto flagsType = RankedTensorType::get(resultType.getShape(), i8);
-    Value noFlags = linalg::FillOp::create(
-                        b, loc,
-                        ValueRange{arith::ConstantOp::create(
-                            b, loc, b.getI8IntegerAttr(0))},
-                        ValueRange{tensor::EmptyOp::create(
-                            b, loc, resultType.getShape(), i8)})
-                        .getResult(0);
-    AffineExpr dm, dn;
-    bindDims(context, dm, dn);
-    AffineMap rows = AffineMap::get(2, 0, {dm}, context);
-    AffineMap cols = AffineMap::get(2, 0, {dn}, context);
-    AffineMap both = AffineMap::get(2, 0, {dm, dn}, context);
-    SmallVector<utils::IteratorType> parallel(2, utils::IteratorType::parallel);
-    // One step: (acc, flags) ← (addFast(acc, term), flags | nearTie).
-    auto step = [&](OpBuilder &nb, Location nl, ValueRange inputs,
-                    ArrayRef<AffineMap> inputMaps, Value acc, Value flags,
-                    function_ref<Value(CodeBuilder &, ValueRange)> term) {
-      SmallVector<AffineMap> maps(inputMaps);
-      maps.append({both, both});
-      return linalg::GenericOp::create(
-                 nb, nl, TypeRange{resultType, flagsType}, inputs,
-                 ValueRange{acc, flags}, maps, parallel,
-                 [&](OpBuilder &bb, Location bl, ValueRange args) {
-                   CodeBuilder codes(bb, bl);
-                   size_t count = inputs.size();
-                   auto [sum, nearTie] = codes.addFast(
-                       args[count], term(codes, args.take_front(count)), type);
-                   Value flag = arith::OrIOp::create(
-                       bb, bl, args[count + 1],
-                       arith::ExtUIOp::create(bb, bl, bb.getI8Type(), nearTie));
-                   linalg::YieldOp::create(bb, bl, ValueRange{sum, flag});
-                 })
-          ->getResults();
-    };
-    Value lower = arith::ConstantIndexOp::create(b, loc, 0);
-    Value one = arith::ConstantIndexOp::create(b, loc, 1);
-    auto loop = scf::ForOp::create(
-        b, loc, lower, index(b, loc, k), one, ValueRange{zeros, noFlags},
-        [&](OpBuilder &nb, Location nl, Value kk, ValueRange carried) {
-          Value x = extractRow(nb, nl, inputByK, kk);
-          Value w = extractRow(nb, nl, weightByK, kk);
-          ResultRange next = step(
-              nb, nl, ValueRange{x, w}, {rows, cols}, carried[0], carried[1],
-              [](CodeBuilder &codes, ValueRange v) {
-                return codes.mul(v[0], v[1]);
-              });
-          scf::YieldOp::create(nb, nl, ValueRange(next));
-        });
-    Value acc = loop.getResult(0), flags = loop.getResult(1);
-    if (bias) {
-      ResultRange withBias =
-          step(b, loc, ValueRange{bias}, {cols}, acc, flags,
-               [](CodeBuilder &, ValueRange v) { return v[0]; });
-      acc = withBias[0];
-      flags = withBias[1];
-    }
-
-    // Flagged outputs: the exact formula, from scratch and in order.
-    auto exactOutput = [&](OpBuilder &nb, Location nl, Value mi, Value ni) {
-      CodeBuilder codes(nb, nl);
-      Value sum = buildSequentialLoop(
-          nb, nl, codes.constantCode(lns::codes::kZero), 0, index(nb, nl, k),
-          [&](OpBuilder &ib, Location il, Value partial, Value kk) {
-            CodeBuilder inner(ib, il);
-            Value x = tensor::ExtractOp::create(ib, il, inputByK,
-                                                ValueRange{kk, mi});
-            Value w = tensor::ExtractOp::create(ib, il, weightByK,
-                                                ValueRange{kk, ni});
-            return inner.add(partial, inner.mul(x, w), type);
-          });
-      if (bias)
-        sum = codes.add(sum, tensor::ExtractOp::create(nb, nl, bias, ni), type);
-      return sum;
-    };
-    auto overRows = scf::ForOp::create(
-        b, loc, lower, index(b, loc, m), one, ValueRange{acc},
-        [&](OpBuilder &rb, Location rl, Value mi, ValueRange rowsAcc) {
-          auto overCols = scf::ForOp::create(
-              rb, rl, lower, index(rb, rl, n), one, rowsAcc,
-              [&](OpBuilder &cb, Location cl, Value ni, ValueRange colsAcc) {
-                Value flag = tensor::ExtractOp::create(cb, cl, flags,
-                                                       ValueRange{mi, ni});
-                Value flagged = arith::CmpIOp::create(
-                    cb, cl, arith::CmpIPredicate::ne, flag,
-                    arith::ConstantOp::create(cb, cl, cb.getI8IntegerAttr(0)));
-                auto fix = scf::IfOp::create(
-                    cb, cl, flagged,
-                    [&](OpBuilder &tb, Location tl) {
-                      Value exact = exactOutput(tb, tl, mi, ni);
-                      scf::YieldOp::create(
-                          tb, tl,
-                          ValueRange{tensor::InsertOp::create(
-                              tb, tl, exact, colsAcc[0], ValueRange{mi, ni})});
-                    },
-                    [&](OpBuilder &eb, Location el) {
-                      scf::YieldOp::create(eb, el, colsAcc);
-                    });
-                scf::YieldOp::create(cb, cl, fix.getResults());
-              });
-          scf::YieldOp::create(rb, rl, overCols.getResults());
-        });
-    return overRows.getResult(0);
   }
 
   static Value convertBase(OpBuilder &b, Location loc, Value codesTensor,

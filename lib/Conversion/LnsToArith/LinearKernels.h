@@ -1,0 +1,35 @@
+//===- LinearKernels.h - Pieces shared by the lns lowerings -----*- C++ -*-===//
+
+#ifndef LAMINA_LIB_CONVERSION_LNSTOARITH_LINEARKERNELS_H
+#define LAMINA_LIB_CONVERSION_LNSTOARITH_LINEARKERNELS_H
+
+#include "lamina/Conversion/LnsToArith/CodeBuilder.h"
+
+#include "mlir/IR/Builders.h"
+
+namespace mlir::lamina::lns {
+
+/// Applies `body` element by element: directly on scalars, through an
+/// element-wise linalg.generic on tensors. `operands` are converted values
+/// of one shape; the result has `resultType` (already converted).
+Value mapElements(OpBuilder &b, Location loc, ValueRange operands,
+                  Type resultType,
+                  function_ref<Value(OpBuilder &, Location, ValueRange)> body);
+
+/// acc = init; for i in [first, count): acc = step(acc, i). Strictly in
+/// order.
+Value buildSequentialLoop(
+    OpBuilder &b, Location loc, Value init, int64_t first, Value count,
+    function_ref<Value(OpBuilder &, Location, Value, Value)> step);
+
+/// An index constant.
+Value index(OpBuilder &b, Location loc, int64_t value);
+
+/// x[M, K]·W[N, K]ᵀ (+ bias[N]) on static i64 codes of `type`, K as the
+/// outer loop (LinearKernels.cpp); `tables` set for `table` mode.
+Value buildLinearByK(OpBuilder &b, Location loc, Value input, Value weight,
+                     Value bias, NumType type, const SbdbTables *tables);
+
+} // namespace mlir::lamina::lns
+
+#endif // LAMINA_LIB_CONVERSION_LNSTOARITH_LINEARKERNELS_H

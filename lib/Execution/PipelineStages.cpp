@@ -1,0 +1,115 @@
+//===- PipelineStages.cpp - Pipeline stages on MPI ranks -------------------===//
+//
+// A pipelined entry (lamina-split-pipeline-stages) on as many ranks as it
+// has stages: rank i packs and runs stage i, receives the values earlier
+// stages send it and sends what later stages need; the rank holding each
+// result broadcasts it, so every rank returns the whole results.
+//
+//===----------------------------------------------------------------------===//
+
+#include "lamina/Execution/JitProgram.h"
+#include "lamina/Runtime/MpiRuntime.h"
+
+#include <map>
+#include <set>
+
+using namespace mlir;
+using namespace mlir::lamina;
+using llvm::createStringError;
+
+llvm::Expected<JitProgram::PreparedArguments>
+JitProgram::preparePipeline(llvm::ArrayRef<HostTensor> args) {
+  PreparedArguments prepared;
+  int64_t rank = getRank();
+  for (const StageCall &stage : stageCalls) {
+    std::vector<HostTensor> stageArgs;
+    if (stage.rank != rank) {
+      prepared.stageArguments.push_back(std::move(stageArgs));
+      continue;
+    }
+    // The entry's arguments now; other stages' values arrive at run time
+    // (packing reads weights only).
+    for (auto [source, spec] : llvm::zip_equal(stage.operands, stage.inputs))
+      stageArgs.push_back(source.call < 0
+                              ? args[source.index]
+                              : HostTensor::zeros(spec.kind, spec.shape));
+    std::vector<HostTensor> packed;
+    for (const ArgumentSpec &spec : stage.packedWeights)
+      packed.push_back(HostTensor::zeros(spec.kind, spec.shape));
+    if (!packed.empty())
+      if (llvm::Error error = invoke(stage.function + "_pack_weights",
+                                     stageArgs, stage.inputs, packed))
+        return std::move(error);
+    for (HostTensor &weight : packed)
+      stageArgs.push_back(std::move(weight));
+    prepared.stageArguments.push_back(std::move(stageArgs));
+  }
+  return prepared;
+}
+
+/// The message tag of result `index` of stage call `call`.
+static int64_t messageTag(int64_t call, int64_t index) {
+  return call * 1024 + index;
+}
+
+llvm::Expected<std::vector<HostTensor>>
+JitProgram::runPipeline(const PreparedArguments &args) {
+  int64_t rank = getRank();
+  // Values this rank computed or received, by (call, result index).
+  std::map<std::pair<int64_t, int64_t>, HostTensor> values;
+  for (auto [callIndex, stage] : llvm::enumerate(stageCalls)) {
+    if (stage.rank != rank)
+      continue;
+    std::vector<HostTensor> stageArgs = args.stageArguments[callIndex];
+    for (auto [operand, source] : llvm::enumerate(stage.operands)) {
+      if (source.call < 0)
+        continue;
+      auto key = std::make_pair(source.call, source.index);
+      if (!values.count(key)) {
+        HostTensor &slot = stageArgs[operand];
+        mpiRecvBytes(slot.bytes.data(), slot.bytes.size(),
+                     stageCalls[source.call].rank,
+                     messageTag(source.call, source.index));
+        values[key] = slot;
+      }
+      stageArgs[operand] = values[key];
+    }
+    std::vector<HostTensor> outputs;
+    for (const ArgumentSpec &spec : stage.results)
+      outputs.push_back(HostTensor::zeros(spec.kind, spec.shape));
+    SmallVector<ArgumentSpec> specs(stage.inputs);
+    specs.append(stage.packedWeights.begin(), stage.packedWeights.end());
+    if (llvm::Error error = invoke(stage.function, stageArgs, specs, outputs))
+      return std::move(error);
+    // Each result goes once to every other rank whose stage reads it.
+    for (auto [index, output] : llvm::enumerate(outputs)) {
+      std::set<int64_t> destinations;
+      for (const StageCall &later : stageCalls)
+        for (const ValueSource &source : later.operands)
+          if (source.call == int64_t(callIndex) &&
+              source.index == int64_t(index) && later.rank != rank)
+            destinations.insert(later.rank);
+      for (int64_t destination : destinations)
+        mpiSendBytes(output.bytes.data(), output.bytes.size(), destination,
+                     messageTag(callIndex, index));
+      values[{int64_t(callIndex), int64_t(index)}] = std::move(output);
+    }
+  }
+  // Every rank returns the whole results, broadcast by the rank holding
+  // each.
+  std::vector<HostTensor> results;
+  for (auto [source, spec] : llvm::zip_equal(resultSources, this->results)) {
+    HostTensor result = HostTensor::zeros(spec.kind, spec.shape);
+    int64_t owner = source.call < 0 ? 0 : stageCalls[source.call].rank;
+    if (owner == rank)
+      result = source.call < 0 ? HostTensor()
+                               : values[{source.call, source.index}];
+    if (source.call < 0)
+      return createStringError(std::errc::not_supported,
+                               "a pipelined entry returns one of its "
+                               "arguments unchanged");
+    mpiBroadcastBytes(result.bytes.data(), result.bytes.size(), owner);
+    results.push_back(std::move(result));
+  }
+  return results;
+}
