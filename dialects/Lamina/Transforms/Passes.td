@@ -94,6 +94,24 @@ def LaminaSplitPipelineStages : Pass<"lamina-split-pipeline-stages",
   let dependentDialects = ["::mlir::func::FuncDialect"];
 }
 
+def LaminaApplySchedule : Pass<"lamina-apply-schedule", "::mlir::ModuleOp"> {
+  let summary = "Apply a schedule file (transform.lamina script) to the module";
+  let description = [{
+    Reads `schedule` — a module with `transform.with_named_sequence` whose
+    `@__transform_main` holds `transform.lamina.*` primitives — and applies
+    it with the transform interpreter, as lamina-run --schedule and
+    `--transform-preload-library` + `--transform-interpreter` do:
+
+    ```sh
+    lamina-opt model.mlir --lamina-apply-schedule=schedule=megatron.mlir
+    ```
+  }];
+  let options = [
+    Option<"schedule", "schedule", "std::string", /*default=*/"",
+           "path of the schedule file">,
+  ];
+}
+
 def LaminaCheckLayouts : Pass<"lamina-check-layouts", "::mlir::ModuleOp"> {
   let summary = "Infer R / S(axis) / P layouts of a sharded program and "
                 "reject what the spec calls errors";

@@ -1,0 +1,39 @@
+//===- ApplySchedule.cpp - Apply a schedule file to the module -----------===//
+
+#include "lamina/Lamina/Transforms/Passes.h"
+#include "lamina/Lamina/Transforms/TransformScript.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+namespace mlir::lamina {
+#define GEN_PASS_DEF_LAMINAAPPLYSCHEDULE
+#include "lamina/Lamina/Transforms/Passes.h.inc"
+} // namespace mlir::lamina
+
+using namespace mlir;
+using namespace mlir::lamina;
+
+namespace {
+struct LaminaApplySchedulePass
+    : mlir::lamina::impl::LaminaApplyScheduleBase<LaminaApplySchedulePass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    if (schedule.empty()) {
+      module.emitError("lamina-apply-schedule needs schedule=<file>");
+      return signalPassFailure();
+    }
+    auto buffer = llvm::MemoryBuffer::getFile(schedule);
+    if (!buffer) {
+      module.emitError() << "cannot read the schedule '" << schedule
+                         << "': " << buffer.getError().message();
+      return signalPassFailure();
+    }
+    if (failed(applyTransformScript(module, (*buffer)->getBuffer(),
+                                    "__transform_main", schedule)))
+      signalPassFailure();
+  }
+};
+} // namespace
