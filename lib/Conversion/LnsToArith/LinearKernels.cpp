@@ -202,10 +202,12 @@ static Value buildRowsByKFast(OpBuilder &b, Location loc, Value inputByK,
   AffineMap cols = AffineMap::get(2, 0, {dn}, context);
   AffineMap both = AffineMap::get(2, 0, {dm, dn}, context);
   SmallVector<utils::IteratorType> parallel(2, utils::IteratorType::parallel);
-  // One step: (acc, flags) ← (addFast(acc, term), flags | nearTie).
+  // One pass: (acc, flags) ← (addFast(... addFast(acc, t0) ..., tn),
+  // flags | nearTie of each), the terms in order.
   auto step = [&](OpBuilder &nb, Location nl, ValueRange inputs,
                   ArrayRef<AffineMap> inputMaps, Value acc, Value flags,
-                  function_ref<Value(CodeBuilder &, ValueRange)> term) {
+                  function_ref<SmallVector<Value>(CodeBuilder &, ValueRange)>
+                      terms) {
     SmallVector<AffineMap> maps(inputMaps);
     maps.append({both, both});
     return linalg::GenericOp::create(
@@ -214,26 +216,42 @@ static Value buildRowsByKFast(OpBuilder &b, Location loc, Value inputByK,
                [&](OpBuilder &bb, Location bl, ValueRange args) {
                  CodeBuilder codes(bb, bl);
                  size_t count = inputs.size();
-                 auto [sum, nearTie] = codes.addFast(
-                     args[count], term(codes, args.take_front(count)), type);
-                 Value flag = arith::OrIOp::create(
-                     bb, bl, args[count + 1],
-                     arith::ExtUIOp::create(bb, bl, bb.getI8Type(), nearTie));
+                 Value sum = args[count], flag = args[count + 1];
+                 for (Value term : terms(codes, args.take_front(count))) {
+                   auto [next, nearTie] = codes.addFast(sum, term, type);
+                   sum = next;
+                   flag = arith::OrIOp::create(
+                       bb, bl, flag,
+                       arith::ExtUIOp::create(bb, bl, bb.getI8Type(), nearTie));
+                 }
                  linalg::YieldOp::create(bb, bl, ValueRange{sum, flag});
                })
         ->getResults();
   };
+  // Two k per pass when K is even: the accumulators stay in registers
+  // between the two additions (each output's order is unchanged).
+  int64_t unroll = k % 2 == 0 ? 2 : 1;
   Value lower = arith::ConstantIndexOp::create(b, loc, 0);
   Value one = arith::ConstantIndexOp::create(b, loc, 1);
   auto loop = scf::ForOp::create(
-      b, loc, lower, index(b, loc, k), one, ValueRange{zeros, noFlags},
+      b, loc, lower, index(b, loc, k), index(b, loc, unroll),
+      ValueRange{zeros, noFlags},
       [&](OpBuilder &nb, Location nl, Value kk, ValueRange carried) {
-        Value x = extractRow(nb, nl, inputByK, kk);
-        Value w = extractRow(nb, nl, weightByK, kk);
+        SmallVector<Value> rowsOfK;
+        SmallVector<AffineMap> maps;
+        for (int64_t u = 0; u < unroll; ++u) {
+          Value ku = arith::AddIOp::create(nb, nl, kk, index(nb, nl, u));
+          rowsOfK.push_back(extractRow(nb, nl, inputByK, ku));
+          rowsOfK.push_back(extractRow(nb, nl, weightByK, ku));
+          maps.append({rows, cols});
+        }
         ResultRange next = step(
-            nb, nl, ValueRange{x, w}, {rows, cols}, carried[0], carried[1],
+            nb, nl, rowsOfK, maps, carried[0], carried[1],
             [](CodeBuilder &codes, ValueRange v) {
-              return codes.mul(v[0], v[1]);
+              SmallVector<Value> products;
+              for (size_t i = 0; i + 1 < v.size(); i += 2)
+                products.push_back(codes.mul(v[i], v[i + 1]));
+              return products;
             });
         scf::YieldOp::create(nb, nl, ValueRange(next));
       });
@@ -241,7 +259,9 @@ static Value buildRowsByKFast(OpBuilder &b, Location loc, Value inputByK,
   if (bias) {
     ResultRange withBias =
         step(b, loc, ValueRange{bias}, {cols}, acc, flags,
-             [](CodeBuilder &, ValueRange v) { return v[0]; });
+             [](CodeBuilder &, ValueRange v) {
+               return SmallVector<Value>{v[0]};
+             });
     acc = withBias[0];
     flags = withBias[1];
   }
