@@ -181,16 +181,15 @@ void allGather(int64_t r0, void *d0, int64_t r1, void *d1, int64_t axis) {
   int64_t outer = in.outer(axis);
   int64_t bytes = in.numElements() * element;
   int64_t chunk = bytes / outer;
-  if (outer == 1) {
-    check(MPI_Allgather(in.data, int(bytes), MPI_BYTE, out.data, int(bytes),
-                        MPI_BYTE, MPI_COMM_WORLD),
-          "MPI_Allgather");
-    return;
-  }
-  std::vector<char> gathered(bytes * ranks);
-  check(MPI_Allgather(in.data, int(bytes), MPI_BYTE, gathered.data(),
-                      int(bytes), MPI_BYTE, MPI_COMM_WORLD),
+  // Blocks of the leading axis land in place; others are gathered, then
+  // interleaved.
+  std::vector<char> gathered(outer == 1 ? 0 : bytes * ranks);
+  check(MPI_Allgather(in.data, int(bytes), MPI_BYTE,
+                      outer == 1 ? out.data : gathered.data(), int(bytes),
+                      MPI_BYTE, MPI_COMM_WORLD),
         "MPI_Allgather");
+  if (outer == 1)
+    return;
   for (int r = 0; r < ranks; ++r)
     for (int64_t o = 0; o < outer; ++o)
       std::memcpy(out.data + (o * ranks + r) * chunk,

@@ -98,10 +98,9 @@ class ImportedModel:
 
 
 class _Emitter:
-    def __init__(self, model, world_size):
+    def __init__(self, model):
         self.model = model
         self.modules = dict(model.named_modules())
-        self.world_size = world_size
         self.lines = []
         self.values = {}        # fx node → SSA name or list of SSA names
         self.types = {}         # SSA name → MLIR type
@@ -281,9 +280,8 @@ class _Emitter:
     # -- attention and normalization ------------------------------------
 
     def constant_like(self, type_, value):
-        element = type_[type_.rindex("x") + 1:-1]
         return self.emit(f"arith.constant dense<{_float(value)}> : {type_}",
-                         type_) if element else None
+                         type_)
 
     def scale(self, node):
         """x * c or x / c with a Python number c."""
@@ -669,7 +667,7 @@ def import_model(model, example_inputs, world_size=1):
         # Lazy layers take their input width from the first call.
         model(*example_inputs)
         ShapeProp(module).propagate(*example_inputs)
-    emitter = _Emitter(model, world_size)
+    emitter = _Emitter(model)
     output = None
     for node in graph.nodes:
         if node.op == "output":

@@ -58,7 +58,6 @@ class Schedule:
         self.paths = [name for name, _ in model.named_modules() if name]
         self._ops = []
         self._handles = 0
-        self._example_inputs = None
         self._imported = None
         if example_inputs is not None:
             self.trace(example_inputs)
@@ -89,7 +88,6 @@ class Schedule:
             self._imported = import_model(self.model, example_inputs,
                                           self.world_size)
             self._shapes = shapes
-            self._example_inputs = example_inputs
             self.scheduled_ir()
         return self._imported
 

@@ -104,53 +104,48 @@ static LogicalResult checkSum(Operation *op, shard::ReductionKind kind) {
 static LogicalResult lowerShardOp(Operation *op, RuntimeCallBuilder &runtime) {
   OpBuilder b(op);
   Location loc = op->getLoc();
-  auto suffixOf = [&](Value tensor) -> FailureOr<std::string> {
-    StringRef suffix = RuntimeCallBuilder::suffix(
-        cast<RankedTensorType>(tensor.getType()).getElementType());
-    if (suffix.empty())
-      return op->emitOpError("has an element type Lamina's MPI runtime "
-                             "does not communicate"),
-             failure();
-    return suffix.str();
-  };
   auto checkTensor = [&](Value value) -> LogicalResult {
     auto type = dyn_cast<RankedTensorType>(value.getType());
     if (type && type.hasStaticShape())
       return success();
     return op->emitOpError("needs a statically shaped tensor operand");
   };
+  // `laminaMpi<name>_<element type>(input, result, extra...)`.
+  auto callRuntime = [&](StringRef name, Value input, Type resultType,
+                         ArrayRef<int64_t> extra) -> Value {
+    if (failed(checkTensor(input)))
+      return {};
+    StringRef suffix = RuntimeCallBuilder::suffix(
+        cast<RankedTensorType>(input.getType()).getElementType());
+    if (suffix.empty()) {
+      op->emitOpError("has an element type Lamina's MPI runtime does not "
+                      "communicate");
+      return {};
+    }
+    return runtime.callOnTensor(b, loc, ("laminaMpi" + name + "_" + suffix).str(),
+                                input, cast<RankedTensorType>(resultType),
+                                extra);
+  };
   Value replacement;
   if (auto rank = dyn_cast<shard::ProcessLinearIndexOp>(op)) {
     replacement = runtime.rank(b, loc);
   } else if (auto allReduce = dyn_cast<shard::AllReduceOp>(op)) {
-    if (failed(checkTensor(allReduce.getInput())) ||
-        failed(checkSum(op, allReduce.getReduction())))
+    if (failed(checkSum(op, allReduce.getReduction())))
       return failure();
     if (allReduce.getInput().getType() != allReduce.getType())
       return op->emitOpError("changes the element type; Lamina's MPI "
                              "runtime reduces in the operand's type");
-    FailureOr<std::string> suffix = suffixOf(allReduce.getInput());
-    if (failed(suffix))
-      return failure();
-    replacement = runtime.callOnTensor(
-        b, loc, "laminaMpiAllReduce_" + *suffix, allReduce.getInput(),
-        cast<RankedTensorType>(allReduce.getType()), {});
+    replacement = callRuntime("AllReduce", allReduce.getInput(),
+                              allReduce.getType(), {});
   } else if (auto gather = dyn_cast<shard::AllGatherOp>(op)) {
-    FailureOr<std::string> suffix = suffixOf(gather.getInput());
-    if (failed(checkTensor(gather.getInput())) || failed(suffix))
-      return failure();
-    replacement = runtime.callOnTensor(
-        b, loc, "laminaMpiAllGather_" + *suffix, gather.getInput(),
-        cast<RankedTensorType>(gather.getResult().getType()),
+    replacement = callRuntime(
+        "AllGather", gather.getInput(), gather.getResult().getType(),
         {static_cast<int64_t>(gather.getGatherAxis().getZExtValue())});
   } else if (auto scatter = dyn_cast<shard::ReduceScatterOp>(op)) {
-    FailureOr<std::string> suffix = suffixOf(scatter.getInput());
-    if (failed(checkTensor(scatter.getInput())) || failed(suffix) ||
-        failed(checkSum(op, scatter.getReduction())))
+    if (failed(checkSum(op, scatter.getReduction())))
       return failure();
-    replacement = runtime.callOnTensor(
-        b, loc, "laminaMpiReduceScatter_" + *suffix, scatter.getInput(),
-        cast<RankedTensorType>(scatter.getResult().getType()),
+    replacement = callRuntime(
+        "ReduceScatter", scatter.getInput(), scatter.getResult().getType(),
         {static_cast<int64_t>(scatter.getScatterAxis().getZExtValue())});
   } else if (auto slice = dyn_cast<shard::AllSliceOp>(op)) {
     if (failed(checkTensor(slice.getInput())))
@@ -175,6 +170,8 @@ static LogicalResult lowerShardOp(Operation *op, RuntimeCallBuilder &runtime) {
                            "(all_reduce, all_gather, reduce_scatter, "
                            "all_slice and process_linear_index are)");
   }
+  if (!replacement)
+    return failure();
   op->getResult(0).replaceAllUsesWith(replacement);
   op->erase();
   return success();
