@@ -123,4 +123,80 @@ def ConvertShardToLaminaMPI : Pass<"convert-shard-to-lamina-mpi",
   ];
 }
 
+def ConvertLaminaToGPU : Pass<"convert-lamina-to-gpu", "::mlir::ModuleOp"> {
+  let summary = "Lower fused linear layers to GPU kernels on tensor cores "
+                "and LNS linear layers to per-element GPU kernels";
+  let description = [{
+    Every function holding `lamina.fused_linear` ops becomes a host function
+    on device buffers: tensor arguments become memrefs in GPU memory, results
+    become trailing out-parameters (as on the CPU path), intermediate values
+    `gpu.alloc`ed and freed before returning; it gets `llvm.emit_c_interface`
+    so that ahead-of-time artefacts export a C entry point.
+
+    Each float fused linear (f16/bf16 inputs, f32 accumulation, f32/bf16/f16
+    output, bias + activation + dropout epilogue) becomes one `gpu.launch`:
+
+    - `sm_90a` (the default `chip`): warp-specialised wgmma kernel. One
+      producer warpgroup issues TMA loads (128-byte swizzle) of x[BM, 64] and
+      W[BN, 64] tiles into a ring of `stages` shared-memory buffers guarded
+      by full/empty mbarrier pairs; BM/64 consumer warpgroups each run
+      `wgmma.mma_async m64nBNk16` on K-major descriptors of both operands
+      (W stays [N, K]: upstream's `nvgpu.warpgroup.mma` only advances B
+      correctly for [K, N], so the descriptors are built here), release a
+      stage once the next group is issued (`wgmma.wait_group 1`), and apply
+      the epilogue to the accumulator registers before storing. Tiles:
+      64×64 with 8 stages for M ≤ 64 (weight streaming), else 128×256
+      (N % 256 = 0) or 128×128, 4–6 stages.
+    - `sm_80`, `sm_86`, `sm_89`, `sm_90`: `mma.sync m16n8k16` kernel: 128×128
+      block tile, four warps of 64×64, `cp.async` copies into a 3-stage
+      shared-memory ring, `ldmatrix` fragments, the same register epilogue.
+
+    Dropout draws the CPU path's Philox stream (key = seed, counter from the
+    element's row-major index), so masks are identical. GELU's `tanh`/`erf`
+    are left to `lamina-approximate-math`, the CPU's polynomials.
+
+    LNS linear layers (buffers of i64 codes) become one thread per output
+    element running the spec's sequential K loop through the CPU path's
+    CodeBuilder: `ideal` additions by the certified fast path, recomputed
+    with the exact double formula (libdevice pow/log) where its error bound
+    cannot decide the rounding; `table` mode (`lns-sbdb=table`) reads the
+    precomputed ideal values from a constant global table.
+
+    Anything else in such a function (collectives, unfused layers, dynamic
+    shapes, f32 tensor-core inputs, misaligned K) is a diagnosed error.
+  }];
+  let options = [
+    Option<"chip", "chip", "std::string", /*default=*/"\"sm_90a\"",
+           "target GPU: sm_90a (wgmma + TMA) or sm_80/sm_86/sm_89/sm_90 "
+           "(mma.sync)">,
+    Option<"lnsSbdb", "lns-sbdb", "std::string", /*default=*/"\"ideal\"",
+           "Gaussian logarithm of LNS layers: ideal (fast path with exact "
+           "fallback) or table (precomputed ideal values, f <= 16); both "
+           "give the codes of the CPU path">,
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::gpu::GPUDialect",
+    "::mlir::LLVM::LLVMDialect",
+    "::mlir::math::MathDialect",
+    "::mlir::memref::MemRefDialect",
+    "::mlir::NVVM::NVVMDialect",
+    "::mlir::nvgpu::NVGPUDialect",
+    "::mlir::scf::SCFDialect",
+    "::mlir::vector::VectorDialect",
+  ];
+}
+
+def LaminaGpuKernelAttributes : Pass<"lamina-gpu-kernel-attributes",
+                                     "::mlir::gpu::GPUModuleOp"> {
+  let summary = "Set the NVVM attributes that Lamina's kernels need after "
+                "outlining";
+  let description = [{
+    `setmaxnreg` is ignored by ptxas unless the kernel declares how many CTAs
+    it needs per SM: kernels containing `nvvm.setmaxregister` get
+    `nvvm.minctasm = 1`. Runs on outlined `gpu.func` kernels, because
+    outlining does not carry attributes of `gpu.launch`.
+  }];
+}
+
 #endif // LAMINA_CONVERSION_PASSES_TD

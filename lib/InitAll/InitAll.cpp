@@ -13,12 +13,15 @@
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
 #include "mlir/InitAllPasses.h"
+#include "mlir/Target/LLVMIR/Dialect/All.h"
 
 void mlir::lamina::registerAllDialects(DialectRegistry &registry) {
   registry.insert<LaminaDialect, lns::LnsDialect>();
   mlir::registerAllDialects(registry);
   mlir::registerAllExtensions(registry);
   registerTransformDialectExtension(registry);
+  // gpu-module-to-binary translates kernels to LLVM IR in-process.
+  mlir::registerAllToLLVMIRTranslations(registry);
 }
 
 void mlir::lamina::registerAllPasses() {

@@ -101,4 +101,9 @@ void mlir::lamina::registerLaminaPipelines() {
       "Compile lamina IR to LLVM for the host CPU (fusion, linalg, "
       "bufferization with out-parameters, LLVM)",
       buildLaminaCpuPipeline);
+  PassPipelineRegistration<GpuPipelineOptions>(
+      "lamina-gpu-pipeline",
+      "Compile lamina IR for NVIDIA GPUs (tensor-core fused linear kernels, "
+      "LNS kernels, NVVM, PTX/cubin) with host code on device buffers",
+      buildLaminaGpuPipeline);
 }

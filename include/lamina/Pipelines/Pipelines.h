@@ -32,7 +32,45 @@ struct CpuPipelineOptions : public PassPipelineOptions<CpuPipelineOptions> {
 void buildLaminaCpuPipeline(OpPassManager &pm,
                             const CpuPipelineOptions &options);
 
-/// Registers `lamina-cpu-pipeline`.
+struct GpuPipelineOptions : public PassPipelineOptions<GpuPipelineOptions> {
+  Option<std::string> chip{
+      *this, "chip",
+      llvm::cl::desc("target GPU: sm_90a (wgmma + TMA; Hopper only) or "
+                     "sm_80, sm_86, sm_89, sm_90 (mma.sync)"),
+      llvm::cl::init("sm_90a")};
+  Option<std::string> features{
+      *this, "features",
+      llvm::cl::desc("NVPTX features, the PTX ISA version (sm_90a needs "
+                     "+ptx80 or later)"),
+      llvm::cl::init("+ptx80")};
+  Option<std::string> format{
+      *this, "format",
+      llvm::cl::desc("kernel binaries: isa (PTX text), bin (cubin, needs "
+                     "ptxas), fatbin (cubin + PTX, needs ptxas and "
+                     "fatbinary)"),
+      llvm::cl::init("isa")};
+  Option<unsigned> optLevel{*this, "opt-level",
+                            llvm::cl::desc("NVPTX optimisation level"),
+                            llvm::cl::init(3)};
+  Option<std::string> cudaPath{
+      *this, "cuda-path",
+      llvm::cl::desc("CUDA toolkit (ptxas, fatbinary, libdevice for the LNS "
+                     "ideal mode's pow/log); default: $CUDA_ROOT, $CUDA_HOME, "
+                     "$CUDA_PATH, else /usr/local/cuda when present")};
+  Option<std::string> lnsSbdb{
+      *this, "lns-sbdb",
+      llvm::cl::desc("Gaussian logarithm of LNS layers: ideal or table"),
+      llvm::cl::init("ideal")};
+};
+
+/// lamina → host LLVM dialect with embedded kernels: fused linear layers as
+/// wgmma (sm_90a) or mma.sync kernels, LNS layers as per-element kernels,
+/// NVVM → PTX/cubin by gpu-module-to-binary; entry points take device
+/// buffers, results as out-parameters.
+void buildLaminaGpuPipeline(OpPassManager &pm,
+                            const GpuPipelineOptions &options);
+
+/// Registers `lamina-cpu-pipeline` and `lamina-gpu-pipeline`.
 void registerLaminaPipelines();
 
 } // namespace lamina

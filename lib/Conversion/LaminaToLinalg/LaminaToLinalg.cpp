@@ -1,5 +1,6 @@
 //===- LaminaToLinalg.cpp - Lower lamina ops to linalg, tensor, arith -----===//
 
+#include "lamina/Conversion/LaminaToLinalg/EpilogueMath.h"
 #include "lamina/Conversion/LaminaToLinalg/Philox.h"
 #include "lamina/Conversion/Passes.h"
 #include "lamina/Lamina/IR/Lamina.h"
@@ -101,40 +102,6 @@ struct EpilogueSteps {
 };
 } // namespace
 
-static Value buildActivation(OpBuilder &b, Location loc, ActivationKind kind,
-                             Value x) {
-  Type type = x.getType();
-  auto constant = [&](double value) -> Value {
-    return arith::ConstantOp::create(b, loc, b.getFloatAttr(type, value));
-  };
-  switch (kind) {
-  case ActivationKind::relu:
-    return arith::MaximumFOp::create(b, loc, x, constant(0.0));
-  case ActivationKind::gelu_tanh: {
-    // 0.5·x·(1 + tanh(sqrt(2/π)·(x + 0.044715·x³)))
-    Value x3 = arith::MulFOp::create(
-        b, loc, x, arith::MulFOp::create(b, loc, x, x));
-    Value inner = arith::AddFOp::create(
-        b, loc, x, arith::MulFOp::create(b, loc, constant(0.044715), x3));
-    Value t = math::TanhOp::create(
-        b, loc,
-        arith::MulFOp::create(b, loc, constant(0.7978845608028654), inner));
-    Value half = arith::MulFOp::create(b, loc, constant(0.5), x);
-    return arith::MulFOp::create(
-        b, loc, half, arith::AddFOp::create(b, loc, constant(1.0), t));
-  }
-  case ActivationKind::gelu_erf: {
-    // 0.5·x·(1 + erf(x/√2))
-    Value e = math::ErfOp::create(
-        b, loc, arith::MulFOp::create(b, loc, constant(0.7071067811865476), x));
-    Value half = arith::MulFOp::create(b, loc, constant(0.5), x);
-    return arith::MulFOp::create(
-        b, loc, half, arith::AddFOp::create(b, loc, constant(1.0), e));
-  }
-  }
-  llvm_unreachable("unknown activation");
-}
-
 /// Row-major strides of `source` as index values.
 static SmallVector<Value> buildStrides(OpBuilder &b, Location loc,
                                        Value source) {
@@ -150,19 +117,6 @@ static SmallVector<Value> buildStrides(OpBuilder &b, Location loc,
               b, loc, tensor::getMixedSize(b, loc, source, d)));
   }
   return strides;
-}
-
-/// The Philox stream of a dropout: 0, or 1 + rank under fork_rng (a
-/// program without a rank is rank 0), as i32.
-static Value buildDropoutStream(OpBuilder &b, Location loc,
-                                const EpilogueSteps &steps) {
-  if (!steps.dropout.getForkRng())
-    return arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(0));
-  Value one = arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(1));
-  if (!steps.rank)
-    return one;
-  Value rank = arith::IndexCastUIOp::create(b, loc, b.getI32Type(), steps.rank);
-  return arith::AddIOp::create(b, loc, rank, one);
 }
 
 /// Elements of the dropped value per step of the dims before its shard
@@ -271,15 +225,9 @@ static Value buildEpilogue(OpBuilder &b, Location loc, Value source,
                 steps, /*unit=*/1);
             keep = buildDropoutKeep(nb, nloc, index64, steps.seed,
                                     steps.dropout.getOffset(),
-                                    buildDropoutStream(nb, nloc, steps), p);
+                                    buildDropoutStream(nb, nloc, steps.dropout, steps.rank), p);
           }
-          Value scale = arith::ConstantOp::create(
-              nb, nloc, nb.getF32FloatAttr(static_cast<float>(1.0 / (1.0 - p))));
-          Value zero =
-              arith::ConstantOp::create(nb, nloc, nb.getF32FloatAttr(0.0f));
-          value = arith::SelectOp::create(
-              nb, nloc, keep, arith::MulFOp::create(nb, nloc, value, scale),
-              zero);
+          value = buildDropoutApply(nb, nloc, value, keep, p);
         }
         if (resultElt != f32)
           value = arith::TruncFOp::create(nb, nloc, resultElt, value);
@@ -356,7 +304,7 @@ static Value buildBlockedKeepMask(OpBuilder &b, Location loc, Value acc,
             steps, /*unit=*/4);
         std::array<Value, 4> keep = buildDropoutKeepGroup(
             nb, nloc, group64, steps.seed, steps.dropout.getOffset(),
-            buildDropoutStream(nb, nloc, steps),
+            buildDropoutStream(nb, nloc, steps.dropout, steps.rank),
             steps.dropout.getProbability());
         SmallVector<Value> bytes;
         for (Value bit : keep)

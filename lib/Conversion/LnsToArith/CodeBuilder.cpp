@@ -5,6 +5,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 
 #include <cmath>
@@ -179,7 +180,11 @@ Value CodeBuilder::add(Value x, Value y, NumType type,
                                   code(1)),
             s));
     Value entry =
-        tensor::ExtractOp::create(b, loc, tables->interleaved, position);
+        isa<MemRefType>(tables->interleaved.getType())
+            ? memref::LoadOp::create(b, loc, tables->interleaved, position)
+                  .getResult()
+            : tensor::ExtractOp::create(b, loc, tables->interleaved, position)
+                  .getResult();
     if (codeType.getWidth() > 32)
       entry = arith::ExtSIOp::create(b, loc, codeType, entry);
     sbdb = select(inTable, arith::ShLIOp::create(b, loc, entry, code(1)),

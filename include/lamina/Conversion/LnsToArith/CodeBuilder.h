@@ -20,7 +20,7 @@ namespace mlir::lamina::lns {
 /// Precomputed `sbdb` values (`table` mode): entry 2i + s of one i32
 /// tensor holds roundHalfEven(log|1 − 2s + pow(b, −i)| / log b) for i in
 /// [0, size) (the two signs interleaved: one lookup per addition); beyond
-/// the table sbdb is 0.
+/// the table sbdb is 0. A memref (GPU kernels) is read with memref.load.
 struct SbdbTables {
   Value interleaved;
   int64_t size = 0;

@@ -21,10 +21,6 @@ using namespace mlir::lamina::lns;
 // Helpers
 //===----------------------------------------------------------------------===//
 
-/// Largest f for which the `table` Gaussian-log mode is defined: 2.2 M
-/// entries per sign at f = 16, 43 M at f = 20.
-static constexpr unsigned kMaxTableFracBits = 16;
-
 static LogicalResult verifySbdbMode(Operation *op, SbdbMode mode,
                                     NumType type) {
   if (mode != SbdbMode::table)

@@ -1,0 +1,84 @@
+//===- Epilogue.cpp - Register epilogue of the GPU linear kernels ---------===//
+
+#include "GpuKernels.h"
+#include "lamina/Conversion/LaminaToLinalg/EpilogueMath.h"
+#include "lamina/Conversion/LaminaToLinalg/Philox.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+using namespace mlir;
+using namespace mlir::lamina;
+
+/// One element: bias, activation, dropout keyed by the row-major index in
+/// the whole output (the CPU path's stream), in f32.
+static Value applyEpilogue(OpBuilder &b, Location loc, const GpuLinear &layer,
+                           Value row, Value col, Value value) {
+  FusedLinearOp op = layer.op;
+  Type f32 = b.getF32Type();
+  if (layer.bias) {
+    Value bias = memref::LoadOp::create(b, loc, layer.bias, col);
+    if (bias.getType() != f32)
+      bias = arith::ExtFOp::create(b, loc, f32, bias);
+    value = arith::AddFOp::create(b, loc, value, bias);
+  }
+  if (auto activation = op.getActivationAttr())
+    value = buildActivation(b, loc, activation.getValue(), value);
+  DropoutAttr dropout = op.getDropoutAttr();
+  if (dropout && dropout.isActive()) {
+    Value flat = arith::AddIOp::create(
+        b, loc,
+        arith::MulIOp::create(b, loc, row,
+                              arith::ConstantIndexOp::create(b, loc, layer.n)),
+        col);
+    Value index64 =
+        arith::IndexCastUIOp::create(b, loc, b.getI64Type(), flat);
+    double p = dropout.getProbability();
+    Value keep = buildDropoutKeep(
+        b, loc, index64, layer.seed, dropout.getOffset(),
+        buildDropoutStream(b, loc, dropout, /*rank=*/Value()), p);
+    value = buildDropoutApply(b, loc, value, keep, p);
+  }
+  return value;
+}
+
+void mlir::lamina::emitEpiloguePairStore(OpBuilder &b, Location loc,
+                                         const GpuLinear &layer, Value row,
+                                         Value col, Value v0, Value v1,
+                                         bool checkRow, bool checkCol) {
+  OpBuilder::InsertionGuard guard(b);
+  Value inBounds;
+  auto conjoin = [&](Value index, int64_t bound) {
+    Value inside = arith::CmpIOp::create(
+        b, loc, arith::CmpIPredicate::ult, index,
+        arith::ConstantIndexOp::create(b, loc, bound));
+    inBounds =
+        inBounds ? arith::AndIOp::create(b, loc, inBounds, inside) : inside;
+  };
+  if (checkRow)
+    conjoin(row, layer.m);
+  if (checkCol)
+    conjoin(col, layer.n);
+  if (inBounds) {
+    auto guardIf = scf::IfOp::create(b, loc, inBounds, false);
+    b.setInsertionPointToStart(guardIf.thenBlock());
+  }
+
+  Value col1 = arith::AddIOp::create(
+      b, loc, col, arith::ConstantIndexOp::create(b, loc, 1));
+  Value e0 = applyEpilogue(b, loc, layer, row, col, v0);
+  Value e1 = applyEpilogue(b, loc, layer, row, col1, v1);
+  Type outElt = cast<MemRefType>(layer.output.getType()).getElementType();
+  auto pairType = VectorType::get({2}, b.getF32Type());
+  Value pair = vector::FromElementsOp::create(b, loc, pairType,
+                                              ValueRange{e0, e1});
+  if (outElt != b.getF32Type())
+    pair = arith::TruncFOp::create(b, loc, VectorType::get({2}, outElt), pair);
+  // Columns are even, so the pair is aligned to its own size.
+  int64_t pairBytes = 2 * outElt.getIntOrFloatBitWidth() / 8;
+  auto store = vector::StoreOp::create(b, loc, pair, layer.output,
+                                       ValueRange{row, col});
+  store.setAlignment(pairBytes);
+}

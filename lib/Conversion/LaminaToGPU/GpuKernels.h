@@ -1,0 +1,63 @@
+//===- GpuKernels.h - Kernel emitters of convert-lamina-to-gpu --*- C++ -*-===//
+//
+// Each emitter turns one fused linear layer on device buffers into a
+// `gpu.launch` at the builder's insertion point.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LAMINA_LIB_CONVERSION_LAMINATOGPU_GPUKERNELS_H
+#define LAMINA_LIB_CONVERSION_LAMINATOGPU_GPUKERNELS_H
+
+#include "lamina/Lamina/IR/Lamina.h"
+#include "lamina/Lns/IR/Lns.h"
+
+#include "mlir/IR/Builders.h"
+
+namespace mlir::lamina {
+
+/// A fused linear layer on 2-D device buffers: output[M, N] =
+/// epilogue(input[M, K] · weight[N, K]ᵀ).
+struct GpuLinear {
+  FusedLinearOp op; // epilogue attributes and diagnostics
+  Value input;      // memref<M x K>
+  Value weight;     // memref<N x K>
+  Value bias;       // memref<N>, or null
+  Value output;     // memref<M x N>
+  Value seed;       // i64, or null (no active dropout)
+  int64_t m, n, k;
+  // Element types of the layer's tensors (LNS types, whose buffers hold
+  // i64 codes); the bias's is null without a bias.
+  Type inputElt, weightElt, biasElt;
+};
+
+/// The kernel's dynamic shared memory as memref<bytes x i8, 3>: a view of
+/// the module's external, 1024-byte aligned `lamina_dyn_smem` array (the
+/// swizzle pattern's repeat). MLIR 22 lowers `gpu.dynamic_shared_memory` to
+/// a 1-byte static array, so it is not used.
+Value buildDynamicSharedMemory(OpBuilder &b, Location loc, Operation *anchor,
+                               int64_t bytes);
+
+/// Applies the layer's epilogue (bias, activation, dropout) to the f32
+/// accumulators `v0`, `v1` of output elements (row, col) and (row, col + 1)
+/// and stores both (one vector store); elements outside [M, N] are skipped
+/// unless the tile shape makes that impossible (`checkRow`, `checkCol`).
+void emitEpiloguePairStore(OpBuilder &b, Location loc, const GpuLinear &layer,
+                           Value row, Value col, Value v0, Value v1,
+                           bool checkRow, bool checkCol);
+
+/// sm_90a: TMA + mbarrier ring, warp-specialised wgmma, register epilogue.
+LogicalResult emitWgmmaLinear(OpBuilder &b, Location loc,
+                              const GpuLinear &layer);
+
+/// sm_80+: cp.async ring, ldmatrix, mma.sync m16n8k16, register epilogue.
+LogicalResult emitMmaSyncLinear(OpBuilder &b, Location loc,
+                                const GpuLinear &layer);
+
+/// LNS linear (buffers of i64 codes): one thread per output element,
+/// sequential K, additions in `mode`.
+LogicalResult emitLnsLinear(OpBuilder &b, Location loc, const GpuLinear &layer,
+                            lns::SbdbMode mode);
+
+} // namespace mlir::lamina
+
+#endif // LAMINA_LIB_CONVERSION_LAMINATOGPU_GPUKERNELS_H

@@ -1,0 +1,244 @@
+//===- LaminaToGPU.cpp - Functions of fused linear layers on the GPU ------===//
+
+#include "GpuKernels.h"
+#include "lamina/Conversion/Passes.h"
+#include "lamina/Lns/IR/Lns.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+namespace mlir::lamina {
+#define GEN_PASS_DEF_CONVERTLAMINATOGPU
+#include "lamina/Conversion/Passes.h.inc"
+} // namespace mlir::lamina
+
+using namespace mlir;
+using namespace mlir::lamina;
+
+namespace {
+enum class KernelFamily { Wgmma, MmaSync };
+} // namespace
+
+static std::optional<KernelFamily> kernelFamilyOf(StringRef chip) {
+  if (chip == "sm_90a")
+    return KernelFamily::Wgmma;
+  if (chip == "sm_80" || chip == "sm_86" || chip == "sm_89" || chip == "sm_90")
+    return KernelFamily::MmaSync;
+  return std::nullopt;
+}
+
+static bool isLns(Type type) {
+  return isa<lns::NumType>(cast<ShapedType>(type).getElementType());
+}
+
+/// LNS codes live in device memory as their packed i64 codes.
+static MemRefType bufferTypeOf(RankedTensorType type) {
+  Type elt = type.getElementType();
+  if (isa<lns::NumType>(elt))
+    elt = IntegerType::get(type.getContext(), 64);
+  return MemRefType::get(type.getShape(), elt);
+}
+
+/// Why `op` cannot become a kernel for `family`, or success.
+static LogicalResult checkLayer(FusedLinearOp op, KernelFamily family) {
+  for (Value operand : op->getOperands())
+    if (auto type = dyn_cast<RankedTensorType>(operand.getType());
+        type && !type.hasStaticShape())
+      return op.emitOpError("GPU kernels need static shapes; got ") << type;
+  if (op.getSyncAttr())
+    return op.emitOpError(
+        "has a sync point: lamina-gpu-pipeline runs single-GPU programs "
+        "(collectives on GPU buffers are not generated)");
+  if (op.getRank())
+    return op.emitOpError("belongs to a partitioned program: "
+                          "lamina-gpu-pipeline runs single-GPU programs");
+  auto inputType = cast<RankedTensorType>(op.getInput().getType());
+  if (inputType.getRank() < 2)
+    return op.emitOpError("GPU kernels take inputs of rank 2 or more; got ")
+           << inputType;
+  if (isLns(inputType))
+    return success();
+  Type elt = inputType.getElementType();
+  Type weightElt =
+      cast<RankedTensorType>(op.getWeight().getType()).getElementType();
+  if (!isa<BFloat16Type, Float16Type>(elt) || weightElt != elt)
+    return op.emitOpError("tensor-core kernels take bf16 or f16 inputs and "
+                          "weights of one type; got ")
+           << elt << " and " << weightElt;
+  int64_t k = inputType.getShape().back();
+  if (k % 8 != 0)
+    return op.emitOpError("the reduction size (")
+           << k << ") must be a multiple of 8: rows of x and W are copied "
+           << "in 16-byte units";
+  int64_t n = cast<RankedTensorType>(op.getType()).getShape().back();
+  if (n % 8 != 0)
+    return op.emitOpError("the output width (")
+           << n << ") must be a multiple of 8 (16-byte weight tiles)";
+  return success();
+}
+
+/// `buffer` [..., K] as a 2-D [M, K] view.
+static Value flattenRows(OpBuilder &b, Location loc, Value buffer) {
+  auto type = cast<MemRefType>(buffer.getType());
+  if (type.getRank() == 2)
+    return buffer;
+  ReassociationIndices rows;
+  for (int64_t d = 0; d + 1 < type.getRank(); ++d)
+    rows.push_back(d);
+  return memref::CollapseShapeOp::create(
+      b, loc, buffer,
+      ArrayRef<ReassociationIndices>{rows, {type.getRank() - 1}});
+}
+
+/// Rewrites `func` on device buffers, one kernel per layer.
+static LogicalResult convertFunction(func::FuncOp func, KernelFamily family,
+                                     lns::SbdbMode lnsMode) {
+  Block &entry = func.getBody().front();
+  for (Operation &op : entry) {
+    if (auto layer = dyn_cast<FusedLinearOp>(op)) {
+      if (failed(checkLayer(layer, family)))
+        return failure();
+      continue;
+    }
+    if (isa<func::ReturnOp>(op))
+      continue;
+    return op.emitOpError(
+        "has no GPU lowering: lamina-gpu-pipeline compiles functions of "
+        "fused linear layers (after lamina-decompose and "
+        "lamina-fuse-epilogues)");
+  }
+  for (Type type : llvm::concat<const Type>(func.getArgumentTypes(),
+                                            func.getResultTypes()))
+    if (auto tensor = dyn_cast<RankedTensorType>(type);
+        tensor && !tensor.hasStaticShape())
+      return func.emitOpError("GPU kernels need static shapes; got ")
+             << tensor;
+  for (Type type : func.getResultTypes())
+    if (!isa<RankedTensorType>(type))
+      return func.emitOpError("GPU entry points return tensors only; got ")
+             << type;
+
+  MLIRContext *ctx = func.getContext();
+  Location loc = func.getLoc();
+  SmallVector<FusedLinearOp> layers(entry.getOps<FusedLinearOp>());
+  auto elementTypeOf = [](Value value) -> Type {
+    return value ? cast<ShapedType>(value.getType()).getElementType() : Type();
+  };
+  SmallVector<std::array<Type, 3>> elementTypes;
+  for (FusedLinearOp op : layers)
+    elementTypes.push_back({elementTypeOf(op.getInput()),
+                            elementTypeOf(op.getWeight()),
+                            elementTypeOf(op.getBias())});
+  for (BlockArgument arg : entry.getArguments())
+    if (auto tensor = dyn_cast<RankedTensorType>(arg.getType()))
+      arg.setType(bufferTypeOf(tensor));
+  auto returnOp = cast<func::ReturnOp>(entry.getTerminator());
+  SmallVector<Value> outParams;
+  for (Type type : func.getResultTypes())
+    outParams.push_back(
+        entry.addArgument(bufferTypeOf(cast<RankedTensorType>(type)), loc));
+
+  // Tensor values become buffers: arguments are their own buffers, a layer
+  // writes straight into the out-parameter of the result it is returned as.
+  DenseMap<Value, Value> buffers;
+  SmallVector<Value> temporaries;
+  OpBuilder b(ctx);
+  auto bufferOf = [&](Value value) {
+    return buffers.lookup_or(value, value);
+  };
+  for (auto [op, elts] : llvm::zip_equal(layers, elementTypes)) {
+    b.setInsertionPoint(op);
+    Location opLoc = op.getLoc();
+    Value out;
+    for (OpOperand &use : op.getResult().getUses())
+      if (use.getOwner() == returnOp) {
+        out = outParams[use.getOperandNumber()];
+        break;
+      }
+    if (!out) {
+      out = gpu::AllocOp::create(b, opLoc, bufferTypeOf(op.getType()),
+                                 Type(), ValueRange(), ValueRange(),
+                                 ValueRange())
+                .getMemref();
+      temporaries.push_back(out);
+    }
+    buffers[op.getResult()] = out;
+
+    Value input = flattenRows(b, opLoc, bufferOf(op.getInput()));
+    auto inputShape = cast<MemRefType>(input.getType()).getShape();
+    GpuLinear layer{op,
+                    input,
+                    bufferOf(op.getWeight()),
+                    op.getBias() ? bufferOf(op.getBias()) : Value(),
+                    flattenRows(b, opLoc, out),
+                    op.getSeed(),
+                    inputShape[0],
+                    cast<RankedTensorType>(op.getType()).getShape().back(),
+                    inputShape[1],
+                    elts[0],
+                    elts[1],
+                    elts[2]};
+    LogicalResult emitted =
+        isa<lns::NumType>(elts[0]) ? emitLnsLinear(b, opLoc, layer, lnsMode)
+        : family == KernelFamily::Wgmma ? emitWgmmaLinear(b, opLoc, layer)
+                                        : emitMmaSyncLinear(b, opLoc, layer);
+    if (failed(emitted))
+      return failure();
+  }
+
+  b.setInsertionPoint(returnOp);
+  for (auto [value, outParam] : llvm::zip(returnOp.getOperands(), outParams))
+    if (bufferOf(value) != outParam)
+      gpu::MemcpyOp::create(b, loc, Type(), ValueRange(), outParam,
+                            bufferOf(value));
+  for (Value temporary : temporaries)
+    gpu::DeallocOp::create(b, loc, Type(), ValueRange(), temporary);
+  func::ReturnOp::create(b, loc);
+  returnOp.erase();
+  for (FusedLinearOp op : llvm::reverse(layers))
+    op.erase();
+
+  func.setType(FunctionType::get(ctx, entry.getArgumentTypes(), {}));
+  func->setAttr(LLVM::LLVMDialect::getEmitCWrapperAttrName(),
+                UnitAttr::get(ctx));
+  return success();
+}
+
+namespace {
+struct ConvertLaminaToGPUPass
+    : lamina::impl::ConvertLaminaToGPUBase<ConvertLaminaToGPUPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    std::optional<KernelFamily> family = kernelFamilyOf(chip);
+    if (!family) {
+      module.emitError() << "unknown GPU chip '" << chip
+                         << "': expected sm_90a (wgmma) or sm_80, sm_86, "
+                            "sm_89, sm_90 (mma.sync)";
+      return signalPassFailure();
+    }
+    std::optional<lns::SbdbMode> lnsMode = lns::symbolizeSbdbMode(lnsSbdb);
+    if (!lnsMode) {
+      module.emitError() << "unknown lns-sbdb mode '" << lnsSbdb
+                         << "': expected ideal or table";
+      return signalPassFailure();
+    }
+    SmallVector<func::FuncOp> functions;
+    for (auto func : module.getOps<func::FuncOp>())
+      if (!func.isExternal() && !func.getOps<FusedLinearOp>().empty())
+        functions.push_back(func);
+    for (func::FuncOp func : functions)
+      if (failed(convertFunction(func, *family, *lnsMode)))
+        return signalPassFailure();
+  }
+};
+} // namespace

@@ -1,0 +1,138 @@
+//===- LnsKernel.cpp - LNS linear layers as per-element GPU kernels -------===//
+//
+// One thread per output element runs the spec's sequential sum
+// acc = add(acc, mul(x[m, k], W[n, k])) for k = 0 .. K−1, then adds the bias
+// once, on i64 codes through the CPU path's CodeBuilder. `ideal` additions go
+// through the certified fast path; an addition whose error bound cannot
+// decide the rounding is recomputed with the exact double formula (libdevice
+// pow and log) before the sum goes on, so every partial sum is the exact
+// one. `table` mode reads the precomputed sbdb values from global memory.
+//
+//===----------------------------------------------------------------------===//
+
+#include "GpuKernels.h"
+#include "lamina/Conversion/LnsToArith/CodeBuilder.h"
+#include "lamina/Lns/IR/LnsCodes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/BuiltinOps.h"
+
+using namespace mlir;
+using namespace mlir::lamina;
+
+static constexpr int64_t kThreadsPerBlock = 256;
+
+/// The interleaved sbdb table of `type` as a constant global (one per type
+/// in the module), read through memref.get_global.
+static Value getSbdbTable(OpBuilder &b, Location loc, Operation *anchor,
+                          lns::NumType type, int64_t &size) {
+  auto module = anchor->getParentOfType<ModuleOp>();
+  size = lns::getSbdbTableSize(type);
+  std::string name =
+      ("lamina_sbdb_table_f" + Twine(*type.getFracBits())).str();
+  auto tableType = MemRefType::get({2 * size}, b.getI32Type());
+  if (!module.lookupSymbol(name)) {
+    std::vector<int32_t> same = lns::computeSbdbTable(type, false);
+    std::vector<int32_t> opposite = lns::computeSbdbTable(type, true);
+    std::vector<int32_t> interleaved;
+    interleaved.reserve(2 * same.size());
+    for (auto [s, o] : llvm::zip_equal(same, opposite))
+      interleaved.insert(interleaved.end(), {s, o});
+    OpBuilder moduleBuilder(module.getBodyRegion());
+    memref::GlobalOp::create(
+        moduleBuilder, loc, name, moduleBuilder.getStringAttr("private"),
+        tableType,
+        DenseIntElementsAttr::get(
+            RankedTensorType::get({2 * size}, b.getI32Type()),
+            ArrayRef(interleaved)),
+        /*constant=*/true, /*alignment=*/IntegerAttr());
+  }
+  return memref::GetGlobalOp::create(b, loc, tableType, name);
+}
+
+LogicalResult mlir::lamina::emitLnsLinear(OpBuilder &b, Location loc,
+                                          const GpuLinear &layer,
+                                          lns::SbdbMode mode) {
+  FusedLinearOp op = layer.op;
+  auto type = cast<lns::NumType>(layer.inputElt);
+  auto weightType = cast<lns::NumType>(layer.weightElt);
+  auto biasType = layer.biasElt ? cast<lns::NumType>(layer.biasElt) : type;
+  if (mode == lns::SbdbMode::table &&
+      (!type.getFracBits() || *type.getFracBits() > lns::kMaxTableFracBits))
+    return op.emitOpError("sbdb mode 'table' is defined for a base given by "
+                          "f <= ")
+           << lns::kMaxTableFracBits << "; the layer computes in " << type;
+
+  auto index = [&](int64_t v) -> Value {
+    return arith::ConstantIndexOp::create(b, loc, v);
+  };
+  int64_t elements = layer.m * layer.n;
+  auto launch = gpu::LaunchOp::create(
+      b, loc, index(llvm::divideCeil(elements, kThreadsPerBlock)), index(1),
+      index(1), index(kThreadsPerBlock), index(1), index(1));
+  OpBuilder::InsertionGuard guard(b);
+  Block &body = launch.getBody().front();
+  b.setInsertionPointToStart(&body);
+  gpu::TerminatorOp::create(b, loc);
+  b.setInsertionPointToStart(&body);
+
+  lns::SbdbTables tables;
+  if (mode == lns::SbdbMode::table)
+    tables.interleaved = getSbdbTable(b, loc, op, type, tables.size);
+  const lns::SbdbTables *tablesOrNull =
+      mode == lns::SbdbMode::table ? &tables : nullptr;
+  bool fast = !tablesOrNull && lns::isFastSbdbExact(type);
+
+  Value flat = arith::AddIOp::create(
+      b, loc,
+      arith::MulIOp::create(b, loc, launch.getBlockIds().x,
+                            index(kThreadsPerBlock)),
+      launch.getThreadIds().x);
+  Value inside = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
+                                       flat, index(elements));
+  auto guardIf = scf::IfOp::create(b, loc, inside, false);
+  b.setInsertionPointToStart(guardIf.thenBlock());
+  Value row = arith::DivUIOp::create(b, loc, flat, index(layer.n));
+  Value col = arith::RemUIOp::create(b, loc, flat, index(layer.n));
+
+  lns::CodeBuilder codes(b, loc);
+  auto loop = scf::ForOp::create(b, loc, index(0), index(layer.k), index(1),
+                                 codes.constantCode(lns::codes::kZero));
+  {
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(loop.getBody());
+    Value k = loop.getInductionVar();
+    lns::CodeBuilder inner(b, loc);
+    Value x = memref::LoadOp::create(b, loc, layer.input, ValueRange{row, k});
+    Value w = memref::LoadOp::create(b, loc, layer.weight, ValueRange{col, k});
+    Value term = inner.mul(x, inner.toBase(w, weightType, type));
+    Value acc = loop.getRegionIterArg(0);
+    Value sum;
+    if (fast) {
+      auto [approx, nearTie] = inner.addFast(acc, term, type);
+      auto exact = scf::IfOp::create(b, loc, b.getI64Type(), nearTie,
+                                     /*withElseRegion=*/true);
+      b.setInsertionPointToStart(exact.thenBlock());
+      lns::CodeBuilder slow(b, loc);
+      scf::YieldOp::create(b, loc, slow.add(acc, term, type));
+      b.setInsertionPointToStart(exact.elseBlock());
+      scf::YieldOp::create(b, loc, approx);
+      b.setInsertionPointAfter(exact);
+      sum = exact.getResult(0);
+    } else {
+      sum = inner.add(acc, term, type, tablesOrNull);
+    }
+    scf::YieldOp::create(b, loc, sum);
+  }
+  Value acc = loop.getResult(0);
+  if (layer.bias) {
+    Value bias = memref::LoadOp::create(b, loc, layer.bias, col);
+    acc = codes.add(acc, codes.toBase(bias, biasType, type), type,
+                    tablesOrNull);
+  }
+  memref::StoreOp::create(b, loc, acc, layer.output, ValueRange{row, col});
+  return success();
+}

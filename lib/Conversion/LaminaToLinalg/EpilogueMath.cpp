@@ -1,0 +1,64 @@
+//===- EpilogueMath.cpp - Scalar math of the linear epilogue --------------===//
+
+#include "lamina/Conversion/LaminaToLinalg/EpilogueMath.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+
+using namespace mlir;
+using namespace mlir::lamina;
+
+Value mlir::lamina::buildActivation(OpBuilder &b, Location loc,
+                                    ActivationKind kind,
+                             Value x) {
+  Type type = x.getType();
+  auto constant = [&](double value) -> Value {
+    return arith::ConstantOp::create(b, loc, b.getFloatAttr(type, value));
+  };
+  switch (kind) {
+  case ActivationKind::relu:
+    return arith::MaximumFOp::create(b, loc, x, constant(0.0));
+  case ActivationKind::gelu_tanh: {
+    // 0.5·x·(1 + tanh(sqrt(2/π)·(x + 0.044715·x³)))
+    Value x3 = arith::MulFOp::create(
+        b, loc, x, arith::MulFOp::create(b, loc, x, x));
+    Value inner = arith::AddFOp::create(
+        b, loc, x, arith::MulFOp::create(b, loc, constant(0.044715), x3));
+    Value t = math::TanhOp::create(
+        b, loc,
+        arith::MulFOp::create(b, loc, constant(0.7978845608028654), inner));
+    Value half = arith::MulFOp::create(b, loc, constant(0.5), x);
+    return arith::MulFOp::create(
+        b, loc, half, arith::AddFOp::create(b, loc, constant(1.0), t));
+  }
+  case ActivationKind::gelu_erf: {
+    // 0.5·x·(1 + erf(x/√2))
+    Value e = math::ErfOp::create(
+        b, loc, arith::MulFOp::create(b, loc, constant(0.7071067811865476), x));
+    Value half = arith::MulFOp::create(b, loc, constant(0.5), x);
+    return arith::MulFOp::create(
+        b, loc, half, arith::AddFOp::create(b, loc, constant(1.0), e));
+  }
+  }
+  llvm_unreachable("unknown activation");
+}
+
+Value mlir::lamina::buildDropoutStream(OpBuilder &b, Location loc,
+                                       DropoutAttr dropout, Value rank) {
+  if (!dropout.getForkRng())
+    return arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(0));
+  Value one = arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(1));
+  if (!rank)
+    return one;
+  Value rank32 = arith::IndexCastUIOp::create(b, loc, b.getI32Type(), rank);
+  return arith::AddIOp::create(b, loc, rank32, one);
+}
+
+Value mlir::lamina::buildDropoutApply(OpBuilder &b, Location loc, Value value,
+                                      Value keep, double p) {
+  Value scale = arith::ConstantOp::create(
+      b, loc, b.getF32FloatAttr(static_cast<float>(1.0 / (1.0 - p))));
+  Value zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0f));
+  return arith::SelectOp::create(
+      b, loc, keep, arith::MulFOp::create(b, loc, value, scale), zero);
+}
