@@ -16,9 +16,7 @@
 
 using namespace mlir;
 
-/// The toolkit gpu-module-to-binary uses: the option, else the environment
-/// (upstream's search), else the default install location when present.
-static std::string findCudaToolkit(StringRef option) {
+std::string mlir::lamina::findCudaToolkit(StringRef option) {
   if (!option.empty())
     return option.str();
   if (StringRef found = NVVM::getCUDAToolkitPath(); !found.empty())
@@ -72,7 +70,7 @@ void mlir::lamina::buildLaminaGpuPipeline(OpPassManager &pm,
   pm.addPass(createGpuToLLVMConversionPass());
   GpuModuleToBinaryPassOptions binary;
   binary.compilationTarget = options.format;
-  binary.toolkitPath = findCudaToolkit(options.cudaPath);
+  binary.toolkitPath = lamina::findCudaToolkit(options.cudaPath);
   pm.addPass(createGpuModuleToBinaryPass(binary));
   pm.addPass(createConvertMathToLLVMPass());
   pm.addPass(createCanonicalizerPass());

@@ -88,9 +88,10 @@ struct State {
   std::mutex mutex;
 };
 
+/// Never destroyed: module destructors of generated code run at exit.
 State &state() {
-  static State instance;
-  return instance;
+  static State *instance = new State;
+  return *instance;
 }
 
 template <typename Fn>
@@ -247,6 +248,10 @@ extern "C" void laminaCudaUseStream(void *stream) {
 //===----------------------------------------------------------------------===//
 
 extern "C" void *mgpuModuleLoad(void *data, size_t /*gpuBlobSize*/) {
+  // Generated code loads its kernels when the program is loaded; without a
+  // GPU, loading still succeeds and the first launch reports why.
+  if (laminaCudaInit())
+    return nullptr;
   CUmodule module = nullptr;
   check(driver().cuModuleLoadData(&module, data), "cuModuleLoadData");
   return module;
@@ -262,6 +267,8 @@ extern "C" void *mgpuModuleLoadJIT(void *data, int optLevel) {
 }
 
 extern "C" void mgpuModuleUnload(void *module) {
+  if (!module)
+    return;
   check(driver().cuModuleUnload(static_cast<CUmodule>(module)),
         "cuModuleUnload");
 }

@@ -70,6 +70,11 @@ struct GpuPipelineOptions : public PassPipelineOptions<GpuPipelineOptions> {
 void buildLaminaGpuPipeline(OpPassManager &pm,
                             const GpuPipelineOptions &options);
 
+/// The CUDA toolkit to use: `option` if set, else $CUDA_ROOT, $CUDA_HOME or
+/// $CUDA_PATH (upstream's search), else /usr/local/cuda when present, else
+/// empty.
+std::string findCudaToolkit(llvm::StringRef option);
+
 /// Registers `lamina-cpu-pipeline` and `lamina-gpu-pipeline`.
 void registerLaminaPipelines();
 
