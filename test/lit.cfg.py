@@ -24,5 +24,21 @@ llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 
 tool_dirs = [config.lamina_tools_dir, config.llvm_tools_dir]
-tools = ["lamina-opt", "lamina-run"]
+tools = ["lamina-compile", "lamina-opt", "lamina-run"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
+
+
+# A CUDA toolkit (ptxas, fatbinary, libdevice) is optional: PTX is checked by
+# FileCheck everywhere, assembled by ptxas where a toolkit is installed.
+def find_cuda_toolkit():
+    for variable in ("CUDA_ROOT", "CUDA_HOME", "CUDA_PATH"):
+        path = os.environ.get(variable)
+        if path:
+            return path
+    return "/usr/local/cuda" if os.path.isdir("/usr/local/cuda") else None
+
+
+cuda_toolkit = find_cuda_toolkit()
+if cuda_toolkit and os.access(os.path.join(cuda_toolkit, "bin", "ptxas"), os.X_OK):
+    config.available_features.add("ptxas")
+    config.substitutions.append(("%ptxas", os.path.join(cuda_toolkit, "bin", "ptxas")))

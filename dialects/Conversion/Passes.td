@@ -199,4 +199,20 @@ def LaminaGpuKernelAttributes : Pass<"lamina-gpu-kernel-attributes",
   }];
 }
 
+def LaminaGpuNativeMath : Pass<"lamina-gpu-native-math",
+                               "::mlir::gpu::GPUModuleOp"> {
+  let summary = "Lower fma and absf in kernels to what PTX does natively";
+  let description = [{
+    convert-gpu-to-nvvm turns every `math` op into a libdevice call, so the
+    GELU polynomials (built from `fma` and `absf`) would need libdevice, and
+    a CUDA toolkit, for single instructions. This pass rewrites `math.fma`
+    into `llvm.intr.fma` (PTX `fma.rn`) and `math.absf` into clearing the
+    sign bit, so only transcendental functions (the LNS `ideal` mode's f64
+    `pow` and `log`) still come from libdevice.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::LLVM::LLVMDialect",
+                           "::mlir::vector::VectorDialect"];
+}
+
 #endif // LAMINA_CONVERSION_PASSES_TD

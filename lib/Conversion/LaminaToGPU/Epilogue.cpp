@@ -16,7 +16,6 @@ using namespace mlir::lamina;
 /// the whole output (the CPU path's stream), in f32.
 static Value applyEpilogue(OpBuilder &b, Location loc, const GpuLinear &layer,
                            Value row, Value col, Value value) {
-  FusedLinearOp op = layer.op;
   Type f32 = b.getF32Type();
   if (layer.bias) {
     Value bias = memref::LoadOp::create(b, loc, layer.bias, col);
@@ -24,9 +23,9 @@ static Value applyEpilogue(OpBuilder &b, Location loc, const GpuLinear &layer,
       bias = arith::ExtFOp::create(b, loc, f32, bias);
     value = arith::AddFOp::create(b, loc, value, bias);
   }
-  if (auto activation = op.getActivationAttr())
-    value = buildActivation(b, loc, activation.getValue(), value);
-  DropoutAttr dropout = op.getDropoutAttr();
+  if (layer.activation)
+    value = buildActivation(b, loc, layer.activation.getValue(), value);
+  DropoutAttr dropout = layer.dropout;
   if (dropout && dropout.isActive()) {
     Value flat = arith::AddIOp::create(
         b, loc,

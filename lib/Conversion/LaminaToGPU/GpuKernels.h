@@ -15,10 +15,12 @@
 
 namespace mlir::lamina {
 
-/// A fused linear layer on 2-D device buffers: output[M, N] =
-/// epilogue(input[M, K] · weight[N, K]ᵀ).
+/// A linear layer (a fused linear op, or a bare matmul) on 2-D device
+/// buffers: output[M, N] = epilogue(input[M, K] · weight[N, K]ᵀ).
 struct GpuLinear {
-  FusedLinearOp op; // epilogue attributes and diagnostics
+  Operation *op;                  // for diagnostics and the module
+  ActivationKindAttr activation;  // or null
+  DropoutAttr dropout;            // or null
   Value input;      // memref<M x K>
   Value weight;     // memref<N x K>
   Value bias;       // memref<N>, or null

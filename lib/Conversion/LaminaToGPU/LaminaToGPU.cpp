@@ -47,40 +47,72 @@ static MemRefType bufferTypeOf(RankedTensorType type) {
   return MemRefType::get(type.getShape(), elt);
 }
 
-/// Why `op` cannot become a kernel for `family`, or success.
-static LogicalResult checkLayer(FusedLinearOp op, KernelFamily family) {
-  for (Value operand : op->getOperands())
-    if (auto type = dyn_cast<RankedTensorType>(operand.getType());
-        type && !type.hasStaticShape())
-      return op.emitOpError("GPU kernels need static shapes; got ") << type;
-  if (op.getSyncAttr())
-    return op.emitOpError(
+namespace {
+/// What the GPU lowering reads from a layer: a `fused_linear`, or a bare
+/// `matmul` (a linear layer without bias, whose epilogue is empty).
+struct LayerView {
+  Operation *op;
+  Value input, weight, bias, seed, rank;
+  SyncAttr sync;
+  ActivationKindAttr activation;
+  DropoutAttr dropout;
+};
+} // namespace
+
+static std::optional<LayerView> viewLayer(Operation *op) {
+  if (auto fused = dyn_cast<FusedLinearOp>(op))
+    return LayerView{op,
+                     fused.getInput(),
+                     fused.getWeight(),
+                     fused.getBias(),
+                     fused.getSeed(),
+                     fused.getRank(),
+                     fused.getSyncAttr(),
+                     fused.getActivationAttr(),
+                     fused.getDropoutAttr()};
+  if (auto matmul = dyn_cast<MatmulOp>(op))
+    return LayerView{op,      matmul.getInput(), matmul.getWeight(), {}, {},
+                     {},      {},                {},                 {}};
+  return std::nullopt;
+}
+
+/// Why `layer` cannot become a kernel, or success.
+static LogicalResult checkLayer(const LayerView &layer) {
+  Operation *op = layer.op;
+  for (Type type : llvm::concat<const Type>(op->getOperandTypes(),
+                                            op->getResultTypes()))
+    if (auto tensor = dyn_cast<RankedTensorType>(type);
+        tensor && !tensor.hasStaticShape())
+      return op->emitOpError("GPU kernels need static shapes; got ") << tensor;
+  if (layer.sync)
+    return op->emitOpError(
         "has a sync point: lamina-gpu-pipeline runs single-GPU programs "
         "(collectives on GPU buffers are not generated)");
-  if (op.getRank())
-    return op.emitOpError("belongs to a partitioned program: "
-                          "lamina-gpu-pipeline runs single-GPU programs");
-  auto inputType = cast<RankedTensorType>(op.getInput().getType());
+  if (layer.rank)
+    return op->emitOpError("belongs to a partitioned program: "
+                           "lamina-gpu-pipeline runs single-GPU programs");
+  auto inputType = cast<RankedTensorType>(layer.input.getType());
   if (inputType.getRank() < 2)
-    return op.emitOpError("GPU kernels take inputs of rank 2 or more; got ")
+    return op->emitOpError("GPU kernels take inputs of rank 2 or more; got ")
            << inputType;
   if (isLns(inputType))
     return success();
   Type elt = inputType.getElementType();
   Type weightElt =
-      cast<RankedTensorType>(op.getWeight().getType()).getElementType();
+      cast<RankedTensorType>(layer.weight.getType()).getElementType();
   if (!isa<BFloat16Type, Float16Type>(elt) || weightElt != elt)
-    return op.emitOpError("tensor-core kernels take bf16 or f16 inputs and "
-                          "weights of one type; got ")
+    return op->emitOpError("tensor-core kernels take bf16 or f16 inputs and "
+                           "weights of one type; got ")
            << elt << " and " << weightElt;
   int64_t k = inputType.getShape().back();
   if (k % 8 != 0)
-    return op.emitOpError("the reduction size (")
+    return op->emitOpError("the reduction size (")
            << k << ") must be a multiple of 8: rows of x and W are copied "
            << "in 16-byte units";
-  int64_t n = cast<RankedTensorType>(op.getType()).getShape().back();
+  int64_t n =
+      cast<RankedTensorType>(op->getResult(0).getType()).getShape().back();
   if (n % 8 != 0)
-    return op.emitOpError("the output width (")
+    return op->emitOpError("the output width (")
            << n << ") must be a multiple of 8 (16-byte weight tiles)";
   return success();
 }
@@ -102,10 +134,12 @@ static Value flattenRows(OpBuilder &b, Location loc, Value buffer) {
 static LogicalResult convertFunction(func::FuncOp func, KernelFamily family,
                                      lns::SbdbMode lnsMode) {
   Block &entry = func.getBody().front();
+  SmallVector<LayerView> layers;
   for (Operation &op : entry) {
-    if (auto layer = dyn_cast<FusedLinearOp>(op)) {
-      if (failed(checkLayer(layer, family)))
+    if (std::optional<LayerView> layer = viewLayer(&op)) {
+      if (failed(checkLayer(*layer)))
         return failure();
+      layers.push_back(*layer);
       continue;
     }
     if (isa<func::ReturnOp>(op))
@@ -128,15 +162,14 @@ static LogicalResult convertFunction(func::FuncOp func, KernelFamily family,
 
   MLIRContext *ctx = func.getContext();
   Location loc = func.getLoc();
-  SmallVector<FusedLinearOp> layers(entry.getOps<FusedLinearOp>());
   auto elementTypeOf = [](Value value) -> Type {
     return value ? cast<ShapedType>(value.getType()).getElementType() : Type();
   };
   SmallVector<std::array<Type, 3>> elementTypes;
-  for (FusedLinearOp op : layers)
-    elementTypes.push_back({elementTypeOf(op.getInput()),
-                            elementTypeOf(op.getWeight()),
-                            elementTypeOf(op.getBias())});
+  for (const LayerView &layer : layers)
+    elementTypes.push_back({elementTypeOf(layer.input),
+                            elementTypeOf(layer.weight),
+                            elementTypeOf(layer.bias)});
   for (BlockArgument arg : entry.getArguments())
     if (auto tensor = dyn_cast<RankedTensorType>(arg.getType()))
       arg.setType(bufferTypeOf(tensor));
@@ -154,34 +187,38 @@ static LogicalResult convertFunction(func::FuncOp func, KernelFamily family,
   auto bufferOf = [&](Value value) {
     return buffers.lookup_or(value, value);
   };
-  for (auto [op, elts] : llvm::zip_equal(layers, elementTypes)) {
+  for (auto [view, elts] : llvm::zip_equal(layers, elementTypes)) {
+    Operation *op = view.op;
+    Value result = op->getResult(0);
     b.setInsertionPoint(op);
-    Location opLoc = op.getLoc();
+    Location opLoc = op->getLoc();
     Value out;
-    for (OpOperand &use : op.getResult().getUses())
+    for (OpOperand &use : result.getUses())
       if (use.getOwner() == returnOp) {
         out = outParams[use.getOperandNumber()];
         break;
       }
     if (!out) {
-      out = gpu::AllocOp::create(b, opLoc, bufferTypeOf(op.getType()),
-                                 Type(), ValueRange(), ValueRange(),
-                                 ValueRange())
+      out = gpu::AllocOp::create(
+                b, opLoc, bufferTypeOf(cast<RankedTensorType>(result.getType())),
+                Type(), ValueRange(), ValueRange(), ValueRange())
                 .getMemref();
       temporaries.push_back(out);
     }
-    buffers[op.getResult()] = out;
+    buffers[result] = out;
 
-    Value input = flattenRows(b, opLoc, bufferOf(op.getInput()));
+    Value input = flattenRows(b, opLoc, bufferOf(view.input));
     auto inputShape = cast<MemRefType>(input.getType()).getShape();
     GpuLinear layer{op,
+                    view.activation,
+                    view.dropout,
                     input,
-                    bufferOf(op.getWeight()),
-                    op.getBias() ? bufferOf(op.getBias()) : Value(),
+                    bufferOf(view.weight),
+                    view.bias ? bufferOf(view.bias) : Value(),
                     flattenRows(b, opLoc, out),
-                    op.getSeed(),
+                    view.seed,
                     inputShape[0],
-                    cast<RankedTensorType>(op.getType()).getShape().back(),
+                    cast<RankedTensorType>(result.getType()).getShape().back(),
                     inputShape[1],
                     elts[0],
                     elts[1],
@@ -203,8 +240,8 @@ static LogicalResult convertFunction(func::FuncOp func, KernelFamily family,
     gpu::DeallocOp::create(b, loc, Type(), ValueRange(), temporary);
   func::ReturnOp::create(b, loc);
   returnOp.erase();
-  for (FusedLinearOp op : llvm::reverse(layers))
-    op.erase();
+  for (const LayerView &layer : llvm::reverse(layers))
+    layer.op->erase();
 
   func.setType(FunctionType::get(ctx, entry.getArgumentTypes(), {}));
   func->setAttr(LLVM::LLVMDialect::getEmitCWrapperAttrName(),
@@ -234,7 +271,9 @@ struct ConvertLaminaToGPUPass
     }
     SmallVector<func::FuncOp> functions;
     for (auto func : module.getOps<func::FuncOp>())
-      if (!func.isExternal() && !func.getOps<FusedLinearOp>().empty())
+      if (!func.isExternal() &&
+          llvm::any_of(func.getOps(),
+                        [](Operation &op) { return viewLayer(&op); }))
         functions.push_back(func);
     for (func::FuncOp func : functions)
       if (failed(convertFunction(func, *family, *lnsMode)))

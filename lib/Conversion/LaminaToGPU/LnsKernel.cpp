@@ -56,13 +56,13 @@ static Value getSbdbTable(OpBuilder &b, Location loc, Operation *anchor,
 LogicalResult mlir::lamina::emitLnsLinear(OpBuilder &b, Location loc,
                                           const GpuLinear &layer,
                                           lns::SbdbMode mode) {
-  FusedLinearOp op = layer.op;
+  Operation *op = layer.op;
   auto type = cast<lns::NumType>(layer.inputElt);
   auto weightType = cast<lns::NumType>(layer.weightElt);
   auto biasType = layer.biasElt ? cast<lns::NumType>(layer.biasElt) : type;
   if (mode == lns::SbdbMode::table &&
       (!type.getFracBits() || *type.getFracBits() > lns::kMaxTableFracBits))
-    return op.emitOpError("sbdb mode 'table' is defined for a base given by "
+    return op->emitOpError("sbdb mode 'table' is defined for a base given by "
                           "f <= ")
            << lns::kMaxTableFracBits << "; the layer computes in " << type;
 

@@ -1,0 +1,77 @@
+// RUN: lamina-opt %s -split-input-file -verify-diagnostics --convert-lamina-to-gpu
+// RUN: not lamina-opt %s -split-input-file "--convert-lamina-to-gpu=chip=sm_70" 2>&1 | FileCheck %s --check-prefix=CHIP
+// RUN: not lamina-opt %s -split-input-file "--convert-lamina-to-gpu=lns-sbdb=exact" 2>&1 | FileCheck %s --check-prefix=MODE
+
+// CHIP: error: unknown GPU chip 'sm_70': expected sm_90a (wgmma) or sm_80, sm_86, sm_89, sm_90 (mma.sync)
+// MODE: error: unknown lns-sbdb mode 'exact': expected ideal or table
+
+func.func @f32_inputs(%x: tensor<16x64xf32>, %w: tensor<64x64xf32>) -> tensor<16x64xf32> {
+  // expected-error @below {{tensor-core kernels take bf16 or f16 inputs and weights of one type; got 'f32' and 'f32'}}
+  %y = lamina.fused_linear "fc" %x, %w : (tensor<16x64xf32>, tensor<64x64xf32>) -> tensor<16x64xf32>
+  return %y : tensor<16x64xf32>
+}
+
+// -----
+
+func.func @misaligned_k(%x: tensor<16x60xbf16>, %w: tensor<64x60xbf16>) -> tensor<16x64xbf16> {
+  // expected-error @below {{the reduction size (60) must be a multiple of 8: rows of x and W are copied in 16-byte units}}
+  %y = lamina.fused_linear "fc" %x, %w : (tensor<16x60xbf16>, tensor<64x60xbf16>) -> tensor<16x64xbf16>
+  return %y : tensor<16x64xbf16>
+}
+
+// -----
+
+func.func @misaligned_n(%x: tensor<16x64xbf16>, %w: tensor<60x64xbf16>) -> tensor<16x60xbf16> {
+  // expected-error @below {{the output width (60) must be a multiple of 8 (16-byte weight tiles)}}
+  %y = lamina.fused_linear "fc" %x, %w : (tensor<16x64xbf16>, tensor<60x64xbf16>) -> tensor<16x60xbf16>
+  return %y : tensor<16x60xbf16>
+}
+
+// -----
+
+func.func @dynamic(%x: tensor<?x64xbf16>, %w: tensor<64x64xbf16>) -> tensor<?x64xbf16> {
+  // expected-error @below {{GPU kernels need static shapes; got 'tensor<?x64xbf16>'}}
+  %y = lamina.fused_linear "fc" %x, %w : (tensor<?x64xbf16>, tensor<64x64xbf16>) -> tensor<?x64xbf16>
+  return %y : tensor<?x64xbf16>
+}
+
+// -----
+
+func.func @sync(%x: tensor<16x64xbf16>, %w: tensor<64x64xbf16>, %b: tensor<64xbf16>) -> tensor<16x64xbf16> {
+  // expected-error @below {{has a sync point: lamina-gpu-pipeline runs single-GPU programs (collectives on GPU buffers are not generated)}}
+  %y = lamina.fused_linear "fc" %x, %w sync <fwd_post, all_reduce> bias %b : (tensor<16x64xbf16>, tensor<64x64xbf16>, tensor<64xbf16>) -> tensor<16x64xbf16>
+  return %y : tensor<16x64xbf16>
+}
+
+// -----
+
+func.func @partitioned(%x: tensor<16x64xbf16>, %w: tensor<64x64xbf16>, %seed: i64, %rank: index) -> tensor<16x64xbf16> {
+  // expected-error @below {{belongs to a partitioned program: lamina-gpu-pipeline runs single-GPU programs}}
+  %y = lamina.fused_linear "fc" %x, %w dropout <p = 0.1, training, fork_rng> seed %seed rank %rank : (tensor<16x64xbf16>, tensor<64x64xbf16>, i64, index) -> tensor<16x64xbf16>
+  return %y : tensor<16x64xbf16>
+}
+
+// -----
+
+func.func @vector_input(%x: tensor<64xbf16>, %w: tensor<64x64xbf16>) -> tensor<64xbf16> {
+  // expected-error @below {{GPU kernels take inputs of rank 2 or more; got 'tensor<64xbf16>'}}
+  %y = lamina.fused_linear "fc" %x, %w : (tensor<64xbf16>, tensor<64x64xbf16>) -> tensor<64xbf16>
+  return %y : tensor<64xbf16>
+}
+
+// -----
+
+func.func @unfused(%x: tensor<16x64xbf16>, %w: tensor<64x64xbf16>) -> tensor<16x64xbf16> {
+  %y = lamina.fused_linear "fc" %x, %w : (tensor<16x64xbf16>, tensor<64x64xbf16>) -> tensor<16x64xbf16>
+  // expected-error @below {{has no GPU lowering: lamina-gpu-pipeline compiles functions of fused linear layers (after lamina-decompose and lamina-fuse-epilogues)}}
+  %z = lamina.activation gelu_tanh %y : tensor<16x64xbf16>
+  return %z : tensor<16x64xbf16>
+}
+
+// -----
+
+// expected-error @below {{GPU entry points return tensors only; got 'i64'}}
+func.func @scalar_result(%x: tensor<16x64xbf16>, %w: tensor<64x64xbf16>, %seed: i64) -> (tensor<16x64xbf16>, i64) {
+  %y = lamina.fused_linear "fc" %x, %w : (tensor<16x64xbf16>, tensor<64x64xbf16>) -> tensor<16x64xbf16>
+  return %y, %seed : tensor<16x64xbf16>, i64
+}
