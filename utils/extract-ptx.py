@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """Writes the PTX held by the gpu.binary ops of a lowered module.
 
-usage: extract-ptx.py LOWERED.mlir OUT.ptx
+usage: extract-ptx.py LOWERED.mlir PREFIX
 
 lamina-gpu-pipeline with format=isa stores each kernel module's PTX as the
-escaped string of a #gpu.object; this un-escapes and concatenates them so
-that ptxas can assemble them.
+escaped string of a #gpu.object; this un-escapes each one into
+PREFIX.<i>.ptx (i = 0, 1, ... in the order of the module) so that ptxas can
+assemble them, and prints how many it wrote.
 """
 
 import re
@@ -34,14 +35,15 @@ def unescape(text):
 
 
 def main():
-    source, target = sys.argv[1:3]
+    source, prefix = sys.argv[1:3]
     with open(source, encoding="utf-8") as f:
         objects = OBJECT.findall(f.read())
     if not objects:
         sys.exit(f"{source}: no #gpu.object holds PTX")
-    with open(target, "wb") as f:
-        for text in objects:
+    for i, text in enumerate(objects):
+        with open(f"{prefix}.{i}.ptx", "wb") as f:
             f.write(unescape(text))
+    print(f"{len(objects)} PTX modules")
 
 
 if __name__ == "__main__":

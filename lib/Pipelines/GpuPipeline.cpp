@@ -17,6 +17,8 @@
 using namespace mlir;
 
 std::string mlir::lamina::findCudaToolkit(StringRef option) {
+  if (option == "none")
+    return "";
   if (!option.empty())
     return option.str();
   if (StringRef found = NVVM::getCUDAToolkitPath(); !found.empty())

@@ -56,7 +56,8 @@ struct GpuPipelineOptions : public PassPipelineOptions<GpuPipelineOptions> {
       *this, "cuda-path",
       llvm::cl::desc("CUDA toolkit (ptxas, fatbinary, libdevice for the LNS "
                      "ideal mode's pow/log); default: $CUDA_ROOT, $CUDA_HOME, "
-                     "$CUDA_PATH, else /usr/local/cuda when present")};
+                     "$CUDA_PATH, else /usr/local/cuda when present; 'none': "
+                     "no toolkit (PTX only, no libdevice)")};
   Option<std::string> lnsSbdb{
       *this, "lns-sbdb",
       llvm::cl::desc("Gaussian logarithm of LNS layers: ideal or table"),
@@ -70,9 +71,9 @@ struct GpuPipelineOptions : public PassPipelineOptions<GpuPipelineOptions> {
 void buildLaminaGpuPipeline(OpPassManager &pm,
                             const GpuPipelineOptions &options);
 
-/// The CUDA toolkit to use: `option` if set, else $CUDA_ROOT, $CUDA_HOME or
-/// $CUDA_PATH (upstream's search), else /usr/local/cuda when present, else
-/// empty.
+/// The CUDA toolkit to use: `option` if set ("none": no toolkit, empty),
+/// else $CUDA_ROOT, $CUDA_HOME or $CUDA_PATH (upstream's search), else
+/// /usr/local/cuda when present, else empty.
 std::string findCudaToolkit(llvm::StringRef option);
 
 /// Registers `lamina-cpu-pipeline` and `lamina-gpu-pipeline`.
