@@ -130,6 +130,17 @@ static Value flattenRows(OpBuilder &b, Location loc, Value buffer) {
       ArrayRef<ReassociationIndices>{rows, {type.getRank() - 1}});
 }
 
+/// `step(ready)` (an async GPU op after token `ready`, returning its token)
+/// between a fresh stream and a wait for it: gpu-to-llvm lowers only the
+/// async forms of alloc, dealloc and memcpy.
+static void synchronously(OpBuilder &b, Location loc,
+                          function_ref<Value(Value)> step) {
+  auto tokenType = gpu::AsyncTokenType::get(b.getContext());
+  Value ready =
+      gpu::WaitOp::create(b, loc, tokenType, ValueRange()).getAsyncToken();
+  gpu::WaitOp::create(b, loc, Type(), ValueRange{step(ready)});
+}
+
 /// Rewrites `func` on device buffers, one kernel per layer.
 static LogicalResult convertFunction(func::FuncOp func, KernelFamily family,
                                      lns::SbdbMode lnsMode) {
@@ -199,10 +210,14 @@ static LogicalResult convertFunction(func::FuncOp func, KernelFamily family,
         break;
       }
     if (!out) {
-      out = gpu::AllocOp::create(
-                b, opLoc, bufferTypeOf(cast<RankedTensorType>(result.getType())),
-                Type(), ValueRange(), ValueRange(), ValueRange())
-                .getMemref();
+      synchronously(b, opLoc, [&](Value ready) {
+        auto alloc = gpu::AllocOp::create(
+            b, opLoc,
+            bufferTypeOf(cast<RankedTensorType>(result.getType())),
+            ready.getType(), ValueRange{ready}, ValueRange(), ValueRange());
+        out = alloc.getMemref();
+        return alloc.getAsyncToken();
+      });
       temporaries.push_back(out);
     }
     buffers[result] = out;
@@ -232,12 +247,21 @@ static LogicalResult convertFunction(func::FuncOp func, KernelFamily family,
   }
 
   b.setInsertionPoint(returnOp);
-  for (auto [value, outParam] : llvm::zip(returnOp.getOperands(), outParams))
-    if (bufferOf(value) != outParam)
-      gpu::MemcpyOp::create(b, loc, Type(), ValueRange(), outParam,
-                            bufferOf(value));
+  for (auto [value, outParam] : llvm::zip(returnOp.getOperands(), outParams)) {
+    Value source = bufferOf(value), target = outParam;
+    if (source != target)
+      synchronously(b, loc, [&](Value ready) {
+        return gpu::MemcpyOp::create(b, loc, ready.getType(),
+                                     ValueRange{ready}, target, source)
+            .getAsyncToken();
+      });
+  }
   for (Value temporary : temporaries)
-    gpu::DeallocOp::create(b, loc, Type(), ValueRange(), temporary);
+    synchronously(b, loc, [&](Value ready) {
+      return gpu::DeallocOp::create(b, loc, ready.getType(), ValueRange{ready},
+                                    temporary)
+          .getAsyncToken();
+    });
   func::ReturnOp::create(b, loc);
   returnOp.erase();
   for (const LayerView &layer : llvm::reverse(layers))

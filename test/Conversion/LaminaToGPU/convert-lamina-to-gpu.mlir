@@ -113,13 +113,19 @@ func.func @dropout_f16(%x: tensor<2x8x512xf16>, %w: tensor<200x512xf16>, %b: ten
 
 // CHECK-LABEL: func.func @mlp(
 // CHECK-SAME:    %[[OUT:[^:]+]]: memref<128x64xbf16>)
-// CHECK:       %[[H:.+]] = gpu.alloc () : memref<128x384xbf16>
+// Alloc, dealloc and copies are the async forms between a fresh stream and
+// a wait (the only forms gpu-to-llvm lowers).
+// CHECK:       %[[T0:.+]] = gpu.wait async
+// CHECK:       %[[H:.+]], %[[T1:.+]] = gpu.alloc async [%[[T0]]] () : memref<128x384xbf16>
+// CHECK:       gpu.wait [%[[T1]]]
 // CHECK:       -> <tensor = memref<128x64xbf16, 3>
 // CHECK:       nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 128, k = 16>
 // CHECK:       %[[UH:.+]] = memref.cast %[[H]] : memref<128x384xbf16> to memref<*xbf16>
 // CHECK:       nvgpu.tma.create.descriptor %[[UH]]
 // CHECK:       vector.store %{{.+}}, %[[OUT]]
-// CHECK:       gpu.dealloc %[[H]] : memref<128x384xbf16>
+// CHECK:       %[[T2:.+]] = gpu.wait async
+// CHECK:       %[[T3:.+]] = gpu.dealloc async [%[[T2]]] %[[H]] : memref<128x384xbf16>
+// CHECK:       gpu.wait [%[[T3]]]
 // CHECK-NEXT:  return
 
 func.func @mlp(%x: tensor<128x64xbf16>, %w1: tensor<384x64xbf16>, %b1: tensor<384xbf16>,
@@ -138,7 +144,9 @@ func.func @mlp(%x: tensor<128x64xbf16>, %w1: tensor<384x64xbf16>, %b1: tensor<38
 // CHECK-LABEL: func.func @passthrough(
 // CHECK-SAME:    %[[X:[^:]+]]: memref<64x64xbf16>, %{{.+}}: memref<64x64xbf16>, %[[OUT0:[^:]+]]: memref<64x64xbf16>, %[[OUT1:[^:]+]]: memref<64x64xbf16>)
 // CHECK:       gpu.launch
-// CHECK:       gpu.memcpy  %[[OUT1]], %[[X]] : memref<64x64xbf16>, memref<64x64xbf16>
+// CHECK:       %[[T:.+]] = gpu.wait async
+// CHECK:       %[[C:.+]] = gpu.memcpy async [%[[T]]] %[[OUT1]], %[[X]] : memref<64x64xbf16>, memref<64x64xbf16>
+// CHECK:       gpu.wait [%[[C]]]
 
 func.func @passthrough(%x: tensor<64x64xbf16>, %w: tensor<64x64xbf16>) -> (tensor<64x64xbf16>, tensor<64x64xbf16>) {
   %y = lamina.linear "fc" %x, %w : (tensor<64x64xbf16>, tensor<64x64xbf16>) -> tensor<64x64xbf16>

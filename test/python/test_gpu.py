@@ -1,0 +1,130 @@
+"""Ahead-of-time GPU artefacts: built everywhere a CUDA toolkit is installed,
+run and checked against the CPU pipeline wherever a GPU is visible too
+(the same checks bench/gpu/run_device.py runs on a lent GPU machine)."""
+
+import ctypes
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from lamina import aot, tools
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "bench" / "gpu"))
+import cases  # noqa: E402
+import prepare  # noqa: E402
+
+
+def cuda_toolkit():
+    for variable in ("CUDA_ROOT", "CUDA_HOME", "CUDA_PATH"):
+        if os.environ.get(variable):
+            return pathlib.Path(os.environ[variable])
+    return pathlib.Path("/usr/local/cuda")
+
+
+needs_toolkit = pytest.mark.skipif(
+    not (cuda_toolkit() / "bin" / "ptxas").exists(),
+    reason="lamina-compile assembles kernels with the CUDA toolkit's ptxas")
+
+IR = cases.CHECKS[0]["ir"]
+
+
+@needs_toolkit
+def test_artefact_exports_entry_points_and_needs_only_libc(tmp_path):
+    source = tmp_path / "model.mlir"
+    source.write_text(IR)
+    library = tmp_path / "libmodel.so"
+    subprocess.run([tools.tool("lamina-compile"), str(source), "-o",
+                    str(library), f"--emit-ptx={tmp_path / 'model.ptx'}"],
+                   check=True)
+    symbols = subprocess.run(["nm", "-D", "--defined-only", str(library)],
+                             capture_output=True, text=True,
+                             check=True).stdout
+    for name in ("main", "_mlir_ciface_main", "laminaCudaInit",
+                 "mgpuLaunchKernel", "mgpuTensorMapEncodeTiledMemref"):
+        assert f" T {name}\n" in symbols
+    needed = subprocess.run(["readelf", "-d", str(library)],
+                            capture_output=True, text=True,
+                            check=True).stdout
+    libraries = {line.split("[")[1].split("]")[0]
+                 for line in needed.splitlines() if "(NEEDED)" in line}
+    # libcuda is opened at run time; libstdc++ is linked in.
+    assert libraries <= {"libc.so.6", "libm.so.6", "libdl.so.2",
+                         "libgcc_s.so.1", "ld-linux-x86-64.so.2"}, libraries
+    assert "wgmma.mma_async" in (tmp_path / "model.ptx").read_text()
+
+
+@needs_toolkit
+def test_artefact_reports_a_missing_gpu_without_crashing(tmp_path):
+    source = tmp_path / "model.mlir"
+    source.write_text(IR)
+    library = tmp_path / "libmodel.so"
+    subprocess.run([tools.tool("lamina-compile"), str(source), "-o",
+                    str(library)], check=True)
+    # Loading runs the kernel-module constructor; it must not exit.
+    art = aot.Artefact(library)
+    reason = art.gpu_unavailable()
+    if torch.cuda.is_available():
+        assert reason is None
+    else:
+        assert reason  # e.g. no libcuda.so.1, or no device
+
+
+def test_lamina_compile_reports_a_missing_toolkit(tmp_path):
+    source = tmp_path / "model.mlir"
+    source.write_text(IR)
+    completed = subprocess.run(
+        [tools.tool("lamina-compile"), str(source), "-o",
+         str(tmp_path / "lib.so"), f"--cuda-path={tmp_path / 'none'}"],
+        capture_output=True, text=True)
+    assert completed.returncode != 0
+    assert "CUDA path" in completed.stderr or "CUDA toolkit" in completed.stderr
+
+
+def test_lamina_compile_reports_bad_input_with_its_location(tmp_path):
+    source = tmp_path / "model.mlir"
+    source.write_text(IR.replace("bf16", "f32"))
+    completed = subprocess.run(
+        [tools.tool("lamina-compile"), str(source), "-o",
+         str(tmp_path / "lib.so")], capture_output=True, text=True)
+    assert completed.returncode != 0
+    assert "model.mlir:3:8: error: 'lamina.fused_linear' op tensor-core " \
+           "kernels take bf16 or f16 inputs" in completed.stderr
+
+
+def gpu_ready():
+    if not torch.cuda.is_available():
+        return "no CUDA device visible to PyTorch"
+    if not (cuda_toolkit() / "bin" / "ptxas").exists():
+        return "no CUDA toolkit to build artefacts"
+    return None
+
+
+@pytest.mark.skipif(gpu_ready() is not None, reason=str(gpu_ready()))
+@pytest.mark.parametrize("name", [c["name"] for c in cases.CHECKS])
+def test_gpu_matches_cpu_pipeline(name, tmp_path_factory):
+    import run_device
+
+    out = tmp_path_factory.getbasetemp() / "gpu-artefacts"
+    if not (out / "manifest.json").exists():
+        prepare.prepare(out, bench=False)
+    manifest = json.loads((out / "manifest.json").read_text())
+    check = next(c for c in manifest["checks"] if c["name"] == name)
+    assert run_device.run_check(check, out, out / "report.md")
+
+
+def test_aot_descriptors_match_the_memref_abi():
+    tensor = torch.zeros(3, 4, 5)
+    descriptor = aot._Descriptor.of(tensor)
+    assert descriptor.aligned == tensor.data_ptr()
+    assert list(descriptor.sizes) == [3, 4, 5]
+    assert list(descriptor.strides) == [20, 5, 1]
+    # {allocated, aligned, offset, sizes[3], strides[3]}: 9 words.
+    assert ctypes.sizeof(descriptor) == 9 * 8
+    with pytest.raises(ValueError, match="contiguous"):
+        aot._Descriptor.of(tensor.transpose(0, 1))
