@@ -128,3 +128,74 @@ def test_aot_descriptors_match_the_memref_abi():
     assert ctypes.sizeof(descriptor) == 9 * 8
     with pytest.raises(ValueError, match="contiguous"):
         aot._Descriptor.of(tensor.transpose(0, 1))
+
+
+class _Mlp(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = torch.nn.Linear(64, 256)
+        self.act = torch.nn.GELU(approximate="tanh")
+        self.fc2 = torch.nn.Linear(256, 64)
+
+    def forward(self, x):
+        return self.fc2(self.act(self.fc1(x)))
+
+
+def _bf16_mlp():
+    torch.manual_seed(0)
+    return _Mlp().to(torch.bfloat16).eval()
+
+
+def test_build_rejects_unknown_targets():
+    import lamina
+
+    model = _bf16_mlp()
+    x = torch.randn(32, 64, dtype=torch.bfloat16)
+    with pytest.raises(ValueError, match="unknown target 'tpu'"):
+        lamina.build(lamina.create_schedule(model), [x], target="tpu")
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="a GPU is visible")
+def test_build_for_cuda_without_a_gpu_says_so():
+    import lamina
+
+    model = _bf16_mlp()
+    x = torch.randn(32, 64, dtype=torch.bfloat16)
+    with pytest.raises(RuntimeError, match="target='cuda' needs a CUDA GPU"):
+        lamina.build(lamina.create_schedule(model), [x], target="cuda")
+
+
+@pytest.mark.skipif(gpu_ready() is not None, reason=str(gpu_ready()))
+def test_build_for_cuda_matches_eager_pytorch():
+    import lamina
+
+    model = _bf16_mlp()
+    x = torch.randn(128, 64, dtype=torch.bfloat16)
+    compiled = lamina.build(lamina.create_schedule(model), [x], target="cuda")
+    got = compiled(x.cuda())
+    assert got.is_cuda and got.dtype == torch.bfloat16
+    expected = model.cuda()(x.cuda())
+    scale = expected.float().abs().max()
+    assert (got.float() - expected.float()).abs().max() <= 1e-2 * scale
+
+
+@needs_toolkit
+def test_imported_bf16_model_compiles_for_the_gpu(tmp_path):
+    """What build(target='cuda') compiles: the imported, scheduled MLP
+    (Linear → GELU → Linear) becomes two fused-linear kernels."""
+    import lamina
+    from lamina.build import _result_types
+
+    model = _bf16_mlp()
+    x = torch.randn(128, 64, dtype=torch.bfloat16)
+    sch = lamina.create_schedule(model)
+    entry = sch.trace([x]).entry
+    ir = sch.scheduled_ir()
+    assert _result_types(ir, entry) == [((128, 64), torch.bfloat16)]
+    (tmp_path / "model.mlir").write_text(ir)
+    subprocess.run([tools.tool("lamina-compile"), str(tmp_path / "model.mlir"),
+                    "-o", str(tmp_path / "lib.so"),
+                    f"--emit-ptx={tmp_path / 'model.ptx'}"], check=True)
+    ptx = (tmp_path / "model.ptx").read_text()
+    assert ptx.count(".entry") == 2
+    assert "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16" in ptx
