@@ -9,6 +9,7 @@
 // RUN: %ptxas -arch=sm_90a -v %t.90a.1.ptx -o %t.cubin 2>&1 | FileCheck %s --check-prefixes=PTXAS,NARROW
 // RUN: %ptxas -arch=sm_90a -v %t.90a.2.ptx -o %t.cubin 2>&1 | FileCheck %s --check-prefixes=PTXAS,WIDE
 // RUN: %ptxas -arch=sm_90a -v %t.90a.3.ptx -o %t.cubin 2>&1 | FileCheck %s --check-prefixes=PTXAS
+// RUN: %ptxas -arch=sm_90a -v %t.90a.4.ptx -o %t.cubin 2>&1 | FileCheck %s --check-prefixes=PTXAS,WIDE
 // RUN: lamina-opt %s "--lamina-gpu-pipeline=chip=sm_80" > %t.80.mlir
 // RUN: %python %lamina_src/utils/extract-ptx.py %t.80.mlir %t.80 | FileCheck %s --check-prefix=COUNT
 // RUN: %ptxas -arch=sm_80 -v %t.80.0.ptx -o %t.cubin 2>&1 | FileCheck %s --check-prefixes=PTXAS
@@ -19,7 +20,7 @@
 // RUN: %python %lamina_src/utils/extract-ptx.py %t.table.mlir %t.table | FileCheck %s --check-prefix=COUNT
 // RUN: %ptxas -arch=sm_90a -v %t.table.3.ptx -o %t.cubin 2>&1 | FileCheck %s --check-prefixes=PTXAS
 
-// COUNT: 4 PTX modules
+// COUNT: 5 PTX modules
 
 // PTXAS-NOT:  C75{{[0-9][0-9]}}
 // PTXAS:      0 bytes spill stores, 0 bytes spill loads
@@ -49,4 +50,9 @@ func.func @gelu_erf_partial(%x: tensor<200x256xbf16>, %w: tensor<384x256xbf16>, 
 func.func @lns(%x: tensor<4x64x!lns.num<f = 10>>, %w: tensor<32x64x!lns.num<f = 10>>, %b: tensor<32x!lns.num<f = 12>>) -> tensor<4x32x!lns.num<f = 10>> {
   %y = lamina.linear "fc" %x, %w bias %b : (tensor<4x64x!lns.num<f = 10>>, tensor<32x64x!lns.num<f = 10>>, tensor<32x!lns.num<f = 12>>) -> tensor<4x32x!lns.num<f = 10>>
   return %y : tensor<4x32x!lns.num<f = 10>>
+}
+
+func.func @narrow_output(%x: tensor<128x256xbf16>, %w: tensor<64x256xbf16>) -> tensor<128x64xbf16> {
+  %y = lamina.linear "fc" %x, %w : (tensor<128x256xbf16>, tensor<64x256xbf16>) -> tensor<128x64xbf16>
+  return %y : tensor<128x64xbf16>
 }

@@ -198,4 +198,6 @@ def test_imported_bf16_model_compiles_for_the_gpu(tmp_path):
                     f"--emit-ptx={tmp_path / 'model.ptx'}"], check=True)
     ptx = (tmp_path / "model.ptx").read_text()
     assert ptx.count(".entry") == 2
+    # fc1 (N = 256) on 128×256 tiles, fc2 (N = 64) on 128×64 tiles.
+    assert "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16" in ptx
     assert "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16" in ptx

@@ -50,13 +50,15 @@ struct WgmmaConfig {
 
 /// Few rows: the layer streams the weight, so many narrow CTAs and a deep
 /// ring keep enough bytes in flight; otherwise the widest tile whose
-/// accumulators fit the consumers' registers.
+/// accumulators fit the consumers' registers and that the output fills.
 static WgmmaConfig chooseConfig(int64_t m, int64_t n) {
   if (m <= 64)
     return {64, 64, 8};
   if (n % 256 == 0)
     return {128, 256, 4};
-  return {128, 128, 6};
+  if (n > 64)
+    return {128, 128, 6};
+  return {128, 64, 8};
 }
 
 /// Registers per thread after `setmaxnreg`: 40 for the producer; the
