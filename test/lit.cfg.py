@@ -42,3 +42,12 @@ cuda_toolkit = find_cuda_toolkit()
 if cuda_toolkit and os.access(os.path.join(cuda_toolkit, "bin", "ptxas"), os.X_OK):
     config.available_features.add("ptxas")
     config.substitutions.append(("%ptxas", os.path.join(cuda_toolkit, "bin", "ptxas")))
+
+# A CUDA driver (and so possibly a GPU): GPU execution tests run only there.
+import ctypes
+
+try:
+    ctypes.CDLL("libcuda.so.1")
+    config.available_features.add("cuda-driver")
+except OSError:
+    pass

@@ -53,7 +53,8 @@ static std::optional<ElementKind> getElementKind(Type type) {
 }
 
 /// The host view of `type`: a static-shaped tensor or a scalar.
-static llvm::Expected<ArgumentSpec> describe(Type type, StringRef role) {
+llvm::Expected<ArgumentSpec> mlir::lamina::describeHostValue(Type type,
+                                                              StringRef role) {
   ArgumentSpec spec;
   spec.typeText = typeToString(type);
   Type elementType = type;
@@ -119,7 +120,7 @@ static llvm::Error readPackedWeights(DictionaryAttr plan, StringRef function,
   if (!types)
     return llvm::Error::success();
   for (auto [index, type] : llvm::enumerate(types)) {
-    auto spec = describe(cast<TypeAttr>(type).getValue(),
+    auto spec = describeHostValue(cast<TypeAttr>(type).getValue(),
                          "packed weight " + std::to_string(index));
     if (!spec)
       return spec.takeError();
@@ -189,7 +190,7 @@ JitProgram::compile(OwningOpRef<ModuleOp> module, StringRef entry,
   auto addSpec = [&](SmallVector<ArgumentSpec> &specs, Type type,
                      const std::string &role,
                      LayoutAttr layout) -> llvm::Error {
-    auto spec = describe(type, role);
+    auto spec = describeHostValue(type, role);
     if (!spec)
       return spec.takeError();
     spec->shardAxis = shardAxisOf(layout);

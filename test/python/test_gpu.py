@@ -83,7 +83,8 @@ def test_lamina_compile_reports_a_missing_toolkit(tmp_path):
          str(tmp_path / "lib.so"), f"--cuda-path={tmp_path / 'none'}"],
         capture_output=True, text=True)
     assert completed.returncode != 0
-    assert "CUDA path" in completed.stderr or "CUDA toolkit" in completed.stderr
+    assert f"no CUDA toolkit at '{tmp_path / 'none'}'" in completed.stderr
+    assert len(completed.stderr) < 1000  # the message, not the IR
 
 
 def test_lamina_compile_reports_bad_input_with_its_location(tmp_path):

@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "lamina/Execution/GpuProgram.h"
 #include "lamina/Execution/JitProgram.h"
 #include "lamina/Lamina/Transforms/TransformScript.h"
 #include "lamina/Runtime/MpiRuntime.h"
@@ -28,6 +29,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <cmath>
 #include <numeric>
 #include <random>
@@ -72,6 +74,17 @@ static cl::opt<double> relativeTolerance("rtol", cl::desc("relative tolerance"),
                             cl::init(1e-5));
 static cl::opt<double> absoluteTolerance("atol", cl::desc("absolute tolerance"),
                             cl::init(1e-6));
+static cl::opt<std::string>
+    target("target",
+           cl::desc("cpu (JIT, the default) or cuda (an ahead-of-time GPU "
+                    "artefact: lamina-gpu-pipeline, loaded and run on the "
+                    "GPU; inputs and results are copied to and from it)"),
+           cl::init("cpu"));
+static cl::opt<std::string> chip("chip",
+                                 cl::desc("GPU of --target=cuda: sm_90a "
+                                          "(wgmma) or sm_80, sm_86, sm_89, "
+                                          "sm_90 (mma.sync)"),
+                                 cl::init("sm_90a"));
 static cl::opt<unsigned> repeat("repeat",
                                 cl::desc("time this many calls (after one "
                                          "warm-up call): median and min"),
@@ -232,15 +245,55 @@ int main(int argc, char **argv) {
                   "' failed (diagnostics above)");
   }
 
+  // The compiled program, on either target.
+  llvm::SmallVector<ArgumentSpec> specs, resultSpecs;
+  int64_t worldSize = 1, rank = 0;
+  std::function<llvm::Error(std::vector<HostTensor> &)> prepare;
+  std::function<llvm::Expected<std::vector<HostTensor>>()> runOnce;
+  std::unique_ptr<JitProgram> jit;
+  std::unique_ptr<GpuProgram> gpu;
+  std::optional<JitProgram::PreparedArguments> prepared;
+  std::vector<HostTensor> gpuArgs;
+
   auto compileStart = std::chrono::steady_clock::now();
-  auto program = JitProgram::compile(std::move(module), entryName,
-                                     pipelineText);
+  if (target == "cuda") {
+    GpuArtefactOptions options;
+    options.chip = chip;
+    auto program = GpuProgram::compile(std::move(module), entryName, options);
+    if (!program)
+      return fail(program.takeError());
+    gpu = std::move(*program);
+    specs.assign(gpu->getInputs().begin(), gpu->getInputs().end());
+    resultSpecs.assign(gpu->getResults().begin(), gpu->getResults().end());
+    prepare = [&](std::vector<HostTensor> &args) {
+      gpuArgs = std::move(args);
+      return llvm::Error::success();
+    };
+    runOnce = [&] { return gpu->run(gpuArgs); };
+  } else if (target == "cpu") {
+    auto program = JitProgram::compile(std::move(module), entryName,
+                                       pipelineText);
+    if (!program)
+      return fail(program.takeError());
+    jit = std::move(*program);
+    specs.assign(jit->getInputs().begin(), jit->getInputs().end());
+    resultSpecs.assign(jit->getResults().begin(), jit->getResults().end());
+    prepare = [&](std::vector<HostTensor> &args) -> llvm::Error {
+      auto ready = jit->prepare(args);
+      if (!ready)
+        return ready.takeError();
+      prepared.emplace(std::move(*ready));
+      worldSize = jit->getActiveWorldSize();
+      rank = jit->getRank();
+      return llvm::Error::success();
+    };
+    runOnce = [&] { return jit->run(*prepared); };
+  } else {
+    return fail("unknown --target '" + target + "': expected cpu or cuda");
+  }
   auto compileStop = std::chrono::steady_clock::now();
-  if (!program)
-    return fail(program.takeError());
 
   // Arguments: --input values in order, then random data if asked.
-  llvm::ArrayRef<ArgumentSpec> specs = (*program)->getInputs();
   if (inputArgs.size() > specs.size())
     return fail("@" + entryName + " takes " + llvm::Twine(specs.size()) +
                 " arguments, " + llvm::Twine(inputArgs.size()) +
@@ -266,25 +319,22 @@ int main(int argc, char **argv) {
 
   // Weights are packed once, as a deployed program would at load time.
   auto packStart = std::chrono::steady_clock::now();
-  auto prepared = (*program)->prepare(args);
+  if (llvm::Error failed = prepare(args))
+    return fail(std::move(failed));
   auto packStop = std::chrono::steady_clock::now();
-  if (!prepared)
-    return fail(prepared.takeError());
-  int64_t worldSize = (*program)->getActiveWorldSize();
-  int64_t rank = (*program)->getRank();
   if (worldSize > 1) {
     rankPrefix = "[rank " + std::to_string(rank) + "/" +
                  std::to_string(worldSize) + "] ";
     llvm::outs() << rankPrefix << "running in an MPI world of " << worldSize
                  << " ranks\n";
   }
-  auto outputs = (*program)->run(*prepared);
+  auto outputs = runOnce();
   if (!outputs)
     return fail(outputs.takeError());
 
   if (repeat > 0) {
     llvm::outs() << rankPrefix << llvm::format(
-        "compilation (pipeline and JIT): %.1f ms\n",
+        "compilation (pipeline and JIT, or GPU artefact): %.1f ms\n",
         std::chrono::duration<double>(compileStop - compileStart).count() *
             1e3);
     llvm::outs() << rankPrefix << llvm::format(
@@ -294,7 +344,7 @@ int main(int argc, char **argv) {
     double collectivesBefore = getMpiCollectiveSeconds();
     for (unsigned i = 0; i < repeat; ++i) {
       auto start = std::chrono::steady_clock::now();
-      auto again = (*program)->run(*prepared);
+      auto again = runOnce();
       auto stop = std::chrono::steady_clock::now();
       if (!again)
         return fail(again.takeError());
@@ -342,7 +392,7 @@ int main(int argc, char **argv) {
     if (!expected)
       return fail(expected.takeError());
     // A sharded result is compared with this rank's block of the reference.
-    const ArgumentSpec &spec = (*program)->getResults()[index];
+    const ArgumentSpec &spec = resultSpecs[index];
     if (spec.shardAxis && llvm::ArrayRef(expected->shape) ==
                               llvm::ArrayRef(spec.shape))
       *expected = expected->getBlock(*spec.shardAxis, rank, worldSize);

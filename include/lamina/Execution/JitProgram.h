@@ -27,6 +27,11 @@ struct ArgumentSpec {
   std::string typeText; // the MLIR type, for messages
 };
 
+/// The host view of `type` (a static-shaped tensor or a scalar; LNS numbers
+/// as their i64 codes), or why the host cannot pass it; `role` names it in
+/// the message ("argument 2").
+llvm::Expected<ArgumentSpec> describeHostValue(Type type, llvm::StringRef role);
+
 /// A module compiled for the host CPU with a named pipeline and loaded with
 /// the MLIR ExecutionEngine. Inputs are never written; results are returned
 /// in fresh host tensors.
