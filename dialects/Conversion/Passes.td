@@ -160,7 +160,8 @@ def ConvertLaminaToGPU : Pass<"convert-lamina-to-gpu", "::mlir::ModuleOp"> {
     CodeBuilder: `ideal` additions by the certified fast path, recomputed
     with the exact double formula (libdevice pow/log) where its error bound
     cannot decide the rounding; `table` mode (`lns-sbdb=table`) reads the
-    precomputed ideal values from a constant global table.
+    precomputed ideal values from a constant global table, copied into
+    shared memory by each block when it fits (48 KiB: f ≤ 8).
 
     Anything else in such a function (collectives, unfused layers, dynamic
     shapes, f32 tensor-core inputs, misaligned K) is a diagnosed error.

@@ -19,14 +19,17 @@
 // RUN: lamina-opt %s "--lamina-gpu-pipeline=lns-sbdb=table" > %t.table.mlir
 // RUN: %python %lamina_src/utils/extract-ptx.py %t.table.mlir %t.table | FileCheck %s --check-prefix=COUNT
 // RUN: %ptxas -arch=sm_90a -v %t.table.3.ptx -o %t.cubin 2>&1 | FileCheck %s --check-prefixes=PTXAS
+// RUN: %ptxas -arch=sm_90a -v %t.table.5.ptx -o %t.cubin 2>&1 | FileCheck %s --check-prefixes=PTXAS,SHARED
 
-// COUNT: 5 PTX modules
+// COUNT: 6 PTX modules
 
 // PTXAS-NOT:  C75{{[0-9][0-9]}}
 // PTXAS:      0 bytes spill stores, 0 bytes spill loads
 // Three warpgroups: 168 registers at entry, rebalanced by setmaxnreg.
 // WIDE-NEXT:  Used 168 registers
 // NARROW-NEXT: Used {{[0-9]+}} registers
+// The f = 8 sbdb table (8734 i32) copied to shared memory.
+// SHARED-NEXT: Used {{[0-9]+}} registers, used 1 barriers, 34936 bytes smem
 // PTXAS-NOT:  C75{{[0-9][0-9]}}
 
 func.func @gelu_wide(%x: tensor<256x1024xbf16>, %w: tensor<4096x1024xbf16>, %b: tensor<4096xbf16>) -> tensor<256x4096xbf16> {
@@ -55,4 +58,9 @@ func.func @lns(%x: tensor<4x64x!lns.num<f = 10>>, %w: tensor<32x64x!lns.num<f = 
 func.func @narrow_output(%x: tensor<128x256xbf16>, %w: tensor<64x256xbf16>) -> tensor<128x64xbf16> {
   %y = lamina.linear "fc" %x, %w : (tensor<128x256xbf16>, tensor<64x256xbf16>) -> tensor<128x64xbf16>
   return %y : tensor<128x64xbf16>
+}
+
+func.func @lns_f8(%x: tensor<4x64x!lns.num<f = 8>>, %w: tensor<32x64x!lns.num<f = 8>>) -> tensor<4x32x!lns.num<f = 8>> {
+  %y = lamina.linear "fc" %x, %w : (tensor<4x64x!lns.num<f = 8>>, tensor<32x64x!lns.num<f = 8>>) -> tensor<4x32x!lns.num<f = 8>>
+  return %y : tensor<4x32x!lns.num<f = 8>>
 }

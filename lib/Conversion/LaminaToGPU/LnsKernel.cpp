@@ -6,7 +6,8 @@
 // through the certified fast path; an addition whose error bound cannot
 // decide the rounding is recomputed with the exact double formula (libdevice
 // pow and log) before the sum goes on, so every partial sum is the exact
-// one. `table` mode reads the precomputed sbdb values from global memory.
+// one. `table` mode reads the precomputed sbdb values from shared memory
+// when they fit (f ≤ 8), else from global memory.
 //
 //===----------------------------------------------------------------------===//
 
@@ -53,6 +54,47 @@ static Value getSbdbTable(OpBuilder &b, Location loc, Operation *anchor,
   return memref::GetGlobalOp::create(b, loc, tableType, name);
 }
 
+/// Tables up to this size are copied to shared memory by each CTA: every
+/// addition reads one entry at a data-dependent position.
+static constexpr int64_t kSharedTableBytes = 48 * 1024;
+
+/// A shared-memory copy of `table` (memref<T x i32>) filled cooperatively by
+/// the CTA's threads, or null when the table does not fit.
+static Value stageInSharedMemory(OpBuilder &b, Location loc, Operation *anchor,
+                                 Value table, Value tid) {
+  auto globalType = cast<MemRefType>(table.getType());
+  int64_t entries = globalType.getNumElements();
+  if (entries * 4 > kSharedTableBytes)
+    return Value();
+  auto sharedType =
+      MemRefType::get(globalType.getShape(), globalType.getElementType(),
+                      MemRefLayoutAttrInterface(), b.getI64IntegerAttr(3));
+  auto module = anchor->getParentOfType<ModuleOp>();
+  std::string name = "lamina_sbdb_table_shared_" + std::to_string(entries);
+  if (!module.lookupSymbol(name)) {
+    OpBuilder moduleBuilder(module.getBodyRegion());
+    memref::GlobalOp::create(moduleBuilder, loc, name,
+                             moduleBuilder.getStringAttr("private"),
+                             sharedType, /*initial_value=*/Attribute(),
+                             /*constant=*/false, IntegerAttr());
+  }
+  Value shared = memref::GetGlobalOp::create(b, loc, sharedType, name);
+  auto index = [&](int64_t v) -> Value {
+    return arith::ConstantIndexOp::create(b, loc, v);
+  };
+  auto copy = scf::ForOp::create(b, loc, tid, index(entries),
+                                 index(kThreadsPerBlock));
+  {
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(copy.getBody());
+    Value i = copy.getInductionVar();
+    memref::StoreOp::create(b, loc, memref::LoadOp::create(b, loc, table, i),
+                            shared, i);
+  }
+  gpu::BarrierOp::create(b, loc);
+  return shared;
+}
+
 LogicalResult mlir::lamina::emitLnsLinear(OpBuilder &b, Location loc,
                                           const GpuLinear &layer,
                                           lns::SbdbMode mode) {
@@ -80,8 +122,12 @@ LogicalResult mlir::lamina::emitLnsLinear(OpBuilder &b, Location loc,
   b.setInsertionPointToStart(&body);
 
   lns::SbdbTables tables;
-  if (mode == lns::SbdbMode::table)
+  if (mode == lns::SbdbMode::table) {
     tables.interleaved = getSbdbTable(b, loc, op, type, tables.size);
+    if (Value shared = stageInSharedMemory(b, loc, op, tables.interleaved,
+                                           launch.getThreadIds().x))
+      tables.interleaved = shared;
+  }
   const lns::SbdbTables *tablesOrNull =
       mode == lns::SbdbMode::table ? &tables : nullptr;
   bool fast = !tablesOrNull && lns::isFastSbdbExact(type);
