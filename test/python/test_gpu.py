@@ -34,18 +34,24 @@ needs_toolkit = pytest.mark.skipif(
 IR = cases.CHECKS[0]["ir"]
 
 
+def compile_artefact(directory, ir=IR, *flags):
+    """lamina-compile `ir` into directory/libmodel.so (and model.ptx)."""
+    source = directory / "model.mlir"
+    source.write_text(ir)
+    library = directory / "libmodel.so"
+    subprocess.run([tools.tool("lamina-compile"), str(source), "-o",
+                    str(library), f"--emit-ptx={directory / 'model.ptx'}",
+                    *flags], check=True)
+    return library
+
+
 @needs_toolkit
 def test_artefact_exports_entry_points_and_needs_only_libc(tmp_path):
-    source = tmp_path / "model.mlir"
-    source.write_text(IR)
-    library = tmp_path / "libmodel.so"
-    subprocess.run([tools.tool("lamina-compile"), str(source), "-o",
-                    str(library), f"--emit-ptx={tmp_path / 'model.ptx'}"],
-                   check=True)
+    library = compile_artefact(tmp_path)
     symbols = subprocess.run(["nm", "-D", "--defined-only", str(library)],
                              capture_output=True, text=True,
                              check=True).stdout
-    for name in ("main", "_mlir_ciface_main", "laminaCudaInit",
+    for name in ("main", "_mlir_ciface_main", "_mlir_main", "laminaCudaInit",
                  "mgpuLaunchKernel", "mgpuTensorMapEncodeTiledMemref"):
         assert f" T {name}\n" in symbols
     needed = subprocess.run(["readelf", "-d", str(library)],
@@ -61,11 +67,7 @@ def test_artefact_exports_entry_points_and_needs_only_libc(tmp_path):
 
 @needs_toolkit
 def test_artefact_reports_a_missing_gpu_without_crashing(tmp_path):
-    source = tmp_path / "model.mlir"
-    source.write_text(IR)
-    library = tmp_path / "libmodel.so"
-    subprocess.run([tools.tool("lamina-compile"), str(source), "-o",
-                    str(library)], check=True)
+    library = compile_artefact(tmp_path)
     # Loading runs the kernel-module constructor; it must not exit.
     art = aot.Artefact(library)
     reason = art.gpu_unavailable()
@@ -193,10 +195,7 @@ def test_imported_bf16_model_compiles_for_the_gpu(tmp_path):
     entry = sch.trace([x]).entry
     ir = sch.scheduled_ir()
     assert _result_types(ir, entry) == [((128, 64), torch.bfloat16)]
-    (tmp_path / "model.mlir").write_text(ir)
-    subprocess.run([tools.tool("lamina-compile"), str(tmp_path / "model.mlir"),
-                    "-o", str(tmp_path / "lib.so"),
-                    f"--emit-ptx={tmp_path / 'model.ptx'}"], check=True)
+    compile_artefact(tmp_path, ir)
     ptx = (tmp_path / "model.ptx").read_text()
     assert ptx.count(".entry") == 2
     # fc1 (N = 256) on 128×256 tiles, fc2 (N = 64) on 128×64 tiles.

@@ -11,6 +11,7 @@
 #include "lamina/Lamina/IR/Lamina.h"
 #include "lamina/Lns/IR/Lns.h"
 
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/Builders.h"
 
 namespace mlir::lamina {
@@ -30,6 +31,30 @@ struct GpuLinear {
   // Element types of the layer's tensors (LNS types, whose buffers hold
   // i64 codes); the bias's is null without a bias.
   Type inputElt, weightElt, biasElt;
+};
+
+/// A gpu.launch over a (gridX, gridY) grid of 1-D blocks of `threads`, with
+/// its terminator; the builder moves to the start of its body (callers hold
+/// an InsertionGuard).
+gpu::LaunchOp createKernelLaunch(OpBuilder &b, Location loc, int64_t gridX,
+                                 int64_t gridY, int64_t threads,
+                                 int64_t sharedBytes = 0);
+
+/// Index arithmetic with constant operands at the builder's insertion point:
+/// the kernels' tile, thread and address computations.
+class IndexMath {
+public:
+  IndexMath(OpBuilder &b, Location loc) : b(b), loc(loc) {}
+  Value operator()(int64_t value) const;
+  Value add(Value lhs, Value rhs) const;
+  Value mul(Value lhs, int64_t rhs) const;
+  Value div(Value lhs, int64_t rhs) const;
+  Value rem(Value lhs, int64_t rhs) const;
+  Value lessThan(Value lhs, int64_t rhs) const;
+
+private:
+  OpBuilder &b;
+  Location loc;
 };
 
 /// The kernel's dynamic shared memory as memref<bytes x i8, 3>: a view of

@@ -79,11 +79,9 @@ static Value stageInSharedMemory(OpBuilder &b, Location loc, Operation *anchor,
                              /*constant=*/false, IntegerAttr());
   }
   Value shared = memref::GetGlobalOp::create(b, loc, sharedType, name);
-  auto index = [&](int64_t v) -> Value {
-    return arith::ConstantIndexOp::create(b, loc, v);
-  };
-  auto copy = scf::ForOp::create(b, loc, tid, index(entries),
-                                 index(kThreadsPerBlock));
+  IndexMath ix(b, loc);
+  auto copy =
+      scf::ForOp::create(b, loc, tid, ix(entries), ix(kThreadsPerBlock));
   {
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPointToStart(copy.getBody());
@@ -108,18 +106,12 @@ LogicalResult mlir::lamina::emitLnsLinear(OpBuilder &b, Location loc,
                           "f <= ")
            << lns::kMaxTableFracBits << "; the layer computes in " << type;
 
-  auto index = [&](int64_t v) -> Value {
-    return arith::ConstantIndexOp::create(b, loc, v);
-  };
+  IndexMath ix(b, loc);
   int64_t elements = layer.m * layer.n;
-  auto launch = gpu::LaunchOp::create(
-      b, loc, index(llvm::divideCeil(elements, kThreadsPerBlock)), index(1),
-      index(1), index(kThreadsPerBlock), index(1), index(1));
   OpBuilder::InsertionGuard guard(b);
-  Block &body = launch.getBody().front();
-  b.setInsertionPointToStart(&body);
-  gpu::TerminatorOp::create(b, loc);
-  b.setInsertionPointToStart(&body);
+  auto launch = createKernelLaunch(
+      b, loc, llvm::divideCeil(elements, kThreadsPerBlock), 1,
+      kThreadsPerBlock);
 
   lns::SbdbTables tables;
   if (mode == lns::SbdbMode::table) {
@@ -132,20 +124,16 @@ LogicalResult mlir::lamina::emitLnsLinear(OpBuilder &b, Location loc,
       mode == lns::SbdbMode::table ? &tables : nullptr;
   bool fast = !tablesOrNull && lns::isFastSbdbExact(type);
 
-  Value flat = arith::AddIOp::create(
-      b, loc,
-      arith::MulIOp::create(b, loc, launch.getBlockIds().x,
-                            index(kThreadsPerBlock)),
-      launch.getThreadIds().x);
-  Value inside = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
-                                       flat, index(elements));
+  Value flat = ix.add(ix.mul(launch.getBlockIds().x, kThreadsPerBlock),
+                      launch.getThreadIds().x);
+  Value inside = ix.lessThan(flat, elements);
   auto guardIf = scf::IfOp::create(b, loc, inside, false);
   b.setInsertionPointToStart(guardIf.thenBlock());
-  Value row = arith::DivUIOp::create(b, loc, flat, index(layer.n));
-  Value col = arith::RemUIOp::create(b, loc, flat, index(layer.n));
+  Value row = ix.div(flat, layer.n);
+  Value col = ix.rem(flat, layer.n);
 
   lns::CodeBuilder codes(b, loc);
-  auto loop = scf::ForOp::create(b, loc, index(0), index(layer.k), index(1),
+  auto loop = scf::ForOp::create(b, loc, ix(0), ix(layer.k), ix(1),
                                  codes.constantCode(lns::codes::kZero));
   {
     OpBuilder::InsertionGuard g(b);

@@ -40,50 +40,25 @@ LogicalResult mlir::lamina::emitMmaSyncLinear(OpBuilder &b, Location loc,
   MLIRContext *ctx = b.getContext();
   Type elt = cast<MemRefType>(layer.input.getType()).getElementType();
   int64_t kTiles = llvm::divideCeil(layer.k, kBlockK);
-  auto index = [&](int64_t v) -> Value {
-    return arith::ConstantIndexOp::create(b, loc, v);
-  };
+  IndexMath ix(b, loc);
   auto ringType =
       MemRefType::get({kStages * 2 * kBlock, kRowPitch}, elt,
                       MemRefLayoutAttrInterface(), b.getI64IntegerAttr(3));
   int64_t ringBytes = kStages * 2 * kTileBytes;
-  auto launch = gpu::LaunchOp::create(
-      b, loc, index(llvm::divideCeil(layer.n, kBlock)),
-      index(llvm::divideCeil(layer.m, kBlock)), index(1), index(kThreads),
-      index(1), index(1),
-      arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(ringBytes)));
   OpBuilder::InsertionGuard guard(b);
-  Block &body = launch.getBody().front();
-  b.setInsertionPointToStart(&body);
-  gpu::TerminatorOp::create(b, loc);
-  b.setInsertionPointToStart(&body);
-
-  auto add = [&](Value lhs, Value rhs) -> Value {
-    return arith::AddIOp::create(b, loc, lhs, rhs);
-  };
-  auto mul = [&](Value lhs, int64_t rhs) -> Value {
-    return arith::MulIOp::create(b, loc, lhs, index(rhs));
-  };
-  auto div = [&](Value lhs, int64_t rhs) -> Value {
-    return arith::DivUIOp::create(b, loc, lhs, index(rhs));
-  };
-  auto rem = [&](Value lhs, int64_t rhs) -> Value {
-    return arith::RemUIOp::create(b, loc, lhs, index(rhs));
-  };
-  auto lessThan = [&](Value lhs, int64_t rhs) -> Value {
-    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, lhs,
-                                 index(rhs));
-  };
+  auto launch = createKernelLaunch(b, loc, llvm::divideCeil(layer.n, kBlock),
+                                   llvm::divideCeil(layer.m, kBlock), kThreads,
+                                   ringBytes);
 
   Value ring = memref::ViewOp::create(
       b, loc, ringType,
-      buildDynamicSharedMemory(b, loc, layer.op, ringBytes), index(0),
+      buildDynamicSharedMemory(b, loc, layer.op, ringBytes), ix(0),
       ValueRange());
   Value tid = launch.getThreadIds().x;
-  Value m0 = mul(launch.getBlockIds().y, kBlock);
-  Value n0 = mul(launch.getBlockIds().x, kBlock);
-  Value warp = div(tid, 32);
-  Value lane = rem(tid, 32);
+  Value m0 = ix.mul(launch.getBlockIds().y, kBlock);
+  Value n0 = ix.mul(launch.getBlockIds().x, kBlock);
+  Value warp = ix.div(tid, 32);
+  Value lane = ix.rem(tid, 32);
 
   // Copies of K tile `k` into stage `stage`: each thread moves 4 chunks of
   // x and 4 of W. Rows past M or N and chunks past K are zero-filled (src
@@ -96,21 +71,21 @@ LogicalResult mlir::lamina::emitMmaSyncLinear(OpBuilder &b, Location loc,
       Value origin = operand == 0 ? m0 : n0;
       int64_t rows = operand == 0 ? layer.m : layer.n;
       for (int64_t c = 0; c < kBlock * kBlockK / kChunk / kThreads; ++c) {
-        Value chunk = add(tid, index(c * kThreads));
-        Value row = div(chunk, kBlockK / kChunk);
-        Value col = mul(rem(chunk, kBlockK / kChunk), kChunk);
-        Value globalRow = add(origin, row);
-        Value globalCol = add(mul(k, kBlockK), col);
-        Value valid = arith::AndIOp::create(b, loc, lessThan(globalRow, rows),
-                                            lessThan(globalCol, layer.k));
-        Value elements = arith::SelectOp::create(b, loc, valid, index(kChunk),
-                                                 index(0));
+        Value chunk = ix.add(tid, ix(c * kThreads));
+        Value row = ix.div(chunk, kBlockK / kChunk);
+        Value col = ix.mul(ix.rem(chunk, kBlockK / kChunk), kChunk);
+        Value globalRow = ix.add(origin, row);
+        Value globalCol = ix.add(ix.mul(k, kBlockK), col);
+        Value valid = arith::AndIOp::create(b, loc, ix.lessThan(globalRow, rows),
+                                            ix.lessThan(globalCol, layer.k));
+        Value elements = arith::SelectOp::create(b, loc, valid, ix(kChunk),
+                                                 ix(0));
         Value safeRow = arith::MinUIOp::create(b, loc, globalRow,
-                                               index(rows - 1));
+                                               ix(rows - 1));
         Value safeCol = arith::MinUIOp::create(b, loc, globalCol,
-                                               index(layer.k - kChunk));
+                                               ix(layer.k - kChunk));
         Value ringRow =
-            add(mul(add(mul(stage, 2), index(operand)), kBlock), row);
+            ix.add(ix.mul(ix.add(ix.mul(stage, 2), ix(operand)), kBlock), row);
         tokens.push_back(nvgpu::DeviceAsyncCopyOp::create(
             b, loc, tokenType, ring, ValueRange{ringRow, col}, source,
             ValueRange{safeRow, safeCol}, b.getIndexAttr(kChunk), elements,
@@ -122,7 +97,7 @@ LogicalResult mlir::lamina::emitMmaSyncLinear(OpBuilder &b, Location loc,
 
   // Prologue: K tiles 0 .. kStages − 2 in flight.
   for (int64_t s = 0; s + 1 < kStages; ++s)
-    issueCopies(index(s), index(s));
+    issueCopies(ix(s), ix(s));
 
   // 32 accumulators of m16n8 (vector<2x2xf32>: rows r and r + 8).
   Type f32 = b.getF32Type();
@@ -131,14 +106,14 @@ LogicalResult mlir::lamina::emitMmaSyncLinear(OpBuilder &b, Location loc,
   Value zero = arith::ConstantOp::create(
       b, loc, DenseElementsAttr::get(accType, b.getF32FloatAttr(0.0f)));
   SmallVector<Value> inits(kTilesM * kTilesN, zero);
-  Value warpRow = mul(div(warp, 2), kWarpTile);
-  Value warpCol = mul(rem(warp, 2), kWarpTile);
+  Value warpRow = ix.mul(ix.div(warp, 2), kWarpTile);
+  Value warpCol = ix.mul(ix.rem(warp, 2), kWarpTile);
   auto mmaType = isa<BFloat16Type>(elt) ? NVVM::MMATypes::bf16
                                         : NVVM::MMATypes::f16;
   auto resultStruct =
       LLVM::LLVMStructType::getLiteral(ctx, SmallVector<Type>(4, f32));
 
-  auto loop = scf::ForOp::create(b, loc, index(0), index(kTiles), index(1),
+  auto loop = scf::ForOp::create(b, loc, ix(0), ix(kTiles), ix(1),
                                  inits);
   {
     OpBuilder::InsertionGuard g(b);
@@ -147,15 +122,15 @@ LogicalResult mlir::lamina::emitMmaSyncLinear(OpBuilder &b, Location loc,
     // Everyone is done with stage k − 1 before it is refilled with K tile
     // k + kStages − 1; then wait until tile k has landed.
     gpu::BarrierOp::create(b, loc);
-    Value next = add(k, index(kStages - 1));
-    Value group = issueCopies(next, rem(next, kStages));
+    Value next = ix.add(k, ix(kStages - 1));
+    Value group = issueCopies(next, ix.rem(next, kStages));
     nvgpu::DeviceAsyncWaitOp::create(b, loc, group,
                                      b.getI32IntegerAttr(kStages - 1));
     gpu::BarrierOp::create(b, loc);
 
-    Value stage = rem(k, kStages);
-    Value xBase = mul(stage, 2 * kBlock);
-    Value wBase = add(xBase, index(kBlock));
+    Value stage = ix.rem(k, kStages);
+    Value xBase = ix.mul(stage, 2 * kBlock);
+    Value wBase = ix.add(xBase, ix(kBlock));
     SmallVector<Value> acc(loop.getRegionIterArgs());
     auto fragment = [&](Value row, Value col) -> SmallVector<Value> {
       auto fragType = VectorType::get({4, 2}, elt);
@@ -181,16 +156,16 @@ LogicalResult mlir::lamina::emitMmaSyncLinear(OpBuilder &b, Location loc,
       SmallVector<SmallVector<Value>> a;
       for (int64_t i = 0; i < kTilesM; ++i)
         a.push_back(fragment(
-            add(add(xBase, warpRow), add(index(16 * i), rem(lane, 16))),
-            add(index(kk), mul(div(lane, 16), 8))));
+            ix.add(ix.add(xBase, warpRow), ix.add(ix(16 * i), ix.rem(lane, 16))),
+            ix.add(ix(kk), ix.mul(ix.div(lane, 16), 8))));
       // B for two n8 tiles: lane l addresses row 8·(l / 16) + l % 8,
       // columns kk + 8·((l / 8) % 2).
       SmallVector<SmallVector<Value>> w;
       for (int64_t j = 0; j < kTilesN; j += 2) {
         SmallVector<Value> regs = fragment(
-            add(add(wBase, warpCol),
-                add(index(8 * j), add(mul(div(lane, 16), 8), rem(lane, 8)))),
-            add(index(kk), mul(rem(div(lane, 8), 2), 8)));
+            ix.add(ix.add(wBase, warpCol),
+                ix.add(ix(8 * j), ix.add(ix.mul(ix.div(lane, 16), 8), ix.rem(lane, 8)))),
+            ix.add(ix(kk), ix.mul(ix.rem(ix.div(lane, 8), 2), 8)));
         w.push_back({regs[0], regs[1]});
         w.push_back({regs[2], regs[3]});
       }
@@ -219,8 +194,8 @@ LogicalResult mlir::lamina::emitMmaSyncLinear(OpBuilder &b, Location loc,
 
   // Accumulator (i, j) of lane l: rows 16i + l/4 (+8), columns
   // 8j + 2·(l % 4) (+1) of the warp's tile.
-  Value rowBase = add(add(m0, warpRow), div(lane, 4));
-  Value colBase = add(add(n0, warpCol), mul(rem(lane, 4), 2));
+  Value rowBase = ix.add(ix.add(m0, warpRow), ix.div(lane, 4));
+  Value colBase = ix.add(ix.add(n0, warpCol), ix.mul(ix.rem(lane, 4), 2));
   bool checkRow = layer.m % kBlock != 0;
   bool checkCol = layer.n % kBlock != 0;
   for (int64_t i = 0; i < kTilesM; ++i)
@@ -230,8 +205,8 @@ LogicalResult mlir::lamina::emitMmaSyncLinear(OpBuilder &b, Location loc,
         Value v0 = vector::ExtractOp::create(b, loc, c, ArrayRef<int64_t>{h, 0});
         Value v1 = vector::ExtractOp::create(b, loc, c, ArrayRef<int64_t>{h, 1});
         emitEpiloguePairStore(b, loc, layer,
-                              add(rowBase, index(16 * i + 8 * h)),
-                              add(colBase, index(8 * j)), v0, v1, checkRow,
+                              ix.add(rowBase, ix(16 * i + 8 * h)),
+                              ix.add(colBase, ix(8 * j)), v0, v1, checkRow,
                               checkCol);
       }
     }

@@ -89,9 +89,7 @@ LogicalResult mlir::lamina::emitWgmmaLinear(OpBuilder &b, Location loc,
   auto inputType = cast<MemRefType>(layer.input.getType());
   Type elt = inputType.getElementType();
   int64_t kTiles = llvm::divideCeil(layer.k, WgmmaConfig::kBlockK);
-  auto index = [&](int64_t v) -> Value {
-    return arith::ConstantIndexOp::create(b, loc, v);
-  };
+  IndexMath ix(b, loc);
 
   // Host: TMA descriptors (x in [BM, 64] boxes, W in [BN, 64] boxes).
   Attribute sharedSpace = b.getI64IntegerAttr(kSharedSpace);
@@ -111,42 +109,23 @@ LogicalResult mlir::lamina::emitWgmmaLinear(OpBuilder &b, Location loc,
         b, loc, UnrankedMemRefType::get(elt, Attribute()), buffer);
     return nvgpu::TmaCreateDescriptorOp::create(
         b, loc, tensorMapType(rows), unranked,
-        ValueRange{index(rows), index(WgmmaConfig::kBlockK)});
+        ValueRange{ix(rows), ix(WgmmaConfig::kBlockK)});
   };
   Value mapX = createTensorMap(layer.input, config.blockM);
   Value mapW = createTensorMap(layer.weight, config.blockN);
 
-  Value gridX = index(llvm::divideCeil(layer.n, config.blockN));
-  Value gridY = index(llvm::divideCeil(layer.m, config.blockM));
-  Value sharedBytes = arith::ConstantOp::create(
-      b, loc, b.getI32IntegerAttr(config.sharedBytes()));
-  auto launch = gpu::LaunchOp::create(b, loc, gridX, gridY, index(1),
-                                      index(config.threads()), index(1),
-                                      index(1), sharedBytes);
   OpBuilder::InsertionGuard guard(b);
-  Block &body = launch.getBody().front();
-  b.setInsertionPointToStart(&body);
-  gpu::TerminatorOp::create(b, loc);
-  b.setInsertionPointToStart(&body);
+  auto launch = createKernelLaunch(
+      b, loc, llvm::divideCeil(layer.n, config.blockN),
+      llvm::divideCeil(layer.m, config.blockM), config.threads(),
+      config.sharedBytes());
 
   auto cmp = [&](arith::CmpIPredicate pred, Value lhs, Value rhs) -> Value {
     return arith::CmpIOp::create(b, loc, pred, lhs, rhs);
   };
-  auto mul = [&](Value lhs, int64_t rhs) -> Value {
-    return arith::MulIOp::create(b, loc, lhs, index(rhs));
-  };
-  auto add = [&](Value lhs, Value rhs) -> Value {
-    return arith::AddIOp::create(b, loc, lhs, rhs);
-  };
-  auto div = [&](Value lhs, int64_t rhs) -> Value {
-    return arith::DivUIOp::create(b, loc, lhs, index(rhs));
-  };
-  auto rem = [&](Value lhs, int64_t rhs) -> Value {
-    return arith::RemUIOp::create(b, loc, lhs, index(rhs));
-  };
   auto parityOf = [&](Value round, bool flip) -> Value {
     Value bit = arith::IndexCastUIOp::create(b, loc, b.getI1Type(),
-                                             rem(round, 2));
+                                             ix.rem(round, 2));
     if (!flip)
       return bit;
     Value one = arith::ConstantOp::create(b, loc, b.getBoolAttr(true));
@@ -154,18 +133,18 @@ LogicalResult mlir::lamina::emitWgmmaLinear(OpBuilder &b, Location loc,
   };
 
   Value tid = launch.getThreadIds().x;
-  Value warpgroup = div(tid, 128);
-  Value threadInGroup = rem(tid, 128);
-  Value m0 = mul(launch.getBlockIds().y, config.blockM);
-  Value n0 = mul(launch.getBlockIds().x, config.blockN);
+  Value warpgroup = ix.div(tid, 128);
+  Value threadInGroup = ix.rem(tid, 128);
+  Value m0 = ix.mul(launch.getBlockIds().y, config.blockM);
+  Value n0 = ix.mul(launch.getBlockIds().x, config.blockN);
 
   // Shared memory: the stage ring as typed views of the dynamic array.
   Value shared = buildDynamicSharedMemory(b, loc, layer.op,
                                           config.sharedBytes());
   auto stageTile = [&](Value stage, bool weight) -> Value {
-    Value offset = mul(stage, config.stageBytes());
+    Value offset = ix.mul(stage, config.stageBytes());
     if (weight)
-      offset = add(offset, index(config.tileBytesA()));
+      offset = ix.add(offset, ix(config.tileBytesA()));
     return memref::ViewOp::create(
         b, loc, tileType(weight ? config.blockN : config.blockM), shared,
         offset, ValueRange{});
@@ -176,15 +155,15 @@ LogicalResult mlir::lamina::emitWgmmaLinear(OpBuilder &b, Location loc,
       config.stages);
   Value full = nvgpu::MBarrierCreateOp::create(b, loc, barrierType);
   Value empty = nvgpu::MBarrierCreateOp::create(b, loc, barrierType);
-  Value isFirst = cmp(arith::CmpIPredicate::eq, tid, index(0));
+  Value isFirst = cmp(arith::CmpIPredicate::eq, tid, ix(0));
   auto init = scf::IfOp::create(b, loc, isFirst, /*withElseRegion=*/false);
   {
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPointToStart(init.thenBlock());
     for (int64_t s = 0; s < config.stages; ++s) {
-      nvgpu::MBarrierInitOp::create(b, loc, full, index(1), index(s), Value());
+      nvgpu::MBarrierInitOp::create(b, loc, full, ix(1), ix(s), Value());
       nvgpu::MBarrierInitOp::create(b, loc, empty,
-                                    index(config.consumers() * 128), index(s),
+                                    ix(config.consumers() * 128), ix(s),
                                     Value());
     }
     nvgpu::TmaPrefetchOp::create(b, loc, mapX, Value());
@@ -192,9 +171,9 @@ LogicalResult mlir::lamina::emitWgmmaLinear(OpBuilder &b, Location loc,
   }
   gpu::BarrierOp::create(b, loc);
 
-  Value ticks = index(10000000);
+  Value ticks = ix(10000000);
   Value isProducer =
-      cmp(arith::CmpIPredicate::eq, warpgroup, index(config.consumers()));
+      cmp(arith::CmpIPredicate::eq, warpgroup, ix(config.consumers()));
   auto roles = scf::IfOp::create(b, loc, isProducer, /*withElseRegion=*/true);
 
   // Producer: one thread issues every TMA load.
@@ -203,21 +182,21 @@ LogicalResult mlir::lamina::emitWgmmaLinear(OpBuilder &b, Location loc,
     b.setInsertionPointToStart(roles.thenBlock());
     NVVM::SetMaxRegisterOp::create(b, loc, kProducerRegisters,
                                    NVVM::SetMaxRegisterAction::decrease);
-    Value leader = cmp(arith::CmpIPredicate::eq, threadInGroup, index(0));
+    Value leader = cmp(arith::CmpIPredicate::eq, threadInGroup, ix(0));
     auto leaderIf = scf::IfOp::create(b, loc, leader, false);
     b.setInsertionPointToStart(leaderIf.thenBlock());
-    auto loop = scf::ForOp::create(b, loc, index(0), index(kTiles), index(1));
+    auto loop = scf::ForOp::create(b, loc, ix(0), ix(kTiles), ix(1));
     b.setInsertionPointToStart(loop.getBody());
     Value k = loop.getInductionVar();
-    Value stage = rem(k, config.stages);
-    Value round = div(k, config.stages);
+    Value stage = ix.rem(k, config.stages);
+    Value round = ix.div(k, config.stages);
     // A fresh barrier has completed the phase of parity 1: the first round
     // of each stage does not wait.
     nvgpu::MBarrierTryWaitParityOp::create(b, loc, empty,
                                            parityOf(round, true), ticks, stage);
     nvgpu::MBarrierArriveExpectTxOp::create(
-        b, loc, full, index(config.stageBytes()), stage, Value());
-    Value kOffset = mul(k, WgmmaConfig::kBlockK);
+        b, loc, full, ix(config.stageBytes()), stage, Value());
+    Value kOffset = ix.mul(k, WgmmaConfig::kBlockK);
     nvgpu::TmaAsyncLoadOp::create(b, loc, stageTile(stage, false), full, mapX,
                                   ValueRange{kOffset, m0}, stage, Value(),
                                   Value());
@@ -242,7 +221,7 @@ LogicalResult mlir::lamina::emitWgmmaLinear(OpBuilder &b, Location loc,
       b, loc, b.getI64Type(),
       memref::ExtractAlignedPointerAsIndexOp::create(b, loc, shared));
   Value rowsOffset = arith::IndexCastUIOp::create(
-      b, loc, b.getI64Type(), mul(warpgroup, 64 * WgmmaConfig::kBlockK * 2));
+      b, loc, b.getI64Type(), ix.mul(warpgroup, 64 * WgmmaConfig::kBlockK * 2));
   auto wgmmaType = isa<BFloat16Type>(elt) ? NVVM::WGMMATypes::bf16
                                           : NVVM::WGMMATypes::f16;
 
@@ -251,13 +230,13 @@ LogicalResult mlir::lamina::emitWgmmaLinear(OpBuilder &b, Location loc,
   // ptxas from serialising the pipeline), commit, let one group stay in
   // flight and hand the previous stage back.
   auto consumeTile = [&](Value k, Value acc, bool first) -> Value {
-    Value stage = rem(k, config.stages);
+    Value stage = ix.rem(k, config.stages);
     nvgpu::MBarrierTryWaitParityOp::create(
-        b, loc, full, parityOf(div(k, config.stages), false), ticks, stage);
+        b, loc, full, parityOf(ix.div(k, config.stages), false), ticks, stage);
     Value stageBase = arith::AddIOp::create(
         b, loc, sharedBase,
         arith::IndexCastUIOp::create(b, loc, b.getI64Type(),
-                                     mul(stage, config.stageBytes())));
+                                     ix.mul(stage, config.stageBytes())));
     Value descA = buildMatrixDescriptor(
         b, loc, arith::AddIOp::create(b, loc, stageBase, rowsOffset));
     Value descB = buildMatrixDescriptor(
@@ -286,16 +265,16 @@ LogicalResult mlir::lamina::emitWgmmaLinear(OpBuilder &b, Location loc,
     NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
     NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 1);
     if (!first) {
-      Value previous = rem(add(k, index(config.stages - 1)), config.stages);
+      Value previous = ix.rem(ix.add(k, ix(config.stages - 1)), config.stages);
       nvgpu::MBarrierArriveOp::create(
           b, loc, nvgpu::MBarrierTokenType::get(ctx), empty, previous);
     }
     return acc;
   };
 
-  Value acc = consumeTile(index(0), LLVM::PoisonOp::create(b, loc, accType),
+  Value acc = consumeTile(ix(0), LLVM::PoisonOp::create(b, loc, accType),
                           /*first=*/true);
-  auto loop = scf::ForOp::create(b, loc, index(1), index(kTiles), index(1),
+  auto loop = scf::ForOp::create(b, loc, ix(1), ix(kTiles), ix(1),
                                  ValueRange{acc});
   {
     OpBuilder::InsertionGuard g(b);
@@ -309,17 +288,17 @@ LogicalResult mlir::lamina::emitWgmmaLinear(OpBuilder &b, Location loc,
 
   // Accumulator register (4j + 2h + e) of thread (warp, lane) holds row
   // 16·warp + lane/4 + 8h and column 8j + 2·(lane % 4) + e of the m64 tile.
-  Value warp = div(threadInGroup, 32);
-  Value lane = rem(threadInGroup, 32);
-  Value rowBase = add(add(m0, mul(warpgroup, 64)),
-                      add(mul(warp, 16), div(lane, 4)));
-  Value colBase = add(n0, mul(rem(lane, 4), 2));
+  Value warp = ix.div(threadInGroup, 32);
+  Value lane = ix.rem(threadInGroup, 32);
+  Value rowBase = ix.add(ix.add(m0, ix.mul(warpgroup, 64)),
+                      ix.add(ix.mul(warp, 16), ix.div(lane, 4)));
+  Value colBase = ix.add(n0, ix.mul(ix.rem(lane, 4), 2));
   bool checkRow = layer.m % config.blockM != 0;
   bool checkCol = layer.n % config.blockN != 0;
   for (int64_t h = 0; h < 2; ++h) {
-    Value row = add(rowBase, index(8 * h));
+    Value row = ix.add(rowBase, ix(8 * h));
     for (int64_t j = 0; j < config.blockN / 8; ++j) {
-      Value col = add(colBase, index(8 * j));
+      Value col = ix.add(colBase, ix(8 * j));
       Value v0 = LLVM::ExtractValueOp::create(b, loc, acc, 4 * j + 2 * h);
       Value v1 = LLVM::ExtractValueOp::create(b, loc, acc, 4 * j + 2 * h + 1);
       emitEpiloguePairStore(b, loc, layer, row, col, v0, v1, checkRow,

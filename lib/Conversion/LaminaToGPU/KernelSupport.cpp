@@ -1,0 +1,80 @@
+//===- KernelSupport.cpp - Launches, index math, shared memory ------------===//
+
+#include "GpuKernels.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/BuiltinOps.h"
+
+using namespace mlir;
+using namespace mlir::lamina;
+
+gpu::LaunchOp mlir::lamina::createKernelLaunch(OpBuilder &b, Location loc,
+                                               int64_t gridX, int64_t gridY,
+                                               int64_t threads,
+                                               int64_t sharedBytes) {
+  IndexMath ix(b, loc);
+  Value shared =
+      sharedBytes ? arith::ConstantOp::create(
+                        b, loc, b.getI32IntegerAttr(int32_t(sharedBytes)))
+                  : Value();
+  auto launch = gpu::LaunchOp::create(b, loc, ix(gridX), ix(gridY), ix(1),
+                                      ix(threads), ix(1), ix(1), shared);
+  Block &body = launch.getBody().front();
+  b.setInsertionPointToStart(&body);
+  gpu::TerminatorOp::create(b, loc);
+  b.setInsertionPointToStart(&body);
+  return launch;
+}
+
+Value IndexMath::operator()(int64_t value) const {
+  return arith::ConstantIndexOp::create(b, loc, value);
+}
+Value IndexMath::add(Value lhs, Value rhs) const {
+  return arith::AddIOp::create(b, loc, lhs, rhs);
+}
+Value IndexMath::mul(Value lhs, int64_t rhs) const {
+  return arith::MulIOp::create(b, loc, lhs, (*this)(rhs));
+}
+Value IndexMath::div(Value lhs, int64_t rhs) const {
+  return arith::DivUIOp::create(b, loc, lhs, (*this)(rhs));
+}
+Value IndexMath::rem(Value lhs, int64_t rhs) const {
+  return arith::RemUIOp::create(b, loc, lhs, (*this)(rhs));
+}
+Value IndexMath::lessThan(Value lhs, int64_t rhs) const {
+  return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, lhs,
+                               (*this)(rhs));
+}
+
+static constexpr StringLiteral kSharedMemorySymbol = "lamina_dyn_smem";
+
+/// NVVM's shared address space, numeric: with #gpu.address_space the host
+/// copy of the global cannot be converted.
+static constexpr int64_t kSharedSpace = 3;
+
+Value mlir::lamina::buildDynamicSharedMemory(OpBuilder &b, Location loc,
+                                             Operation *anchor,
+                                             int64_t bytes) {
+  Type i8 = b.getI8Type();
+  Attribute space = b.getI64IntegerAttr(kSharedSpace);
+  auto declaredType =
+      MemRefType::get({0}, i8, MemRefLayoutAttrInterface(), space);
+  auto module = anchor->getParentOfType<ModuleOp>();
+  if (!module.lookupSymbol(kSharedMemorySymbol)) {
+    OpBuilder moduleBuilder(module.getBodyRegion());
+    memref::GlobalOp::create(moduleBuilder, module.getLoc(),
+                             kSharedMemorySymbol,
+                             moduleBuilder.getStringAttr("public"),
+                             declaredType, /*initial_value=*/Attribute(),
+                             /*constant=*/false,
+                             moduleBuilder.getI64IntegerAttr(1024));
+  }
+  Value declared =
+      memref::GetGlobalOp::create(b, loc, declaredType, kSharedMemorySymbol);
+  return memref::ReinterpretCastOp::create(
+      b, loc,
+      MemRefType::get({bytes}, i8, MemRefLayoutAttrInterface(), space),
+      declared, /*offset=*/0, /*sizes=*/ArrayRef<int64_t>{bytes},
+      /*strides=*/ArrayRef<int64_t>{1});
+}
