@@ -61,6 +61,29 @@ static WgmmaConfig chooseConfig(int64_t m, int64_t n) {
   return {128, 64, 8};
 }
 
+/// Output tiles in groups of this many row blocks: CTAs running at the same
+/// time share a few row blocks of x and sweep W together, so both stay in
+/// L2.
+static constexpr int64_t kTileGroupRows = 8;
+
+/// The (row block, column block) of CTA `pid` (index): column-major within
+/// groups of kTileGroupRows row blocks, groups in order.
+static std::pair<Value, Value> buildGroupedTileOrder(OpBuilder &b, Location loc,
+                                                     Value pid, int64_t tilesM,
+                                                     int64_t tilesN) {
+  IndexMath ix(b, loc);
+  int64_t groupSize = kTileGroupRows * tilesN;
+  Value firstRow = ix.mul(ix.div(pid, groupSize), kTileGroupRows);
+  Value rowsInGroup = arith::MinUIOp::create(
+      b, loc, arith::SubIOp::create(b, loc, ix(tilesM), firstRow),
+      ix(kTileGroupRows));
+  Value inGroup = ix.rem(pid, groupSize);
+  Value tileM =
+      ix.add(firstRow, arith::RemUIOp::create(b, loc, inGroup, rowsInGroup));
+  Value tileN = arith::DivUIOp::create(b, loc, inGroup, rowsInGroup);
+  return {tileM, tileN};
+}
+
 /// Registers per thread after `setmaxnreg`: 40 for the producer; the
 /// consumers share the rest of the 64 K-register file.
 static constexpr int32_t kProducerRegisters = 40;
@@ -114,11 +137,11 @@ LogicalResult mlir::lamina::emitWgmmaLinear(OpBuilder &b, Location loc,
   Value mapX = createTensorMap(layer.input, config.blockM);
   Value mapW = createTensorMap(layer.weight, config.blockN);
 
+  int64_t tilesM = llvm::divideCeil(layer.m, config.blockM);
+  int64_t tilesN = llvm::divideCeil(layer.n, config.blockN);
   OpBuilder::InsertionGuard guard(b);
-  auto launch = createKernelLaunch(
-      b, loc, llvm::divideCeil(layer.n, config.blockN),
-      llvm::divideCeil(layer.m, config.blockM), config.threads(),
-      config.sharedBytes());
+  auto launch = createKernelLaunch(b, loc, tilesM * tilesN, 1,
+                                   config.threads(), config.sharedBytes());
 
   auto cmp = [&](arith::CmpIPredicate pred, Value lhs, Value rhs) -> Value {
     return arith::CmpIOp::create(b, loc, pred, lhs, rhs);
@@ -135,8 +158,10 @@ LogicalResult mlir::lamina::emitWgmmaLinear(OpBuilder &b, Location loc,
   Value tid = launch.getThreadIds().x;
   Value warpgroup = ix.div(tid, 128);
   Value threadInGroup = ix.rem(tid, 128);
-  Value m0 = ix.mul(launch.getBlockIds().y, config.blockM);
-  Value n0 = ix.mul(launch.getBlockIds().x, config.blockN);
+  auto [tileM, tileN] = buildGroupedTileOrder(b, loc, launch.getBlockIds().x,
+                                               tilesM, tilesN);
+  Value m0 = ix.mul(tileM, config.blockM);
+  Value n0 = ix.mul(tileN, config.blockN);
 
   // Shared memory: the stage ring as typed views of the dynamic array.
   Value shared = buildDynamicSharedMemory(b, loc, layer.op,

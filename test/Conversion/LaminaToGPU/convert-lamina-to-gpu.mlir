@@ -12,7 +12,10 @@
 // CHECK:       %[[UW:.+]] = memref.cast %[[W]]
 // CHECK:       nvgpu.tma.create.descriptor %[[UW]] box[%{{.+}}, %{{.+}}] : memref<*xbf16> -> <tensor = memref<256x64xbf16, 3>, swizzle = swizzle_128b
 // CHECK:       %[[SMEM:.+]] = arith.constant 196608 : i32
-// CHECK:       gpu.launch blocks({{.*}}) in ({{.*}} = %c16{{(_[0-9]+)?}}, {{.*}} = %c2{{(_[0-9]+)?}}, {{.*}} = %c1{{(_[0-9]+)?}}) threads({{.*}}) in ({{.*}} = %c384{{(_[0-9]+)?}}, {{.*}}) dynamic_shared_memory_size %[[SMEM]]
+// 2 × 16 output tiles on a 1-D grid, taken in groups of 8 row blocks.
+// CHECK:       gpu.launch blocks(%[[PID:[^,]+]], {{.*}}) in ({{.*}} = %c32{{(_[0-9]+)?}}, {{.*}} = %c1{{(_[0-9]+)?}}, {{.*}} = %c1{{(_[0-9]+)?}}) threads({{.*}}) in ({{.*}} = %c384{{(_[0-9]+)?}}, {{.*}}) dynamic_shared_memory_size %[[SMEM]]
+// CHECK:         %[[GROUP:.+]] = arith.divui %[[PID]], %c128{{(_[0-9]+)?}}
+// CHECK:         arith.minui %{{.+}}, %c8{{(_[0-9]+)?}}
 // CHECK:         memref.get_global @lamina_dyn_smem : memref<0xi8, 3>
 // CHECK:         %[[FULL:.+]] = nvgpu.mbarrier.create -> <memorySpace = #gpu.address_space<workgroup>, num_barriers = 4>
 // CHECK:         %[[EMPTY:.+]] = nvgpu.mbarrier.create
