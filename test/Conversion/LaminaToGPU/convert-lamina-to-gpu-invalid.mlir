@@ -1,9 +1,4 @@
 // RUN: lamina-opt %s -split-input-file -verify-diagnostics --convert-lamina-to-gpu
-// RUN: not lamina-opt %s -split-input-file "--convert-lamina-to-gpu=chip=sm_70" 2>&1 | FileCheck %s --check-prefix=CHIP
-// RUN: not lamina-opt %s -split-input-file "--convert-lamina-to-gpu=lns-sbdb=exact" 2>&1 | FileCheck %s --check-prefix=MODE
-
-// CHIP: error: unknown GPU chip 'sm_70': expected sm_90a (wgmma) or sm_80, sm_86, sm_89, sm_90 (mma.sync)
-// MODE: error: unknown lns-sbdb mode 'exact': expected ideal or table
 
 func.func @f32_inputs(%x: tensor<16x64xf32>, %w: tensor<64x64xf32>) -> tensor<16x64xf32> {
   // expected-error @below {{tensor-core kernels take bf16 or f16 inputs and weights of one type; got 'f32' and 'f32'}}

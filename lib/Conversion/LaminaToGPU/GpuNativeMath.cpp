@@ -1,4 +1,4 @@
-//===- NativeMath.cpp - math ops PTX implements, as LLVM intrinsics -------===//
+//===- GpuNativeMath.cpp - math ops PTX implements, as native ops ---------===//
 
 #include "lamina/Conversion/Passes.h"
 

@@ -1,4 +1,4 @@
-//===- KernelAttributes.cpp - NVVM attributes of outlined kernels ---------===//
+//===- GpuKernelAttributes.cpp - NVVM attributes of outlined kernels ------===//
 
 #include "lamina/Conversion/Passes.h"
 
