@@ -71,8 +71,10 @@ def _result_types(ir, entry):
     if not match:
         raise ScheduleError(f"cannot find the results of @{entry}")
     results = []
-    for dims, element in re.findall(r"tensor<((?:\d+x)*)(\w+)>",
-                                    match.group(1)):
+    for dims, element in re.findall(
+            r"tensor<((?:\d+x)*)(!lns\.num<[^>]*>|\w+)>", match.group(1)):
+        if element.startswith("!lns."):
+            element = "i64"  # LNS numbers travel as their int64 codes
         if element not in _TORCH_DTYPES:
             raise ScheduleError(f"target='cuda' returns f32, f16, bf16 or "
                                 f"LNS codes; got {element}")

@@ -201,3 +201,14 @@ def test_imported_bf16_model_compiles_for_the_gpu(tmp_path):
     # fc1 (N = 256) on 128×256 tiles, fc2 (N = 64) on 128×64 tiles.
     assert "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16" in ptx
     assert "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16" in ptx
+
+
+def test_result_types_of_lns_and_float_entry_points():
+    from lamina.build import _result_types
+
+    ir = """
+func.func @forward(%x: tensor<4x8x!lns.num<f = 10>>) -> (tensor<4x16x!lns.num<f = 10>>, tensor<2x3xbf16>) {
+  return
+}"""
+    assert _result_types(ir, "forward") == [((4, 16), torch.int64),
+                                            ((2, 3), torch.bfloat16)]
