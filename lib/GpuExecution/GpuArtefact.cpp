@@ -80,8 +80,8 @@ static llvm::Error runTool(StringRef toolkit, StringRef tool,
   std::optional<StringRef> redirects[] = {std::nullopt, StringRef(log),
                                           StringRef(log)};
   std::string message;
-  int status = llvm::sys::ExecuteAndWait(program, argv, std::nullopt,
-                                         redirects, 0, 0, &message);
+  int status = llvm::sys::ExecuteAndWait(program, argv, std::nullopt, redirects,
+                                         0, 0, &message);
   auto output = llvm::MemoryBuffer::getFile(log);
   StringRef text = output ? (*output)->getBuffer() : StringRef();
   for (StringRef line : llvm::split(text, '\n'))
@@ -94,9 +94,8 @@ static llvm::Error runTool(StringRef toolkit, StringRef tool,
 
 /// Replaces each kernel module's PTX by a fatbin holding its cubin (ptxas
 /// for the chip) and the PTX itself, which a newer driver can JIT.
-static llvm::Error packFatbins(ModuleOp module,
-                               const GpuArtefactOptions &options,
-                               StringRef dir) {
+static llvm::Error
+packFatbins(ModuleOp module, const GpuArtefactOptions &options, StringRef dir) {
   std::string toolkit = findCudaToolkit(options.cudaPath);
   auto path = [&](StringRef name) {
     SmallString<128> file(dir);
@@ -126,12 +125,12 @@ static llvm::Error packFatbins(ModuleOp module,
         result = std::move(failed);
         return WalkResult::interrupt();
       }
-      if (llvm::Error failed = runTool(
-              toolkit, "fatbinary",
-              {"-64", "--create=" + fatbin,
-               "--image3=kind=elf,sm=" + arch + ",file=" + cubin,
-               "--image3=kind=ptx,sm=" + arch + ",file=" + ptx},
-              log)) {
+      if (llvm::Error failed =
+              runTool(toolkit, "fatbinary",
+                      {"-64", "--create=" + fatbin,
+                       "--image3=kind=elf,sm=" + arch + ",file=" + cubin,
+                       "--image3=kind=ptx,sm=" + arch + ",file=" + ptx},
+                      log)) {
         result = std::move(failed);
         return WalkResult::interrupt();
       }
@@ -165,7 +164,8 @@ static void addPackedEntryPoints(ModuleOp module) {
   for (LLVM::LLVMFuncOp interface : interfaces) {
     Location loc = interface.getLoc();
     std::string name =
-        "_mlir_" + interface.getName().drop_front(strlen("_mlir_ciface_")).str();
+        "_mlir_" +
+        interface.getName().drop_front(strlen("_mlir_ciface_")).str();
     b.setInsertionPointToEnd(module.getBody());
     auto packed = LLVM::LLVMFuncOp::create(
         b, loc, name,
@@ -223,9 +223,15 @@ static llvm::Error link(const GpuArtefactOptions &options, StringRef object,
   std::string archive = options.runtimeArchive.empty()
                             ? getDefaultCudaRuntimeArchive()
                             : options.runtimeArchive;
-  SmallVector<StringRef> args = {*program, "-shared", "-o", libraryPath,
-                                 object, archive, "-static-libstdc++",
-                                 "-static-libgcc", "-ldl",
+  SmallVector<StringRef> args = {*program,
+                                 "-shared",
+                                 "-o",
+                                 libraryPath,
+                                 object,
+                                 archive,
+                                 "-static-libstdc++",
+                                 "-static-libgcc",
+                                 "-ldl",
                                  "-Wl,--no-undefined"};
   std::string message;
   if (llvm::sys::ExecuteAndWait(*program, args, std::nullopt, {}, 0, 0,

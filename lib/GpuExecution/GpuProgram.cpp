@@ -35,8 +35,8 @@ GpuProgram::compile(OwningOpRef<ModuleOp> module, StringRef entryName,
     if (!spec)
       return spec.takeError();
     if (spec->isScalar)
-      return error("GPU entry points return tensors; result " +
-                   llvm::Twine(i) + " is " + spec->typeText);
+      return error("GPU entry points return tensors; result " + llvm::Twine(i) +
+                   " is " + spec->typeText);
     program->results.push_back(*spec);
   }
 
@@ -61,8 +61,8 @@ GpuProgram::compile(OwningOpRef<ModuleOp> module, StringRef entryName,
     return error("no usable GPU: " + llvm::Twine(reason));
   program->entry =
       reinterpret_cast<void (*)(void **)>(symbol("_mlir_" + entryName.str()));
-  program->memAlloc = reinterpret_cast<decltype(program->memAlloc)>(
-      symbol("mgpuMemAlloc"));
+  program->memAlloc =
+      reinterpret_cast<decltype(program->memAlloc)>(symbol("mgpuMemAlloc"));
   program->memFree =
       reinterpret_cast<decltype(program->memFree)>(symbol("mgpuMemFree"));
   program->memcpy =

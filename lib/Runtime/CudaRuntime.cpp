@@ -50,9 +50,9 @@ struct Driver {
   CUresult (*cuModuleUnload)(CUmodule);
   CUresult (*cuModuleGetFunction)(CUfunction *, CUmodule, const char *);
   CUresult (*cuFuncSetAttribute)(CUfunction, int, int);
-  CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned,
-                             unsigned, unsigned, unsigned, unsigned, CUstream,
-                             void **, void **);
+  CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned,
+                             unsigned, unsigned, unsigned, CUstream, void **,
+                             void **);
   CUresult (*cuStreamCreate)(CUstream *, unsigned);
   CUresult (*cuStreamDestroy)(CUstream);
   CUresult (*cuStreamSynchronize)(CUstream);
@@ -67,8 +67,7 @@ struct Driver {
   CUresult (*cuMemcpyAsync)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
   CUresult (*cuMemcpyHtoD)(CUdeviceptr, const void *, size_t);
   CUresult (*cuMemsetD32Async)(CUdeviceptr, unsigned, size_t, CUstream);
-  CUresult (*cuMemsetD16Async)(CUdeviceptr, unsigned short, size_t,
-                               CUstream);
+  CUresult (*cuMemsetD16Async)(CUdeviceptr, unsigned short, size_t, CUstream);
   CUresult (*cuMemHostRegister)(void *, size_t, unsigned);
   CUresult (*cuMemHostUnregister)(void *);
   CUresult (*cuTensorMapEncodeTiled)(TensorMap *, int, unsigned, void *,
@@ -153,8 +152,9 @@ std::string initialise(State &s) {
   if (!ok)
     return error;
   // Hopper only; absent from older drivers, needed by TMA kernels alone.
-  d.cuTensorMapEncodeTiled = reinterpret_cast<decltype(
-      d.cuTensorMapEncodeTiled)>(dlsym(library, "cuTensorMapEncodeTiled"));
+  d.cuTensorMapEncodeTiled =
+      reinterpret_cast<decltype(d.cuTensorMapEncodeTiled)>(
+          dlsym(library, "cuTensorMapEncodeTiled"));
 
   if (CUresult r = d.cuInit(0))
     return "cuInit failed: " + describe(r);
@@ -164,8 +164,10 @@ std::string initialise(State &s) {
   if (count == 0)
     return "the CUDA driver reports no GPU";
   if (s.device >= count)
-    return "GPU " + std::to_string(s.device) + " requested, but the driver "
-           "reports " + std::to_string(count);
+    return "GPU " + std::to_string(s.device) +
+           " requested, but the driver "
+           "reports " +
+           std::to_string(count);
   CUdevice device;
   if (CUresult r = d.cuDeviceGet(&device, s.device))
     return "cuDeviceGet failed: " + describe(r);
@@ -281,11 +283,10 @@ extern "C" void *mgpuModuleGetFunction(void *module, const char *name) {
   return function;
 }
 
-extern "C" void mgpuLaunchKernel(void *function, intptr_t gridX,
-                                 intptr_t gridY, intptr_t gridZ,
-                                 intptr_t blockX, intptr_t blockY,
-                                 intptr_t blockZ, int32_t smem, void *stream,
-                                 void **params, void **extra,
+extern "C" void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY,
+                                 intptr_t gridZ, intptr_t blockX,
+                                 intptr_t blockY, intptr_t blockZ, int32_t smem,
+                                 void *stream, void **params, void **extra,
                                  size_t /*paramsCount*/) {
   Driver &d = driver();
   auto fn = static_cast<CUfunction>(function);
@@ -293,8 +294,8 @@ extern "C" void mgpuLaunchKernel(void *function, intptr_t gridX,
   if (smem > kStaticSharedLimit)
     check(d.cuFuncSetAttribute(fn, kFuncAttributeMaxDynamicSharedBytes, smem),
           "cuFuncSetAttribute (dynamic shared memory)");
-  check(d.cuLaunchKernel(fn, gridX, gridY, gridZ, blockX, blockY, blockZ,
-                         smem, streamOf(stream), params, extra),
+  check(d.cuLaunchKernel(fn, gridX, gridY, gridZ, blockX, blockY, blockZ, smem,
+                         streamOf(stream), params, extra),
         "cuLaunchKernel");
 }
 
@@ -338,8 +339,7 @@ extern "C" void *mgpuEventCreate() {
 }
 
 extern "C" void mgpuEventDestroy(void *event) {
-  check(driver().cuEventDestroy(static_cast<CUevent>(event)),
-        "cuEventDestroy");
+  check(driver().cuEventDestroy(static_cast<CUevent>(event)), "cuEventDestroy");
 }
 
 extern "C" void mgpuEventSynchronize(void *event) {
@@ -486,8 +486,13 @@ extern "C" void *mgpuTensorMapEncodeTiledMemref(
     elementStrides[i] = 1;
   }
 
-  std::vector<int64_t> key = {reinterpret_cast<int64_t>(base), rank, dataType,
-                              interleave, swizzle, l2Promotion, oobFill};
+  std::vector<int64_t> key = {reinterpret_cast<int64_t>(base),
+                              rank,
+                              dataType,
+                              interleave,
+                              swizzle,
+                              l2Promotion,
+                              oobFill};
   for (int64_t i = 0; i < rank; ++i)
     key.insert(key.end(), {static_cast<int64_t>(dims[i]),
                            static_cast<int64_t>(strides[i]), box[i]});
@@ -497,13 +502,11 @@ extern "C" void *mgpuTensorMapEncodeTiledMemref(
     return reinterpret_cast<void *>(it->second);
 
   TensorMap map;
-  check(d.cuTensorMapEncodeTiled(&map, static_cast<int>(dataType),
-                                 static_cast<unsigned>(rank), base, dims,
-                                 strides + 1, box, elementStrides,
-                                 static_cast<int>(interleave),
-                                 static_cast<int>(swizzle),
-                                 static_cast<int>(l2Promotion),
-                                 static_cast<int>(oobFill)),
+  check(d.cuTensorMapEncodeTiled(
+            &map, static_cast<int>(dataType), static_cast<unsigned>(rank), base,
+            dims, strides + 1, box, elementStrides,
+            static_cast<int>(interleave), static_cast<int>(swizzle),
+            static_cast<int>(l2Promotion), static_cast<int>(oobFill)),
         "cuTensorMapEncodeTiled");
   CUdeviceptr copy = 0;
   check(d.cuMemAlloc(&copy, sizeof(TensorMap)), "cuMemAlloc (tensor map)");

@@ -1,4 +1,5 @@
-//===- lamina-compile.cpp - Ahead-of-time GPU artefacts ---------------------===//
+//===- lamina-compile.cpp - Ahead-of-time GPU artefacts
+//---------------------===//
 //
 // Compiles a lamina IR file with lamina-gpu-pipeline into a self-contained
 // shared library: the kernels embedded as a fatbin (cubin + PTX, so that a
@@ -41,17 +42,18 @@ static cl::opt<std::string> chip("chip", cl::init("sm_90a"),
                                           "sm_86, sm_89, sm_90)"));
 static cl::opt<std::string> features("features", cl::init("+ptx80"),
                                      cl::desc("PTX ISA version feature"));
-static cl::opt<std::string> scheduleFile(
-    "schedule", cl::desc("transform script applied before compiling"),
-    cl::value_desc("file"));
-static cl::opt<std::string> ptxFile(
-    "emit-ptx", cl::desc("also write the kernels' PTX to this file"),
-    cl::value_desc("file.ptx"));
+static cl::opt<std::string>
+    scheduleFile("schedule",
+                 cl::desc("transform script applied before compiling"),
+                 cl::value_desc("file"));
+static cl::opt<std::string>
+    ptxFile("emit-ptx", cl::desc("also write the kernels' PTX to this file"),
+            cl::value_desc("file.ptx"));
 static cl::opt<std::string> lnsSbdb("lns-sbdb", cl::init("ideal"),
                                     cl::desc("LNS addition: ideal or table"));
-static cl::opt<std::string> runtimeArchive(
-    "runtime", cl::init(lamina::getDefaultCudaRuntimeArchive()),
-    cl::desc("Lamina's CUDA runtime archive to link"));
+static cl::opt<std::string>
+    runtimeArchive("runtime", cl::init(lamina::getDefaultCudaRuntimeArchive()),
+                   cl::desc("Lamina's CUDA runtime archive to link"));
 static cl::opt<std::string> linker("linker", cl::init("c++"),
                                    cl::desc("C++ compiler driver that links"));
 static cl::opt<std::string> cudaPath(

@@ -1,4 +1,5 @@
-//===- CudaRuntime.h - The GPU calls of Lamina's generated host code -*- C++ -*-===//
+//===- CudaRuntime.h - The GPU calls of Lamina's generated host code -*- C++
+//-*-===//
 //
 // The `mgpu*` functions that upstream's gpu-to-llvm lowering calls, over the
 // CUDA driver API, which is opened with dlopen("libcuda.so.1") on first use:
@@ -50,8 +51,7 @@ void *mgpuMemAlloc(uint64_t sizeBytes, void *stream, bool isHostShared);
 void mgpuMemFree(void *ptr, void *stream);
 void mgpuMemcpy(void *dst, void *src, size_t sizeBytes, void *stream);
 void mgpuMemset32(void *dst, unsigned int value, size_t count, void *stream);
-void mgpuMemset16(void *dst, unsigned short value, size_t count,
-                  void *stream);
+void mgpuMemset16(void *dst, unsigned short value, size_t count, void *stream);
 void mgpuMemHostRegister(void *ptr, uint64_t sizeBytes);
 void mgpuMemHostRegisterMemRef(int64_t rank, void *descriptor,
                                int64_t elementSizeBytes);

@@ -32,8 +32,7 @@ static Value applyEpilogue(OpBuilder &b, Location loc, const GpuLinear &layer,
         arith::MulIOp::create(b, loc, row,
                               arith::ConstantIndexOp::create(b, loc, layer.n)),
         col);
-    Value index64 =
-        arith::IndexCastUIOp::create(b, loc, b.getI64Type(), flat);
+    Value index64 = arith::IndexCastUIOp::create(b, loc, b.getI64Type(), flat);
     double p = dropout.getProbability();
     Value keep = buildDropoutKeep(
         b, loc, index64, layer.seed, dropout.getOffset(),
@@ -50,9 +49,9 @@ void mlir::lamina::emitEpiloguePairStore(OpBuilder &b, Location loc,
   OpBuilder::InsertionGuard guard(b);
   Value inBounds;
   auto conjoin = [&](Value index, int64_t bound) {
-    Value inside = arith::CmpIOp::create(
-        b, loc, arith::CmpIPredicate::ult, index,
-        arith::ConstantIndexOp::create(b, loc, bound));
+    Value inside =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, index,
+                              arith::ConstantIndexOp::create(b, loc, bound));
     inBounds =
         inBounds ? arith::AndIOp::create(b, loc, inBounds, inside) : inside;
   };
@@ -65,19 +64,19 @@ void mlir::lamina::emitEpiloguePairStore(OpBuilder &b, Location loc,
     b.setInsertionPointToStart(guardIf.thenBlock());
   }
 
-  Value col1 = arith::AddIOp::create(
-      b, loc, col, arith::ConstantIndexOp::create(b, loc, 1));
+  Value col1 = arith::AddIOp::create(b, loc, col,
+                                     arith::ConstantIndexOp::create(b, loc, 1));
   Value e0 = applyEpilogue(b, loc, layer, row, col, v0);
   Value e1 = applyEpilogue(b, loc, layer, row, col1, v1);
   Type outElt = cast<MemRefType>(layer.output.getType()).getElementType();
   auto pairType = VectorType::get({2}, b.getF32Type());
-  Value pair = vector::FromElementsOp::create(b, loc, pairType,
-                                              ValueRange{e0, e1});
+  Value pair =
+      vector::FromElementsOp::create(b, loc, pairType, ValueRange{e0, e1});
   if (outElt != b.getF32Type())
     pair = arith::TruncFOp::create(b, loc, VectorType::get({2}, outElt), pair);
   // Columns are even, so the pair is aligned to its own size.
   int64_t pairBytes = 2 * outElt.getIntOrFloatBitWidth() / 8;
-  auto store = vector::StoreOp::create(b, loc, pair, layer.output,
-                                       ValueRange{row, col});
+  auto store =
+      vector::StoreOp::create(b, loc, pair, layer.output, ValueRange{row, col});
   store.setAlignment(pairBytes);
 }

@@ -21,10 +21,11 @@ struct LaminaGpuKernelAttributesPass
     for (auto kernel : getOperation().getOps<gpu::GPUFuncOp>()) {
       if (!kernel.isKernel())
         continue;
-      bool resizesRegisters =
-          kernel
-              .walk([](NVVM::SetMaxRegisterOp) { return WalkResult::interrupt(); })
-              .wasInterrupted();
+      bool resizesRegisters = kernel
+                                  .walk([](NVVM::SetMaxRegisterOp) {
+                                    return WalkResult::interrupt();
+                                  })
+                                  .wasInterrupted();
       if (resizesRegisters)
         kernel->setAttr(NVVM::NVVMDialect::getMinctasmAttrName(),
                         b.getI32IntegerAttr(1));

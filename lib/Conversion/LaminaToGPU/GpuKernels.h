@@ -19,14 +19,14 @@ namespace mlir::lamina {
 /// A linear layer (a fused linear op, or a bare matmul) on 2-D device
 /// buffers: output[M, N] = epilogue(input[M, K] · weight[N, K]ᵀ).
 struct GpuLinear {
-  Operation *op;                  // for diagnostics and the module
-  ActivationKindAttr activation;  // or null
-  DropoutAttr dropout;            // or null
-  Value input;      // memref<M x K>
-  Value weight;     // memref<N x K>
-  Value bias;       // memref<N>, or null
-  Value output;     // memref<M x N>
-  Value seed;       // i64, or null (no active dropout)
+  Operation *op;                 // for diagnostics and the module
+  ActivationKindAttr activation; // or null
+  DropoutAttr dropout;           // or null
+  Value input;                   // memref<M x K>
+  Value weight;                  // memref<N x K>
+  Value bias;                    // memref<N>, or null
+  Value output;                  // memref<M x N>
+  Value seed;                    // i64, or null (no active dropout)
   int64_t m, n, k;
   // Element types of the layer's tensors (LNS types, whose buffers hold
   // i64 codes); the bias's is null without a bias.

@@ -14,10 +14,10 @@ gpu::LaunchOp mlir::lamina::createKernelLaunch(OpBuilder &b, Location loc,
                                                int64_t threads,
                                                int64_t sharedBytes) {
   IndexMath ix(b, loc);
-  Value shared =
-      sharedBytes ? arith::ConstantOp::create(
-                        b, loc, b.getI32IntegerAttr(int32_t(sharedBytes)))
-                  : Value();
+  Value shared = sharedBytes
+                     ? arith::ConstantOp::create(
+                           b, loc, b.getI32IntegerAttr(int32_t(sharedBytes)))
+                     : Value();
   auto launch = gpu::LaunchOp::create(b, loc, ix(gridX), ix(gridY), ix(1),
                                       ix(threads), ix(1), ix(1), shared);
   Block &body = launch.getBody().front();
@@ -54,8 +54,7 @@ static constexpr StringLiteral kSharedMemorySymbol = "lamina_dyn_smem";
 static constexpr int64_t kSharedSpace = 3;
 
 Value mlir::lamina::buildDynamicSharedMemory(OpBuilder &b, Location loc,
-                                             Operation *anchor,
-                                             int64_t bytes) {
+                                             Operation *anchor, int64_t bytes) {
   Type i8 = b.getI8Type();
   Attribute space = b.getI64IntegerAttr(kSharedSpace);
   auto declaredType =
@@ -63,18 +62,16 @@ Value mlir::lamina::buildDynamicSharedMemory(OpBuilder &b, Location loc,
   auto module = anchor->getParentOfType<ModuleOp>();
   if (!module.lookupSymbol(kSharedMemorySymbol)) {
     OpBuilder moduleBuilder(module.getBodyRegion());
-    memref::GlobalOp::create(moduleBuilder, module.getLoc(),
-                             kSharedMemorySymbol,
-                             moduleBuilder.getStringAttr("public"),
-                             declaredType, /*initial_value=*/Attribute(),
-                             /*constant=*/false,
-                             moduleBuilder.getI64IntegerAttr(1024));
+    memref::GlobalOp::create(
+        moduleBuilder, module.getLoc(), kSharedMemorySymbol,
+        moduleBuilder.getStringAttr("public"), declaredType,
+        /*initial_value=*/Attribute(),
+        /*constant=*/false, moduleBuilder.getI64IntegerAttr(1024));
   }
   Value declared =
       memref::GetGlobalOp::create(b, loc, declaredType, kSharedMemorySymbol);
   return memref::ReinterpretCastOp::create(
-      b, loc,
-      MemRefType::get({bytes}, i8, MemRefLayoutAttrInterface(), space),
+      b, loc, MemRefType::get({bytes}, i8, MemRefLayoutAttrInterface(), space),
       declared, /*offset=*/0, /*sizes=*/ArrayRef<int64_t>{bytes},
       /*strides=*/ArrayRef<int64_t>{1});
 }

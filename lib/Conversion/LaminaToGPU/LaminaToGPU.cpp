@@ -71,16 +71,16 @@ static std::optional<LayerView> viewLayer(Operation *op) {
                      fused.getActivationAttr(),
                      fused.getDropoutAttr()};
   if (auto matmul = dyn_cast<MatmulOp>(op))
-    return LayerView{op,      matmul.getInput(), matmul.getWeight(), {}, {},
-                     {},      {},                {},                 {}};
+    return LayerView{
+        op, matmul.getInput(), matmul.getWeight(), {}, {}, {}, {}, {}, {}};
   return std::nullopt;
 }
 
 /// Why `layer` cannot become a kernel, or success.
 static LogicalResult checkLayer(const LayerView &layer) {
   Operation *op = layer.op;
-  for (Type type : llvm::concat<const Type>(op->getOperandTypes(),
-                                            op->getResultTypes()))
+  for (Type type :
+       llvm::concat<const Type>(op->getOperandTypes(), op->getResultTypes()))
     if (auto tensor = dyn_cast<RankedTensorType>(type);
         tensor && !tensor.hasStaticShape())
       return op->emitOpError("GPU kernels need static shapes; got ") << tensor;
@@ -160,12 +160,11 @@ static LogicalResult convertFunction(func::FuncOp func, KernelFamily family,
         "fused linear layers (after lamina-decompose and "
         "lamina-fuse-epilogues)");
   }
-  for (Type type : llvm::concat<const Type>(func.getArgumentTypes(),
-                                            func.getResultTypes()))
+  for (Type type :
+       llvm::concat<const Type>(func.getArgumentTypes(), func.getResultTypes()))
     if (auto tensor = dyn_cast<RankedTensorType>(type);
         tensor && !tensor.hasStaticShape())
-      return func.emitOpError("GPU kernels need static shapes; got ")
-             << tensor;
+      return func.emitOpError("GPU kernels need static shapes; got ") << tensor;
   for (Type type : func.getResultTypes())
     if (!isa<RankedTensorType>(type))
       return func.emitOpError("GPU entry points return tensors only; got ")
@@ -195,9 +194,7 @@ static LogicalResult convertFunction(func::FuncOp func, KernelFamily family,
   DenseMap<Value, Value> buffers;
   SmallVector<Value> temporaries;
   OpBuilder b(ctx);
-  auto bufferOf = [&](Value value) {
-    return buffers.lookup_or(value, value);
-  };
+  auto bufferOf = [&](Value value) { return buffers.lookup_or(value, value); };
   for (auto [view, elts] : llvm::zip_equal(layers, elementTypes)) {
     Operation *op = view.op;
     Value result = op->getResult(0);
@@ -212,8 +209,7 @@ static LogicalResult convertFunction(func::FuncOp func, KernelFamily family,
     if (!out) {
       synchronously(b, opLoc, [&](Value ready) {
         auto alloc = gpu::AllocOp::create(
-            b, opLoc,
-            bufferTypeOf(cast<RankedTensorType>(result.getType())),
+            b, opLoc, bufferTypeOf(cast<RankedTensorType>(result.getType())),
             ready.getType(), ValueRange{ready}, ValueRange(), ValueRange());
         out = alloc.getMemref();
         return alloc.getAsyncToken();
@@ -251,8 +247,8 @@ static LogicalResult convertFunction(func::FuncOp func, KernelFamily family,
     Value source = bufferOf(value), target = outParam;
     if (source != target)
       synchronously(b, loc, [&](Value ready) {
-        return gpu::MemcpyOp::create(b, loc, ready.getType(),
-                                     ValueRange{ready}, target, source)
+        return gpu::MemcpyOp::create(b, loc, ready.getType(), ValueRange{ready},
+                                     target, source)
             .getAsyncToken();
       });
   }
@@ -295,9 +291,9 @@ struct ConvertLaminaToGPUPass
     }
     SmallVector<func::FuncOp> functions;
     for (auto func : module.getOps<func::FuncOp>())
-      if (!func.isExternal() &&
-          llvm::any_of(func.getOps(),
-                        [](Operation &op) { return viewLayer(&op); }))
+      if (!func.isExternal() && llvm::any_of(func.getOps(), [](Operation &op) {
+            return viewLayer(&op);
+          }))
         functions.push_back(func);
     for (func::FuncOp func : functions)
       if (failed(convertFunction(func, *family, *lnsMode)))

@@ -32,8 +32,7 @@ static Value getSbdbTable(OpBuilder &b, Location loc, Operation *anchor,
                           lns::NumType type, int64_t &size) {
   auto module = anchor->getParentOfType<ModuleOp>();
   size = lns::getSbdbTableSize(type);
-  std::string name =
-      ("lamina_sbdb_table_f" + Twine(*type.getFracBits())).str();
+  std::string name = ("lamina_sbdb_table_f" + Twine(*type.getFracBits())).str();
   auto tableType = MemRefType::get({2 * size}, b.getI32Type());
   if (!module.lookupSymbol(name)) {
     std::vector<int32_t> same = lns::computeSbdbTable(type, false);
@@ -74,8 +73,8 @@ static Value stageInSharedMemory(OpBuilder &b, Location loc, Operation *anchor,
   if (!module.lookupSymbol(name)) {
     OpBuilder moduleBuilder(module.getBodyRegion());
     memref::GlobalOp::create(moduleBuilder, loc, name,
-                             moduleBuilder.getStringAttr("private"),
-                             sharedType, /*initial_value=*/Attribute(),
+                             moduleBuilder.getStringAttr("private"), sharedType,
+                             /*initial_value=*/Attribute(),
                              /*constant=*/false, IntegerAttr());
   }
   Value shared = memref::GetGlobalOp::create(b, loc, sharedType, name);
@@ -103,15 +102,15 @@ LogicalResult mlir::lamina::emitLnsLinear(OpBuilder &b, Location loc,
   if (mode == lns::SbdbMode::table &&
       (!type.getFracBits() || *type.getFracBits() > lns::kMaxTableFracBits))
     return op->emitOpError("sbdb mode 'table' is defined for a base given by "
-                          "f <= ")
+                           "f <= ")
            << lns::kMaxTableFracBits << "; the layer computes in " << type;
 
   IndexMath ix(b, loc);
   int64_t elements = layer.m * layer.n;
   OpBuilder::InsertionGuard guard(b);
-  auto launch = createKernelLaunch(
-      b, loc, llvm::divideCeil(elements, kThreadsPerBlock), 1,
-      kThreadsPerBlock);
+  auto launch =
+      createKernelLaunch(b, loc, llvm::divideCeil(elements, kThreadsPerBlock),
+                         1, kThreadsPerBlock);
 
   lns::SbdbTables tables;
   if (mode == lns::SbdbMode::table) {
@@ -164,8 +163,8 @@ LogicalResult mlir::lamina::emitLnsLinear(OpBuilder &b, Location loc,
   Value acc = loop.getResult(0);
   if (layer.bias) {
     Value bias = memref::LoadOp::create(b, loc, layer.bias, col);
-    acc = codes.add(acc, codes.toBase(bias, biasType, type), type,
-                    tablesOrNull);
+    acc =
+        codes.add(acc, codes.toBase(bias, biasType, type), type, tablesOrNull);
   }
   memref::StoreOp::create(b, loc, acc, layer.output, ValueRange{row, col});
   return success();

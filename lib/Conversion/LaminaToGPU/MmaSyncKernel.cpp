@@ -26,13 +26,13 @@
 using namespace mlir;
 using namespace mlir::lamina;
 
-static constexpr int64_t kBlock = 128;      // rows and columns per CTA
-static constexpr int64_t kBlockK = 32;      // K per stage
-static constexpr int64_t kRowPitch = 40;    // padded smem row, elements
+static constexpr int64_t kBlock = 128;   // rows and columns per CTA
+static constexpr int64_t kBlockK = 32;   // K per stage
+static constexpr int64_t kRowPitch = 40; // padded smem row, elements
 static constexpr int64_t kStages = 3;
-static constexpr int64_t kThreads = 128;    // four warps
+static constexpr int64_t kThreads = 128; // four warps
 static constexpr int64_t kWarpTile = 64;
-static constexpr int64_t kChunk = 8;        // elements per 16-byte cp.async
+static constexpr int64_t kChunk = 8; // elements per 16-byte cp.async
 static constexpr int64_t kTileBytes = kBlock * kRowPitch * 2;
 
 LogicalResult mlir::lamina::emitMmaSyncLinear(OpBuilder &b, Location loc,
@@ -51,9 +51,8 @@ LogicalResult mlir::lamina::emitMmaSyncLinear(OpBuilder &b, Location loc,
                                    ringBytes);
 
   Value ring = memref::ViewOp::create(
-      b, loc, ringType,
-      buildDynamicSharedMemory(b, loc, layer.op, ringBytes), ix(0),
-      ValueRange());
+      b, loc, ringType, buildDynamicSharedMemory(b, loc, layer.op, ringBytes),
+      ix(0), ValueRange());
   Value tid = launch.getThreadIds().x;
   Value m0 = ix.mul(launch.getBlockIds().y, kBlock);
   Value n0 = ix.mul(launch.getBlockIds().x, kBlock);
@@ -76,14 +75,14 @@ LogicalResult mlir::lamina::emitMmaSyncLinear(OpBuilder &b, Location loc,
         Value col = ix.mul(ix.rem(chunk, kBlockK / kChunk), kChunk);
         Value globalRow = ix.add(origin, row);
         Value globalCol = ix.add(ix.mul(k, kBlockK), col);
-        Value valid = arith::AndIOp::create(b, loc, ix.lessThan(globalRow, rows),
-                                            ix.lessThan(globalCol, layer.k));
-        Value elements = arith::SelectOp::create(b, loc, valid, ix(kChunk),
-                                                 ix(0));
-        Value safeRow = arith::MinUIOp::create(b, loc, globalRow,
-                                               ix(rows - 1));
-        Value safeCol = arith::MinUIOp::create(b, loc, globalCol,
-                                               ix(layer.k - kChunk));
+        Value valid =
+            arith::AndIOp::create(b, loc, ix.lessThan(globalRow, rows),
+                                  ix.lessThan(globalCol, layer.k));
+        Value elements =
+            arith::SelectOp::create(b, loc, valid, ix(kChunk), ix(0));
+        Value safeRow = arith::MinUIOp::create(b, loc, globalRow, ix(rows - 1));
+        Value safeCol =
+            arith::MinUIOp::create(b, loc, globalCol, ix(layer.k - kChunk));
         Value ringRow =
             ix.add(ix.mul(ix.add(ix.mul(stage, 2), ix(operand)), kBlock), row);
         tokens.push_back(nvgpu::DeviceAsyncCopyOp::create(
@@ -108,13 +107,12 @@ LogicalResult mlir::lamina::emitMmaSyncLinear(OpBuilder &b, Location loc,
   SmallVector<Value> inits(kTilesM * kTilesN, zero);
   Value warpRow = ix.mul(ix.div(warp, 2), kWarpTile);
   Value warpCol = ix.mul(ix.rem(warp, 2), kWarpTile);
-  auto mmaType = isa<BFloat16Type>(elt) ? NVVM::MMATypes::bf16
-                                        : NVVM::MMATypes::f16;
+  auto mmaType =
+      isa<BFloat16Type>(elt) ? NVVM::MMATypes::bf16 : NVVM::MMATypes::f16;
   auto resultStruct =
       LLVM::LLVMStructType::getLiteral(ctx, SmallVector<Type>(4, f32));
 
-  auto loop = scf::ForOp::create(b, loc, ix(0), ix(kTiles), ix(1),
-                                 inits);
+  auto loop = scf::ForOp::create(b, loc, ix(0), ix(kTiles), ix(1), inits);
   {
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPointToStart(loop.getBody());
@@ -139,8 +137,8 @@ LogicalResult mlir::lamina::emitMmaSyncLinear(OpBuilder &b, Location loc,
       // NVVM takes f16 pairs as vector<2xf16> and bf16 pairs as i32.
       SmallVector<Value> regs;
       for (int64_t i = 0; i < 4; ++i) {
-        Value pair = vector::ExtractOp::create(b, loc, loaded,
-                                               ArrayRef<int64_t>{i});
+        Value pair =
+            vector::ExtractOp::create(b, loc, loaded, ArrayRef<int64_t>{i});
         if (isa<BFloat16Type>(elt))
           pair = vector::ExtractOp::create(
               b, loc,
@@ -155,16 +153,17 @@ LogicalResult mlir::lamina::emitMmaSyncLinear(OpBuilder &b, Location loc,
       // A (m16k16): lane l addresses row l % 16, columns kk + 8·(l / 16).
       SmallVector<SmallVector<Value>> a;
       for (int64_t i = 0; i < kTilesM; ++i)
-        a.push_back(fragment(
-            ix.add(ix.add(xBase, warpRow), ix.add(ix(16 * i), ix.rem(lane, 16))),
-            ix.add(ix(kk), ix.mul(ix.div(lane, 16), 8))));
+        a.push_back(fragment(ix.add(ix.add(xBase, warpRow),
+                                    ix.add(ix(16 * i), ix.rem(lane, 16))),
+                             ix.add(ix(kk), ix.mul(ix.div(lane, 16), 8))));
       // B for two n8 tiles: lane l addresses row 8·(l / 16) + l % 8,
       // columns kk + 8·((l / 8) % 2).
       SmallVector<SmallVector<Value>> w;
       for (int64_t j = 0; j < kTilesN; j += 2) {
         SmallVector<Value> regs = fragment(
             ix.add(ix.add(wBase, warpCol),
-                ix.add(ix(8 * j), ix.add(ix.mul(ix.div(lane, 16), 8), ix.rem(lane, 8)))),
+                   ix.add(ix(8 * j), ix.add(ix.mul(ix.div(lane, 16), 8),
+                                            ix.rem(lane, 8)))),
             ix.add(ix(kk), ix.mul(ix.rem(ix.div(lane, 8), 2), 8)));
         w.push_back({regs[0], regs[1]});
         w.push_back({regs[2], regs[3]});
@@ -175,12 +174,11 @@ LogicalResult mlir::lamina::emitMmaSyncLinear(OpBuilder &b, Location loc,
           SmallVector<Value> cIn;
           for (int64_t r = 0; r < 2; ++r)
             for (int64_t e = 0; e < 2; ++e)
-              cIn.push_back(vector::ExtractOp::create(
-                  b, loc, c, ArrayRef<int64_t>{r, e}));
+              cIn.push_back(vector::ExtractOp::create(b, loc, c,
+                                                      ArrayRef<int64_t>{r, e}));
           Value d = NVVM::MmaOp::create(
-              b, loc, resultStruct, a[i], w[j], cIn, {16, 8, 16},
-              std::nullopt, std::nullopt,
-              std::array<NVVM::MMATypes, 2>{mmaType, mmaType},
+              b, loc, resultStruct, a[i], w[j], cIn, {16, 8, 16}, std::nullopt,
+              std::nullopt, std::array<NVVM::MMATypes, 2>{mmaType, mmaType},
               std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
                                              NVVM::MMALayout::col});
           SmallVector<Value> dOut;
@@ -202,12 +200,13 @@ LogicalResult mlir::lamina::emitMmaSyncLinear(OpBuilder &b, Location loc,
     for (int64_t j = 0; j < kTilesN; ++j) {
       Value c = loop.getResult(i * kTilesN + j);
       for (int64_t h = 0; h < 2; ++h) {
-        Value v0 = vector::ExtractOp::create(b, loc, c, ArrayRef<int64_t>{h, 0});
-        Value v1 = vector::ExtractOp::create(b, loc, c, ArrayRef<int64_t>{h, 1});
-        emitEpiloguePairStore(b, loc, layer,
-                              ix.add(rowBase, ix(16 * i + 8 * h)),
-                              ix.add(colBase, ix(8 * j)), v0, v1, checkRow,
-                              checkCol);
+        Value v0 =
+            vector::ExtractOp::create(b, loc, c, ArrayRef<int64_t>{h, 0});
+        Value v1 =
+            vector::ExtractOp::create(b, loc, c, ArrayRef<int64_t>{h, 1});
+        emitEpiloguePairStore(
+            b, loc, layer, ix.add(rowBase, ix(16 * i + 8 * h)),
+            ix.add(colBase, ix(8 * j)), v0, v1, checkRow, checkCol);
       }
     }
   return success();

@@ -100,8 +100,8 @@ static Value buildMatrixDescriptor(OpBuilder &b, Location loc, Value address) {
   };
   Value start = arith::ShRUIOp::create(
       b, loc, arith::AndIOp::create(b, loc, address, i64(0x3FFFF)), i64(4));
-  int64_t fixed = (int64_t(1) << 16) | (int64_t(1024 >> 4) << 32) |
-                  (int64_t(1) << 62);
+  int64_t fixed =
+      (int64_t(1) << 16) | (int64_t(1024 >> 4) << 32) | (int64_t(1) << 62);
   return arith::OrIOp::create(b, loc, start, i64(fixed));
 }
 
@@ -140,15 +140,15 @@ LogicalResult mlir::lamina::emitWgmmaLinear(OpBuilder &b, Location loc,
   int64_t tilesM = llvm::divideCeil(layer.m, config.blockM);
   int64_t tilesN = llvm::divideCeil(layer.n, config.blockN);
   OpBuilder::InsertionGuard guard(b);
-  auto launch = createKernelLaunch(b, loc, tilesM * tilesN, 1,
-                                   config.threads(), config.sharedBytes());
+  auto launch = createKernelLaunch(b, loc, tilesM * tilesN, 1, config.threads(),
+                                   config.sharedBytes());
 
   auto cmp = [&](arith::CmpIPredicate pred, Value lhs, Value rhs) -> Value {
     return arith::CmpIOp::create(b, loc, pred, lhs, rhs);
   };
   auto parityOf = [&](Value round, bool flip) -> Value {
-    Value bit = arith::IndexCastUIOp::create(b, loc, b.getI1Type(),
-                                             ix.rem(round, 2));
+    Value bit =
+        arith::IndexCastUIOp::create(b, loc, b.getI1Type(), ix.rem(round, 2));
     if (!flip)
       return bit;
     Value one = arith::ConstantOp::create(b, loc, b.getBoolAttr(true));
@@ -158,14 +158,14 @@ LogicalResult mlir::lamina::emitWgmmaLinear(OpBuilder &b, Location loc,
   Value tid = launch.getThreadIds().x;
   Value warpgroup = ix.div(tid, 128);
   Value threadInGroup = ix.rem(tid, 128);
-  auto [tileM, tileN] = buildGroupedTileOrder(b, loc, launch.getBlockIds().x,
-                                               tilesM, tilesN);
+  auto [tileM, tileN] =
+      buildGroupedTileOrder(b, loc, launch.getBlockIds().x, tilesM, tilesN);
   Value m0 = ix.mul(tileM, config.blockM);
   Value n0 = ix.mul(tileN, config.blockN);
 
   // Shared memory: the stage ring as typed views of the dynamic array.
-  Value shared = buildDynamicSharedMemory(b, loc, layer.op,
-                                          config.sharedBytes());
+  Value shared =
+      buildDynamicSharedMemory(b, loc, layer.op, config.sharedBytes());
   auto stageTile = [&](Value stage, bool weight) -> Value {
     Value offset = ix.mul(stage, config.stageBytes());
     if (weight)
@@ -187,9 +187,8 @@ LogicalResult mlir::lamina::emitWgmmaLinear(OpBuilder &b, Location loc,
     b.setInsertionPointToStart(init.thenBlock());
     for (int64_t s = 0; s < config.stages; ++s) {
       nvgpu::MBarrierInitOp::create(b, loc, full, ix(1), ix(s), Value());
-      nvgpu::MBarrierInitOp::create(b, loc, empty,
-                                    ix(config.consumers() * 128), ix(s),
-                                    Value());
+      nvgpu::MBarrierInitOp::create(b, loc, empty, ix(config.consumers() * 128),
+                                    ix(s), Value());
     }
     nvgpu::TmaPrefetchOp::create(b, loc, mapX, Value());
     nvgpu::TmaPrefetchOp::create(b, loc, mapW, Value());
@@ -217,8 +216,8 @@ LogicalResult mlir::lamina::emitWgmmaLinear(OpBuilder &b, Location loc,
     Value round = ix.div(k, config.stages);
     // A fresh barrier has completed the phase of parity 1: the first round
     // of each stage does not wait.
-    nvgpu::MBarrierTryWaitParityOp::create(b, loc, empty,
-                                           parityOf(round, true), ticks, stage);
+    nvgpu::MBarrierTryWaitParityOp::create(b, loc, empty, parityOf(round, true),
+                                           ticks, stage);
     nvgpu::MBarrierArriveExpectTxOp::create(
         b, loc, full, ix(config.stageBytes()), stage, Value());
     Value kOffset = ix.mul(k, WgmmaConfig::kBlockK);
@@ -247,8 +246,8 @@ LogicalResult mlir::lamina::emitWgmmaLinear(OpBuilder &b, Location loc,
       memref::ExtractAlignedPointerAsIndexOp::create(b, loc, shared));
   Value rowsOffset = arith::IndexCastUIOp::create(
       b, loc, b.getI64Type(), ix.mul(warpgroup, 64 * WgmmaConfig::kBlockK * 2));
-  auto wgmmaType = isa<BFloat16Type>(elt) ? NVVM::WGMMATypes::bf16
-                                          : NVVM::WGMMATypes::f16;
+  auto wgmmaType =
+      isa<BFloat16Type>(elt) ? NVVM::WGMMATypes::bf16 : NVVM::WGMMATypes::f16;
 
   // One K tile: wait for its stage, four wgmma (the very first one ignores
   // the accumulators: no instruction but wgmma defines them, which keeps
@@ -299,14 +298,14 @@ LogicalResult mlir::lamina::emitWgmmaLinear(OpBuilder &b, Location loc,
 
   Value acc = consumeTile(ix(0), LLVM::PoisonOp::create(b, loc, accType),
                           /*first=*/true);
-  auto loop = scf::ForOp::create(b, loc, ix(1), ix(kTiles), ix(1),
-                                 ValueRange{acc});
+  auto loop =
+      scf::ForOp::create(b, loc, ix(1), ix(kTiles), ix(1), ValueRange{acc});
   {
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPointToStart(loop.getBody());
-    scf::YieldOp::create(b, loc,
-                         consumeTile(loop.getInductionVar(),
-                                     loop.getRegionIterArg(0), false));
+    scf::YieldOp::create(
+        b, loc,
+        consumeTile(loop.getInductionVar(), loop.getRegionIterArg(0), false));
   }
   NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
   acc = loop.getResult(0);
@@ -316,7 +315,7 @@ LogicalResult mlir::lamina::emitWgmmaLinear(OpBuilder &b, Location loc,
   Value warp = ix.div(threadInGroup, 32);
   Value lane = ix.rem(threadInGroup, 32);
   Value rowBase = ix.add(ix.add(m0, ix.mul(warpgroup, 64)),
-                      ix.add(ix.mul(warp, 16), ix.div(lane, 4)));
+                         ix.add(ix.mul(warp, 16), ix.div(lane, 4)));
   Value colBase = ix.add(n0, ix.mul(ix.rem(lane, 4), 2));
   bool checkRow = layer.m % config.blockM != 0;
   bool checkCol = layer.n % config.blockN != 0;

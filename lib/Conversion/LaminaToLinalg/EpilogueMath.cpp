@@ -9,8 +9,7 @@ using namespace mlir;
 using namespace mlir::lamina;
 
 Value mlir::lamina::buildActivation(OpBuilder &b, Location loc,
-                                    ActivationKind kind,
-                             Value x) {
+                                    ActivationKind kind, Value x) {
   Type type = x.getType();
   auto constant = [&](double value) -> Value {
     return arith::ConstantOp::create(b, loc, b.getFloatAttr(type, value));
@@ -20,8 +19,8 @@ Value mlir::lamina::buildActivation(OpBuilder &b, Location loc,
     return arith::MaximumFOp::create(b, loc, x, constant(0.0));
   case ActivationKind::gelu_tanh: {
     // 0.5·x·(1 + tanh(sqrt(2/π)·(x + 0.044715·x³)))
-    Value x3 = arith::MulFOp::create(
-        b, loc, x, arith::MulFOp::create(b, loc, x, x));
+    Value x3 =
+        arith::MulFOp::create(b, loc, x, arith::MulFOp::create(b, loc, x, x));
     Value inner = arith::AddFOp::create(
         b, loc, x, arith::MulFOp::create(b, loc, constant(0.044715), x3));
     Value t = math::TanhOp::create(

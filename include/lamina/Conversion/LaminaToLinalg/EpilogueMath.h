@@ -17,8 +17,7 @@ namespace mlir::lamina {
 
 /// `kind` applied to the float `x` (GELU with `math.tanh` / `math.erf`,
 /// which `lamina-approximate-math` turns into the shared polynomials).
-Value buildActivation(OpBuilder &b, Location loc, ActivationKind kind,
-                      Value x);
+Value buildActivation(OpBuilder &b, Location loc, ActivationKind kind, Value x);
 
 /// The Philox stream of `dropout`: 0, or 1 + rank under fork_rng (a program
 /// without a `rank` value is rank 0), as i32.

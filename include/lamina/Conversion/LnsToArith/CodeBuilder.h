@@ -1,7 +1,7 @@
 //===- CodeBuilder.h - LNS arithmetic on int64 codes as arith ops -*- C++ -*-===//
 //
 // The spec's scalar formulas (../spec/lns.md) emitted as arith and math ops
-// on i64 codes: one place that the CPU lowering and, later, the GPU kernels
+// on i64 codes: one place that the CPU lowering and the GPU kernels
 // share, so that both compute the same codes.
 //
 //===----------------------------------------------------------------------===//
