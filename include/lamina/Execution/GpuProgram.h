@@ -1,5 +1,4 @@
-//===- GpuProgram.h - Ahead-of-time GPU artefacts called from C++ -*- C++
-//-*-===//
+//===- GpuProgram.h - GPU artefacts called from C++ ------------*- C++ -*-===//
 //
 // `lamina-run --target=cuda`: a module built into a GPU artefact
 // (GpuArtefact.h) in a temporary directory, loaded into this process, and

@@ -1,5 +1,4 @@
-//===- CudaRuntime.h - The GPU calls of Lamina's generated host code -*- C++
-//-*-===//
+//===- CudaRuntime.h - GPU calls of generated host code --------*- C++ -*-===//
 //
 // The `mgpu*` functions that upstream's gpu-to-llvm lowering calls, over the
 // CUDA driver API, which is opened with dlopen("libcuda.so.1") on first use:
