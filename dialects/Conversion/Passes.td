@@ -156,7 +156,8 @@ def ConvertLaminaToGPU : Pass<"convert-lamina-to-gpu", "::mlir::ModuleOp"> {
     element's row-major index), so masks are identical. GELU's `tanh`/`erf`
     are left to `lamina-approximate-math`, the CPU's polynomials.
 
-    LNS linear layers (buffers of i64 codes) become one thread per output
+    LNS linear layers and `lns.linear` ops (buffers of i64 codes; an
+    `lns.linear` keeps its own sbdb mode) become one thread per output
     element running the spec's sequential K loop through the CPU path's
     CodeBuilder: `ideal` additions by the certified fast path, recomputed
     with the exact double formula (libdevice pow/log) where its error bound

@@ -48,31 +48,45 @@ static MemRefType bufferTypeOf(RankedTensorType type) {
 }
 
 namespace {
-/// What the GPU lowering reads from a layer: a `fused_linear`, or a bare
-/// `matmul` (a linear layer without bias, whose epilogue is empty).
+/// What the GPU lowering reads from a layer: a `fused_linear`, a bare
+/// `matmul` (a linear layer without bias, whose epilogue is empty), or an
+/// `lns.linear`, whose own sbdb mode wins over the pass option.
 struct LayerView {
   Operation *op;
   Value input, weight, bias, seed, rank;
   SyncAttr sync;
   ActivationKindAttr activation;
   DropoutAttr dropout;
+  std::optional<lns::SbdbMode> sbdb;
 };
 } // namespace
 
 static std::optional<LayerView> viewLayer(Operation *op) {
-  if (auto fused = dyn_cast<FusedLinearOp>(op))
-    return LayerView{op,
-                     fused.getInput(),
-                     fused.getWeight(),
-                     fused.getBias(),
-                     fused.getSeed(),
-                     fused.getRank(),
-                     fused.getSyncAttr(),
-                     fused.getActivationAttr(),
-                     fused.getDropoutAttr()};
-  if (auto matmul = dyn_cast<MatmulOp>(op))
-    return LayerView{
-        op, matmul.getInput(), matmul.getWeight(), {}, {}, {}, {}, {}, {}};
+  LayerView view{};
+  view.op = op;
+  if (auto fused = dyn_cast<FusedLinearOp>(op)) {
+    view.input = fused.getInput();
+    view.weight = fused.getWeight();
+    view.bias = fused.getBias();
+    view.seed = fused.getSeed();
+    view.rank = fused.getRank();
+    view.sync = fused.getSyncAttr();
+    view.activation = fused.getActivationAttr();
+    view.dropout = fused.getDropoutAttr();
+    return view;
+  }
+  if (auto matmul = dyn_cast<MatmulOp>(op)) {
+    view.input = matmul.getInput();
+    view.weight = matmul.getWeight();
+    return view;
+  }
+  if (auto linear = dyn_cast<lns::LinearOp>(op)) {
+    view.input = linear.getInput();
+    view.weight = linear.getWeight();
+    view.bias = linear.getBias();
+    view.sbdb = linear.getSbdb();
+    return view;
+  }
   return std::nullopt;
 }
 
@@ -235,7 +249,8 @@ static LogicalResult convertFunction(func::FuncOp func, KernelFamily family,
                     elts[1],
                     elts[2]};
     LogicalResult emitted =
-        isa<lns::NumType>(elts[0]) ? emitLnsLinear(b, opLoc, layer, lnsMode)
+        isa<lns::NumType>(elts[0])
+            ? emitLnsLinear(b, opLoc, layer, view.sbdb.value_or(lnsMode))
         : family == KernelFamily::Wgmma ? emitWgmmaLinear(b, opLoc, layer)
                                         : emitMmaSyncLinear(b, opLoc, layer);
     if (failed(emitted))

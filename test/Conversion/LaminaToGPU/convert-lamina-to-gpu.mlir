@@ -178,3 +178,19 @@ func.func @lns(%x: tensor<4x8x!lns.num<f = 10>>, %w: tensor<16x8x!lns.num<f = 10
   %0 = lamina.linear "fc" %x, %w bias %b : (tensor<4x8x!lns.num<f = 10>>, tensor<16x8x!lns.num<f = 10>>, tensor<16x!lns.num<f = 12>>) -> tensor<4x16x!lns.num<f = 10>>
   return %0 : tensor<4x16x!lns.num<f = 10>>
 }
+
+// -----
+
+// An lns.linear keeps its own sbdb mode (here table) whatever the pass's
+// default (ideal).
+
+// CHECK-LABEL: func.func @lns_op_table(
+// CHECK:       gpu.launch
+// CHECK:         memref.get_global @lamina_sbdb_table_f10
+// CHECK-NOT:     math.powf
+// CHECK:         memref.store
+
+func.func @lns_op_table(%x: tensor<4x8x!lns.num<f = 10>>, %w: tensor<16x8x!lns.num<f = 10>>, %b: tensor<16x!lns.num<f = 10>>) -> tensor<4x16x!lns.num<f = 10>> {
+  %0 = lns.linear %x, %w bias %b sbdb table : tensor<4x8x!lns.num<f = 10>>, tensor<16x8x!lns.num<f = 10>>, tensor<16x!lns.num<f = 10>> -> tensor<4x16x!lns.num<f = 10>>
+  return %0 : tensor<4x16x!lns.num<f = 10>>
+}
