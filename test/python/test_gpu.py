@@ -212,3 +212,67 @@ func.func @forward(%x: tensor<4x8x!lns.num<f = 10>>) -> (tensor<4x16x!lns.num<f 
 }"""
     assert _result_types(ir, "forward") == [((4, 16), torch.int64),
                                             ((2, 3), torch.bfloat16)]
+
+
+_FAKE_CALL = r"""
+import ctypes, importlib.util, sys, torch
+spec = importlib.util.spec_from_file_location("aot", sys.argv[1])
+aot = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(aot)
+
+
+class OnDevice:
+    # The stand-in driver's device memory is host memory: a CPU tensor
+    # that says it is on the GPU.
+    is_cuda = True
+
+    def __init__(self, tensor):
+        self.tensor = tensor
+
+    def __getattr__(self, name):
+        return getattr(self.tensor, name)
+
+
+class Stream:
+    cuda_stream = 0x77
+
+
+art = aot.Artefact(sys.argv[2])
+assert art.gpu_unavailable() is None
+x = OnDevice(torch.zeros(2, 8, 512, dtype=torch.float16))
+w = OnDevice(torch.zeros(200, 512, dtype=torch.float16))
+b = OnDevice(torch.zeros(200))
+out = OnDevice(torch.full((2, 8, 200), 7.0))
+art.call("main", x, w, b, 1234, out, stream=Stream())
+"""
+
+
+@needs_toolkit
+def test_aot_calls_entry_points_with_the_memref_abi(tmp_path):
+    """aot.Artefact.call against the stand-in driver: the descriptors it
+    builds reach the generated host code, which encodes the TMA maps of
+    x[16, 512] (a 3-D tensor's rows) and W[200, 512] and launches on
+    PyTorch's stream."""
+    check = next(c for c in cases.CHECKS if c["name"] == "dropout_f16_decode")
+    library = compile_artefact(tmp_path, check["ir"])
+    subprocess.run(["cc", "-shared", "-fPIC", "-o",
+                    str(tmp_path / "libcuda.so.1"),
+                    str(ROOT / "test" / "Integration" / "Inputs" /
+                        "fake-libcuda.c")], check=True)
+    script = tmp_path / "call.py"
+    script.write_text(_FAKE_CALL)
+    log = tmp_path / "log"
+    env = dict(os.environ, LD_LIBRARY_PATH=str(tmp_path),
+               LAMINA_FAKE_CUDA_LOG=str(log))
+    subprocess.run([sys.executable, str(script),
+                    str(ROOT / "python" / "lamina" / "aot.py"), str(library)],
+                   env=env, check=True)
+    lines = log.read_text().splitlines()
+    maps = [line for line in lines if line.startswith("cuTensorMapEncodeTiled")]
+    assert "dtype=6 rank=2 dims=[512,16] stride=1024 box=[64,64]" in maps[0]
+    assert "dtype=6 rank=2 dims=[512,200] stride=1024 box=[64,64]" in maps[1]
+    launch = next(line for line in lines if line.startswith("cuLaunchKernel"))
+    # 16 rows: one row block of 64, four column blocks of 64 for N = 200;
+    # stream-ordered on the caller's stream.
+    assert launch == ("cuLaunchKernel grid=(4,1,1) block=(256,1,1) "
+                      "smem=131072 stream=0x77")

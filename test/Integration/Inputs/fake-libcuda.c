@@ -65,8 +65,8 @@ CUresult cuFuncSetAttribute(void *function, int attribute, int value) {
 CUresult cuLaunchKernel(void *function, unsigned gx, unsigned gy, unsigned gz,
                         unsigned bx, unsigned by, unsigned bz, unsigned smem,
                         void *stream, void **params, void **extra) {
-  LOG("cuLaunchKernel grid=(%u,%u,%u) block=(%u,%u,%u) smem=%u\n", gx, gy, gz,
-      bx, by, bz, smem);
+  LOG("cuLaunchKernel grid=(%u,%u,%u) block=(%u,%u,%u) smem=%u stream=%p\n",
+      gx, gy, gz, bx, by, bz, smem, stream);
   return 0;
 }
 
