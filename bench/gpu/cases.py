@@ -109,6 +109,19 @@ func.func @main(%x: tensor<4x64x!lns.num<f = 10>>, %w: tensor<32x64x!lns.num<f =
         "compare": "codes",
     },
     {
+        "name": "lns_f8_table_shared",
+        "chip": "sm_90a",
+        "lns_sbdb": "table",
+        "ir": """
+func.func @main(%x: tensor<4x64x!lns.num<f = 8>>, %w: tensor<32x64x!lns.num<f = 8>>) -> tensor<4x32x!lns.num<f = 8>> {
+  %y = lamina.linear "fc" %x, %w : (tensor<4x64x!lns.num<f = 8>>, tensor<32x64x!lns.num<f = 8>>) -> tensor<4x32x!lns.num<f = 8>>
+  return %y : tensor<4x32x!lns.num<f = 8>>
+}""",
+        "inputs": [("x", "lns8", (4, 64)), ("w", "lns8", (32, 64))],
+        "results": [("i64", (4, 32))],
+        "compare": "codes",
+    },
+    {
         "name": "lns_f23_ideal_k1024",
         "chip": "sm_90a",
         "ir": """

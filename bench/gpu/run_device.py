@@ -48,17 +48,22 @@ TORCH_DTYPES = {cases.BF16: torch.bfloat16, cases.F16: torch.float16,
                 cases.F32: torch.float32, "i64": torch.int64}
 
 
+def bf16_tensor(bits):
+    """bf16 saved as uint16 bits (PyTorch may not take uint16 arrays)."""
+    return torch.from_numpy(
+        np.ascontiguousarray(bits).view(np.int16)).view(torch.bfloat16)
+
+
 def to_device(array, kind):
-    tensor = torch.from_numpy(np.ascontiguousarray(array))
     if kind == cases.BF16:
-        tensor = tensor.view(torch.bfloat16)  # saved as uint16 bits
-    return tensor.cuda()
+        return bf16_tensor(array).cuda()
+    return torch.from_numpy(np.ascontiguousarray(array)).cuda()
 
 
 def expected_array(path, kind):
     array = np.load(path)
     if kind == cases.BF16:
-        return torch.from_numpy(array).view(torch.bfloat16).float().numpy()
+        return bf16_tensor(array).float().numpy()
     return array
 
 

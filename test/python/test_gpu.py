@@ -247,6 +247,15 @@ art.call("main", x, w, b, 1234, out, stream=Stream())
 """
 
 
+def _build_fake_driver(directory):
+    subprocess.run(["cc", "-shared", "-fPIC", "-o",
+                    str(directory / "libcuda.so.1"),
+                    str(ROOT / "test" / "Integration" / "Inputs" /
+                        "fake-libcuda.c")], check=True)
+    return dict(os.environ, LD_LIBRARY_PATH=str(directory),
+                LAMINA_FAKE_CUDA_LOG=str(directory / "log"))
+
+
 @needs_toolkit
 def test_aot_calls_entry_points_with_the_memref_abi(tmp_path):
     """aot.Artefact.call against the stand-in driver: the descriptors it
@@ -255,15 +264,10 @@ def test_aot_calls_entry_points_with_the_memref_abi(tmp_path):
     PyTorch's stream."""
     check = next(c for c in cases.CHECKS if c["name"] == "dropout_f16_decode")
     library = compile_artefact(tmp_path, check["ir"])
-    subprocess.run(["cc", "-shared", "-fPIC", "-o",
-                    str(tmp_path / "libcuda.so.1"),
-                    str(ROOT / "test" / "Integration" / "Inputs" /
-                        "fake-libcuda.c")], check=True)
+    env = _build_fake_driver(tmp_path)
+    log = tmp_path / "log"
     script = tmp_path / "call.py"
     script.write_text(_FAKE_CALL)
-    log = tmp_path / "log"
-    env = dict(os.environ, LD_LIBRARY_PATH=str(tmp_path),
-               LAMINA_FAKE_CUDA_LOG=str(log))
     subprocess.run([sys.executable, str(script),
                     str(ROOT / "python" / "lamina" / "aot.py"), str(library)],
                    env=env, check=True)
@@ -276,3 +280,63 @@ def test_aot_calls_entry_points_with_the_memref_abi(tmp_path):
     # stream-ordered on the caller's stream.
     assert launch == ("cuLaunchKernel grid=(4,1,1) block=(256,1,1) "
                       "smem=131072 stream=0x77")
+
+
+_FAKE_BUNDLE = r"""
+import json, pathlib, sys, numpy as np, torch
+sys.path.insert(0, sys.argv[1])
+import run_device
+
+
+class OnDevice:
+    is_cuda = True
+
+    def __init__(self, tensor):
+        self.tensor = tensor
+
+    def __getattr__(self, name):
+        return getattr(self.tensor, name)
+
+
+class Stream:
+    cuda_stream = 0
+
+
+bundle = pathlib.Path(sys.argv[2])
+dtypes = {"bf16": torch.bfloat16, "f16": torch.float16,
+          "f32": torch.float32, "i64": torch.int64}
+for check in json.loads((bundle / "manifest.json").read_text())["checks"]:
+    art = run_device.aot.Artefact(bundle / check["artefact"])
+    args = []
+    for spec in check["inputs"]:
+        if "scalar" in spec:
+            args.append(int(spec["scalar"]))
+            continue
+        array = np.load(bundle / spec["file"])
+        args.append(OnDevice(run_device.bf16_tensor(array)
+                             if spec["dtype"] == "bf16"
+                             else torch.from_numpy(array)))
+    outputs = [OnDevice(torch.zeros(r["shape"], dtype=dtypes[r["dtype"]]))
+               for r in check["results"]]
+    art.call("main", *args, *outputs, stream=Stream())
+    print(check["name"])
+"""
+
+
+@needs_toolkit
+def test_device_bundle_runs_its_host_code_on_a_stand_in_driver(tmp_path):
+    """Every artefact of the device run (bench/gpu) loads its kernels and
+    calls through, on the inputs prepare.py saved, with run_device.py's
+    loaders: what the GPU machine will do, minus the kernels."""
+    bundle = tmp_path / "bundle"
+    prepare.prepare(bundle, bench=False)
+    env = _build_fake_driver(tmp_path)
+    script = tmp_path / "bundle.py"
+    script.write_text(_FAKE_BUNDLE)
+    ran = subprocess.run([sys.executable, str(script),
+                          str(ROOT / "bench" / "gpu"), str(bundle)],
+                         env=env, capture_output=True, text=True, check=True)
+    assert ran.stdout.split() == [c["name"] for c in cases.CHECKS]
+    launches = [line for line in (tmp_path / "log").read_text().splitlines()
+                if line.startswith("cuLaunchKernel")]
+    assert len(launches) == len(cases.CHECKS) + 1  # the MLP launches twice
