@@ -165,8 +165,11 @@ def ConvertLaminaToGPU : Pass<"convert-lamina-to-gpu", "::mlir::ModuleOp"> {
     precomputed ideal values from a constant global table, copied into
     shared memory by each block when it fits (48 KiB: f ≤ 8).
 
-    Anything else in such a function (collectives, unfused layers, dynamic
-    shapes, f32 tensor-core inputs, misaligned K) is a diagnosed error.
+    The leading dims (the rows M) may be dynamic: the host reads M from the
+    buffer, sizes the grid and intermediates from it, and every row is
+    bounds-checked; K, N, weights and biases are static. Anything else in
+    such a function (collectives, unfused layers, dynamic K or N, f32
+    tensor-core inputs, misaligned K) is a diagnosed error.
   }];
   let options = [
     Option<"chip", "chip", "std::string", /*default=*/"\"sm_90a\"",

@@ -340,3 +340,44 @@ def test_device_bundle_runs_its_host_code_on_a_stand_in_driver(tmp_path):
     launches = [line for line in (tmp_path / "log").read_text().splitlines()
                 if line.startswith("cuLaunchKernel")]
     assert len(launches) == len(cases.CHECKS) + 1  # the MLP launches twice
+
+
+_DYNAMIC_IR = """
+func.func @main(%x: tensor<?x8x256xbf16>, %w: tensor<512x256xbf16>, %b: tensor<512xbf16>) -> tensor<?x8x512xbf16> {
+  %y = lamina.linear_act "fc" %x, %w bias %b activation gelu_tanh
+      : (tensor<?x8x256xbf16>, tensor<512x256xbf16>, tensor<512xbf16>) -> tensor<?x8x512xbf16>
+  return %y : tensor<?x8x512xbf16>
+}"""
+
+_DYNAMIC_CALLS = _FAKE_CALL.split("art = aot.Artefact")[0] + r"""
+art = aot.Artefact(sys.argv[2])
+w = OnDevice(torch.zeros(512, 256, dtype=torch.bfloat16))
+b = OnDevice(torch.zeros(512, dtype=torch.bfloat16))
+for batch in (2, 40):
+    x = OnDevice(torch.zeros(batch, 8, 256, dtype=torch.bfloat16))
+    out = OnDevice(torch.zeros(batch, 8, 512, dtype=torch.bfloat16))
+    art.call("main", x, w, b, out, stream=Stream())
+"""
+
+
+@needs_toolkit
+def test_one_artefact_serves_any_number_of_rows(tmp_path):
+    """Leading dims unknown when compiling: the same artefact encodes the
+    TMA map of x with each call's rows and launches ⌈M/128⌉ × 2 tiles."""
+    library = compile_artefact(tmp_path, _DYNAMIC_IR)
+    env = _build_fake_driver(tmp_path)
+    script = tmp_path / "calls.py"
+    script.write_text(_DYNAMIC_CALLS)
+    subprocess.run([sys.executable, str(script),
+                    str(ROOT / "python" / "lamina" / "aot.py"), str(library)],
+                   env=env, check=True)
+    lines = (tmp_path / "log").read_text().splitlines()
+    # x's maps (box of 128 rows); W's (256 rows) is encoded once and cached.
+    maps = [line for line in lines if "box=[64,128]" in line]
+    assert ["dims=[256,16]" in maps[0], "dims=[256,320]" in maps[1]] == \
+        [True, True], maps
+    assert sum("box=[64,256]" in line for line in lines) == 1
+    launches = [line.split(" smem")[0] for line in lines
+                if line.startswith("cuLaunchKernel")]
+    assert launches == ["cuLaunchKernel grid=(2,1,1) block=(384,1,1)",
+                        "cuLaunchKernel grid=(6,1,1) block=(384,1,1)"]

@@ -48,17 +48,16 @@ void mlir::lamina::emitEpiloguePairStore(OpBuilder &b, Location loc,
                                          bool checkRow, bool checkCol) {
   OpBuilder::InsertionGuard guard(b);
   Value inBounds;
-  auto conjoin = [&](Value index, int64_t bound) {
+  auto conjoin = [&](Value index, Value bound) {
     Value inside =
-        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, index,
-                              arith::ConstantIndexOp::create(b, loc, bound));
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, index, bound);
     inBounds =
         inBounds ? arith::AndIOp::create(b, loc, inBounds, inside) : inside;
   };
   if (checkRow)
-    conjoin(row, layer.m);
+    conjoin(row, layer.rows);
   if (checkCol)
-    conjoin(col, layer.n);
+    conjoin(col, arith::ConstantIndexOp::create(b, loc, layer.n));
   if (inBounds) {
     auto guardIf = scf::IfOp::create(b, loc, inBounds, false);
     b.setInsertionPointToStart(guardIf.thenBlock());

@@ -27,17 +27,28 @@ struct GpuLinear {
   Value bias;                    // memref<N>, or null
   Value output;                  // memref<M x N>
   Value seed;                    // i64, or null (no active dropout)
+  /// M is ShapedType::kDynamic when the leading dims are only known at run
+  /// time; `rows` (index, defined on the host) is M either way.
   int64_t m, n, k;
+  Value rows;
   // Element types of the layer's tensors (LNS types, whose buffers hold
   // i64 codes); the bias's is null without a bias.
   Type inputElt, weightElt, biasElt;
+
+  bool hasStaticRows() const { return !ShapedType::isDynamic(m); }
+  /// ⌈M / blockRows⌉ on the host: a constant when M is static.
+  Value rowTiles(OpBuilder &b, Location loc, int64_t blockRows) const;
+  /// Whether some tile of `blockRows` rows may stick out of the output.
+  bool mayHavePartialRowTile(int64_t blockRows) const {
+    return !hasStaticRows() || m % blockRows != 0;
+  }
 };
 
 /// A gpu.launch over a (gridX, gridY) grid of 1-D blocks of `threads`, with
 /// its terminator; the builder moves to the start of its body (callers hold
 /// an InsertionGuard).
-gpu::LaunchOp createKernelLaunch(OpBuilder &b, Location loc, int64_t gridX,
-                                 int64_t gridY, int64_t threads,
+gpu::LaunchOp createKernelLaunch(OpBuilder &b, Location loc, Value gridX,
+                                 Value gridY, int64_t threads,
                                  int64_t sharedBytes = 0);
 
 /// Index arithmetic with constant operands at the builder's insertion point:
@@ -51,6 +62,9 @@ public:
   Value div(Value lhs, int64_t rhs) const;
   Value rem(Value lhs, int64_t rhs) const;
   Value lessThan(Value lhs, int64_t rhs) const;
+  Value lessThan(Value lhs, Value rhs) const;
+  /// ⌈lhs / rhs⌉ for lhs ≥ 0.
+  Value ceilDiv(Value lhs, int64_t rhs) const;
 
 private:
   OpBuilder &b;

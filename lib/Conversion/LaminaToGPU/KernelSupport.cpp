@@ -4,13 +4,14 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/BuiltinOps.h"
 
 using namespace mlir;
 using namespace mlir::lamina;
 
 gpu::LaunchOp mlir::lamina::createKernelLaunch(OpBuilder &b, Location loc,
-                                               int64_t gridX, int64_t gridY,
+                                               Value gridX, Value gridY,
                                                int64_t threads,
                                                int64_t sharedBytes) {
   IndexMath ix(b, loc);
@@ -18,8 +19,8 @@ gpu::LaunchOp mlir::lamina::createKernelLaunch(OpBuilder &b, Location loc,
                      ? arith::ConstantOp::create(
                            b, loc, b.getI32IntegerAttr(int32_t(sharedBytes)))
                      : Value();
-  auto launch = gpu::LaunchOp::create(b, loc, ix(gridX), ix(gridY), ix(1),
-                                      ix(threads), ix(1), ix(1), shared);
+  auto launch = gpu::LaunchOp::create(b, loc, gridX, gridY, ix(1), ix(threads),
+                                      ix(1), ix(1), shared);
   Block &body = launch.getBody().front();
   b.setInsertionPointToStart(&body);
   gpu::TerminatorOp::create(b, loc);
@@ -27,24 +28,46 @@ gpu::LaunchOp mlir::lamina::createKernelLaunch(OpBuilder &b, Location loc,
   return launch;
 }
 
+Value GpuLinear::rowTiles(OpBuilder &b, Location loc, int64_t blockRows) const {
+  IndexMath ix(b, loc);
+  if (hasStaticRows())
+    return ix(llvm::divideCeil(m, blockRows));
+  return ix.ceilDiv(rows, blockRows);
+}
+
 Value IndexMath::operator()(int64_t value) const {
   return arith::ConstantIndexOp::create(b, loc, value);
 }
+// Constant operands fold here, so that shapes known when compiling give
+// constant grids and tile counts rather than host arithmetic.
 Value IndexMath::add(Value lhs, Value rhs) const {
+  std::optional<int64_t> l = getConstantIntValue(lhs);
+  std::optional<int64_t> r = getConstantIntValue(rhs);
+  if (l && r)
+    return (*this)(*l + *r);
   return arith::AddIOp::create(b, loc, lhs, rhs);
 }
 Value IndexMath::mul(Value lhs, int64_t rhs) const {
+  if (std::optional<int64_t> l = getConstantIntValue(lhs))
+    return (*this)(*l * rhs);
   return arith::MulIOp::create(b, loc, lhs, (*this)(rhs));
 }
 Value IndexMath::div(Value lhs, int64_t rhs) const {
+  if (std::optional<int64_t> l = getConstantIntValue(lhs))
+    return (*this)(*l / rhs);
   return arith::DivUIOp::create(b, loc, lhs, (*this)(rhs));
 }
 Value IndexMath::rem(Value lhs, int64_t rhs) const {
   return arith::RemUIOp::create(b, loc, lhs, (*this)(rhs));
 }
 Value IndexMath::lessThan(Value lhs, int64_t rhs) const {
-  return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, lhs,
-                               (*this)(rhs));
+  return lessThan(lhs, (*this)(rhs));
+}
+Value IndexMath::lessThan(Value lhs, Value rhs) const {
+  return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, lhs, rhs);
+}
+Value IndexMath::ceilDiv(Value lhs, int64_t rhs) const {
+  return div(add(lhs, (*this)(rhs - 1)), rhs);
 }
 
 static constexpr StringLiteral kSharedMemorySymbol = "lamina_dyn_smem";

@@ -93,11 +93,18 @@ static std::optional<LayerView> viewLayer(Operation *op) {
 /// Why `layer` cannot become a kernel, or success.
 static LogicalResult checkLayer(const LayerView &layer) {
   Operation *op = layer.op;
-  for (Type type :
-       llvm::concat<const Type>(op->getOperandTypes(), op->getResultTypes()))
-    if (auto tensor = dyn_cast<RankedTensorType>(type);
-        tensor && !tensor.hasStaticShape())
-      return op->emitOpError("GPU kernels need static shapes; got ") << tensor;
+  // Rows (the leading dims of the input and result) may be dynamic; K, N,
+  // the weight and the bias fix the kernel.
+  for (Value value : {layer.weight, layer.bias})
+    if (value && !cast<RankedTensorType>(value.getType()).hasStaticShape())
+      return op->emitOpError("GPU kernels need static weights and biases; "
+                             "got ")
+             << value.getType();
+  for (Value value : {layer.input, Value(op->getResult(0))})
+    if (ShapedType::isDynamic(
+            cast<RankedTensorType>(value.getType()).getShape().back()))
+      return op->emitOpError("GPU kernels need a static last dimension (K "
+                             "and N); only the leading dims may be dynamic");
   if (layer.sync)
     return op->emitOpError(
         "has a sync point: lamina-gpu-pipeline runs single-GPU programs "
@@ -129,6 +136,18 @@ static LogicalResult checkLayer(const LayerView &layer) {
     return op->emitOpError("the output width (")
            << n << ") must be a multiple of 8 (16-byte weight tiles)";
   return success();
+}
+
+/// The dynamic leading dims of `buffer` [..., K]: those of a layer's result
+/// [..., N] too.
+static SmallVector<Value> dynamicRowSizes(OpBuilder &b, Location loc,
+                                          Value buffer) {
+  auto type = cast<MemRefType>(buffer.getType());
+  SmallVector<Value> sizes;
+  for (int64_t d = 0; d + 1 < type.getRank(); ++d)
+    if (type.isDynamicDim(d))
+      sizes.push_back(memref::DimOp::create(b, loc, buffer, d));
+  return sizes;
 }
 
 /// `buffer` [..., K] as a 2-D [M, K] view.
@@ -174,11 +193,6 @@ static LogicalResult convertFunction(func::FuncOp func, KernelFamily family,
         "fused linear layers (after lamina-decompose and "
         "lamina-fuse-epilogues)");
   }
-  for (Type type :
-       llvm::concat<const Type>(func.getArgumentTypes(), func.getResultTypes()))
-    if (auto tensor = dyn_cast<RankedTensorType>(type);
-        tensor && !tensor.hasStaticShape())
-      return func.emitOpError("GPU kernels need static shapes; got ") << tensor;
   for (Type type : func.getResultTypes())
     if (!isa<RankedTensorType>(type))
       return func.emitOpError("GPU entry points return tensors only; got ")
@@ -215,6 +229,7 @@ static LogicalResult convertFunction(func::FuncOp func, KernelFamily family,
     b.setInsertionPoint(op);
     Location opLoc = op->getLoc();
     Value out;
+    Value inputBuffer = bufferOf(view.input);
     for (OpOperand &use : result.getUses())
       if (use.getOwner() == returnOp) {
         out = outParams[use.getOperandNumber()];
@@ -224,7 +239,8 @@ static LogicalResult convertFunction(func::FuncOp func, KernelFamily family,
       synchronously(b, opLoc, [&](Value ready) {
         auto alloc = gpu::AllocOp::create(
             b, opLoc, bufferTypeOf(cast<RankedTensorType>(result.getType())),
-            ready.getType(), ValueRange{ready}, ValueRange(), ValueRange());
+            ready.getType(), ValueRange{ready},
+            dynamicRowSizes(b, opLoc, inputBuffer), ValueRange());
         out = alloc.getMemref();
         return alloc.getAsyncToken();
       });
@@ -234,6 +250,10 @@ static LogicalResult convertFunction(func::FuncOp func, KernelFamily family,
 
     Value input = flattenRows(b, opLoc, bufferOf(view.input));
     auto inputShape = cast<MemRefType>(input.getType()).getShape();
+    Value rows = ShapedType::isDynamic(inputShape[0])
+                     ? memref::DimOp::create(b, opLoc, input, 0).getResult()
+                     : arith::ConstantIndexOp::create(b, opLoc, inputShape[0])
+                           .getResult();
     GpuLinear layer{op,
                     view.activation,
                     view.dropout,
@@ -245,6 +265,7 @@ static LogicalResult convertFunction(func::FuncOp func, KernelFamily family,
                     inputShape[0],
                     cast<RankedTensorType>(result.getType()).getShape().back(),
                     inputShape[1],
+                    rows,
                     elts[0],
                     elts[1],
                     elts[2]};

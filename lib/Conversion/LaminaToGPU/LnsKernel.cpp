@@ -106,11 +106,13 @@ LogicalResult mlir::lamina::emitLnsLinear(OpBuilder &b, Location loc,
            << lns::kMaxTableFracBits << "; the layer computes in " << type;
 
   IndexMath ix(b, loc);
-  int64_t elements = layer.m * layer.n;
+  Value elements = layer.hasStaticRows() ? ix(layer.m * layer.n)
+                                         : ix.mul(layer.rows, layer.n);
+  Value blocks = layer.hasStaticRows()
+                     ? ix(llvm::divideCeil(layer.m * layer.n, kThreadsPerBlock))
+                     : ix.ceilDiv(elements, kThreadsPerBlock);
   OpBuilder::InsertionGuard guard(b);
-  auto launch =
-      createKernelLaunch(b, loc, llvm::divideCeil(elements, kThreadsPerBlock),
-                         1, kThreadsPerBlock);
+  auto launch = createKernelLaunch(b, loc, blocks, ix(1), kThreadsPerBlock);
 
   lns::SbdbTables tables;
   if (mode == lns::SbdbMode::table) {

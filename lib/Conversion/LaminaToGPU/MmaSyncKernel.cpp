@@ -46,9 +46,9 @@ LogicalResult mlir::lamina::emitMmaSyncLinear(OpBuilder &b, Location loc,
                       MemRefLayoutAttrInterface(), b.getI64IntegerAttr(3));
   int64_t ringBytes = kStages * 2 * kTileBytes;
   OpBuilder::InsertionGuard guard(b);
-  auto launch = createKernelLaunch(b, loc, llvm::divideCeil(layer.n, kBlock),
-                                   llvm::divideCeil(layer.m, kBlock), kThreads,
-                                   ringBytes);
+  auto launch =
+      createKernelLaunch(b, loc, ix(llvm::divideCeil(layer.n, kBlock)),
+                         layer.rowTiles(b, loc, kBlock), kThreads, ringBytes);
 
   Value ring = memref::ViewOp::create(
       b, loc, ringType, buildDynamicSharedMemory(b, loc, layer.op, ringBytes),
@@ -68,7 +68,7 @@ LogicalResult mlir::lamina::emitMmaSyncLinear(OpBuilder &b, Location loc,
     for (int64_t operand = 0; operand < 2; ++operand) {
       Value source = operand == 0 ? layer.input : layer.weight;
       Value origin = operand == 0 ? m0 : n0;
-      int64_t rows = operand == 0 ? layer.m : layer.n;
+      Value rows = operand == 0 ? layer.rows : ix(layer.n);
       for (int64_t c = 0; c < kBlock * kBlockK / kChunk / kThreads; ++c) {
         Value chunk = ix.add(tid, ix(c * kThreads));
         Value row = ix.div(chunk, kBlockK / kChunk);
@@ -80,7 +80,8 @@ LogicalResult mlir::lamina::emitMmaSyncLinear(OpBuilder &b, Location loc,
                                   ix.lessThan(globalCol, layer.k));
         Value elements =
             arith::SelectOp::create(b, loc, valid, ix(kChunk), ix(0));
-        Value safeRow = arith::MinUIOp::create(b, loc, globalRow, ix(rows - 1));
+        Value lastRow = arith::SubIOp::create(b, loc, rows, ix(1));
+        Value safeRow = arith::MinUIOp::create(b, loc, globalRow, lastRow);
         Value safeCol =
             arith::MinUIOp::create(b, loc, globalCol, ix(layer.k - kChunk));
         Value ringRow =
@@ -194,7 +195,7 @@ LogicalResult mlir::lamina::emitMmaSyncLinear(OpBuilder &b, Location loc,
   // 8j + 2·(l % 4) (+1) of the warp's tile.
   Value rowBase = ix.add(ix.add(m0, warpRow), ix.div(lane, 4));
   Value colBase = ix.add(ix.add(n0, warpCol), ix.mul(ix.rem(lane, 4), 2));
-  bool checkRow = layer.m % kBlock != 0;
+  bool checkRow = layer.mayHavePartialRowTile(kBlock);
   bool checkCol = layer.n % kBlock != 0;
   for (int64_t i = 0; i < kTilesM; ++i)
     for (int64_t j = 0; j < kTilesN; ++j) {

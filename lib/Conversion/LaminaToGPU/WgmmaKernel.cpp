@@ -49,10 +49,11 @@ struct WgmmaConfig {
 } // namespace
 
 /// Few rows: the layer streams the weight, so many narrow CTAs and a deep
-/// ring keep enough bytes in flight; otherwise the widest tile whose
-/// accumulators fit the consumers' registers and that the output fills.
+/// ring keep enough bytes in flight; otherwise (or with rows known only at
+/// run time) the widest tile whose accumulators fit the consumers'
+/// registers and that the output fills.
 static WgmmaConfig chooseConfig(int64_t m, int64_t n) {
-  if (m <= 64)
+  if (!ShapedType::isDynamic(m) && m <= 64)
     return {64, 64, 8};
   if (n % 256 == 0)
     return {128, 256, 4};
@@ -69,13 +70,13 @@ static constexpr int64_t kTileGroupRows = 8;
 /// The (row block, column block) of CTA `pid` (index): column-major within
 /// groups of kTileGroupRows row blocks, groups in order.
 static std::pair<Value, Value> buildGroupedTileOrder(OpBuilder &b, Location loc,
-                                                     Value pid, int64_t tilesM,
+                                                     Value pid, Value tilesM,
                                                      int64_t tilesN) {
   IndexMath ix(b, loc);
   int64_t groupSize = kTileGroupRows * tilesN;
   Value firstRow = ix.mul(ix.div(pid, groupSize), kTileGroupRows);
   Value rowsInGroup = arith::MinUIOp::create(
-      b, loc, arith::SubIOp::create(b, loc, ix(tilesM), firstRow),
+      b, loc, arith::SubIOp::create(b, loc, tilesM, firstRow),
       ix(kTileGroupRows));
   Value inGroup = ix.rem(pid, groupSize);
   Value tileM =
@@ -137,11 +138,11 @@ LogicalResult mlir::lamina::emitWgmmaLinear(OpBuilder &b, Location loc,
   Value mapX = createTensorMap(layer.input, config.blockM);
   Value mapW = createTensorMap(layer.weight, config.blockN);
 
-  int64_t tilesM = llvm::divideCeil(layer.m, config.blockM);
+  Value tilesM = layer.rowTiles(b, loc, config.blockM);
   int64_t tilesN = llvm::divideCeil(layer.n, config.blockN);
   OpBuilder::InsertionGuard guard(b);
-  auto launch = createKernelLaunch(b, loc, tilesM * tilesN, 1, config.threads(),
-                                   config.sharedBytes());
+  auto launch = createKernelLaunch(b, loc, ix.mul(tilesM, tilesN), ix(1),
+                                   config.threads(), config.sharedBytes());
 
   auto cmp = [&](arith::CmpIPredicate pred, Value lhs, Value rhs) -> Value {
     return arith::CmpIOp::create(b, loc, pred, lhs, rhs);
@@ -317,7 +318,7 @@ LogicalResult mlir::lamina::emitWgmmaLinear(OpBuilder &b, Location loc,
   Value rowBase = ix.add(ix.add(m0, ix.mul(warpgroup, 64)),
                          ix.add(ix.mul(warp, 16), ix.div(lane, 4)));
   Value colBase = ix.add(n0, ix.mul(ix.rem(lane, 4), 2));
-  bool checkRow = layer.m % config.blockM != 0;
+  bool checkRow = layer.mayHavePartialRowTile(config.blockM);
   bool checkCol = layer.n % config.blockN != 0;
   for (int64_t h = 0; h < 2; ++h) {
     Value row = ix.add(rowBase, ix(8 * h));

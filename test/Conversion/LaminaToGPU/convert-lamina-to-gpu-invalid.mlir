@@ -24,9 +24,17 @@ func.func @misaligned_n(%x: tensor<16x64xbf16>, %w: tensor<60x64xbf16>) -> tenso
 
 // -----
 
-func.func @dynamic(%x: tensor<?x64xbf16>, %w: tensor<64x64xbf16>) -> tensor<?x64xbf16> {
-  // expected-error @below {{GPU kernels need static shapes; got 'tensor<?x64xbf16>'}}
-  %y = lamina.fused_linear "fc" %x, %w : (tensor<?x64xbf16>, tensor<64x64xbf16>) -> tensor<?x64xbf16>
+func.func @dynamic_k(%x: tensor<16x?xbf16>, %w: tensor<64x?xbf16>) -> tensor<16x64xbf16> {
+  // expected-error @below {{GPU kernels need static weights and biases; got 'tensor<64x?xbf16>'}}
+  %y = lamina.fused_linear "fc" %x, %w : (tensor<16x?xbf16>, tensor<64x?xbf16>) -> tensor<16x64xbf16>
+  return %y : tensor<16x64xbf16>
+}
+
+// -----
+
+func.func @dynamic_width(%x: tensor<?x?xbf16>, %w: tensor<64x64xbf16>) -> tensor<?x64xbf16> {
+  // expected-error @below {{GPU kernels need a static last dimension (K and N); only the leading dims may be dynamic}}
+  %y = lamina.fused_linear "fc" %x, %w : (tensor<?x?xbf16>, tensor<64x64xbf16>) -> tensor<?x64xbf16>
   return %y : tensor<?x64xbf16>
 }
 

@@ -194,3 +194,33 @@ func.func @lns_op_table(%x: tensor<4x8x!lns.num<f = 10>>, %w: tensor<16x8x!lns.n
   %0 = lns.linear %x, %w bias %b sbdb table : tensor<4x8x!lns.num<f = 10>>, tensor<16x8x!lns.num<f = 10>>, tensor<16x!lns.num<f = 10>> -> tensor<4x16x!lns.num<f = 10>>
   return %0 : tensor<4x16x!lns.num<f = 10>>
 }
+
+// -----
+
+// Rows known at run time (a dynamic batch): the intermediate is allocated
+// with the input's batch, M is read from the flattened buffer, the grid and
+// the tile order use ⌈M/128⌉ row blocks, and every row is bounds-checked.
+
+// CHECK-LABEL: func.func @dynamic_rows(
+// CHECK-SAME:    %[[X:[^:]+]]: memref<?x8x256xbf16>
+// CHECK-SAME:    %{{.+}}: memref<?x8x256xf32>)
+// CHECK:       %[[B:.+]] = memref.dim %[[X]], %c0{{(_[0-9]+)?}} : memref<?x8x256xbf16>
+// CHECK:       gpu.alloc async [%{{.+}}] (%[[B]]) : memref<?x8x512xbf16>
+// CHECK:       %[[FLAT:.+]] = memref.collapse_shape %[[X]] {{\[}}[0, 1], [2]] : memref<?x8x256xbf16> into memref<?x256xbf16>
+// CHECK:       %[[M:.+]] = memref.dim %[[FLAT]], %c0{{(_[0-9]+)?}} : memref<?x256xbf16>
+// CHECK:       %[[UP:.+]] = arith.addi %[[M]], %c127{{(_[0-9]+)?}} : index
+// CHECK:       %[[TILES:.+]] = arith.divui %[[UP]], %c128{{(_[0-9]+)?}} : index
+// CHECK:       %[[GRID:.+]] = arith.muli %[[TILES]], %c2{{(_[0-9]+)?}} : index
+// CHECK:       gpu.launch blocks({{.*}}) in ({{.*}} = %[[GRID]], {{.*}}) threads({{.*}}) in ({{.*}} = %c384{{(_[0-9]+)?}}
+// CHECK:         arith.subi %[[TILES]], %{{.+}} : index
+// CHECK:         nvvm.wgmma.mma_async {{.*}}<m = 64, n = 256, k = 16>
+// CHECK:         arith.cmpi ult, %{{.+}}, %[[M]] : index
+// CHECK:       gpu.launch
+
+func.func @dynamic_rows(%x: tensor<?x8x256xbf16>, %w1: tensor<512x256xbf16>, %b1: tensor<512xbf16>,
+                        %w2: tensor<256x512xbf16>) -> tensor<?x8x256xf32> {
+  %h = lamina.linear_act "fc1" %x, %w1 bias %b1 activation gelu_tanh
+      : (tensor<?x8x256xbf16>, tensor<512x256xbf16>, tensor<512xbf16>) -> tensor<?x8x512xbf16>
+  %y = lamina.linear "fc2" %h, %w2 : (tensor<?x8x512xbf16>, tensor<256x512xbf16>) -> tensor<?x8x256xf32>
+  return %y : tensor<?x8x256xf32>
+}
