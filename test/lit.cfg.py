@@ -43,6 +43,13 @@ if cuda_toolkit and os.access(os.path.join(cuda_toolkit, "bin", "ptxas"), os.X_O
     config.available_features.add("ptxas")
     config.substitutions.append(("%ptxas", os.path.join(cuda_toolkit, "bin", "ptxas")))
 
+# A C compiler for test fixtures (the stand-in CUDA driver): Lamina's own
+# dependencies include clang-22; `cc` may not exist.
+import shutil
+
+config.substitutions.append(
+    ("%host_cc", shutil.which("cc") or shutil.which("clang-22") or "clang-22"))
+
 # A CUDA driver (and so possibly a GPU): GPU execution tests run only there.
 import ctypes
 

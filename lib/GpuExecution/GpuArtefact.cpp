@@ -34,6 +34,8 @@ std::string mlir::lamina::getDefaultCudaRuntimeArchive() {
   return LAMINA_CUDA_RUNTIME_ARCHIVE;
 }
 
+std::string mlir::lamina::getDefaultLinker() { return LAMINA_HOST_CXX; }
+
 /// lamina-gpu-pipeline with PTX output.
 static llvm::Error lowerToPtx(ModuleOp module,
                               const GpuArtefactOptions &options) {
@@ -217,9 +219,11 @@ static llvm::Error emitObject(llvm::Module &module, StringRef path) {
 /// object + runtime → shared library, with the C++ runtime linked in.
 static llvm::Error link(const GpuArtefactOptions &options, StringRef object,
                         StringRef libraryPath) {
-  auto program = llvm::sys::findProgramByName(options.linker);
+  std::string linker =
+      options.linker.empty() ? getDefaultLinker() : options.linker;
+  auto program = llvm::sys::findProgramByName(linker);
   if (!program)
-    return error("cannot find the linker driver '" + options.linker + "'");
+    return error("cannot find the linker driver '" + linker + "'");
   std::string archive = options.runtimeArchive.empty()
                             ? getDefaultCudaRuntimeArchive()
                             : options.runtimeArchive;

@@ -6,7 +6,7 @@
 // opted into: above 48 KiB).
 //
 // RUN: rm -rf %t && mkdir -p %t
-// RUN: cc -shared -fPIC -o %t/libcuda.so.1 %S/Inputs/fake-libcuda.c
+// RUN: %host_cc -shared -fPIC -o %t/libcuda.so.1 %S/Inputs/fake-libcuda.c
 // RUN: env LD_LIBRARY_PATH=%t LAMINA_FAKE_CUDA_LOG=%t/log90 lamina-run %s --target=cuda --random-inputs | FileCheck %s --check-prefix=OUT
 // RUN: FileCheck %s --check-prefix=SM90 < %t/log90
 // RUN: env LD_LIBRARY_PATH=%t LAMINA_FAKE_CUDA_LOG=%t/log80 lamina-run %s --target=cuda --chip=sm_80 --random-inputs | FileCheck %s --check-prefix=OUT

@@ -7,7 +7,7 @@
 // 192 KiB of dynamic shared memory, opted into first.
 //
 // RUN: rm -rf %t && mkdir -p %t
-// RUN: cc -shared -fPIC -o %t/libcuda.so.1 %S/Inputs/fake-libcuda.c
+// RUN: %host_cc -shared -fPIC -o %t/libcuda.so.1 %S/Inputs/fake-libcuda.c
 // RUN: env LD_LIBRARY_PATH=%t LAMINA_FAKE_CUDA_LOG=%t/log lamina-run %s --target=cuda --random-inputs | FileCheck %s --check-prefix=OUT
 // RUN: FileCheck %s < %t/log
 

@@ -6,6 +6,7 @@ import ctypes
 import json
 import os
 import pathlib
+import shutil
 import subprocess
 import sys
 
@@ -248,7 +249,8 @@ art.call("main", x, w, b, 1234, out, stream=Stream())
 
 
 def _build_fake_driver(directory):
-    subprocess.run(["cc", "-shared", "-fPIC", "-o",
+    compiler = shutil.which("cc") or shutil.which("clang-22") or "clang-22"
+    subprocess.run([compiler, "-shared", "-fPIC", "-o",
                     str(directory / "libcuda.so.1"),
                     str(ROOT / "test" / "Integration" / "Inputs" /
                         "fake-libcuda.c")], check=True)

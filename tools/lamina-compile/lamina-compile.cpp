@@ -32,37 +32,50 @@
 using namespace mlir;
 namespace cl = llvm::cl;
 
+static cl::OptionCategory category("lamina-compile options");
+
 static cl::opt<std::string> inputFile(cl::Positional, cl::Required,
-                                      cl::desc("<lamina IR file>"));
+                                      cl::desc("<lamina IR file>"),
+                                      cl::cat(category));
 static cl::opt<std::string> outputFile("o", cl::Required,
                                        cl::desc("shared library to write"),
-                                       cl::value_desc("file.so"));
+                                       cl::value_desc("file.so"),
+                                       cl::cat(category));
 static cl::opt<std::string> chip("chip", cl::init("sm_90a"),
                                  cl::desc("target GPU (sm_90a or sm_80, "
-                                          "sm_86, sm_89, sm_90)"));
+                                          "sm_86, sm_89, sm_90)"),
+                                 cl::cat(category));
 static cl::opt<std::string> features("features", cl::init("+ptx80"),
-                                     cl::desc("PTX ISA version feature"));
+                                     cl::desc("PTX ISA version feature"),
+                                     cl::cat(category));
 static cl::opt<std::string>
     scheduleFile("schedule",
                  cl::desc("transform script applied before compiling"),
-                 cl::value_desc("file"));
+                 cl::value_desc("file"), cl::cat(category));
 static cl::opt<std::string>
     ptxFile("emit-ptx", cl::desc("also write the kernels' PTX to this file"),
-            cl::value_desc("file.ptx"));
+            cl::value_desc("file.ptx"), cl::cat(category));
 static cl::opt<std::string> lnsSbdb("lns-sbdb", cl::init("ideal"),
-                                    cl::desc("LNS addition: ideal or table"));
+                                    cl::desc("LNS addition: ideal or table"),
+                                    cl::cat(category));
 static cl::opt<std::string>
     runtimeArchive("runtime", cl::init(lamina::getDefaultCudaRuntimeArchive()),
-                   cl::desc("Lamina's CUDA runtime archive to link"));
-static cl::opt<std::string> linker("linker", cl::init("c++"),
-                                   cl::desc("C++ compiler driver that links"));
+                   cl::desc("Lamina's CUDA runtime archive to link"),
+                   cl::cat(category));
+static cl::opt<std::string>
+    linker("linker", cl::init(lamina::getDefaultLinker()),
+           cl::desc("C++ compiler driver that links the library"),
+           cl::cat(category));
 static cl::opt<std::string> cudaPath(
     "cuda-path",
     cl::desc("CUDA toolkit with ptxas, fatbinary and libdevice (default: "
-             "$CUDA_HOME or /usr/local/cuda)"));
+             "$CUDA_HOME or /usr/local/cuda)"),
+    cl::cat(category));
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
+  // LLVM's code generator registers hundreds of flags; they are not ours.
+  cl::HideUnrelatedOptions(category);
   cl::ParseCommandLineOptions(
       argc, argv,
       "lamina-compile: lamina IR → a shared library of GPU kernels and their "

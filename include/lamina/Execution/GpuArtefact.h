@@ -26,13 +26,19 @@ struct GpuArtefactOptions {
   std::string cudaPath;
   /// Also write the kernels' PTX here (empty: no).
   std::string ptxPath;
-  /// Lamina's CUDA runtime archive and the driver that links.
+  /// Lamina's CUDA runtime archive and the C++ driver that links (empty:
+  /// the compiler Lamina was built with).
   std::string runtimeArchive;
-  std::string linker = "c++";
+  std::string linker;
 };
 
 /// The runtime archive of this build of Lamina.
 std::string getDefaultCudaRuntimeArchive();
+
+/// The C++ compiler this build of Lamina was built with, which links
+/// artefacts by default (Lamina's dependencies include it; `c++` need not
+/// exist).
+std::string getDefaultLinker();
 
 /// Compiles `module` (lamina IR, modified in place) into the shared library
 /// `libraryPath`. Every function is exported as `<name>`,
