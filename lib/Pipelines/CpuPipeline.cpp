@@ -33,6 +33,8 @@ void mlir::lamina::buildLaminaCpuPipeline(OpPassManager &pm,
   toLinalg.weightBlock = kWeightBlock;
   pm.addPass(createConvertLaminaToLinalg(toLinalg));
   pm.addPass(createConvertShardToLaminaMPI());
+  if (options.lnsTables)
+    pm.addPass(createLaminaLnsTables());
   pm.addPass(createConvertLnsToArith());
   pm.addPass(createConvertElementwiseToLinalgPass());
   pm.addPass(createCanonicalizerPass());

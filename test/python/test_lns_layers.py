@@ -109,3 +109,20 @@ def test_mixed_base_bias_imports_like_eager():
     assert "tensor<6x!lns.num<f = 9>>" in sch.mlir()
     np.testing.assert_array_equal(lamina.build(sch, (x,))(x).numpy(),
                                   model(x).numpy())
+
+
+def test_tables_give_the_codes_of_ideal_mode():
+    """lamina-cpu-pipeline{lns-tables=true}: the layers add through tables
+    (f = 10) and return exactly the ideal-mode codes."""
+    torch.manual_seed(3)
+    model = nn.Sequential(lns.LNSLinear(32, 64, weight_f=10), nn.ReLU(),
+                          lns.LNSLinear(64, 16, weight_f=10))
+    x = torch.randn(8, 32)
+    ideal = lamina.build(lamina.create_schedule(model), (x,))
+    tables = lamina.build(lamina.create_schedule(model), (x,),
+                          pipeline="lamina-cpu-pipeline{lns-tables=true}")
+    assert "sbdb table" in lamina._lamina.transform_ir(
+        tables.ir("scheduled"),
+        pipeline="lamina-decompose,lamina-fuse-epilogues,"
+                 "convert-lamina-to-linalg,lamina-lns-tables")
+    assert torch.equal(tables(x), ideal(x))

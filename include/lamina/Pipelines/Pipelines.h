@@ -20,6 +20,11 @@ struct CpuPipelineOptions : public PassPipelineOptions<CpuPipelineOptions> {
       llvm::cl::desc("fuse bias, activation and dropout into the matmul "
                      "tile (false: separate loop nests, for comparison)"),
       llvm::cl::init(true)};
+  Option<bool> lnsTables{
+      *this, "lns-tables",
+      llvm::cl::desc("LNS additions from precomputed tables where f <= 16 "
+                     "(the codes of ideal mode, faster)"),
+      llvm::cl::init(false)};
   Option<unsigned> threads{*this, "threads",
                            llvm::cl::desc("threads sharing the cache-level "
                                           "tiles of each matmul (OpenMP)"),
