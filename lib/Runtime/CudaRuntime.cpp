@@ -70,6 +70,8 @@ struct Driver {
   CUresult (*cuMemsetD16Async)(CUdeviceptr, unsigned short, size_t, CUstream);
   CUresult (*cuMemHostRegister)(void *, size_t, unsigned);
   CUresult (*cuMemHostUnregister)(void *);
+  CUresult (*cuMemAllocAsync)(CUdeviceptr *, size_t, CUstream);
+  CUresult (*cuMemFreeAsync)(CUdeviceptr, CUstream);
   CUresult (*cuTensorMapEncodeTiled)(TensorMap *, int, unsigned, void *,
                                      const uint64_t *, const uint64_t *,
                                      const unsigned *, const unsigned *, int,
@@ -151,6 +153,11 @@ std::string initialise(State &s) {
       resolve(library, "cuMemHostUnregister", d.cuMemHostUnregister, error);
   if (!ok)
     return error;
+  // Stream-ordered allocation (CUDA 11.2+): optional.
+  d.cuMemAllocAsync = reinterpret_cast<decltype(d.cuMemAllocAsync)>(
+      dlsym(library, "cuMemAllocAsync"));
+  d.cuMemFreeAsync = reinterpret_cast<decltype(d.cuMemFreeAsync)>(
+      dlsym(library, "cuMemFreeAsync"));
   // Hopper only; absent from older drivers, needed by TMA kernels alone.
   d.cuTensorMapEncodeTiled =
       reinterpret_cast<decltype(d.cuTensorMapEncodeTiled)>(
@@ -356,23 +363,35 @@ extern "C" void mgpuEventRecord(void *event, void *stream) {
 // Memory
 //===----------------------------------------------------------------------===//
 
-extern "C" void *mgpuMemAlloc(uint64_t sizeBytes, void * /*stream*/,
+extern "C" void *mgpuMemAlloc(uint64_t sizeBytes, void *stream,
                               bool isHostShared) {
+  Driver &d = driver();
   CUdeviceptr ptr = 0;
   if (sizeBytes == 0)
     return nullptr;
   if (isHostShared)
-    check(driver().cuMemAllocManaged(&ptr, sizeBytes, kMemAttachGlobal),
+    check(d.cuMemAllocManaged(&ptr, sizeBytes, kMemAttachGlobal),
           "cuMemAllocManaged");
+  else if (state().userStream && d.cuMemAllocAsync)
+    // Stream-ordered mode: temporaries come from the stream's pool, with
+    // no device-wide synchronisation.
+    check(d.cuMemAllocAsync(&ptr, sizeBytes, streamOf(stream)),
+          "cuMemAllocAsync");
   else
-    check(driver().cuMemAlloc(&ptr, sizeBytes), "cuMemAlloc");
+    check(d.cuMemAlloc(&ptr, sizeBytes), "cuMemAlloc");
   return reinterpret_cast<void *>(ptr);
 }
 
-extern "C" void mgpuMemFree(void *ptr, void * /*stream*/) {
+extern "C" void mgpuMemFree(void *ptr, void *stream) {
+  Driver &d = driver();
   if (!ptr)
     return;
-  check(driver().cuMemFree(reinterpret_cast<CUdeviceptr>(ptr)), "cuMemFree");
+  if (state().userStream && d.cuMemFreeAsync)
+    check(
+        d.cuMemFreeAsync(reinterpret_cast<CUdeviceptr>(ptr), streamOf(stream)),
+        "cuMemFreeAsync");
+  else
+    check(d.cuMemFree(reinterpret_cast<CUdeviceptr>(ptr)), "cuMemFree");
 }
 
 extern "C" void mgpuMemcpy(void *dst, void *src, size_t sizeBytes,

@@ -383,3 +383,36 @@ def test_one_artefact_serves_any_number_of_rows(tmp_path):
                 if line.startswith("cuLaunchKernel")]
     assert launches == ["cuLaunchKernel grid=(2,1,1) block=(384,1,1)",
                         "cuLaunchKernel grid=(6,1,1) block=(384,1,1)"]
+
+
+_MLP_CALL = _FAKE_CALL.split("art = aot.Artefact")[0] + r"""
+art = aot.Artefact(sys.argv[2])
+bf16 = torch.bfloat16
+args = [OnDevice(torch.zeros(*shape, dtype=bf16)) for shape in
+        [(128, 64), (384, 64), (384,), (64, 384), (64,), (128, 64)]]
+art.call("main", *args, stream=Stream())
+"""
+
+
+@needs_toolkit
+def test_stream_ordered_calls_allocate_temporaries_on_the_stream(tmp_path):
+    """On PyTorch's stream, the hidden activations of a two-layer program
+    are allocated and freed stream-ordered (no device-wide sync), around
+    the two launches."""
+    check = next(c for c in cases.CHECKS if c["name"] == "mlp_two_layers")
+    library = compile_artefact(tmp_path, check["ir"])
+    env = _build_fake_driver(tmp_path)
+    script = tmp_path / "mlp.py"
+    script.write_text(_MLP_CALL)
+    subprocess.run([sys.executable, str(script),
+                    str(ROOT / "python" / "lamina" / "aot.py"), str(library)],
+                   env=env, check=True)
+    events = [line.split()[0] for line in
+              (tmp_path / "log").read_text().splitlines()
+              if line.startswith(("cuMemAllocAsync", "cuMemFreeAsync",
+                                  "cuLaunchKernel"))]
+    assert events == ["cuMemAllocAsync", "cuLaunchKernel", "cuLaunchKernel",
+                      "cuMemFreeAsync"]
+    log = (tmp_path / "log").read_text()
+    assert "cuMemAllocAsync bytes=98304 stream=0x77" in log  # 128 × 384 bf16
+    assert "cuMemFreeAsync stream=0x77" in log

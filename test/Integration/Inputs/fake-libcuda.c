@@ -91,6 +91,15 @@ CUresult cuMemAlloc_v2(uint64_t *pointer, size_t bytes) {
   *pointer = (uint64_t)(uintptr_t)calloc(1, bytes);
   return 0;
 }
+CUresult cuMemAllocAsync(uint64_t *pointer, size_t bytes, void *stream) {
+  LOG("cuMemAllocAsync bytes=%zu stream=%p\n", bytes, stream);
+  return cuMemAlloc_v2(pointer, bytes);
+}
+CUresult cuMemFreeAsync(uint64_t pointer, void *stream) {
+  LOG("cuMemFreeAsync stream=%p\n", stream);
+  free((void *)(uintptr_t)pointer);
+  return 0;
+}
 CUresult cuMemAllocManaged(uint64_t *pointer, size_t bytes, unsigned flags) {
   return cuMemAlloc_v2(pointer, bytes);
 }
