@@ -146,11 +146,13 @@ def ConvertLaminaToGPU : Pass<"convert-lamina-to-gpu", "::mlir::ModuleOp"> {
       stage once the next group is issued (`wgmma.wait_group 1`), and apply
       the epilogue to the accumulator registers before storing. Tiles:
       64×64 with 8 stages for M ≤ 64 (weight streaming), else 128×256
-      (N % 256 = 0), 128×128 (N > 64) or 128×64, 4–8 stages; CTAs take
-      output tiles in groups of 8 row blocks, for L2 reuse.
+      (N % 256 = 0), 128×128 (N > 64) or 128×64, 4–8 stages.
     - `sm_80`, `sm_86`, `sm_89`, `sm_90`: `mma.sync m16n8k16` kernel: 128×128
       block tile, four warps of 64×64, `cp.async` copies into a 3-stage
       shared-memory ring, `ldmatrix` fragments, the same register epilogue.
+
+    Both take output tiles from a 1-D grid in groups of 8 row blocks, so
+    that CTAs running together share rows of x and W in L2.
 
     Dropout draws the CPU path's Philox stream (key = seed, counter from the
     element's row-major index), so masks are identical. GELU's `tanh`/`erf`

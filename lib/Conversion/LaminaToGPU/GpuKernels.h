@@ -51,6 +51,13 @@ gpu::LaunchOp createKernelLaunch(OpBuilder &b, Location loc, Value gridX,
                                  Value gridY, int64_t threads,
                                  int64_t sharedBytes = 0);
 
+/// The (row block, column block) of output tile `pid` (index) on a 1-D grid
+/// of tilesM × tilesN tiles: column-major within groups of 8 row blocks,
+/// groups in order, so that CTAs running together share rows of x and W.
+std::pair<Value, Value> buildGroupedTileOrder(OpBuilder &b, Location loc,
+                                              Value pid, Value tilesM,
+                                              int64_t tilesN);
+
 /// Index arithmetic with constant operands at the builder's insertion point:
 /// the kernels' tile, thread and address computations.
 class IndexMath {

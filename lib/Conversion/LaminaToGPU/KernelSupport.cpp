@@ -28,6 +28,27 @@ gpu::LaunchOp mlir::lamina::createKernelLaunch(OpBuilder &b, Location loc,
   return launch;
 }
 
+/// Output tiles in groups of this many row blocks: CTAs running at the same
+/// time share a few row blocks of x and sweep W together, so both stay in
+/// L2.
+static constexpr int64_t kTileGroupRows = 8;
+
+std::pair<Value, Value>
+mlir::lamina::buildGroupedTileOrder(OpBuilder &b, Location loc, Value pid,
+                                    Value tilesM, int64_t tilesN) {
+  IndexMath ix(b, loc);
+  int64_t groupSize = kTileGroupRows * tilesN;
+  Value firstRow = ix.mul(ix.div(pid, groupSize), kTileGroupRows);
+  Value rowsInGroup = arith::MinUIOp::create(
+      b, loc, arith::SubIOp::create(b, loc, tilesM, firstRow),
+      ix(kTileGroupRows));
+  Value inGroup = ix.rem(pid, groupSize);
+  Value tileM =
+      ix.add(firstRow, arith::RemUIOp::create(b, loc, inGroup, rowsInGroup));
+  Value tileN = arith::DivUIOp::create(b, loc, inGroup, rowsInGroup);
+  return {tileM, tileN};
+}
+
 Value GpuLinear::rowTiles(OpBuilder &b, Location loc, int64_t blockRows) const {
   IndexMath ix(b, loc);
   if (hasStaticRows())

@@ -46,16 +46,19 @@ LogicalResult mlir::lamina::emitMmaSyncLinear(OpBuilder &b, Location loc,
                       MemRefLayoutAttrInterface(), b.getI64IntegerAttr(3));
   int64_t ringBytes = kStages * 2 * kTileBytes;
   OpBuilder::InsertionGuard guard(b);
-  auto launch =
-      createKernelLaunch(b, loc, ix(llvm::divideCeil(layer.n, kBlock)),
-                         layer.rowTiles(b, loc, kBlock), kThreads, ringBytes);
+  Value tilesM = layer.rowTiles(b, loc, kBlock);
+  int64_t tilesN = llvm::divideCeil(layer.n, kBlock);
+  auto launch = createKernelLaunch(b, loc, ix.mul(tilesM, tilesN), ix(1),
+                                   kThreads, ringBytes);
 
   Value ring = memref::ViewOp::create(
       b, loc, ringType, buildDynamicSharedMemory(b, loc, layer.op, ringBytes),
       ix(0), ValueRange());
   Value tid = launch.getThreadIds().x;
-  Value m0 = ix.mul(launch.getBlockIds().y, kBlock);
-  Value n0 = ix.mul(launch.getBlockIds().x, kBlock);
+  auto [tileM, tileN] =
+      buildGroupedTileOrder(b, loc, launch.getBlockIds().x, tilesM, tilesN);
+  Value m0 = ix.mul(tileM, kBlock);
+  Value n0 = ix.mul(tileN, kBlock);
   Value warp = ix.div(tid, 32);
   Value lane = ix.rem(tid, 32);
 

@@ -62,29 +62,6 @@ static WgmmaConfig chooseConfig(int64_t m, int64_t n) {
   return {128, 64, 8};
 }
 
-/// Output tiles in groups of this many row blocks: CTAs running at the same
-/// time share a few row blocks of x and sweep W together, so both stay in
-/// L2.
-static constexpr int64_t kTileGroupRows = 8;
-
-/// The (row block, column block) of CTA `pid` (index): column-major within
-/// groups of kTileGroupRows row blocks, groups in order.
-static std::pair<Value, Value> buildGroupedTileOrder(OpBuilder &b, Location loc,
-                                                     Value pid, Value tilesM,
-                                                     int64_t tilesN) {
-  IndexMath ix(b, loc);
-  int64_t groupSize = kTileGroupRows * tilesN;
-  Value firstRow = ix.mul(ix.div(pid, groupSize), kTileGroupRows);
-  Value rowsInGroup = arith::MinUIOp::create(
-      b, loc, arith::SubIOp::create(b, loc, tilesM, firstRow),
-      ix(kTileGroupRows));
-  Value inGroup = ix.rem(pid, groupSize);
-  Value tileM =
-      ix.add(firstRow, arith::RemUIOp::create(b, loc, inGroup, rowsInGroup));
-  Value tileN = arith::DivUIOp::create(b, loc, inGroup, rowsInGroup);
-  return {tileM, tileN};
-}
-
 /// Registers per thread after `setmaxnreg`: 40 for the producer; the
 /// consumers share the rest of the 64 K-register file.
 static constexpr int32_t kProducerRegisters = 40;

@@ -55,7 +55,7 @@
 // CHECK:       return
 
 // SM80-LABEL: func.func @gelu_bf16(
-// SM80:         gpu.launch blocks({{.*}}) in ({{.*}} = %c32{{(_[0-9]+)?}}, {{.*}} = %c2{{(_[0-9]+)?}}, {{.*}}) threads({{.*}}) in ({{.*}} = %c128{{(_[0-9]+)?}}, {{.*}}) dynamic_shared_memory_size %c61440_i32{{(_[0-9]+)?}}
+// SM80:         gpu.launch blocks({{.*}}) in ({{.*}} = %c64{{(_[0-9]+)?}}, {{.*}} = %c1{{(_[0-9]+)?}}, {{.*}}) threads({{.*}}) in ({{.*}} = %c128{{(_[0-9]+)?}}, {{.*}}) dynamic_shared_memory_size %c61440_i32{{(_[0-9]+)?}}
 // Prologue: two K tiles in flight, 16-byte cp.async that bypass L1.
 // SM80-COUNT-8: nvgpu.device_async_copy {{.*}} {bypassL1}
 // SM80:         nvgpu.device_async_create_group
