@@ -215,16 +215,14 @@ func.func @forward(%x: tensor<4x8x!lns.num<f = 10>>) -> (tensor<4x16x!lns.num<f 
                                             ((2, 3), torch.bfloat16)]
 
 
-_FAKE_CALL = r"""
-import ctypes, importlib.util, sys, torch
-spec = importlib.util.spec_from_file_location("aot", sys.argv[1])
-aot = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(aot)
+# Test doubles shared by the scripts run against the stand-in driver, whose
+# device memory is host memory.
+_FAKE_PRELUDE = r"""
+import torch
 
 
 class OnDevice:
-    # The stand-in driver's device memory is host memory: a CPU tensor
-    # that says it is on the GPU.
+    # A CPU tensor that says it is on the GPU.
     is_cuda = True
 
     def __init__(self, tensor):
@@ -236,8 +234,17 @@ class OnDevice:
 
 class Stream:
     cuda_stream = 0x77
+"""
 
+# ... loading python/lamina/aot.py (argv[1]) by path, as the device does.
+_FAKE_AOT = _FAKE_PRELUDE + r"""
+import importlib.util, sys
+spec = importlib.util.spec_from_file_location("aot", sys.argv[1])
+aot = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(aot)
+"""
 
+_FAKE_CALL = _FAKE_AOT + r"""
 art = aot.Artefact(sys.argv[2])
 assert art.gpu_unavailable() is None
 x = OnDevice(torch.zeros(2, 8, 512, dtype=torch.float16))
@@ -284,26 +291,12 @@ def test_aot_calls_entry_points_with_the_memref_abi(tmp_path):
                       "smem=131072 stream=0x77")
 
 
-_FAKE_BUNDLE = r"""
-import json, pathlib, sys, numpy as np, torch
+_FAKE_BUNDLE = _FAKE_PRELUDE + r"""
+import json, pathlib, sys, numpy as np
 sys.path.insert(0, sys.argv[1])
 import run_device
 
-
-class OnDevice:
-    is_cuda = True
-
-    def __init__(self, tensor):
-        self.tensor = tensor
-
-    def __getattr__(self, name):
-        return getattr(self.tensor, name)
-
-
-class Stream:
-    cuda_stream = 0
-
-
+Stream.cuda_stream = 0  # each call runs to completion
 bundle = pathlib.Path(sys.argv[2])
 dtypes = {"bf16": torch.bfloat16, "f16": torch.float16,
           "f32": torch.float32, "i64": torch.int64}
@@ -351,7 +344,7 @@ func.func @main(%x: tensor<?x8x256xbf16>, %w: tensor<512x256xbf16>, %b: tensor<5
   return %y : tensor<?x8x512xbf16>
 }"""
 
-_DYNAMIC_CALLS = _FAKE_CALL.split("art = aot.Artefact")[0] + r"""
+_DYNAMIC_CALLS = _FAKE_AOT + r"""
 art = aot.Artefact(sys.argv[2])
 w = OnDevice(torch.zeros(512, 256, dtype=torch.bfloat16))
 b = OnDevice(torch.zeros(512, dtype=torch.bfloat16))
@@ -385,7 +378,7 @@ def test_one_artefact_serves_any_number_of_rows(tmp_path):
                         "cuLaunchKernel grid=(6,1,1) block=(384,1,1)"]
 
 
-_MLP_CALL = _FAKE_CALL.split("art = aot.Artefact")[0] + r"""
+_MLP_CALL = _FAKE_AOT + r"""
 art = aot.Artefact(sys.argv[2])
 bf16 = torch.bfloat16
 args = [OnDevice(torch.zeros(*shape, dtype=bf16)) for shape in
