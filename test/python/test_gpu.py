@@ -265,6 +265,19 @@ def _build_fake_driver(directory):
                 LAMINA_FAKE_CUDA_LOG=str(directory / "log"))
 
 
+def _call_on_fake_driver(directory, ir, script_text):
+    """Compiles `ir`, runs `script_text` (argv: aot.py, the artefact) on
+    the stand-in driver and returns the driver's log lines."""
+    library = compile_artefact(directory, ir)
+    env = _build_fake_driver(directory)
+    script = directory / "script.py"
+    script.write_text(script_text)
+    subprocess.run([sys.executable, str(script),
+                    str(ROOT / "python" / "lamina" / "aot.py"), str(library)],
+                   env=env, check=True)
+    return (directory / "log").read_text().splitlines()
+
+
 @needs_toolkit
 def test_aot_calls_entry_points_with_the_memref_abi(tmp_path):
     """aot.Artefact.call against the stand-in driver: the descriptors it
@@ -272,15 +285,7 @@ def test_aot_calls_entry_points_with_the_memref_abi(tmp_path):
     x[16, 512] (a 3-D tensor's rows) and W[200, 512] and launches on
     PyTorch's stream."""
     check = next(c for c in cases.CHECKS if c["name"] == "dropout_f16_decode")
-    library = compile_artefact(tmp_path, check["ir"])
-    env = _build_fake_driver(tmp_path)
-    log = tmp_path / "log"
-    script = tmp_path / "call.py"
-    script.write_text(_FAKE_CALL)
-    subprocess.run([sys.executable, str(script),
-                    str(ROOT / "python" / "lamina" / "aot.py"), str(library)],
-                   env=env, check=True)
-    lines = log.read_text().splitlines()
+    lines = _call_on_fake_driver(tmp_path, check["ir"], _FAKE_CALL)
     maps = [line for line in lines if line.startswith("cuTensorMapEncodeTiled")]
     assert "dtype=6 rank=2 dims=[512,16] stride=1024 box=[64,64]" in maps[0]
     assert "dtype=6 rank=2 dims=[512,200] stride=1024 box=[64,64]" in maps[1]
@@ -359,14 +364,7 @@ for batch in (2, 40):
 def test_one_artefact_serves_any_number_of_rows(tmp_path):
     """Leading dims unknown when compiling: the same artefact encodes the
     TMA map of x with each call's rows and launches ⌈M/128⌉ × 2 tiles."""
-    library = compile_artefact(tmp_path, _DYNAMIC_IR)
-    env = _build_fake_driver(tmp_path)
-    script = tmp_path / "calls.py"
-    script.write_text(_DYNAMIC_CALLS)
-    subprocess.run([sys.executable, str(script),
-                    str(ROOT / "python" / "lamina" / "aot.py"), str(library)],
-                   env=env, check=True)
-    lines = (tmp_path / "log").read_text().splitlines()
+    lines = _call_on_fake_driver(tmp_path, _DYNAMIC_IR, _DYNAMIC_CALLS)
     # x's maps (box of 128 rows); W's (256 rows) is encoded once and cached.
     maps = [line for line in lines if "box=[64,128]" in line]
     assert ["dims=[256,16]" in maps[0], "dims=[256,320]" in maps[1]] == \
@@ -393,19 +391,11 @@ def test_stream_ordered_calls_allocate_temporaries_on_the_stream(tmp_path):
     are allocated and freed stream-ordered (no device-wide sync), around
     the two launches."""
     check = next(c for c in cases.CHECKS if c["name"] == "mlp_two_layers")
-    library = compile_artefact(tmp_path, check["ir"])
-    env = _build_fake_driver(tmp_path)
-    script = tmp_path / "mlp.py"
-    script.write_text(_MLP_CALL)
-    subprocess.run([sys.executable, str(script),
-                    str(ROOT / "python" / "lamina" / "aot.py"), str(library)],
-                   env=env, check=True)
-    events = [line.split()[0] for line in
-              (tmp_path / "log").read_text().splitlines()
+    lines = _call_on_fake_driver(tmp_path, check["ir"], _MLP_CALL)
+    events = [line.split()[0] for line in lines
               if line.startswith(("cuMemAllocAsync", "cuMemFreeAsync",
                                   "cuLaunchKernel"))]
     assert events == ["cuMemAllocAsync", "cuLaunchKernel", "cuLaunchKernel",
                       "cuMemFreeAsync"]
-    log = (tmp_path / "log").read_text()
-    assert "cuMemAllocAsync bytes=98304 stream=0x77" in log  # 128 × 384 bf16
-    assert "cuMemFreeAsync stream=0x77" in log
+    assert "cuMemAllocAsync bytes=98304 stream=0x77" in lines  # 128×384 bf16
+    assert "cuMemFreeAsync stream=0x77" in lines
