@@ -38,14 +38,15 @@ std::string mlir::lamina::getDefaultLinker() { return LAMINA_HOST_CXX; }
 
 /// lamina-gpu-pipeline with PTX output.
 static llvm::Error lowerToPtx(ModuleOp module,
-                              const GpuArtefactOptions &options) {
+                              const GpuArtefactOptions &options,
+                              StringRef toolkit) {
   PassManager pm(module.getContext());
   GpuPipelineOptions pipeline;
   pipeline.chip = options.chip;
   pipeline.features = options.features;
   pipeline.format = "isa";
   pipeline.lnsSbdb = options.lnsSbdb;
-  pipeline.cudaPath = options.cudaPath;
+  pipeline.cudaPath = toolkit.str();
   buildLaminaGpuPipeline(pm, pipeline);
   if (failed(pm.run(module)))
     return error("lamina-gpu-pipeline failed (diagnostics above)");
@@ -96,9 +97,9 @@ static llvm::Error runTool(StringRef toolkit, StringRef tool,
 
 /// Replaces each kernel module's PTX by a fatbin holding its cubin (ptxas
 /// for the chip) and the PTX itself, which a newer driver can JIT.
-static llvm::Error
-packFatbins(ModuleOp module, const GpuArtefactOptions &options, StringRef dir) {
-  std::string toolkit = findCudaToolkit(options.cudaPath);
+static llvm::Error packFatbins(ModuleOp module,
+                               const GpuArtefactOptions &options,
+                               StringRef toolkit, StringRef dir) {
   auto path = [&](StringRef name) {
     SmallString<128> file(dir);
     llvm::sys::path::append(file, name);
@@ -255,7 +256,7 @@ llvm::Error mlir::lamina::buildGpuArtefact(ModuleOp module,
                  "(--cuda-path, $CUDA_HOME)");
   // A failing pass names the op; the whole kernel module is not printed.
   module.getContext()->printOpOnDiagnostic(false);
-  if (llvm::Error failed = lowerToPtx(module, options))
+  if (llvm::Error failed = lowerToPtx(module, options, toolkit))
     return failed;
   if (!options.ptxPath.empty())
     if (llvm::Error failed = writePtx(module, options.ptxPath))
@@ -266,7 +267,7 @@ llvm::Error mlir::lamina::buildGpuArtefact(ModuleOp module,
           llvm::sys::fs::createUniqueDirectory("lamina-artefact", dir))
     return error("cannot create a temporary directory: " + ec.message());
   llvm::scope_exit cleanup([&] { llvm::sys::fs::remove_directories(dir); });
-  if (llvm::Error failed = packFatbins(module, options, dir))
+  if (llvm::Error failed = packFatbins(module, options, toolkit, dir))
     return failed;
   addPackedEntryPoints(module);
 

@@ -3,6 +3,7 @@
 #include "lamina/Runtime/CudaRuntime.h"
 
 #include <array>
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -82,11 +83,12 @@ struct State {
   Driver driver{};
   CUcontext context = nullptr;
   int device = 0;
+  std::once_flag initialisation;
+  std::atomic<bool> initialised{false};
   std::string failure; // empty once initialised successfully
-  bool initialised = false;
   CUstream userStream = nullptr;
+  std::mutex tensorMapsMutex;
   std::map<std::vector<int64_t>, CUdeviceptr> tensorMaps;
-  std::mutex mutex;
 };
 
 /// Never destroyed: module destructors of generated code run at exit.
@@ -183,22 +185,26 @@ std::string initialise(State &s) {
   return "";
 }
 
+/// Initialises the driver once, on first use from any thread; returns why
+/// no GPU can be used, or an empty string.
+const std::string &initialisationFailure() {
+  State &s = state();
+  std::call_once(s.initialisation, [&] {
+    s.failure = initialise(s);
+    s.initialised = true;
+  });
+  return s.failure;
+}
+
 /// The initialised driver with the context current on this thread; a
 /// missing driver or device is fatal here, since generated code has no
 /// error path (laminaCudaInit reports it without aborting).
 Driver &driver() {
-  State &s = state();
-  {
-    std::lock_guard<std::mutex> lock(s.mutex);
-    if (!s.initialised) {
-      s.failure = initialise(s);
-      s.initialised = true;
-    }
-  }
-  if (!s.failure.empty()) {
-    std::fprintf(stderr, "lamina: no usable GPU: %s\n", s.failure.c_str());
+  if (const std::string &failure = initialisationFailure(); !failure.empty()) {
+    std::fprintf(stderr, "lamina: no usable GPU: %s\n", failure.c_str());
     std::exit(EXIT_FAILURE);
   }
+  State &s = state();
   thread_local bool current = false;
   if (!current) {
     s.driver.cuCtxSetCurrent(s.context);
@@ -239,13 +245,8 @@ size_t elementBytes(int64_t dataType) {
 //===----------------------------------------------------------------------===//
 
 extern "C" const char *laminaCudaInit() {
-  State &s = state();
-  std::lock_guard<std::mutex> lock(s.mutex);
-  if (!s.initialised) {
-    s.failure = initialise(s);
-    s.initialised = true;
-  }
-  return s.failure.empty() ? nullptr : s.failure.c_str();
+  const std::string &failure = initialisationFailure();
+  return failure.empty() ? nullptr : failure.c_str();
 }
 
 extern "C" void laminaCudaUseStream(void *stream) {
@@ -465,8 +466,8 @@ extern "C" void mgpuMemHostUnregisterMemRef(int64_t rank, void *descriptor,
 }
 
 extern "C" void mgpuSetDefaultDevice(int32_t device) {
+  // Only before the first GPU call: the context is the device's from then.
   State &s = state();
-  std::lock_guard<std::mutex> lock(s.mutex);
   if (!s.initialised)
     s.device = device;
 }
@@ -516,7 +517,7 @@ extern "C" void *mgpuTensorMapEncodeTiledMemref(
     key.insert(key.end(), {static_cast<int64_t>(dims[i]),
                            static_cast<int64_t>(strides[i]), box[i]});
   State &s = state();
-  std::lock_guard<std::mutex> lock(s.mutex);
+  std::lock_guard<std::mutex> lock(s.tensorMapsMutex);
   if (auto it = s.tensorMaps.find(key); it != s.tensorMaps.end())
     return reinterpret_cast<void *>(it->second);
 

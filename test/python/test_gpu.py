@@ -35,14 +35,11 @@ needs_toolkit = pytest.mark.skipif(
 IR = cases.CHECKS[0]["ir"]
 
 
-def compile_artefact(directory, ir=IR, *flags):
-    """lamina-compile `ir` into directory/libmodel.so (and model.ptx)."""
-    source = directory / "model.mlir"
-    source.write_text(ir)
+def compile_artefact(directory, ir=IR):
+    """prepare.py's lamina-compile of `ir`: directory/libmodel.so, with its
+    PTX beside it (libmodel.ptx)."""
     library = directory / "libmodel.so"
-    subprocess.run([tools.tool("lamina-compile"), str(source), "-o",
-                    str(library), f"--emit-ptx={directory / 'model.ptx'}",
-                    *flags], check=True)
+    prepare.compile_artefact(ir, "sm_90a", library)
     return library
 
 
@@ -63,7 +60,7 @@ def test_artefact_exports_entry_points_and_needs_only_libc(tmp_path):
     # libcuda is opened at run time; libstdc++ is linked in.
     assert libraries <= {"libc.so.6", "libm.so.6", "libdl.so.2",
                          "libgcc_s.so.1", "ld-linux-x86-64.so.2"}, libraries
-    assert "wgmma.mma_async" in (tmp_path / "model.ptx").read_text()
+    assert "wgmma.mma_async" in (tmp_path / "libmodel.ptx").read_text()
 
 
 @needs_toolkit
@@ -197,7 +194,7 @@ def test_imported_bf16_model_compiles_for_the_gpu(tmp_path):
     ir = sch.scheduled_ir()
     assert _result_types(ir, entry) == [((128, 64), torch.bfloat16)]
     compile_artefact(tmp_path, ir)
-    ptx = (tmp_path / "model.ptx").read_text()
+    ptx = (tmp_path / "libmodel.ptx").read_text()
     assert ptx.count(".entry") == 2
     # fc1 (N = 256) on 128×256 tiles, fc2 (N = 64) on 128×64 tiles.
     assert "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16" in ptx

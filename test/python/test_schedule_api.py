@@ -158,15 +158,22 @@ def test_stages_of_the_ir():
         compiled(x)
 
 
+def megatron(sch, first, second):
+    """Megatron-LM tensor parallelism of two layers: `first` column-parallel
+    (weight and bias split by rows, its backward pass all-reduced),
+    `second` row-parallel with its partial sums all-reduced."""
+    sch[first].shard("weight", 0)
+    sch[first].shard("bias", 0)
+    sch[first].sync("bwd_post", "all_reduce")
+    sch[second].shard("weight", 1)
+    sch[second].sync("fwd_post", "all_reduce")
+
+
 def test_transform_script_replays_to_the_same_ir(tmp_path):
     model = Block().eval()
     x = inputs(2, 8, 64)
     sch = lamina.create_schedule(model, world_size=2, example_inputs=(x,))
-    sch["mlp.fc_in"].shard("weight", 0)
-    sch["mlp.fc_in"].shard("bias", 0)
-    sch["mlp.fc_in"].sync("bwd_post", "all_reduce")
-    sch["mlp.fc_out"].shard("weight", 1)
-    sch["mlp.fc_out"].sync("fwd_post", "all_reduce")
+    megatron(sch, "mlp.fc_in", "mlp.fc_out")
     sch.find(r"mlp\.fc_.*").checkpoint()
     sch["mlp.fc_in"].annotate("weight", "tied", False)
     (tmp_path / "model.mlir").write_text(sch.mlir())
@@ -327,16 +334,12 @@ import sys
 sys.path.insert(0, {python!r})
 sys.path.insert(0, {tests!r})
 import torch, lamina
-from test_schedule_api import Block, Attention, inputs
+from test_schedule_api import Block, Attention, inputs, megatron
 torch.manual_seed(0)
 model = Block().eval()
 x = inputs(2, 16, 64)
 sch = lamina.create_schedule(model, world_size=2, example_inputs=(x,))
-sch["mlp.fc_in"].shard("weight", 0)
-sch["mlp.fc_in"].shard("bias", 0)
-sch["mlp.fc_in"].sync("bwd_post", "all_reduce")
-sch["mlp.fc_out"].shard("weight", 1)
-sch["mlp.fc_out"].sync("fwd_post", "all_reduce")
+megatron(sch, "mlp.fc_in", "mlp.fc_out")
 assert lamina.world_size() == 2
 lamina.verify(sch, (x,))
 y = lamina.build(sch, (x,))(x)
@@ -344,11 +347,7 @@ torch.testing.assert_close(y, model(x))
 
 attention = Attention(world_size=2).eval()
 asch = lamina.create_schedule(attention, world_size=2, example_inputs=(x,))
-asch["qkv"].shard("weight", 0)
-asch["qkv"].shard("bias", 0)
-asch["qkv"].sync("bwd_post", "all_reduce")
-asch["out_proj"].shard("weight", 1)
-asch["out_proj"].sync("fwd_post", "all_reduce")
+megatron(asch, "qkv", "out_proj")
 lamina.verify(asch, (x,))
 print(f"rank {{lamina.rank()}} of {{lamina.world_size()}} ok", flush=True)
 """

@@ -26,7 +26,6 @@
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
-#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
 
 using namespace mlir;
@@ -84,6 +83,8 @@ int main(int argc, char **argv) {
   DialectRegistry registry;
   lamina::registerAllDialects(registry);
   MLIRContext context(registry);
+  // Errors name the op; the whole module is not printed with them.
+  context.printOpOnDiagnostic(false);
   llvm::SourceMgr sourceMgr;
   std::string error;
   auto input = openInputFile(inputFile, &error);
@@ -96,17 +97,9 @@ int main(int argc, char **argv) {
   OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &context);
   if (!module)
     return 1;
-  if (!scheduleFile.empty()) {
-    auto schedule = llvm::MemoryBuffer::getFile(scheduleFile);
-    if (!schedule) {
-      llvm::errs() << "cannot read '" << scheduleFile
-                   << "': " << schedule.getError().message() << "\n";
-      return 1;
-    }
-    if (failed(lamina::applyTransformScript(*module, (*schedule)->getBuffer(),
-                                            "__transform_main", scheduleFile)))
-      return 1;
-  }
+  if (!scheduleFile.empty() &&
+      failed(lamina::applyScheduleFile(*module, scheduleFile)))
+    return 1;
 
   lamina::GpuArtefactOptions options;
   options.chip = chip;

@@ -234,16 +234,10 @@ int main(int argc, char **argv) {
     (*module)->setAttr(LaminaDialect::kWorldSizeAttrName,
                        IntegerAttr::get(IntegerType::get(&context, 64),
                                         worldSizeOption));
-  if (!scheduleFile.empty()) {
-    auto schedule = llvm::MemoryBuffer::getFile(scheduleFile);
-    if (!schedule)
-      return fail("cannot read '" + scheduleFile + "': " +
-                  schedule.getError().message());
-    if (failed(applyTransformScript(*module, (*schedule)->getBuffer(),
-                                    "__transform_main", scheduleFile)))
-      return fail("the schedule '" + scheduleFile +
-                  "' failed (diagnostics above)");
-  }
+  if (!scheduleFile.empty() &&
+      failed(applyScheduleFile(*module, scheduleFile)))
+    return fail("the schedule '" + scheduleFile +
+                "' failed (diagnostics above)");
 
   // The compiled program, on either target.
   llvm::SmallVector<ArgumentSpec> specs, resultSpecs;

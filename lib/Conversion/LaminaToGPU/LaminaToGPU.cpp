@@ -35,10 +35,6 @@ static std::optional<KernelFamily> kernelFamilyOf(StringRef chip) {
   return std::nullopt;
 }
 
-static bool isLns(Type type) {
-  return isa<lns::NumType>(cast<ShapedType>(type).getElementType());
-}
-
 /// LNS codes live in device memory as their packed i64 codes.
 static MemRefType bufferTypeOf(RankedTensorType type) {
   Type elt = type.getElementType();
@@ -116,7 +112,7 @@ static LogicalResult checkLayer(const LayerView &layer) {
   if (inputType.getRank() < 2)
     return op->emitOpError("GPU kernels take inputs of rank 2 or more; got ")
            << inputType;
-  if (isLns(inputType))
+  if (lns::getLnsElementType(inputType))
     return success();
   Type elt = inputType.getElementType();
   Type weightElt =

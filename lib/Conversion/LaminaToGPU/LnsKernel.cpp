@@ -35,12 +35,7 @@ static Value getSbdbTable(OpBuilder &b, Location loc, Operation *anchor,
   std::string name = ("lamina_sbdb_table_f" + Twine(*type.getFracBits())).str();
   auto tableType = MemRefType::get({2 * size}, b.getI32Type());
   if (!module.lookupSymbol(name)) {
-    std::vector<int32_t> same = lns::computeSbdbTable(type, false);
-    std::vector<int32_t> opposite = lns::computeSbdbTable(type, true);
-    std::vector<int32_t> interleaved;
-    interleaved.reserve(2 * same.size());
-    for (auto [s, o] : llvm::zip_equal(same, opposite))
-      interleaved.insert(interleaved.end(), {s, o});
+    std::vector<int32_t> interleaved = lns::computeInterleavedSbdbTable(type);
     OpBuilder moduleBuilder(module.getBodyRegion());
     memref::GlobalOp::create(
         moduleBuilder, loc, name, moduleBuilder.getStringAttr("private"),

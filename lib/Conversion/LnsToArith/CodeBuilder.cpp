@@ -103,8 +103,8 @@ int64_t mlir::lamina::lns::getSbdbTableSize(NumType type) {
   return static_cast<int64_t>(-lowest) + 1;
 }
 
-std::vector<int32_t> mlir::lamina::lns::computeSbdbTable(NumType type,
-                                                         bool oppositeSigns) {
+/// One sign's ideal sbdb values for z = 0, −1, ..., −(size − 1).
+static std::vector<int32_t> computeSbdbTable(NumType type, bool oppositeSigns) {
   double base = type.getBase(), logBase = type.getLogBase();
   double one = oppositeSigns ? -1.0 : 1.0;
   std::vector<int32_t> table(getSbdbTableSize(type));
@@ -117,6 +117,17 @@ std::vector<int32_t> mlir::lamina::lns::computeSbdbTable(NumType type,
                                 std::log(std::fabs(sum)) / logBase));
   }
   return table;
+}
+
+std::vector<int32_t>
+mlir::lamina::lns::computeInterleavedSbdbTable(NumType type) {
+  std::vector<int32_t> same = computeSbdbTable(type, false);
+  std::vector<int32_t> opposite = computeSbdbTable(type, true);
+  std::vector<int32_t> interleaved;
+  interleaved.reserve(2 * same.size());
+  for (auto [s, o] : llvm::zip_equal(same, opposite))
+    interleaved.insert(interleaved.end(), {s, o});
+  return interleaved;
 }
 
 CodeBuilder::SbdbOperands CodeBuilder::getSbdbOperands(Value x, Value y) {

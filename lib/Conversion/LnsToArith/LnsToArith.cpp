@@ -85,12 +85,7 @@ static std::optional<SbdbTables> makeTables(OpBuilder &b, Location loc,
     return std::nullopt;
   SbdbTables tables;
   tables.size = getSbdbTableSize(type);
-  std::vector<int32_t> same = computeSbdbTable(type, false);
-  std::vector<int32_t> opposite = computeSbdbTable(type, true);
-  std::vector<int32_t> interleaved;
-  interleaved.reserve(2 * same.size());
-  for (auto [s, o] : llvm::zip_equal(same, opposite))
-    interleaved.insert(interleaved.end(), {s, o});
+  std::vector<int32_t> interleaved = computeInterleavedSbdbTable(type);
   auto tableType = RankedTensorType::get({2 * tables.size}, b.getI32Type());
   tables.interleaved = arith::ConstantOp::create(
       b, loc, DenseIntElementsAttr::get(tableType, ArrayRef(interleaved)));

@@ -30,9 +30,10 @@ struct SbdbTables {
 /// 2·round(log_b(b − 1)), past which sbdb is 0 for both signs.
 int64_t getSbdbTableSize(NumType type);
 
-/// The ideal sbdb values of a table, computed on the host in double exactly
-/// as the `ideal` mode computes them at run time.
-std::vector<int32_t> computeSbdbTable(NumType type, bool oppositeSigns);
+/// The ideal sbdb values of `type`'s table in the layout of SbdbTables
+/// (entry 2i + s), computed on the host in double exactly as the `ideal`
+/// mode computes them at run time.
+std::vector<int32_t> computeInterleavedSbdbTable(NumType type);
 
 /// Whether the fast path of `ideal` sbdb (CodeBuilder::addFast) holds for
 /// `type`: its integer conversions need |z·L| and |sbdb| within 2^50, true

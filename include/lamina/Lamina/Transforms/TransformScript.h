@@ -16,6 +16,10 @@ LogicalResult applyTransformScript(ModuleOp module, StringRef text,
                                    StringRef entry,
                                    StringRef sourceName = "schedule");
 
+/// Reads the schedule file `path` and applies its `@__transform_main` to
+/// `module`; an unreadable file is an error on the module.
+LogicalResult applyScheduleFile(ModuleOp module, StringRef path);
+
 } // namespace mlir::lamina
 
 #endif // LAMINA_LAMINA_TRANSFORMS_TRANSFORMSCRIPT_H

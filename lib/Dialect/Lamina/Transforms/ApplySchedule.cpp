@@ -4,7 +4,6 @@
 #include "lamina/Lamina/Transforms/TransformScript.h"
 
 #include "mlir/IR/BuiltinOps.h"
-#include "llvm/Support/MemoryBuffer.h"
 
 namespace mlir::lamina {
 #define GEN_PASS_DEF_LAMINAAPPLYSCHEDULE
@@ -25,14 +24,7 @@ struct LaminaApplySchedulePass
       module.emitError("lamina-apply-schedule needs schedule=<file>");
       return signalPassFailure();
     }
-    auto buffer = llvm::MemoryBuffer::getFile(schedule);
-    if (!buffer) {
-      module.emitError() << "cannot read the schedule '" << schedule
-                         << "': " << buffer.getError().message();
-      return signalPassFailure();
-    }
-    if (failed(applyTransformScript(module, (*buffer)->getBuffer(),
-                                    "__transform_main", schedule)))
+    if (failed(applyScheduleFile(module, schedule)))
       signalPassFailure();
   }
 };

@@ -6,6 +6,8 @@
 #include "mlir/Dialect/Transform/Transforms/TransformInterpreterUtils.h"
 #include "mlir/Parser/Parser.h"
 
+#include "llvm/Support/MemoryBuffer.h"
+
 using namespace mlir;
 
 LogicalResult mlir::lamina::applyTransformScript(ModuleOp module,
@@ -21,4 +23,14 @@ LogicalResult mlir::lamina::applyTransformScript(ModuleOp module,
     return library->emitError() << "the schedule defines no @" << entry;
   return transform::applyTransformNamedSequence(
       module, sequence, *library, transform::TransformOptions());
+}
+
+LogicalResult mlir::lamina::applyScheduleFile(ModuleOp module,
+                                              StringRef path) {
+  auto buffer = llvm::MemoryBuffer::getFile(path);
+  if (!buffer)
+    return module.emitError() << "cannot read the schedule '" << path
+                              << "': " << buffer.getError().message();
+  return applyTransformScript(module, (*buffer)->getBuffer(),
+                              "__transform_main", path);
 }
