@@ -54,10 +54,20 @@ def bf16_tensor(bits):
         np.ascontiguousarray(bits).view(np.int16)).view(torch.bfloat16)
 
 
-def to_device(array, kind):
-    if kind == cases.BF16:
-        return bf16_tensor(array).cuda()
-    return torch.from_numpy(np.ascontiguousarray(array)).cuda()
+def load_arguments(check, artefacts, place=lambda tensor: tensor.cuda()):
+    """The inputs of `check` as saved by prepare.py (scalars as ints,
+    tensors moved by `place`), and its outputs, zero-filled."""
+    inputs = []
+    for spec in check["inputs"]:
+        if "scalar" in spec:
+            inputs.append(int(spec["scalar"]))
+            continue
+        array = np.load(artefacts / spec["file"])
+        inputs.append(place(bf16_tensor(array) if spec["dtype"] == cases.BF16
+                            else torch.from_numpy(np.ascontiguousarray(array))))
+    outputs = [place(torch.zeros(r["shape"], dtype=TORCH_DTYPES[r["dtype"]]))
+               for r in check["results"]]
+    return inputs, outputs
 
 
 def expected_array(path, kind):
@@ -75,15 +85,7 @@ def append(path, text):
 
 def run_check(check, artefacts, report):
     art = aot.Artefact(artefacts / check["artefact"])
-    args = []
-    for spec in check["inputs"]:
-        if "scalar" in spec:
-            args.append(int(spec["scalar"]))
-        else:
-            args.append(to_device(np.load(artefacts / spec["file"]),
-                                  spec["dtype"]))
-    outputs = [torch.empty(r["shape"], dtype=TORCH_DTYPES[r["dtype"]],
-                           device="cuda") for r in check["results"]]
+    args, outputs = load_arguments(check, artefacts)
     art.call("main", *args, *outputs)
     torch.cuda.synchronize()
     ok, notes = True, []

@@ -294,27 +294,15 @@ def test_aot_calls_entry_points_with_the_memref_abi(tmp_path):
 
 
 _FAKE_BUNDLE = _FAKE_PRELUDE + r"""
-import json, pathlib, sys, numpy as np
+import json, pathlib, sys
 sys.path.insert(0, sys.argv[1])
 import run_device
 
 Stream.cuda_stream = 0  # each call runs to completion
 bundle = pathlib.Path(sys.argv[2])
-dtypes = {"bf16": torch.bfloat16, "f16": torch.float16,
-          "f32": torch.float32, "i64": torch.int64}
 for check in json.loads((bundle / "manifest.json").read_text())["checks"]:
     art = run_device.aot.Artefact(bundle / check["artefact"])
-    args = []
-    for spec in check["inputs"]:
-        if "scalar" in spec:
-            args.append(int(spec["scalar"]))
-            continue
-        array = np.load(bundle / spec["file"])
-        args.append(OnDevice(run_device.bf16_tensor(array)
-                             if spec["dtype"] == "bf16"
-                             else torch.from_numpy(array)))
-    outputs = [OnDevice(torch.zeros(r["shape"], dtype=dtypes[r["dtype"]]))
-               for r in check["results"]]
+    args, outputs = run_device.load_arguments(check, bundle, OnDevice)
     art.call("main", *args, *outputs, stream=Stream())
     print(check["name"])
 """
