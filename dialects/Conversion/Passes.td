@@ -71,6 +71,11 @@ def ConvertLnsToArith : Pass<"convert-lns-to-arith", "::mlir::ModuleOp"> {
     A static 2-D `linear` instead runs K as the outer `scf.for`, each step an
     element-wise `linalg.generic` over all outputs (`acc = add(acc, mul(x,
     w))`), which keeps every sum's order and vectorizes across outputs.
+    In `ideal` mode it is explicit 4-lane vector code instead: per row, each
+    step adds one term to four outputs at once, sbdb from piecewise cubics
+    in −z (one 32-byte segment row per lane, a proven error bound against
+    the exact formula), and a vector whose rounding the bound cannot decide
+    is recomputed with the exact formula on the spot.
     Element-wise ops on tensors become element-wise `linalg.generic`s.
 
     In `sbdb table` mode (f ≤ 16), the ideal values of sbdb for every z
@@ -81,10 +86,13 @@ def ConvertLnsToArith : Pass<"convert-lns-to-arith", "::mlir::ModuleOp"> {
   }];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
+    "::mlir::bufferization::BufferizationDialect",
     "::mlir::linalg::LinalgDialect",
     "::mlir::math::MathDialect",
+    "::mlir::memref::MemRefDialect",
     "::mlir::scf::SCFDialect",
     "::mlir::tensor::TensorDialect",
+    "::mlir::vector::VectorDialect",
   ];
 }
 

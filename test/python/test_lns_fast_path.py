@@ -1,6 +1,7 @@
 """The certified fast path of ideal sbdb (LNS linear layers) against the
 exact formula: every z of the tables' range for f ≤ 12, both signs, the
-spec's hardest tie at f = 23, and random z at f = 23.
+spec's hardest tie at f = 23, random z at f = 23 on both lane widths, and
+the edges of the piecewise cubics' segments.
 
 An element the bound does not flag is never recomputed, so a wrong bound
 shows up as a code that differs from the exact formula's."""
@@ -62,6 +63,50 @@ def test_random_z_at_f23():
     exponents = -np.unique(np.concatenate([
         rng.integers(1, 2 ** 12, 4000), rng.integers(1, 2 ** 20, 4000),
         rng.integers(1, 2 ** 28, 8000)]))
+    np.testing.assert_array_equal(bias_adds(23, exponents),
+                                  exact_adds(23, exponents))
+
+
+def test_random_z_at_f23_on_i64_lanes():
+    # One code of 2^30 (at or above 2^29) sends the whole layer to the i64
+    # kernel; every other row is the same addition as on i32 lanes.
+    rng = np.random.default_rng(64)
+    exponents = np.concatenate([
+        -rng.integers(1, 2 ** 28, 4000), [2 ** 29]])
+    np.testing.assert_array_equal(bias_adds(23, exponents),
+                                  exact_adds(23, exponents))
+
+
+@pytest.mark.parametrize("f", [10, 23])
+def test_segment_edges(f):
+    # v = −z at and around every octave's and every 16th segment's start
+    # (the segment index and midpoint come from the bits of double(v)),
+    # v = 0 (1 + 1 and the cancellation −1 + 1) and past the last octave.
+    starts = [(2 ** j * (256 + i)) // 256 for j in range(31)
+              for i in range(0, 256, 16)]
+    v = np.unique([s + d for s in starts for d in (-1, 0, 1)] + [0])
+    np.testing.assert_array_equal(bias_adds(f, -v), exact_adds(f, -v))
+
+
+# At f = 23 these v = −z put the cubic's value on the wrong side of a .5
+# tie (found by comparing a build without the bound with the exact formula
+# over 50 M random v); only the bound's recomputation gets them right.
+CUBIC_WRONG_SAME_SIGN = [39795802, 62892078, 72660526, 73092402, 76666592,
+                         76735710, 103507969]
+CUBIC_WRONG_OPPOSITE_SIGNS = [686813, 6538741, 12133016, 12585125, 13363168,
+                              17081978, 17992627, 35152493, 35648806,
+                              39957185, 40481724, 47887657, 50361378,
+                              50709745, 63455374, 63625277, 72633802,
+                              72659629, 72813307, 73079302, 74577692,
+                              74998324, 75974183, 76289770, 76596461,
+                              76976228, 77165403, 102718157]
+
+
+@pytest.mark.parametrize("lanes", ["i32", "i64"])
+def test_near_ties_the_cubics_alone_would_miss(lanes):
+    exponents = [-v for v in CUBIC_WRONG_SAME_SIGN + CUBIC_WRONG_OPPOSITE_SIGNS]
+    if lanes == "i64":
+        exponents.append(2 ** 29)   # a code of 2^30: the i64 kernel
     np.testing.assert_array_equal(bias_adds(23, exponents),
                                   exact_adds(23, exponents))
 

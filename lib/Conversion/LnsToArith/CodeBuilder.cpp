@@ -15,13 +15,23 @@
 using namespace mlir;
 using namespace mlir::lamina::lns;
 
+Type CodeBuilder::shaped(Type element) const {
+  return lanes ? VectorType::get({lanes}, element) : element;
+}
+
+Value CodeBuilder::constant(TypedAttr scalar) {
+  if (!lanes)
+    return arith::ConstantOp::create(b, loc, scalar);
+  auto type = VectorType::get({lanes}, scalar.getType());
+  return arith::ConstantOp::create(b, loc, DenseElementsAttr::get(type, scalar));
+}
+
 Value CodeBuilder::i64(int64_t value) {
-  return arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(value));
+  return constant(b.getI64IntegerAttr(value));
 }
 
 Value CodeBuilder::code(int64_t value) {
-  return arith::ConstantOp::create(b, loc,
-                                   b.getIntegerAttr(codeType, value));
+  return constant(b.getIntegerAttr(codeType, value));
 }
 
 int64_t CodeBuilder::zeroCode() const {
@@ -29,7 +39,7 @@ int64_t CodeBuilder::zeroCode() const {
 }
 
 Value CodeBuilder::f64(double value) {
-  return arith::ConstantOp::create(b, loc, b.getF64FloatAttr(value));
+  return constant(b.getF64FloatAttr(value));
 }
 
 Value CodeBuilder::select(Value condition, Value ifTrue, Value ifFalse) {
@@ -48,7 +58,7 @@ Value CodeBuilder::isZero(Value value) {
 
 Value CodeBuilder::roundToCode(Value value) {
   Value rounded = math::RoundEvenOp::create(b, loc, value);
-  return arith::FPToSIOp::create(b, loc, b.getI64Type(), rounded);
+  return arith::FPToSIOp::create(b, loc, shaped(b.getI64Type()), rounded);
 }
 
 Value CodeBuilder::mul(Value x, Value y) {
@@ -95,6 +105,13 @@ Value CodeBuilder::powi(Value x, int64_t n) {
     power = arith::OrIOp::create(b, loc, power,
                                  arith::AndIOp::create(b, loc, x, code(1)));
   return select(isZero(x), code(zeroCode()), power);
+}
+
+bool mlir::lamina::lns::isNarrowSbdb(NumType type) {
+  // |sbdb| is largest at z = −1, opposite signs: 2·|log(1 − 1/b) / log b|.
+  double largest = 2.0 * std::fabs(std::log(1.0 - 1.0 / type.getBase()) /
+                                   type.getLogBase());
+  return largest < std::ldexp(1.0, 29) - 2;
 }
 
 int64_t mlir::lamina::lns::getSbdbTableSize(NumType type) {
@@ -158,13 +175,16 @@ std::pair<Value, Value> CodeBuilder::addFast(Value x, Value y, NumType type) {
   auto [z, sameSign] = getSbdbOperands(x, y);
   auto [sbdb, nearTie] = fastIdealSbdb(z, sameSign, type);
   // Zero operands and cancellations take no sbdb: never a near tie.
-  Value exact = arith::OrIOp::create(
+  Value inexact = arith::XOrIOp::create(b, loc, isExactSum(x, y),
+                                        constant(b.getBoolAttr(true)));
+  nearTie = arith::AndIOp::create(b, loc, nearTie, inexact);
+  return {combine(x, y, sbdb), nearTie};
+}
+
+Value CodeBuilder::isExactSum(Value x, Value y) {
+  return arith::OrIOp::create(
       b, loc, arith::OrIOp::create(b, loc, isZero(x), isZero(y)),
       arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, neg(x), y));
-  Value trueValue = arith::ConstantOp::create(b, loc, b.getBoolAttr(true));
-  nearTie = arith::AndIOp::create(
-      b, loc, nearTie, arith::XOrIOp::create(b, loc, exact, trueValue));
-  return {combine(x, y, sbdb), nearTie};
 }
 
 Value CodeBuilder::add(Value x, Value y, NumType type,
@@ -181,7 +201,7 @@ Value CodeBuilder::add(Value x, Value y, NumType type,
         b, loc, codeType,
         arith::XOrIOp::create(
             b, loc, sameSign,
-            arith::ConstantOp::create(b, loc, b.getBoolAttr(true))));
+            constant(b.getBoolAttr(true))));
     Value position = arith::IndexCastOp::create(
         b, loc, b.getIndexType(),
         arith::AddIOp::create(
@@ -204,14 +224,18 @@ Value CodeBuilder::add(Value x, Value y, NumType type,
     // sbdb(z, s) = 2·roundHalfEven(log|1 − 2s + pow(b, z)| / log b), in
     // double exactly as written: 1 − 2s is ±1.0, added to pow(b, z) first.
     Value one = select(sameSign, f64(1.0), f64(-1.0));
-    Value zf = arith::SIToFPOp::create(b, loc, b.getF64Type(), z);
+    Value zf = arith::SIToFPOp::create(b, loc, shaped(b.getF64Type()), z);
     Value power = math::PowFOp::create(b, loc, f64(type.getBase()), zf);
     Value sum = arith::AddFOp::create(b, loc, one, power);
     Value logarithm =
         math::LogOp::create(b, loc, math::AbsFOp::create(b, loc, sum));
     Value quotient =
         arith::DivFOp::create(b, loc, logarithm, f64(type.getLogBase()));
-    sbdb = arith::ShLIOp::create(b, loc, roundToCode(quotient), i64(1));
+    // |sbdb| < 2^29 wherever narrow codes are used (isNarrowSbdb).
+    Value rounded = roundToCode(quotient);
+    if (codeType.getWidth() < 64)
+      rounded = arith::TruncIOp::create(b, loc, shaped(codeType), rounded);
+    sbdb = arith::ShLIOp::create(b, loc, rounded, code(1));
   }
   return combine(x, y, sbdb);
 }

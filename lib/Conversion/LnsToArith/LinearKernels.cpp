@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "LinearKernels.h"
+#include "PiecewiseSbdb.h"
 
 #include "lamina/Conversion/LnsToArith/CodeBuilder.h"
 #include "lamina/Lns/IR/LnsCodes.h"
@@ -48,9 +49,10 @@ static Value fillWithZeroCodes(OpBuilder &b, Location loc,
       .getResult(0);
 }
 
-/// Whether every code of `codes` (i64) fits the i32 kernel: the zero
-/// code, or |code| < 2^28 (sums of them stay far inside i32).
-static Value allNarrow(OpBuilder &b, Location loc, Value codes) {
+/// Whether every code of `codes` (i64) is the zero code or below `limit`
+/// in magnitude (so that the i32 kernels can take them).
+static Value allNarrow(OpBuilder &b, Location loc, Value codes,
+                       int64_t limit) {
   auto type = cast<RankedTensorType>(codes.getType());
   MLIRContext *context = b.getContext();
   Value init = linalg::FillOp::create(
@@ -78,10 +80,10 @@ static Value allNarrow(OpBuilder &b, Location loc, Value codes) {
                         nb, nl,
                         arith::CmpIOp::create(nb, nl,
                                               arith::CmpIPredicate::sgt, c,
-                                              constant(-(1LL << 28))),
+                                              constant(-limit)),
                         arith::CmpIOp::create(nb, nl,
                                               arith::CmpIPredicate::slt, c,
-                                              constant(1LL << 28)));
+                                              constant(limit)));
                     Value zero = arith::CmpIOp::create(
                         nb, nl, arith::CmpIPredicate::eq, c,
                         constant(lns::codes::kZero));
@@ -171,6 +173,57 @@ static Value buildRowsByKExact(OpBuilder &b, Location loc, Value inputByK,
                    ValueRange{inner.add(args[1], args[0], type, tables)});
              })
       .getResult(0);
+}
+
+/// acc [M, N] (i64 codes) with every output for which `isFlagged(m, n)`
+/// holds recomputed from scratch with the exact formula, in order.
+static Value recomputeOutputs(
+    OpBuilder &b, Location loc, Value acc, Value inputByK, Value weightByK,
+    Value bias, NumType type,
+    function_ref<Value(OpBuilder &, Location, Value, Value)> isFlagged) {
+  auto accType = cast<RankedTensorType>(acc.getType());
+  int64_t m = accType.getDimSize(0), n = accType.getDimSize(1);
+  int64_t k = cast<RankedTensorType>(inputByK.getType()).getDimSize(0);
+  auto exactOutput = [&](OpBuilder &nb, Location nl, Value mi, Value ni) {
+    CodeBuilder codes(nb, nl);
+    Value sum = buildSequentialLoop(
+        nb, nl, codes.constantCode(lns::codes::kZero), 0, index(nb, nl, k),
+        [&](OpBuilder &ib, Location il, Value partial, Value kk) {
+          CodeBuilder inner(ib, il);
+          Value x = tensor::ExtractOp::create(ib, il, inputByK,
+                                              ValueRange{kk, mi});
+          Value w = tensor::ExtractOp::create(ib, il, weightByK,
+                                              ValueRange{kk, ni});
+          return inner.add(partial, inner.mul(x, w), type);
+        });
+    if (bias)
+      sum = codes.add(sum, tensor::ExtractOp::create(nb, nl, bias, ni), type);
+    return sum;
+  };
+  Value lower = index(b, loc, 0), one = index(b, loc, 1);
+  auto overRows = scf::ForOp::create(
+      b, loc, lower, index(b, loc, m), one, ValueRange{acc},
+      [&](OpBuilder &rb, Location rl, Value mi, ValueRange rowsAcc) {
+        auto overCols = scf::ForOp::create(
+            rb, rl, lower, index(rb, rl, n), one, rowsAcc,
+            [&](OpBuilder &cb, Location cl, Value ni, ValueRange colsAcc) {
+              auto fix = scf::IfOp::create(
+                  cb, cl, isFlagged(cb, cl, mi, ni),
+                  [&](OpBuilder &tb, Location tl) {
+                    Value exact = exactOutput(tb, tl, mi, ni);
+                    scf::YieldOp::create(
+                        tb, tl,
+                        ValueRange{tensor::InsertOp::create(
+                            tb, tl, exact, colsAcc[0], ValueRange{mi, ni})});
+                  },
+                  [&](OpBuilder &eb, Location el) {
+                    scf::YieldOp::create(eb, el, colsAcc);
+                  });
+              scf::YieldOp::create(cb, cl, fix.getResults());
+            });
+        scf::YieldOp::create(rb, rl, overCols.getResults());
+      });
+  return overRows.getResult(0);
 }
 
 /// `ideal` mode through the certified fast path: every step adds with
@@ -266,51 +319,15 @@ static Value buildRowsByKFast(OpBuilder &b, Location loc, Value inputByK,
     flags = withBias[1];
   }
 
-  // Flagged outputs: the exact formula, from scratch and in order.
-  auto exactOutput = [&](OpBuilder &nb, Location nl, Value mi, Value ni) {
-    CodeBuilder codes(nb, nl);
-    Value sum = buildSequentialLoop(
-        nb, nl, codes.constantCode(lns::codes::kZero), 0, index(nb, nl, k),
-        [&](OpBuilder &ib, Location il, Value partial, Value kk) {
-          CodeBuilder inner(ib, il);
-          Value x = tensor::ExtractOp::create(ib, il, inputByK,
-                                              ValueRange{kk, mi});
-          Value w = tensor::ExtractOp::create(ib, il, weightByK,
-                                              ValueRange{kk, ni});
-          return inner.add(partial, inner.mul(x, w), type);
-        });
-    if (bias)
-      sum = codes.add(sum, tensor::ExtractOp::create(nb, nl, bias, ni), type);
-    return sum;
-  };
-  auto overRows = scf::ForOp::create(
-      b, loc, lower, index(b, loc, m), one, ValueRange{acc},
-      [&](OpBuilder &rb, Location rl, Value mi, ValueRange rowsAcc) {
-        auto overCols = scf::ForOp::create(
-            rb, rl, lower, index(rb, rl, n), one, rowsAcc,
-            [&](OpBuilder &cb, Location cl, Value ni, ValueRange colsAcc) {
-              Value flag = tensor::ExtractOp::create(cb, cl, flags,
-                                                     ValueRange{mi, ni});
-              Value flagged = arith::CmpIOp::create(
-                  cb, cl, arith::CmpIPredicate::ne, flag,
-                  arith::ConstantOp::create(cb, cl, cb.getI8IntegerAttr(0)));
-              auto fix = scf::IfOp::create(
-                  cb, cl, flagged,
-                  [&](OpBuilder &tb, Location tl) {
-                    Value exact = exactOutput(tb, tl, mi, ni);
-                    scf::YieldOp::create(
-                        tb, tl,
-                        ValueRange{tensor::InsertOp::create(
-                            tb, tl, exact, colsAcc[0], ValueRange{mi, ni})});
-                  },
-                  [&](OpBuilder &eb, Location el) {
-                    scf::YieldOp::create(eb, el, colsAcc);
-                  });
-              scf::YieldOp::create(cb, cl, fix.getResults());
-            });
-        scf::YieldOp::create(rb, rl, overCols.getResults());
+  return recomputeOutputs(
+      b, loc, acc, inputByK, weightByK, bias, type,
+      [&](OpBuilder &nb, Location nl, Value mi, Value ni) -> Value {
+        Value flag =
+            tensor::ExtractOp::create(nb, nl, flags, ValueRange{mi, ni});
+        return arith::CmpIOp::create(
+            nb, nl, arith::CmpIPredicate::ne, flag,
+            arith::ConstantOp::create(nb, nl, nb.getI8IntegerAttr(0)));
       });
-  return overRows.getResult(0);
 }
 
 Value lns::buildLinearByK(OpBuilder &b, Location loc, Value input,
@@ -330,34 +347,61 @@ Value lns::buildLinearByK(OpBuilder &b, Location loc, Value input,
   // Columns of x and of W as contiguous rows.
   Value inputByK = transpose(input, m, k);
   Value weightByK = transpose(weight, n, k);
-  if (!tables && isFastSbdbExact(type))
-    return buildRowsByKFast(b, loc, inputByK, weightByK, bias, type);
+  // i32 lanes (twice as many per vector) when every code is small; the
+  // packed i64 codes otherwise.
+  auto narrowDispatch =
+      [&](int64_t limit,
+          function_ref<Value(OpBuilder &, Location, Value, Value, Value)>
+              kernel) {
+        Value narrow = allNarrow(b, loc, inputByK, limit);
+        narrow = arith::AndIOp::create(b, loc, narrow,
+                                       allNarrow(b, loc, weightByK, limit));
+        if (bias)
+          narrow = arith::AndIOp::create(b, loc, narrow,
+                                         allNarrow(b, loc, bias, limit));
+        return scf::IfOp::create(
+                   b, loc, narrow,
+                   [&](OpBuilder &nb, Location nl) {
+                     Type i32 = nb.getI32Type();
+                     Value result = kernel(
+                         nb, nl, recode(nb, nl, inputByK, i32),
+                         recode(nb, nl, weightByK, i32),
+                         bias ? recode(nb, nl, bias, i32) : Value());
+                     scf::YieldOp::create(
+                         nb, nl, recode(nb, nl, result, nb.getI64Type()));
+                   },
+                   [&](OpBuilder &nb, Location nl) {
+                     scf::YieldOp::create(
+                         nb, nl, kernel(nb, nl, inputByK, weightByK, bias));
+                   })
+            .getResult(0);
+      };
+  if (!tables && isFastSbdbExact(type)) {
+    std::optional<PiecewiseSbdb> segments = buildPiecewiseSbdb(type);
+    if (!segments)
+      return buildRowsByKFast(b, loc, inputByK, weightByK, bias, type);
+    auto kernel = [&](OpBuilder &nb, Location nl, Value x, Value w,
+                      Value c) {
+      return buildLinearPiecewise(nb, nl, x, w, c, type, *segments);
+    };
+    if (!isNarrowSbdb(type) || k >= (int64_t(1) << 30))
+      return kernel(b, loc, inputByK, weightByK, bias);
+    // i32 lanes for inputs below 2^29 (exponents below 2^28): products lie
+    // within ±2^30, and no sum leaves ±1.5·2^30. Going down needs a near
+    // cancellation, which costs at most max|sbdb| < 2^29 below the larger
+    // operand, and an accumulator below every product cannot cancel again;
+    // going up, K terms add at most log_b K + K/2 to the largest product.
+    return narrowDispatch(int64_t(1) << 29, kernel);
+  }
   if (!tables)
     return buildRowsByKExact(b, loc, inputByK, weightByK, bias, type,
                              nullptr, b.getI64Type());
-  // Table mode: i32 lanes (twice as many per vector) when every code is
-  // small; the packed i64 codes otherwise.
-  Value narrow = allNarrow(b, loc, inputByK);
-  narrow = arith::AndIOp::create(b, loc, narrow,
-                                 allNarrow(b, loc, weightByK));
-  if (bias)
-    narrow = arith::AndIOp::create(b, loc, narrow, allNarrow(b, loc, bias));
-  auto dispatch = scf::IfOp::create(
-      b, loc, narrow,
-      [&](OpBuilder &nb, Location nl) {
-        Type i32 = nb.getI32Type();
-        Value result = buildRowsByKExact(
-            nb, nl, recode(nb, nl, inputByK, i32),
-            recode(nb, nl, weightByK, i32),
-            bias ? recode(nb, nl, bias, i32) : Value(), type, tables, i32);
-        scf::YieldOp::create(nb, nl,
-                             recode(nb, nl, result, nb.getI64Type()));
-      },
-      [&](OpBuilder &nb, Location nl) {
-        scf::YieldOp::create(
-            nb, nl,
-            buildRowsByKExact(nb, nl, inputByK, weightByK, bias, type,
-                              tables, nb.getI64Type()));
+  // Table mode: sums of codes below 2^28 stay far inside i32.
+  return narrowDispatch(
+      int64_t(1) << 28, [&](OpBuilder &nb, Location nl, Value x, Value w,
+                            Value c) {
+        return buildRowsByKExact(nb, nl, x, w, c, type, tables,
+                                 cast<RankedTensorType>(x.getType())
+                                     .getElementType());
       });
-  return dispatch.getResult(0);
 }

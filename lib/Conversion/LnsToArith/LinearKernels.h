@@ -30,6 +30,15 @@ Value index(OpBuilder &b, Location loc, int64_t value);
 Value buildLinearByK(OpBuilder &b, Location loc, Value input, Value weight,
                      Value bias, NumType type, const SbdbTables *tables);
 
+struct PiecewiseSbdb;
+
+/// `ideal` x·Wᵀ (+ bias) from inputByK [K, M], weightByK [K, N] and bias
+/// [N] (static codes, i64 or narrow i32) as explicit vector code on the
+/// piecewise cubics of `segments` (PiecewiseKernel.cpp).
+Value buildLinearPiecewise(OpBuilder &b, Location loc, Value inputByK,
+                           Value weightByK, Value bias, NumType type,
+                           const PiecewiseSbdb &segments);
+
 } // namespace mlir::lamina::lns
 
 #endif // LAMINA_LIB_CONVERSION_LNSTOARITH_LINEARKERNELS_H

@@ -37,12 +37,14 @@ func.func @add(%x: tensor<8x!lns.num<f = 10>>, %y: tensor<8x!lns.num<f = 10>>) -
 
 // -----
 
-// The sum over K runs as the outer scf.for, in order k = 0..K-1; each step
-// updates every output element-wise (vectorizable across outputs) through
-// the fast path of ideal sbdb — polynomials, no libm call — and ORs its
-// near-tie flag into a per-output i8; the bias is added once at the end.
-// Then each flagged output is recomputed from scratch with the exact
-// formula (libm pow and log), in the same order.
+// ideal mode: per row of x, the terms k = 0..K-1 in order, then the bias,
+// each step a sweep of vectors over the row's accumulators (buffers). sbdb
+// comes from piecewise cubics (a constant table of 4-coefficient rows, one
+// row loaded per lane, transposed, three FMAs): no libm call in the sweep.
+// Vectors the error bound cannot decide are marked, their previous sums
+// saved, and recomputed with the exact formula (libm pow and log) after the
+// sweep. Codes below 2^29 run on i32 lanes (8 per vector; no sum of them
+// leaves i32), larger codes on i64 lanes (4 per vector).
 // CHECK-LABEL: func.func @linear
 func.func @linear(%x: tensor<4x17x!lns.num<f = 10>>, %w: tensor<6x17x!lns.num<f = 12>>, %b: tensor<6x!lns.num<f = 10>>) -> tensor<4x6x!lns.num<f = 10>> {
   // The f = 12 weight is converted to f = 10 once, element-wise.
@@ -50,6 +52,55 @@ func.func @linear(%x: tensor<4x17x!lns.num<f = 10>>, %w: tensor<6x17x!lns.num<f 
   // CHECK: math.roundeven
   // CHECK: linalg.transpose ins(%{{.*}} : tensor<4x17xi64>) outs(%{{.*}} : tensor<17x4xi64>)
   // CHECK: linalg.transpose ins(%{{.*}} : tensor<6x17xi64>) outs(%{{.*}} : tensor<17x6xi64>)
+  // CHECK: %[[ACC:.+]] = scf.if %{{.*}} -> (tensor<4x6xi64>) {
+  // CHECK: tensor.pad %{{.*}} low[0, 0] high[0, 2]
+  // CHECK: %[[TABLE:.+]] = bufferization.to_buffer %{{.*}} read_only : tensor<7168x4xf64> to memref<7168x4xf64>
+  // CHECK: %[[SUMS:.+]] = memref.alloc() : memref<4x8xi32>
+  // CHECK: %[[SAVED:.+]] = memref.alloc() : memref<8xi32>
+  // CHECK: scf.for %[[ROW:.+]] = %{{.*}} to %{{.*}} step
+  // CHECK: scf.for %[[K:.+]] = %{{.*}} to %c17 step
+  // CHECK: scf.for %[[COL:.+]] = {{.*}} iter_args(%{{.*}} = %false{{.*}}) -> (i1)
+  // CHECK: %[[PREVIOUS:.+]] = vector.load %[[SUMS]][%[[ROW]], %[[COL]]] : memref<4x8xi32>, vector<8xi32>
+  // CHECK: vector.transfer_read %{{.*}}[%[[K]], %[[COL]]]{{.*}} : tensor<17x8xi32>, vector<8xi32>
+  // CHECK-NOT: math.powf
+  // CHECK-COUNT-8: vector.load %[[TABLE]][%{{.*}}, %{{.*}}] : memref<7168x4xf64>, vector<4xf64>
+  // CHECK: math.fma {{.*}} : vector<8xf64>
+  // CHECK: math.fma {{.*}} : vector<8xf64>
+  // CHECK: math.fma {{.*}} : vector<8xf64>
+  // CHECK-NOT: math.log
+  // CHECK: vector.store %{{.*}}, %[[SUMS]][%[[ROW]], %[[COL]]]
+  // CHECK: %[[UNDECIDED:.+]] = vector.reduction <or>, %{{.*}} : vector<8xi1> into i1
+  // CHECK: scf.if %[[UNDECIDED]] {
+  // CHECK-NEXT: vector.store %[[PREVIOUS]], %[[SAVED]]
+  // CHECK: scf.if
+  // CHECK: scf.for
+  // CHECK: scf.if
+  // CHECK: vector.load %[[SAVED]]
+  // CHECK: math.powf {{.*}} : vector<8xf64>
+  // CHECK: math.log {{.*}} : vector<8xf64>
+  // CHECK: vector.store %{{.*}}, %[[SUMS]]
+  // The bias sweep, after the K loop.
+  // CHECK: vector.transfer_read %{{.*}} : tensor<8xi32>, vector<8xi32>
+  // CHECK: bufferization.to_tensor %[[SUMS]] restrict writable
+  // CHECK: } else {
+  // CHECK: memref.alloc() : memref<4x8xi64>
+  // CHECK: math.fma {{.*}} : vector<4xf64>
+  // CHECK: math.powf {{.*}} : vector<4xf64>
+  // CHECK: return %[[ACC]]
+  %0 = lns.linear %x, %w bias %b : tensor<4x17x!lns.num<f = 10>>, tensor<6x17x!lns.num<f = 12>>, tensor<6x!lns.num<f = 10>> -> tensor<4x6x!lns.num<f = 10>>
+  return %0 : tensor<4x6x!lns.num<f = 10>>
+}
+
+// -----
+
+// Where the cubics' bound is too loose to decide most roundings (here
+// f = 30), the K-outer scf.for updates every output element-wise through
+// the polynomial fast path of ideal sbdb — no libm call — and ORs its
+// near-tie flag into a per-output i8; the bias is added once at the end.
+// Then each flagged output is recomputed from scratch with the exact
+// formula (libm pow and log), in the same order.
+// CHECK-LABEL: func.func @linear_beyond_cubics
+func.func @linear_beyond_cubics(%x: tensor<4x17x!lns.num<f = 30>>, %w: tensor<6x17x!lns.num<f = 30>>, %b: tensor<6x!lns.num<f = 30>>) -> tensor<4x6x!lns.num<f = 30>> {
   // CHECK: %[[Z:.+]] = linalg.fill ins(%c-9007199254740991_i64 : i64)
   // CHECK: %[[NOFLAGS:.+]] = linalg.fill ins(%c0_i8 : i8)
   // CHECK: %[[ACC:.+]]:2 = scf.for %{{.*}} = %c0 to %c17 step %{{.*}} iter_args(%{{.*}} = %[[Z]], %{{.*}} = %[[NOFLAGS]]) -> (tensor<4x6xi64>, tensor<4x6xi8>)
@@ -68,8 +119,8 @@ func.func @linear(%x: tensor<4x17x!lns.num<f = 10>>, %w: tensor<6x17x!lns.num<f 
   // CHECK: math.powf
   // CHECK: math.log
   // CHECK: tensor.insert
-  %0 = lns.linear %x, %w bias %b : tensor<4x17x!lns.num<f = 10>>, tensor<6x17x!lns.num<f = 12>>, tensor<6x!lns.num<f = 10>> -> tensor<4x6x!lns.num<f = 10>>
-  return %0 : tensor<4x6x!lns.num<f = 10>>
+  %0 = lns.linear %x, %w bias %b : tensor<4x17x!lns.num<f = 30>>, tensor<6x17x!lns.num<f = 30>>, tensor<6x!lns.num<f = 30>> -> tensor<4x6x!lns.num<f = 30>>
+  return %0 : tensor<4x6x!lns.num<f = 30>>
 }
 
 // -----

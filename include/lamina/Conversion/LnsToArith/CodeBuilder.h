@@ -40,23 +40,38 @@ std::vector<int32_t> computeInterleavedSbdbTable(NumType type);
 /// up to f = 40.
 bool isFastSbdbExact(NumType type);
 
+/// Whether every `ideal` sbdb of `type` stays below 2^29 in magnitude (the
+/// largest is at z = −1 with opposite signs), as i32 kernels need.
+bool isNarrowSbdb(NumType type);
+
 /// The zero code of narrow (i32) codes: an exponent of −2^30, far below
 /// every narrow code's (|code| < 2^28), as −2^52 is below every i64 code's.
 inline constexpr int64_t kNarrowZero = -(int64_t(1) << 31) + 1;
 
 /// Builds LNS arithmetic on codes of `codeType`: i64 (the packed codes of
-/// the spec) or, for table-mode kernels over codes known to be small, i32
-/// (zero is kNarrowZero). Encode, decode, changes of base and `ideal`
-/// additions take i64 codes only.
+/// the spec) or, for kernels over codes known to be small, i32 (zero is
+/// kNarrowZero). Encode, decode and changes of base take i64 codes only;
+/// `ideal` additions on i32 codes need |sbdb| < 2^29 (isNarrowSbdb). With `lanes` > 0 the operands are
+/// vector<lanes x code> and every constant is a splat (explicitly
+/// vectorized kernels); scalars otherwise.
 class CodeBuilder {
 public:
   CodeBuilder(OpBuilder &builder, Location loc)
       : b(builder), loc(loc), codeType(builder.getI64Type()) {}
-  CodeBuilder(OpBuilder &builder, Location loc, IntegerType codeType)
-      : b(builder), loc(loc), codeType(codeType) {}
+  CodeBuilder(OpBuilder &builder, Location loc, IntegerType codeType,
+              int64_t lanes = 0)
+      : b(builder), loc(loc), codeType(codeType), lanes(lanes) {}
 
   Value constantCode(int64_t code);
   Value isZero(Value code);
+  /// max(x, y) + sbdb, with the zero and cancellation rules of `add`.
+  Value combine(Value x, Value y, Value sbdb);
+  /// Whether add(x, y) takes no sbdb: a zero operand or x + (−x).
+  Value isExactSum(Value x, Value y);
+  /// A constant of `scalar`'s type, splat over the lanes if any.
+  Value constant(TypedAttr scalar);
+  /// `element`, or vector<lanes x element>.
+  Type shaped(Type element) const;
 
   Value mul(Value x, Value y);
   Value div(Value x, Value y);
@@ -90,8 +105,6 @@ private:
     Value z, sameSign;
   };
   SbdbOperands getSbdbOperands(Value x, Value y);
-  /// max(x, y) + sbdb, with the zero and cancellation rules.
-  Value combine(Value x, Value y, Value sbdb);
   /// The fast path's sbdb (even i64) and its near-tie flag.
   std::pair<Value, Value> fastIdealSbdb(Value z, Value sameSign, NumType type);
   /// Σ coefficients[i]·x^i in f64, by Horner's rule.
@@ -109,6 +122,7 @@ private:
   OpBuilder &b;
   Location loc;
   IntegerType codeType;
+  int64_t lanes = 0;
 };
 
 } // namespace mlir::lamina::lns

@@ -1,0 +1,48 @@
+//===- PiecewiseSbdb.h - Piecewise-cubic ideal sbdb -------------*- C++ -*-===//
+//
+// `ideal` sbdb(z, s) = 2·roundHalfEven(Q), Q = log|1 − 2s + pow(b, z)| / log b,
+// approximated by one cubic per segment of v = −z, with a proven bound on
+// the distance to the exact formula's double result: where the cubic's
+// value is farther than that bound from a .5 tie, both round alike.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LAMINA_LIB_CONVERSION_LNSTOARITH_PIECEWISESBDB_H
+#define LAMINA_LIB_CONVERSION_LNSTOARITH_PIECEWISESBDB_H
+
+#include "lamina/Lns/IR/Lns.h"
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+namespace mlir::lamina::lns {
+
+/// Segments per octave of v: the top 8 mantissa bits of double(v).
+inline constexpr int kSbdbSegmentBits = 8;
+
+struct PiecewiseSbdb {
+  /// Four coefficients per segment: Q ≈ c0 + c1·d + c2·d² + c3·d³ with
+  /// d = v − (the segment's midpoint). Segment (s·octaves + j)·256 + i
+  /// holds v ∈ [2^j·(1 + i/256), 2^j·(1 + (i + 1)/256)), s = 1 for
+  /// opposite signs.
+  std::vector<double> coefficients;
+  /// For v ≥ 2^octaves sbdb is 0 with both signs.
+  int64_t octaves = 0;
+  /// Opposite signs with v below this are always recomputed: there the
+  /// exact formula itself is too far from Q (1 − pow(b, z) cancels).
+  int64_t nearCancellation = 0;
+  /// |cubic − the exact formula's double result| ≤ bound on every other
+  /// segment.
+  double bound = 0;
+  /// sbdb(0, same sign): v = 0 has no segment.
+  int64_t sbdbAtZero = 0;
+};
+
+/// The segments of `type`, or none where the bound is too loose to decide
+/// most roundings (then the caller keeps the other fast path).
+std::optional<PiecewiseSbdb> buildPiecewiseSbdb(NumType type);
+
+} // namespace mlir::lamina::lns
+
+#endif // LAMINA_LIB_CONVERSION_LNSTOARITH_PIECEWISESBDB_H
