@@ -285,7 +285,6 @@ static Value buildRowsByKFast(OpBuilder &b, Location loc, Value inputByK,
   // between the two additions (each output's order is unchanged).
   int64_t unroll = k % 2 == 0 ? 2 : 1;
   Value lower = arith::ConstantIndexOp::create(b, loc, 0);
-  Value one = arith::ConstantIndexOp::create(b, loc, 1);
   auto loop = scf::ForOp::create(
       b, loc, lower, index(b, loc, k), index(b, loc, unroll),
       ValueRange{zeros, noFlags},

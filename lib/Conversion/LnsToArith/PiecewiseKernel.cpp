@@ -50,7 +50,8 @@ public:
         codes(b, loc, codeType, lanes), wide(b, loc, b.getI64Type(), lanes),
         segments(segments), table(table) {}
 
-  /// (the fast sum, whether some lane may round otherwise than `ideal`).
+  /// (the fast sum, whether some lane may round otherwise than `ideal`:
+  /// one i1 for the vector).
   std::pair<Value, Value> add(Value x, Value y);
 
 private:
@@ -68,10 +69,6 @@ private:
   Value bitcast(Type element, Value value) {
     return arith::BitcastOp::create(b, loc, VectorType::get({lanes}, element),
                                     value);
-  }
-  Value negate(Value condition) {
-    return arith::XOrIOp::create(b, loc, condition,
-                                 codes.constant(b.getBoolAttr(true)));
   }
   /// double(v) for 0 ≤ v < 2^51, exactly.
   Value toDouble(Value v);
@@ -101,31 +98,36 @@ Value PiecewiseAdder::toDouble(Value v) {
 }
 
 SmallVector<Value, 4> PiecewiseAdder::loadCoefficients(Value segment) {
-  auto rowType = VectorType::get({4}, b.getF64Type());
   Value zero = arith::ConstantIndexOp::create(b, loc, 0);
   auto shuffle = [&](Value v1, Value v2, ArrayRef<int64_t> mask) -> Value {
     return vector::ShuffleOp::create(b, loc, v1, v2, mask);
   };
-  // Per group of four lanes: four rows, then a 4×4 transpose (interleave
-  // pairs of rows, then swap 128-bit halves).
+  // Per group of four lanes a, b, c, d: the halves (c0, c1) and (c2, c3)
+  // of rows a and c side by side in one register, likewise b and d; one
+  // interleave then gives [a_i, b_i, c_i, d_i] (AVX2: 128-bit loads into
+  // halves, vunpck{l,h}pd).
+  auto halfType = VectorType::get({2}, b.getF64Type());
+  Value two = arith::ConstantIndexOp::create(b, loc, 2);
   SmallVector<SmallVector<Value, 4>> groups;
   for (int64_t first = 0; first < lanes; first += 4) {
     SmallVector<Value, 4> rows;
-    for (int64_t lane = first; lane < first + 4; ++lane) {
-      Value row = arith::IndexCastOp::create(
+    for (int64_t lane = first; lane < first + 4; ++lane)
+      rows.push_back(arith::IndexCastOp::create(
           b, loc, b.getIndexType(),
-          vector::ExtractOp::create(b, loc, segment, lane));
-      rows.push_back(vector::LoadOp::create(b, loc, rowType, table,
-                                            ValueRange{row, zero}));
-    }
-    Value low01 = shuffle(rows[0], rows[1], {0, 4, 2, 6});
-    Value high01 = shuffle(rows[0], rows[1], {1, 5, 3, 7});
-    Value low23 = shuffle(rows[2], rows[3], {0, 4, 2, 6});
-    Value high23 = shuffle(rows[2], rows[3], {1, 5, 3, 7});
-    groups.push_back({shuffle(low01, low23, {0, 1, 4, 5}),
-                      shuffle(high01, high23, {0, 1, 4, 5}),
-                      shuffle(low01, low23, {2, 3, 6, 7}),
-                      shuffle(high01, high23, {2, 3, 6, 7})});
+          vector::ExtractOp::create(b, loc, segment, lane)));
+    auto pair = [&](Value rowLow, Value rowHigh, Value column) {
+      Value low = vector::LoadOp::create(b, loc, halfType, table,
+                                         ValueRange{rowLow, column});
+      Value high = vector::LoadOp::create(b, loc, halfType, table,
+                                          ValueRange{rowHigh, column});
+      return shuffle(low, high, {0, 1, 2, 3});
+    };
+    Value ac01 = pair(rows[0], rows[2], zero), bd01 = pair(rows[1], rows[3], zero);
+    Value ac23 = pair(rows[0], rows[2], two), bd23 = pair(rows[1], rows[3], two);
+    groups.push_back({shuffle(ac01, bd01, {0, 4, 2, 6}),
+                      shuffle(ac01, bd01, {1, 5, 3, 7}),
+                      shuffle(ac23, bd23, {0, 4, 2, 6}),
+                      shuffle(ac23, bd23, {1, 5, 3, 7})});
   }
   if (groups.size() == 1)
     return groups.front();
@@ -139,7 +141,6 @@ SmallVector<Value, 4> PiecewiseAdder::loadCoefficients(Value segment) {
 std::pair<Value, Value> PiecewiseAdder::add(Value x, Value y) {
   using Predicate = arith::CmpIPredicate;
   Type f64Type = b.getF64Type(), i64Type = b.getI64Type();
-  auto wideType = VectorType::get({lanes}, i64Type);
   // v = |(x >> 1) − (y >> 1)| = −z; opposite signs as 0/1.
   Value difference =
       arith::SubIOp::create(b, loc, arith::ShRSIOp::create(b, loc, x, code(1)),
@@ -148,27 +149,24 @@ std::pair<Value, Value> PiecewiseAdder::add(Value x, Value y) {
       b, loc, difference, arith::SubIOp::create(b, loc, code(0), difference));
   Value oppositeBit = arith::AndIOp::create(
       b, loc, arith::XOrIOp::create(b, loc, x, y), code(1));
-  Value opposite = cmp(Predicate::ne, oppositeBit, code(0));
   int64_t end = int64_t(1) << segments.octaves;
-  Value inTable = cmp(Predicate::slt, v, code(end));
   Value atZero = cmp(Predicate::eq, v, code(0));
 
-  // The segment: exponent and top mantissa bits of double(v), v ∈ [1, end).
+  // The segment: exponent and top mantissa bits of double(v), v ∈ [1, end)
+  // (larger v take the last segment's 0, v = 0 is a case of its own).
   Value clamped = arith::MinSIOp::create(
       b, loc, arith::MaxSIOp::create(b, loc, v, code(1)), code(end - 1));
   Value vf = toDouble(clamped);
   Value bits = bitcast(i64Type, vf);
   int shift = 52 - kSbdbSegmentBits;
   int64_t perSign = segments.octaves << kSbdbSegmentBits;
-  Value oppositeWide = oppositeBit;
-  if (codeType.getWidth() < 64)
-    oppositeWide = arith::ExtUIOp::create(b, loc, wideType, oppositeBit);
+  Value opposite = cmp(Predicate::ne, oppositeBit, code(0));
   Value segment = arith::AddIOp::create(
       b, loc,
       arith::SubIOp::create(b, loc,
                             arith::ShRUIOp::create(b, loc, bits, i64(shift)),
                             i64(int64_t(1023) << kSbdbSegmentBits)),
-      arith::MulIOp::create(b, loc, oppositeWide, i64(perSign)));
+      select(opposite, i64(perSign), i64(0)));
   // The segment's midpoint: its start's bits with the next bit set.
   Value center = bitcast(
       f64Type,
@@ -184,7 +182,9 @@ std::pair<Value, Value> PiecewiseAdder::add(Value x, Value y) {
     q = math::FmaOp::create(b, loc, q, d, c[i]);
 
   // roundHalfEven(q) through 1.5·2^52 (|q| < 2^51), and whether q lies
-  // within 2·bound of a .5 tie (NaN compares unordered: flagged).
+  // within 2·bound of a .5 tie (NaN compares unordered: flagged). Lanes
+  // that take no sbdb (zero operands, cancellations, v = 0) are flagged as
+  // rarely as any other and then recomputed exactly like them.
   Value shifted = arith::AddFOp::create(b, loc, q, f64(kMagic));
   Value integer = arith::SubIOp::create(
       b, loc, bitcast(i64Type, shifted), i64(llvm::bit_cast<int64_t>(kMagic)));
@@ -194,22 +194,39 @@ std::pair<Value, Value> PiecewiseAdder::add(Value x, Value y) {
   Value nearest = arith::SubFOp::create(b, loc, shifted, f64(kMagic));
   Value fromNearest = math::AbsFOp::create(
       b, loc, arith::SubFOp::create(b, loc, q, nearest));
-  Value nearTie =
-      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UGE, fromNearest,
-                            f64(0.5 - 2 * segments.bound));
-  Value cancelling = arith::AndIOp::create(
-      b, loc, opposite,
-      cmp(Predicate::slt, v, code(segments.nearCancellation)));
-  nearTie = arith::OrIOp::create(b, loc, nearTie, cancelling);
-  Value decided = arith::OrIOp::create(
-      b, loc, codes.isExactSum(x, y),
-      arith::OrIOp::create(b, loc, atZero, negate(inTable)));
-  nearTie = arith::AndIOp::create(b, loc, nearTie, negate(decided));
+  // Compared per register of four lanes and ORed: no mask packing.
+  Value undecided;
+  for (int64_t first = 0; first < lanes; first += 4) {
+    Value part = fromNearest;
+    if (lanes > 4)
+      part = vector::ShuffleOp::create(
+          b, loc, fromNearest, fromNearest,
+          ArrayRef<int64_t>{first, first + 1, first + 2, first + 3});
+    Value limit = arith::ConstantOp::create(
+        b, loc,
+        DenseElementsAttr::get(VectorType::get({4}, f64Type),
+                               b.getF64FloatAttr(0.5 - 2 * segments.bound)));
+    Value nearTie = arith::CmpFOp::create(
+        b, loc, arith::CmpFPredicate::UGE, part, limit);
+    undecided = undecided ? arith::OrIOp::create(b, loc, undecided, nearTie)
+                                .getResult()
+                          : nearTie;
+  }
+  undecided = vector::ReductionOp::create(b, loc, vector::CombiningKind::OR,
+                                          undecided);
 
   Value sbdb = arith::ShLIOp::create(b, loc, integer, code(1));
   sbdb = select(atZero, code(segments.sbdbAtZero), sbdb);
-  sbdb = select(inTable, sbdb, code(0));
-  return {codes.combine(x, y, sbdb), nearTie};
+  if (codeType.getWidth() == 64)
+    return {codes.combine(x, y, sbdb), undecided};
+  // Narrow codes: a zero y (exponent −2^30) is 2^28 or more below every
+  // other code's exponent, past every segment: sbdb is 0 and max picks x.
+  // Only a zero x (both zero included) and cancellations need a rule.
+  Value sum = arith::AddIOp::create(b, loc, arith::MaxSIOp::create(b, loc, x, y),
+                                    sbdb);
+  Value cancels = cmp(Predicate::eq, codes.neg(x), y);
+  sum = select(cancels, code(kNarrowZero), sum);
+  return {select(codes.isZero(x), y, sum), undecided};
 }
 
 namespace {
@@ -218,82 +235,74 @@ namespace {
 class RowSweeps {
 public:
   RowSweeps(const PiecewiseSbdb &segments, NumType type, IntegerType codeType,
-            int64_t paddedN, Value table, Value acc, Value saved, Value flags)
+            int64_t paddedN, Value table, Value acc, Value saved,
+            Value pending)
       : segments(segments), type(type), codeType(codeType),
         lanes(lanesOf(codeType)), paddedN(paddedN), table(table), acc(acc),
-        saved(saved), flags(flags) {}
+        saved(saved), pending(pending) {}
 
   using TermFn = function_ref<Value(OpBuilder &, Location, Value)>;
   /// acc[row, :] = add(acc[row, :], term(:)), term(n) the vector of terms
-  /// of outputs n..n+lanes. The hot loop writes the fast sums, a flag
-  /// byte per vector and, for flagged vectors, their previous sums into
-  /// `saved`; it calls nothing (a libm call there would make every vector
-  /// register caller-saved across the loop). Flagged vectors are then
-  /// recomputed from `saved` with the exact formula.
+  /// of outputs n..n+lanes. The hot loop writes the fast sums and, for
+  /// undecided vectors, appends their position to `pending` and their
+  /// previous sums to `saved`; it calls nothing (a libm call there would
+  /// make every vector register caller-saved across the loop). Pending
+  /// vectors are then recomputed from `saved` with the exact formula.
   void build(OpBuilder &b, Location loc, Value row, TermFn term) const;
 
 private:
-  Value vectorIndex(OpBuilder &b, Location loc, Value at) const {
-    return arith::DivUIOp::create(b, loc, at, index(b, loc, lanes));
-  }
   VectorType vectorType() const { return VectorType::get({lanes}, codeType); }
 
   const PiecewiseSbdb &segments;
   NumType type;
   IntegerType codeType;
   int64_t lanes, paddedN;
-  Value table, acc, saved, flags;
+  Value table, acc, saved, pending;
 };
 } // namespace
 
 void RowSweeps::build(OpBuilder &b, Location loc, Value row,
                       TermFn term) const {
-  Type i8 = b.getI8Type();
   auto fast = scf::ForOp::create(
-      b, loc, index(b, loc, 0), index(b, loc, paddedN),
-      index(b, loc, lanes), ValueRange{arith::ConstantOp::create(
-                                b, loc, b.getBoolAttr(false))},
+      b, loc, index(b, loc, 0), index(b, loc, paddedN), index(b, loc, lanes),
+      ValueRange{index(b, loc, 0)},
       [&](OpBuilder &nb, Location nl, Value at, ValueRange carried) {
+        Value count = carried[0];
         Value previous = vector::LoadOp::create(nb, nl, vectorType(), acc,
                                                 ValueRange{row, at});
         PiecewiseAdder adder(nb, nl, codeType, segments, table);
-        auto [sum, nearTie] = adder.add(previous, term(nb, nl, at));
+        auto [sum, undecided] = adder.add(previous, term(nb, nl, at));
         vector::StoreOp::create(nb, nl, sum, acc, ValueRange{row, at});
-        Value undecided = vector::ReductionOp::create(
-            nb, nl, vector::CombiningKind::OR, nearTie);
-        scf::IfOp::create(nb, nl, undecided, [&](OpBuilder &tb, Location tl) {
-          vector::StoreOp::create(tb, tl, previous, saved, ValueRange{at});
-          scf::YieldOp::create(tb, tl);
-        });
-        memref::StoreOp::create(nb, nl,
-                                arith::ExtUIOp::create(nb, nl, i8, undecided),
-                                flags, ValueRange{vectorIndex(nb, nl, at)});
-        scf::YieldOp::create(
-            nb, nl,
-            ValueRange{arith::OrIOp::create(nb, nl, carried[0], undecided)});
+        auto append = scf::IfOp::create(
+            nb, nl, undecided,
+            [&](OpBuilder &tb, Location tl) {
+              Value slot = arith::MulIOp::create(tb, tl, count,
+                                                 index(tb, tl, lanes));
+              vector::StoreOp::create(tb, tl, previous, saved,
+                                      ValueRange{slot});
+              memref::StoreOp::create(tb, tl, at, pending, ValueRange{count});
+              scf::YieldOp::create(
+                  tb, tl,
+                  ValueRange{arith::AddIOp::create(tb, tl, count,
+                                                   index(tb, tl, 1))});
+            },
+            [&](OpBuilder &eb, Location el) {
+              scf::YieldOp::create(eb, el, ValueRange{count});
+            });
+        scf::YieldOp::create(nb, nl, append.getResults());
       });
-  scf::IfOp::create(b, loc, fast.getResult(0), [&](OpBuilder &ib, Location il) {
-    scf::ForOp::create(
-        ib, il, index(ib, il, 0), index(ib, il, paddedN), index(ib, il, lanes),
-        ValueRange{},
-        [&](OpBuilder &nb, Location nl, Value at, ValueRange) {
-          Value flag = memref::LoadOp::create(
-              nb, nl, flags, ValueRange{vectorIndex(nb, nl, at)});
-          Value flagged = arith::CmpIOp::create(
-              nb, nl, arith::CmpIPredicate::ne, flag,
-              arith::ConstantOp::create(nb, nl, nb.getI8IntegerAttr(0)));
-          scf::IfOp::create(nb, nl, flagged, [&](OpBuilder &tb, Location tl) {
-            Value previous = vector::LoadOp::create(tb, tl, vectorType(),
-                                                    saved, ValueRange{at});
-            CodeBuilder codes(tb, tl, codeType, lanes);
-            Value sum = codes.add(previous, term(tb, tl, at), type);
-            vector::StoreOp::create(tb, tl, sum, acc, ValueRange{row, at});
-            scf::YieldOp::create(tb, tl);
-          });
-          scf::YieldOp::create(nb, nl);
-        });
-    scf::YieldOp::create(ib, il);
-  });
+  scf::ForOp::create(
+      b, loc, index(b, loc, 0), fast.getResult(0), index(b, loc, 1),
+      ValueRange{}, [&](OpBuilder &nb, Location nl, Value i, ValueRange) {
+        Value at = memref::LoadOp::create(nb, nl, pending, ValueRange{i});
+        Value slot = arith::MulIOp::create(nb, nl, i, index(nb, nl, lanes));
+        Value previous = vector::LoadOp::create(nb, nl, vectorType(), saved,
+                                                ValueRange{slot});
+        CodeBuilder codes(nb, nl, codeType, lanes);
+        Value sum = codes.add(previous, term(nb, nl, at), type);
+        vector::StoreOp::create(nb, nl, sum, acc, ValueRange{row, at});
+        scf::YieldOp::create(nb, nl);
+      });
 }
 
 /// `values` [rows, n] (or [n]) padded with `zero` to `paddedN` columns.
@@ -345,10 +354,10 @@ Value lns::buildLinearPiecewise(OpBuilder &b, Location loc, Value inputByK,
       b, loc, MemRefType::get({m, paddedN}, codeType));
   Value saved =
       memref::AllocOp::create(b, loc, MemRefType::get({paddedN}, codeType));
-  Value flags = memref::AllocOp::create(
-      b, loc, MemRefType::get({paddedN / lanes}, b.getI8Type()));
+  Value pending = memref::AllocOp::create(
+      b, loc, MemRefType::get({paddedN / lanes}, b.getIndexType()));
   RowSweeps sweeps(segments, type, codeType, paddedN, table, acc, saved,
-                   flags);
+                   pending);
   Value zeroCodes = vector::BroadcastOp::create(b, loc, vectorType, zeroCode);
 
   scf::ForOp::create(

@@ -20,6 +20,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 using namespace mlir;
 using namespace mlir::lamina::lns;
@@ -108,9 +109,11 @@ std::optional<PiecewiseSbdb> mlir::lamina::lns::buildPiecewiseSbdb(NumType type)
   ExactQ same{logBase, false}, opposite{logBase, true};
 
   PiecewiseSbdb table;
-  // |Q| decreases with v: past 2^octaves both signs round to 0.
-  while (std::fabs(same(std::ldexp(1.0L, table.octaves))) >= 0.25L ||
-         std::fabs(opposite(std::ldexp(1.0L, table.octaves))) >= 0.25L)
+  // |Q| decreases with v: from 2^octaves − 1 on both signs round to 0, so
+  // larger v may take the last segment's value.
+  auto last = [&] { return std::ldexp(1.0L, table.octaves) - 1; };
+  while (std::fabs(same(last())) >= 0.25L ||
+         std::fabs(opposite(last())) >= 0.25L)
     if (++table.octaves > 50)
       return std::nullopt;
 
@@ -142,7 +145,11 @@ std::optional<PiecewiseSbdb> mlir::lamina::lns::buildPiecewiseSbdb(NumType type)
     --lowest;
     table.bound = std::max(table.bound, octaveBounds[lowest]);
   }
-  table.nearCancellation = lowest == 0 ? 0 : int64_t(1) << lowest;
+  // Below, the cubic's value is NaN: never within the bound of an integer.
+  for (int64_t j = 0; j < lowest; ++j)
+    for (int i = 0; i < segments; ++i)
+      table.coefficients[((table.octaves + j) * segments + i) * 4] =
+          std::numeric_limits<double>::quiet_NaN();
   double base = type.getBase();
   table.sbdbAtZero =
       2 * static_cast<int64_t>(std::nearbyint(

@@ -27,13 +27,13 @@ struct PiecewiseSbdb {
   /// holds v ∈ [2^j·(1 + i/256), 2^j·(1 + (i + 1)/256)), s = 1 for
   /// opposite signs.
   std::vector<double> coefficients;
-  /// For v ≥ 2^octaves sbdb is 0 with both signs.
+  /// For v ≥ 2^octaves − 1 sbdb is 0 with both signs (the last segment's
+  /// cubic gives it for every larger v).
   int64_t octaves = 0;
-  /// Opposite signs with v below this are always recomputed: there the
-  /// exact formula itself is too far from Q (1 − pow(b, z) cancels).
-  int64_t nearCancellation = 0;
-  /// |cubic − the exact formula's double result| ≤ bound on every other
-  /// segment.
+  /// |cubic − the exact formula's double result| ≤ bound on every segment
+  /// but those of opposite signs and small v, where the exact formula itself
+  /// is too far from Q (1 − pow(b, z) cancels): their c0 is NaN, so that
+  /// they are always recomputed.
   double bound = 0;
   /// sbdb(0, same sign): v = 0 has no segment.
   int64_t sbdbAtZero = 0;
