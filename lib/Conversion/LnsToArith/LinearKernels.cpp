@@ -383,7 +383,10 @@ Value lns::buildLinearByK(OpBuilder &b, Location loc, Value input,
                       Value c) {
       return buildLinearPiecewise(nb, nl, x, w, c, type, *segments);
     };
-    if (!isNarrowSbdb(type) || k >= (int64_t(1) << 30))
+    // (The i32 kernel also needs 2^octaves ≤ 2^28: a zero code's exponent,
+    // −2^30, must lie past every segment from any other code's.)
+    if (!isNarrowSbdb(type) || segments->octaves > 28 ||
+        k >= (int64_t(1) << 30))
       return kernel(b, loc, inputByK, weightByK, bias);
     // i32 lanes for inputs below 2^29 (exponents below 2^28): products lie
     // within ±2^30, and no sum leaves ±1.5·2^30. Going down needs a near

@@ -72,6 +72,8 @@ private:
   }
   /// double(v) for 0 ≤ v < 2^51, exactly.
   Value toDouble(Value v);
+  /// (the table row, the segment's midpoint as f64) of v ∈ [1, 2^octaves).
+  std::pair<Value, Value> locateSegment(Value v, Value oppositeBit);
   /// The four coefficient vectors of the lanes' segments.
   SmallVector<Value, 4> loadCoefficients(Value segment);
 
@@ -95,6 +97,62 @@ Value PiecewiseAdder::toDouble(Value v) {
       b, loc, v, i64(llvm::bit_cast<int64_t>(kMagic)));
   return arith::SubFOp::create(b, loc, bitcast(f64Type, shifted),
                                f64(kMagic));
+}
+
+std::pair<Value, Value> PiecewiseAdder::locateSegment(Value v,
+                                                     Value oppositeBit) {
+  // Row = (exponent, top kSbdbSegmentBits mantissa bits) of v as a float
+  // − those of 1.0, plus perSign for opposite signs; the midpoint is the
+  // row's start with the next mantissa bit set. i32 lanes take float(v):
+  // one conversion for eight lanes; where it rounds v up into the next
+  // segment, v lies below that segment by less than 2^-14 of its
+  // half-width, which the cubics' fit interval covers. i64 lanes take the
+  // exact double.
+  Type floatType = b.getF64Type(), bitsType = b.getI64Type();
+  int mantissa = 52, bias = 1023;
+  Value scaled;
+  if (codeType.getWidth() < 64) {
+    floatType = b.getF32Type();
+    bitsType = codeType;
+    mantissa = 23;
+    bias = 127;
+    scaled = arith::SIToFPOp::create(b, loc, VectorType::get({lanes}, floatType),
+                                     v);
+  } else {
+    scaled = toDouble(v);
+  }
+  CodeBuilder ints(b, loc, cast<IntegerType>(bitsType), lanes);
+  auto constant = [&](int64_t value) {
+    return ints.constant(b.getIntegerAttr(bitsType, value));
+  };
+  Value bits = bitcast(bitsType, scaled);
+  int shift = mantissa - kSbdbSegmentBits;
+  int64_t perSign = segments.octaves << kSbdbSegmentBits;
+  Value opposite = oppositeBit;
+  if (bitsType != codeType)
+    opposite = arith::ExtUIOp::create(
+        b, loc, VectorType::get({lanes}, bitsType), oppositeBit);
+  // perSign·oppositeBit as (−oppositeBit) & perSign.
+  Value signOffset = arith::AndIOp::create(
+      b, loc, arith::SubIOp::create(b, loc, constant(0), opposite),
+      constant(perSign));
+  Value row = arith::AddIOp::create(
+      b, loc,
+      arith::SubIOp::create(b, loc,
+                            arith::ShRUIOp::create(b, loc, bits, constant(shift)),
+                            constant(int64_t(bias) << kSbdbSegmentBits)),
+      signOffset);
+  Value center = bitcast(
+      floatType,
+      arith::OrIOp::create(
+          b, loc,
+          arith::AndIOp::create(b, loc, bits,
+                                constant(~((int64_t(1) << shift) - 1))),
+          constant(int64_t(1) << (shift - 1))));
+  if (floatType != b.getF64Type())
+    center = arith::ExtFOp::create(
+        b, loc, VectorType::get({lanes}, b.getF64Type()), center);
+  return {row, center};
 }
 
 SmallVector<Value, 4> PiecewiseAdder::loadCoefficients(Value segment) {
@@ -152,30 +210,12 @@ std::pair<Value, Value> PiecewiseAdder::add(Value x, Value y) {
   int64_t end = int64_t(1) << segments.octaves;
   Value atZero = cmp(Predicate::eq, v, code(0));
 
-  // The segment: exponent and top mantissa bits of double(v), v ∈ [1, end)
+  // The segment: exponent and top mantissa bits of float(v), v ∈ [1, end)
   // (larger v take the last segment's 0, v = 0 is a case of its own).
   Value clamped = arith::MinSIOp::create(
       b, loc, arith::MaxSIOp::create(b, loc, v, code(1)), code(end - 1));
-  Value vf = toDouble(clamped);
-  Value bits = bitcast(i64Type, vf);
-  int shift = 52 - kSbdbSegmentBits;
-  int64_t perSign = segments.octaves << kSbdbSegmentBits;
-  Value opposite = cmp(Predicate::ne, oppositeBit, code(0));
-  Value segment = arith::AddIOp::create(
-      b, loc,
-      arith::SubIOp::create(b, loc,
-                            arith::ShRUIOp::create(b, loc, bits, i64(shift)),
-                            i64(int64_t(1023) << kSbdbSegmentBits)),
-      select(opposite, i64(perSign), i64(0)));
-  // The segment's midpoint: its start's bits with the next bit set.
-  Value center = bitcast(
-      f64Type,
-      arith::OrIOp::create(
-          b, loc,
-          arith::AndIOp::create(b, loc, bits,
-                                i64(~((int64_t(1) << shift) - 1))),
-          i64(int64_t(1) << (shift - 1))));
-  Value d = arith::SubFOp::create(b, loc, vf, center);
+  auto [segment, center] = locateSegment(clamped, oppositeBit);
+  Value d = arith::SubFOp::create(b, loc, toDouble(clamped), center);
   SmallVector<Value, 4> c = loadCoefficients(segment);
   Value q = c[3];
   for (int i = 2; i >= 0; --i)

@@ -127,7 +127,10 @@ std::optional<PiecewiseSbdb> mlir::lamina::lns::buildPiecewiseSbdb(NumType type)
       long double width = std::ldexp(1.0L, j - kSbdbSegmentBits);
       for (int i = 0; i < segments; ++i) {
         long double center = std::ldexp(1.0L, j) + (i + 0.5L) * width;
-        Segment segment = fitSegment(q, center, width / 2);
+        // Fitted a little beyond the segment: kernels that locate v through
+        // float(v) may take v up to 2^-15 of the half-width below it.
+        Segment segment =
+            fitSegment(q, center, width / 2 * (1 + std::ldexp(1.0L, -14)));
         std::copy(segment.coefficients, segment.coefficients + 4,
                   table.coefficients.begin() +
                       ((sign * table.octaves + j) * segments + i) * 4);
