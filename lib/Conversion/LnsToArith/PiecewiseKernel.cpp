@@ -52,9 +52,17 @@ public:
 
   /// (the fast sum, whether some lane may round otherwise than `ideal`:
   /// one i1 for the vector).
-  std::pair<Value, Value> add(Value x, Value y);
+  std::pair<Value, Value> add(Value x, Value y) { return finish(locate(x, y)); }
 
 private:
+  /// The integer half of an addition: the lanes' segment rows and offsets.
+  struct Located {
+    Value x, y, rows, d, atZero;
+  };
+  Located locate(Value x, Value y);
+  /// The floating-point half: the cubics, the rounding and the sum.
+  std::pair<Value, Value> finish(const Located &located);
+
   Value code(int64_t value) {
     return codes.constant(b.getIntegerAttr(codeType, value));
   }
@@ -170,7 +178,7 @@ SmallVector<Value, 4> PiecewiseAdder::loadCoefficients(Value segment) {
   for (int64_t first = 0; first < lanes; first += 4) {
     SmallVector<Value, 4> rows;
     for (int64_t lane = first; lane < first + 4; ++lane)
-      rows.push_back(arith::IndexCastOp::create(
+      rows.push_back(arith::IndexCastUIOp::create(
           b, loc, b.getIndexType(),
           vector::ExtractOp::create(b, loc, segment, lane)));
     auto pair = [&](Value rowLow, Value rowHigh, Value column) {
@@ -196,9 +204,8 @@ SmallVector<Value, 4> PiecewiseAdder::loadCoefficients(Value segment) {
   return coefficients;
 }
 
-std::pair<Value, Value> PiecewiseAdder::add(Value x, Value y) {
+PiecewiseAdder::Located PiecewiseAdder::locate(Value x, Value y) {
   using Predicate = arith::CmpIPredicate;
-  Type f64Type = b.getF64Type(), i64Type = b.getI64Type();
   // v = |(x >> 1) − (y >> 1)| = −z; opposite signs as 0/1.
   Value difference =
       arith::SubIOp::create(b, loc, arith::ShRSIOp::create(b, loc, x, code(1)),
@@ -214,12 +221,23 @@ std::pair<Value, Value> PiecewiseAdder::add(Value x, Value y) {
   // (larger v take the last segment's 0, v = 0 is a case of its own).
   Value clamped = arith::MinSIOp::create(
       b, loc, arith::MaxSIOp::create(b, loc, v, code(1)), code(end - 1));
-  auto [segment, center] = locateSegment(clamped, oppositeBit);
+  auto [rows, center] = locateSegment(clamped, oppositeBit);
   Value d = arith::SubFOp::create(b, loc, toDouble(clamped), center);
-  SmallVector<Value, 4> c = loadCoefficients(segment);
-  Value q = c[3];
-  for (int i = 2; i >= 0; --i)
-    q = math::FmaOp::create(b, loc, q, d, c[i]);
+  return {x, y, rows, d, atZero};
+}
+
+std::pair<Value, Value> PiecewiseAdder::finish(const Located &located) {
+  using Predicate = arith::CmpIPredicate;
+  Type f64Type = b.getF64Type(), i64Type = b.getI64Type();
+  Value x = located.x, y = located.y, d = located.d;
+  SmallVector<Value, 4> c = loadCoefficients(located.rows);
+  // Estrin's scheme: (c0 + c1·d) + d²·(c2 + c3·d), two FMAs shorter than
+  // Horner's on the critical path (its roundings are within the bound's
+  // 8·2^-53·Σ|c_i|·h^i).
+  Value low = math::FmaOp::create(b, loc, c[1], d, c[0]);
+  Value high = math::FmaOp::create(b, loc, c[3], d, c[2]);
+  Value q = math::FmaOp::create(b, loc, high,
+                                arith::MulFOp::create(b, loc, d, d), low);
 
   // roundHalfEven(q) through 1.5·2^52 (|q| < 2^51), and whether q lies
   // within 2·bound of a .5 tie (NaN compares unordered: flagged). Lanes
@@ -256,7 +274,7 @@ std::pair<Value, Value> PiecewiseAdder::add(Value x, Value y) {
                                           undecided);
 
   Value sbdb = arith::ShLIOp::create(b, loc, integer, code(1));
-  sbdb = select(atZero, code(segments.sbdbAtZero), sbdb);
+  sbdb = select(located.atZero, code(segments.sbdbAtZero), sbdb);
   if (codeType.getWidth() == 64)
     return {codes.combine(x, y, sbdb), undecided};
   // Narrow codes: a zero y (exponent −2^30) is 2^28 or more below every
@@ -331,8 +349,9 @@ void RowSweeps::build(OpBuilder &b, Location loc, Value row,
             });
         scf::YieldOp::create(nb, nl, append.getResults());
       });
+  Value count = fast.getResult(0);
   scf::ForOp::create(
-      b, loc, index(b, loc, 0), fast.getResult(0), index(b, loc, 1),
+      b, loc, index(b, loc, 0), count, index(b, loc, 1),
       ValueRange{}, [&](OpBuilder &nb, Location nl, Value i, ValueRange) {
         Value at = memref::LoadOp::create(nb, nl, pending, ValueRange{i});
         Value slot = arith::MulIOp::create(nb, nl, i, index(nb, nl, lanes));
