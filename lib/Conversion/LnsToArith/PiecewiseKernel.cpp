@@ -419,42 +419,66 @@ Value lns::buildLinearPiecewise(OpBuilder &b, Location loc, Value inputByK,
                    pending);
   Value zeroCodes = vector::BroadcastOp::create(b, loc, vectorType, zeroCode);
 
+  // Rows in blocks: each step's weight row is read once per block (from
+  // L1 after the first row) instead of once per row.
+  int64_t block = m % 4 == 0 ? 4 : (m % 2 == 0 ? 2 : 1);
+  auto overBlock = [&](OpBuilder &ob, Location ol, Value first,
+                       function_ref<void(OpBuilder &, Location, Value)> body) {
+    scf::ForOp::create(ob, ol, first,
+                       arith::AddIOp::create(ob, ol, first,
+                                             index(ob, ol, block)),
+                       index(ob, ol, 1), ValueRange{},
+                       [&](OpBuilder &ib, Location il, Value row, ValueRange) {
+                         body(ib, il, row);
+                         scf::YieldOp::create(ib, il);
+                       });
+  };
   scf::ForOp::create(
-      b, loc, index(b, loc, 0), index(b, loc, m), index(b, loc, 1),
+      b, loc, index(b, loc, 0), index(b, loc, m), index(b, loc, block),
       ValueRange{},
-      [&](OpBuilder &rb, Location rl, Value row, ValueRange) {
-        scf::ForOp::create(
-            rb, rl, index(rb, rl, 0), index(rb, rl, paddedN),
-            index(rb, rl, lanes), ValueRange{},
-            [&](OpBuilder &nb, Location nl, Value at, ValueRange) {
-              vector::StoreOp::create(nb, nl, zeroCodes, acc,
-                                      ValueRange{row, at});
-              scf::YieldOp::create(nb, nl);
-            });
-        // The terms in order, k = 0..K−1, then the bias once.
+      [&](OpBuilder &rb, Location rl, Value first, ValueRange) {
+        overBlock(rb, rl, first, [&](OpBuilder &ib, Location il, Value row) {
+          scf::ForOp::create(
+              ib, il, index(ib, il, 0), index(ib, il, paddedN),
+              index(ib, il, lanes), ValueRange{},
+              [&](OpBuilder &nb, Location nl, Value at, ValueRange) {
+                vector::StoreOp::create(nb, nl, zeroCodes, acc,
+                                        ValueRange{row, at});
+                scf::YieldOp::create(nb, nl);
+              });
+        });
+        // Each row's terms in order, k = 0..K−1, then the bias once.
         scf::ForOp::create(
             rb, rl, index(rb, rl, 0), index(rb, rl, k), index(rb, rl, 1),
             ValueRange{},
             [&](OpBuilder &kb, Location kl, Value kk, ValueRange) {
-              Value input = tensor::ExtractOp::create(kb, kl, inputByK,
-                                                      ValueRange{kk, row});
-              Value inputs =
-                  vector::BroadcastOp::create(kb, kl, vectorType, input);
-              sweeps.build(
-                  kb, kl, row, [&](OpBuilder &tb, Location tl, Value at) {
-                    Value w = vector::TransferReadOp::create(
-                        tb, tl, vectorType, weights, ValueRange{kk, at},
-                        /*padding=*/std::nullopt, ArrayRef<bool>{true});
-                    return CodeBuilder(tb, tl, codeType, lanes).mul(inputs, w);
-                  });
+              overBlock(kb, kl, first, [&](OpBuilder &ib, Location il,
+                                           Value row) {
+                Value input = tensor::ExtractOp::create(ib, il, inputByK,
+                                                        ValueRange{kk, row});
+                Value inputs =
+                    vector::BroadcastOp::create(ib, il, vectorType, input);
+                sweeps.build(
+                    ib, il, row, [&](OpBuilder &tb, Location tl, Value at) {
+                      Value w = vector::TransferReadOp::create(
+                          tb, tl, vectorType, weights, ValueRange{kk, at},
+                          /*padding=*/std::nullopt, ArrayRef<bool>{true});
+                      return CodeBuilder(tb, tl, codeType, lanes)
+                          .mul(inputs, w);
+                    });
+              });
               scf::YieldOp::create(kb, kl);
             });
         if (paddedBias)
-          sweeps.build(rb, rl, row, [&](OpBuilder &tb, Location tl, Value at) {
-            return vector::TransferReadOp::create(
-                       tb, tl, vectorType, paddedBias, ValueRange{at},
-                       /*padding=*/std::nullopt, ArrayRef<bool>{true})
-                .getResult();
+          overBlock(rb, rl, first, [&](OpBuilder &ib, Location il, Value row) {
+            sweeps.build(ib, il, row,
+                         [&](OpBuilder &tb, Location tl, Value at) {
+                           return vector::TransferReadOp::create(
+                                      tb, tl, vectorType, paddedBias,
+                                      ValueRange{at}, /*padding=*/std::nullopt,
+                                      ArrayRef<bool>{true})
+                               .getResult();
+                         });
           });
         scf::YieldOp::create(rb, rl);
       });
