@@ -57,7 +57,7 @@ public:
 private:
   /// The integer half of an addition: the lanes' segment rows and offsets.
   struct Located {
-    Value x, y, rows, d, atZero;
+    Value x, y, rows, d;
   };
   Located locate(Value x, Value y);
   /// The floating-point half: the cubics, the rounding and the sum.
@@ -80,7 +80,8 @@ private:
   }
   /// double(v) for 0 ≤ v < 2^51, exactly.
   Value toDouble(Value v);
-  /// (the table row, the segment's midpoint as f64) of v ∈ [1, 2^octaves).
+  /// (the table row, the segment's midpoint as f64) of v ∈ [1, 2^octaves)
+  /// (v + 1 of an addition).
   std::pair<Value, Value> locateSegment(Value v, Value oppositeBit);
   /// The four coefficient vectors of the lanes' segments.
   SmallVector<Value, 4> loadCoefficients(Value segment);
@@ -205,7 +206,6 @@ SmallVector<Value, 4> PiecewiseAdder::loadCoefficients(Value segment) {
 }
 
 PiecewiseAdder::Located PiecewiseAdder::locate(Value x, Value y) {
-  using Predicate = arith::CmpIPredicate;
   // v = |(x >> 1) − (y >> 1)| = −z; opposite signs as 0/1.
   Value difference =
       arith::SubIOp::create(b, loc, arith::ShRSIOp::create(b, loc, x, code(1)),
@@ -214,16 +214,17 @@ PiecewiseAdder::Located PiecewiseAdder::locate(Value x, Value y) {
       b, loc, difference, arith::SubIOp::create(b, loc, code(0), difference));
   Value oppositeBit = arith::AndIOp::create(
       b, loc, arith::XOrIOp::create(b, loc, x, y), code(1));
+  // The segment of v + 1 ∈ [1, 2^octaves) (larger v take the last
+  // segment's 0). Narrow v is never negative; wide v is where (x >> 1) −
+  // (y >> 1) overflows.
   int64_t end = int64_t(1) << segments.octaves;
-  Value atZero = cmp(Predicate::eq, v, code(0));
-
-  // The segment: exponent and top mantissa bits of float(v), v ∈ [1, end)
-  // (larger v take the last segment's 0, v = 0 is a case of its own).
-  Value clamped = arith::MinSIOp::create(
-      b, loc, arith::MaxSIOp::create(b, loc, v, code(1)), code(end - 1));
+  if (codeType.getWidth() == 64)
+    v = arith::MaxSIOp::create(b, loc, v, code(0));
+  Value clamped = arith::AddIOp::create(
+      b, loc, arith::MinSIOp::create(b, loc, v, code(end - 2)), code(1));
   auto [rows, center] = locateSegment(clamped, oppositeBit);
   Value d = arith::SubFOp::create(b, loc, toDouble(clamped), center);
-  return {x, y, rows, d, atZero};
+  return {x, y, rows, d};
 }
 
 std::pair<Value, Value> PiecewiseAdder::finish(const Located &located) {
@@ -274,7 +275,6 @@ std::pair<Value, Value> PiecewiseAdder::finish(const Located &located) {
                                           undecided);
 
   Value sbdb = arith::ShLIOp::create(b, loc, integer, code(1));
-  sbdb = select(located.atZero, code(segments.sbdbAtZero), sbdb);
   if (codeType.getWidth() == 64)
     return {codes.combine(x, y, sbdb), undecided};
   // Narrow codes: a zero y (exponent −2^30) is 2^28 or more below every

@@ -4,7 +4,8 @@
 //   same signs:      F(x) = ln(1 + e^x),  F'''' = σ''' and |σ'''| ≤ min(e^x, 1/4)
 //   opposite signs:  F(x) = ln(1 − e^x),  |F''''| = ρ(1 + ρ)(1 + 6ρ + 6ρ²),
 //                    ρ = e^x / (1 − e^x), largest at the segment's end nearest 0.
-// Each segment's cubic interpolates Q (computed in long double) at the four
+// Segments cover v + 1 (so that v = 0, float 0, has a row of its own). Each
+// segment's cubic interpolates Q (computed in long double) at the four
 // Chebyshev nodes, so on a segment of half-width h (in v)
 //   |cubic − Q| ≤ ℓ³·max|F''''|·h⁴ / (4!·2³)                        (fit)
 //   + 8·2^-53·Σ|c_i|·h^i       (coefficients rounded to double, Horner's FMAs)
@@ -99,6 +100,16 @@ Segment fitSegment(const ExactQ &q, long double center, long double h) {
   segment.bound = static_cast<double>(fit + rounding + exact);
   return segment;
 }
+/// The constant Q(v): rounding of Q to double and the exact formula's error.
+Segment constantSegment(const ExactQ &q, long double v) {
+  long double value = q(v);
+  long double exact =
+      (std::ldexp(1.0L, -52) * q.cancellation(v) + std::ldexp(1.0L, -53)) *
+          1.1L / q.logBase +
+      std::ldexp(1.0L, -50) * std::fabs(value) * 1.01L;
+  return {{static_cast<double>(value), 0, 0, 0},
+          static_cast<double>(std::ldexp(1.0L, -53) * std::fabs(value) + exact)};
+}
 } // namespace
 
 std::optional<PiecewiseSbdb> mlir::lamina::lns::buildPiecewiseSbdb(NumType type) {
@@ -109,9 +120,10 @@ std::optional<PiecewiseSbdb> mlir::lamina::lns::buildPiecewiseSbdb(NumType type)
   ExactQ same{logBase, false}, opposite{logBase, true};
 
   PiecewiseSbdb table;
-  // |Q| decreases with v: from 2^octaves − 1 on both signs round to 0, so
-  // larger v may take the last segment's value.
-  auto last = [&] { return std::ldexp(1.0L, table.octaves) - 1; };
+  // |Q| decreases with v: from 2^octaves − 2 (the last segment's, at
+  // v + 1 = 2^octaves − 1) on both signs round to 0, so larger v may take
+  // the last segment's value.
+  auto last = [&] { return std::ldexp(1.0L, table.octaves) - 2; };
   while (std::fabs(same(last())) >= 0.25L ||
          std::fabs(opposite(last())) >= 0.25L)
     if (++table.octaves > 50)
@@ -123,12 +135,21 @@ std::optional<PiecewiseSbdb> mlir::lamina::lns::buildPiecewiseSbdb(NumType type)
   std::vector<double> octaveBounds(table.octaves, 0.0);
   for (int sign = 0; sign < 2; ++sign) {
     const ExactQ &q = sign ? opposite : same;
-    for (int64_t j = 0; j < table.octaves; ++j) {
+    // Octave 0 holds v + 1 ∈ [1, 2): only v = 0, a constant (log_b 2 for
+    // the same signs; opposite signs cancel, a rule of their own).
+    Segment zero = sign ? Segment{{0, 0, 0, 0}, 0}
+                        : constantSegment(same, 0);
+    for (int i = 0; i < segments; ++i)
+      std::copy(zero.coefficients, zero.coefficients + 4,
+                table.coefficients.begin() + (sign * table.octaves * segments + i) * 4);
+    if (!sign)
+      sameBound = zero.bound;
+    for (int64_t j = 1; j < table.octaves; ++j) {
       long double width = std::ldexp(1.0L, j - kSbdbSegmentBits);
       for (int i = 0; i < segments; ++i) {
-        long double center = std::ldexp(1.0L, j) + (i + 0.5L) * width;
+        long double center = std::ldexp(1.0L, j) + (i + 0.5L) * width - 1;
         // Fitted a little beyond the segment: kernels that locate v through
-        // float(v) may take v up to 2^-15 of the half-width below it.
+        // float(v + 1) may take v up to 2^-15 of the half-width below it.
         Segment segment =
             fitSegment(q, center, width / 2 * (1 + std::ldexp(1.0L, -14)));
         std::copy(segment.coefficients, segment.coefficients + 4,
@@ -144,18 +165,14 @@ std::optional<PiecewiseSbdb> mlir::lamina::lns::buildPiecewiseSbdb(NumType type)
   // Opposite signs: the octaves from the top down while their bound holds.
   table.bound = sameBound;
   int64_t lowest = table.octaves;
-  while (lowest > 0 && octaveBounds[lowest - 1] <= kLargestBound) {
+  while (lowest > 1 && octaveBounds[lowest - 1] <= kLargestBound) {
     --lowest;
     table.bound = std::max(table.bound, octaveBounds[lowest]);
   }
   // Below, the cubic's value is NaN: never within the bound of an integer.
-  for (int64_t j = 0; j < lowest; ++j)
+  for (int64_t j = 1; j < lowest; ++j)
     for (int i = 0; i < segments; ++i)
       table.coefficients[((table.octaves + j) * segments + i) * 4] =
           std::numeric_limits<double>::quiet_NaN();
-  double base = type.getBase();
-  table.sbdbAtZero =
-      2 * static_cast<int64_t>(std::nearbyint(
-              std::log(1.0 + std::pow(base, 0.0)) / type.getLogBase()));
   return table;
 }

@@ -23,11 +23,11 @@ inline constexpr int kSbdbSegmentBits = 8;
 
 struct PiecewiseSbdb {
   /// Four coefficients per segment: Q ≈ c0 + c1·d + c2·d² + c3·d³ with
-  /// d = v − (the segment's midpoint). Segment (s·octaves + j)·256 + i
-  /// holds v ∈ [2^j·(1 + i/256), 2^j·(1 + (i + 1)/256)), s = 1 for
-  /// opposite signs.
+  /// d = v + 1 − (the segment's midpoint). Segment (s·octaves + j)·256 + i
+  /// holds v + 1 ∈ [2^j·(1 + i/256), 2^j·(1 + (i + 1)/256)), s = 1 for
+  /// opposite signs; octave 0 only v = 0.
   std::vector<double> coefficients;
-  /// For v ≥ 2^octaves − 1 sbdb is 0 with both signs (the last segment's
+  /// For v ≥ 2^octaves − 2 sbdb is 0 with both signs (the last segment's
   /// cubic gives it for every larger v).
   int64_t octaves = 0;
   /// |cubic − the exact formula's double result| ≤ bound on every segment
@@ -35,8 +35,6 @@ struct PiecewiseSbdb {
   /// is too far from Q (1 − pow(b, z) cancels): their c0 is NaN, so that
   /// they are always recomputed.
   double bound = 0;
-  /// sbdb(0, same sign): v = 0 has no segment.
-  int64_t sbdbAtZero = 0;
 };
 
 /// The segments of `type`, or none where the bound is too loose to decide
