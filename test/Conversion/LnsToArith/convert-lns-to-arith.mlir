@@ -59,8 +59,10 @@ func.func @linear(%x: tensor<4x17x!lns.num<f = 10>>, %w: tensor<6x17x!lns.num<f 
   // CHECK: %[[SUMS:.+]] = memref.alloc() : memref<4x8xi32>
   // CHECK: %[[SAVED:.+]] = memref.alloc() : memref<8xi32>
   // CHECK: %[[PENDING:.+]] = memref.alloc() : memref<1xindex>
-  // CHECK: scf.for %[[ROW:.+]] = %{{.*}} to %{{.*}} step
+  // Rows in blocks of four: each step k visits the block's rows in turn.
+  // CHECK: scf.for %[[FIRST:.+]] = %{{.*}} to %{{.*}} step %c4
   // CHECK: scf.for %[[K:.+]] = %{{.*}} to %c17 step
+  // CHECK: scf.for %[[ROW:.+]] = %[[FIRST]] to
   // CHECK: %[[COUNT:.+]] = scf.for %[[COL:.+]] = {{.*}} iter_args(%[[N:.+]] = %{{.*}}) -> (index)
   // CHECK: %[[PREVIOUS:.+]] = vector.load %[[SUMS]][%[[ROW]], %[[COL]]] : memref<4x8xi32>, vector<8xi32>
   // CHECK: vector.transfer_read %{{.*}}[%[[K]], %[[COL]]]{{.*}} : tensor<17x8xi32>, vector<8xi32>
