@@ -44,11 +44,12 @@ int64_t lanesOf(IntegerType codeType) { return 256 / codeType.getWidth(); }
 /// One `ideal` addition on vectors of codes through the cubics.
 class PiecewiseAdder {
 public:
+  /// `rows` is a buffer of one vector of row numbers.
   PiecewiseAdder(OpBuilder &b, Location loc, IntegerType codeType,
-                 const PiecewiseSbdb &segments, Value table)
+                 const PiecewiseSbdb &segments, Value table, Value rows)
       : b(b), loc(loc), codeType(codeType), lanes(lanesOf(codeType)),
         codes(b, loc, codeType, lanes), wide(b, loc, b.getI64Type(), lanes),
-        segments(segments), table(table) {}
+        segments(segments), table(table), rowBuffer(rows) {}
 
   /// (the fast sum, whether some lane may round otherwise than `ideal`:
   /// one i1 for the vector).
@@ -92,7 +93,7 @@ private:
   int64_t lanes;
   CodeBuilder codes, wide;
   const PiecewiseSbdb &segments;
-  Value table;
+  Value table, rowBuffer;
 };
 } // namespace
 
@@ -175,13 +176,19 @@ SmallVector<Value, 4> PiecewiseAdder::loadCoefficients(Value segment) {
   // halves, vunpck{l,h}pd).
   auto halfType = VectorType::get({2}, b.getF64Type());
   Value two = arith::ConstantIndexOp::create(b, loc, 2);
+  // The row numbers go through memory: scalar loads instead of vector
+  // lane extractions, which compete with the table loads for the same
+  // AVX2 ports.
+  vector::StoreOp::create(b, loc, segment, rowBuffer, ValueRange{zero});
   SmallVector<SmallVector<Value, 4>> groups;
   for (int64_t first = 0; first < lanes; first += 4) {
     SmallVector<Value, 4> rows;
     for (int64_t lane = first; lane < first + 4; ++lane)
       rows.push_back(arith::IndexCastUIOp::create(
           b, loc, b.getIndexType(),
-          vector::ExtractOp::create(b, loc, segment, lane)));
+          memref::LoadOp::create(
+              b, loc, rowBuffer,
+              ValueRange{arith::ConstantIndexOp::create(b, loc, lane)})));
     auto pair = [&](Value rowLow, Value rowHigh, Value column) {
       Value low = vector::LoadOp::create(b, loc, halfType, table,
                                          ValueRange{rowLow, column});
@@ -294,10 +301,10 @@ class RowSweeps {
 public:
   RowSweeps(const PiecewiseSbdb &segments, NumType type, IntegerType codeType,
             int64_t paddedN, Value table, Value acc, Value saved,
-            Value pending)
+            Value pending, Value rows)
       : segments(segments), type(type), codeType(codeType),
         lanes(lanesOf(codeType)), paddedN(paddedN), table(table), acc(acc),
-        saved(saved), pending(pending) {}
+        saved(saved), pending(pending), rows(rows) {}
 
   using TermFn = function_ref<Value(OpBuilder &, Location, Value)>;
   /// acc[row, :] = add(acc[row, :], term(:)), term(n) the vector of terms
@@ -315,7 +322,7 @@ private:
   NumType type;
   IntegerType codeType;
   int64_t lanes, paddedN;
-  Value table, acc, saved, pending;
+  Value table, acc, saved, pending, rows;
 };
 } // namespace
 
@@ -328,7 +335,7 @@ void RowSweeps::build(OpBuilder &b, Location loc, Value row,
         Value count = carried[0];
         Value previous = vector::LoadOp::create(nb, nl, vectorType(), acc,
                                                 ValueRange{row, at});
-        PiecewiseAdder adder(nb, nl, codeType, segments, table);
+        PiecewiseAdder adder(nb, nl, codeType, segments, table, rows);
         auto [sum, undecided] = adder.add(previous, term(nb, nl, at));
         vector::StoreOp::create(nb, nl, sum, acc, ValueRange{row, at});
         auto append = scf::IfOp::create(
@@ -415,8 +422,12 @@ Value lns::buildLinearPiecewise(OpBuilder &b, Location loc, Value inputByK,
       memref::AllocOp::create(b, loc, MemRefType::get({paddedN}, codeType));
   Value pending = memref::AllocOp::create(
       b, loc, MemRefType::get({paddedN / lanes}, b.getIndexType()));
+  // The segments' row numbers of one vector (i32 or i64 by the lanes).
+  auto rowsType = MemRefType::get(
+      {lanes}, codeType.getWidth() < 64 ? b.getI32Type() : b.getI64Type());
+  Value rows = memref::AllocaOp::create(b, loc, rowsType);
   RowSweeps sweeps(segments, type, codeType, paddedN, table, acc, saved,
-                   pending);
+                   pending, rows);
   Value zeroCodes = vector::BroadcastOp::create(b, loc, vectorType, zeroCode);
 
   // Rows in blocks: each step's weight row is read once per block (from
