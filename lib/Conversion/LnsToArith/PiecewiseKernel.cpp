@@ -111,9 +111,9 @@ Value PiecewiseAdder::toDouble(Value v) {
 
 std::pair<Value, Value> PiecewiseAdder::locateSegment(Value v,
                                                      Value oppositeBit) {
-  // Row = (exponent, top kSbdbSegmentBits mantissa bits) of v as a float
-  // − those of 1.0, plus perSign for opposite signs; the midpoint is the
-  // row's start with the next mantissa bit set. i32 lanes take float(v):
+  // Segment = (exponent, top kSbdbSegmentBits mantissa bits) of v as a
+  // float − those of 1.0; the midpoint is the segment's start with the next
+  // mantissa bit set. i32 lanes take float(v):
   // one conversion for eight lanes; where it rounds v up into the next
   // segment, v lies below that segment by less than 2^-14 of its
   // half-width, which the cubics' fit interval covers. i64 lanes take the
@@ -137,21 +137,20 @@ std::pair<Value, Value> PiecewiseAdder::locateSegment(Value v,
   };
   Value bits = bitcast(bitsType, scaled);
   int shift = mantissa - kSbdbSegmentBits;
-  int64_t perSign = segments.octaves << kSbdbSegmentBits;
   Value opposite = oppositeBit;
   if (bitsType != codeType)
     opposite = arith::ExtUIOp::create(
         b, loc, VectorType::get({lanes}, bitsType), oppositeBit);
-  // perSign·oppositeBit as (−oppositeBit) & perSign.
-  Value signOffset = arith::AndIOp::create(
-      b, loc, arith::SubIOp::create(b, loc, constant(0), opposite),
-      constant(perSign));
+  // Both signs' rows of a segment share a 64-byte line: 2·segment + sign,
+  // with the segment's bits taken one place higher and the low one cleared.
+  Value segmentTwice = arith::AndIOp::create(
+      b, loc, arith::ShRUIOp::create(b, loc, bits, constant(shift - 1)),
+      constant(~int64_t(1)));
   Value row = arith::AddIOp::create(
       b, loc,
-      arith::SubIOp::create(b, loc,
-                            arith::ShRUIOp::create(b, loc, bits, constant(shift)),
-                            constant(int64_t(bias) << kSbdbSegmentBits)),
-      signOffset);
+      arith::SubIOp::create(b, loc, segmentTwice,
+                            constant(int64_t(bias) << (kSbdbSegmentBits + 1))),
+      opposite);
   Value center = bitcast(
       floatType,
       arith::OrIOp::create(

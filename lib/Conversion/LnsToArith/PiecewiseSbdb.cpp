@@ -141,7 +141,7 @@ std::optional<PiecewiseSbdb> mlir::lamina::lns::buildPiecewiseSbdb(NumType type)
                         : constantSegment(same, 0);
     for (int i = 0; i < segments; ++i)
       std::copy(zero.coefficients, zero.coefficients + 4,
-                table.coefficients.begin() + (sign * table.octaves * segments + i) * 4);
+                table.coefficients.begin() + (2 * i + sign) * 4);
     if (!sign)
       sameBound = zero.bound;
     for (int64_t j = 1; j < table.octaves; ++j) {
@@ -154,7 +154,7 @@ std::optional<PiecewiseSbdb> mlir::lamina::lns::buildPiecewiseSbdb(NumType type)
             fitSegment(q, center, width / 2 * (1 + std::ldexp(1.0L, -14)));
         std::copy(segment.coefficients, segment.coefficients + 4,
                   table.coefficients.begin() +
-                      ((sign * table.octaves + j) * segments + i) * 4);
+                      (2 * (j * segments + i) + sign) * 4);
         double &bound = sign ? octaveBounds[j] : sameBound;
         bound = std::max(bound, segment.bound);
       }
@@ -172,7 +172,7 @@ std::optional<PiecewiseSbdb> mlir::lamina::lns::buildPiecewiseSbdb(NumType type)
   // Below, the cubic's value is NaN: never within the bound of an integer.
   for (int64_t j = 1; j < lowest; ++j)
     for (int i = 0; i < segments; ++i)
-      table.coefficients[((table.octaves + j) * segments + i) * 4] =
+      table.coefficients[(2 * (j * segments + i) + 1) * 4] =
           std::numeric_limits<double>::quiet_NaN();
   return table;
 }

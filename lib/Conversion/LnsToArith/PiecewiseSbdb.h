@@ -23,9 +23,10 @@ inline constexpr int kSbdbSegmentBits = 8;
 
 struct PiecewiseSbdb {
   /// Four coefficients per segment: Q ≈ c0 + c1·d + c2·d² + c3·d³ with
-  /// d = v + 1 − (the segment's midpoint). Segment (s·octaves + j)·256 + i
-  /// holds v + 1 ∈ [2^j·(1 + i/256), 2^j·(1 + (i + 1)/256)), s = 1 for
-  /// opposite signs; octave 0 only v = 0.
+  /// d = v + 1 − (the segment's midpoint). Row 2·(j·256 + i) + s holds
+  /// v + 1 ∈ [2^j·(1 + i/256), 2^j·(1 + (i + 1)/256)), s = 1 for opposite
+  /// signs (both signs of a segment in one 64-byte line); octave 0 only
+  /// v = 0.
   std::vector<double> coefficients;
   /// For v ≥ 2^octaves − 2 sbdb is 0 with both signs (the last segment's
   /// cubic gives it for every larger v).
