@@ -51,8 +51,8 @@ public:
         codes(b, loc, codeType, lanes), wide(b, loc, b.getI64Type(), lanes),
         segments(segments), table(table), rowBuffer(rows) {}
 
-  /// (the fast sum, whether some lane may round otherwise than `ideal`:
-  /// one i1 for the vector).
+  /// (the fast sum, the lanes that may round otherwise than `ideal`: bit
+  /// i of an i32 for lane i).
   std::pair<Value, Value> add(Value x, Value y) { return finish(locate(x, y)); }
 
 private:
@@ -259,8 +259,10 @@ std::pair<Value, Value> PiecewiseAdder::finish(const Located &located) {
   Value nearest = arith::SubFOp::create(b, loc, shifted, f64(kMagic));
   Value fromNearest = math::AbsFOp::create(
       b, loc, arith::SubFOp::create(b, loc, q, nearest));
-  // Compared per register of four lanes and ORed: no mask packing.
-  Value undecided;
+  // Compared per register of four lanes, each giving four mask bits (no
+  // mask packing across registers).
+  Type i32 = b.getI32Type();
+  Value undecided = arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(0));
   for (int64_t first = 0; first < lanes; first += 4) {
     Value part = fromNearest;
     if (lanes > 4)
@@ -273,12 +275,16 @@ std::pair<Value, Value> PiecewiseAdder::finish(const Located &located) {
                                b.getF64FloatAttr(0.5 - 2 * segments.bound)));
     Value nearTie = arith::CmpFOp::create(
         b, loc, arith::CmpFPredicate::UGE, part, limit);
-    undecided = undecided ? arith::OrIOp::create(b, loc, undecided, nearTie)
-                                .getResult()
-                          : nearTie;
+    Value bits = vector::ExtractOp::create(
+        b, loc,
+        vector::BitCastOp::create(
+            b, loc, VectorType::get({1}, b.getIntegerType(4)), nearTie),
+        0);
+    Value shifted = arith::ShLIOp::create(
+        b, loc, arith::ExtUIOp::create(b, loc, i32, bits),
+        arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(first)));
+    undecided = arith::OrIOp::create(b, loc, undecided, shifted);
   }
-  undecided = vector::ReductionOp::create(b, loc, vector::CombiningKind::OR,
-                                          undecided);
 
   Value sbdb = arith::ShLIOp::create(b, loc, integer, code(1));
   if (codeType.getWidth() == 64)
@@ -300,18 +306,20 @@ class RowSweeps {
 public:
   RowSweeps(const PiecewiseSbdb &segments, NumType type, IntegerType codeType,
             int64_t paddedN, Value table, Value acc, Value saved,
-            Value pending, Value rows)
+            Value pending, Value pendingLanes, Value rows)
       : segments(segments), type(type), codeType(codeType),
         lanes(lanesOf(codeType)), paddedN(paddedN), table(table), acc(acc),
-        saved(saved), pending(pending), rows(rows) {}
+        saved(saved), pending(pending), pendingLanes(pendingLanes),
+        rows(rows) {}
 
   using TermFn = function_ref<Value(OpBuilder &, Location, Value)>;
   /// acc[row, :] = add(acc[row, :], term(:)), term(n) the vector of terms
   /// of outputs n..n+lanes. The hot loop writes the fast sums and, for
-  /// undecided vectors, appends their position to `pending` and their
-  /// previous sums to `saved`; it calls nothing (a libm call there would
-  /// make every vector register caller-saved across the loop). Pending
-  /// vectors are then recomputed from `saved` with the exact formula.
+  /// vectors with undecided lanes, appends their position to `pending`,
+  /// the lanes to `pendingLanes` and their previous sums to `saved`; it
+  /// calls nothing (a libm call there would make every vector register
+  /// caller-saved across the loop). The undecided lanes are then
+  /// recomputed from `saved` with the exact formula.
   void build(OpBuilder &b, Location loc, Value row, TermFn term) const;
 
 private:
@@ -321,12 +329,13 @@ private:
   NumType type;
   IntegerType codeType;
   int64_t lanes, paddedN;
-  Value table, acc, saved, pending, rows;
+  Value table, acc, saved, pending, pendingLanes, rows;
 };
 } // namespace
 
 void RowSweeps::build(OpBuilder &b, Location loc, Value row,
                       TermFn term) const {
+  Value noLane = arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(0));
   auto fast = scf::ForOp::create(
       b, loc, index(b, loc, 0), index(b, loc, paddedN), index(b, loc, lanes),
       ValueRange{index(b, loc, 0)},
@@ -335,16 +344,21 @@ void RowSweeps::build(OpBuilder &b, Location loc, Value row,
         Value previous = vector::LoadOp::create(nb, nl, vectorType(), acc,
                                                 ValueRange{row, at});
         PiecewiseAdder adder(nb, nl, codeType, segments, table, rows);
-        auto [sum, undecided] = adder.add(previous, term(nb, nl, at));
+        std::pair<Value, Value> added = adder.add(previous, term(nb, nl, at));
+        Value sum = added.first, undecided = added.second;
         vector::StoreOp::create(nb, nl, sum, acc, ValueRange{row, at});
+        Value any = arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::ne,
+                                          undecided, noLane);
         auto append = scf::IfOp::create(
-            nb, nl, undecided,
+            nb, nl, any,
             [&](OpBuilder &tb, Location tl) {
               Value slot = arith::MulIOp::create(tb, tl, count,
                                                  index(tb, tl, lanes));
               vector::StoreOp::create(tb, tl, previous, saved,
                                       ValueRange{slot});
               memref::StoreOp::create(tb, tl, at, pending, ValueRange{count});
+              memref::StoreOp::create(tb, tl, undecided, pendingLanes,
+                                      ValueRange{count});
               scf::YieldOp::create(
                   tb, tl,
                   ValueRange{arith::AddIOp::create(tb, tl, count,
@@ -355,17 +369,44 @@ void RowSweeps::build(OpBuilder &b, Location loc, Value row,
             });
         scf::YieldOp::create(nb, nl, append.getResults());
       });
-  Value count = fast.getResult(0);
+  // The undecided lanes of pending vectors, one by one with the exact
+  // formula (the others keep their fast sums).
   scf::ForOp::create(
-      b, loc, index(b, loc, 0), count, index(b, loc, 1),
+      b, loc, index(b, loc, 0), fast.getResult(0), index(b, loc, 1),
       ValueRange{}, [&](OpBuilder &nb, Location nl, Value i, ValueRange) {
         Value at = memref::LoadOp::create(nb, nl, pending, ValueRange{i});
+        Value mask = memref::LoadOp::create(nb, nl, pendingLanes, ValueRange{i});
         Value slot = arith::MulIOp::create(nb, nl, i, index(nb, nl, lanes));
-        Value previous = vector::LoadOp::create(nb, nl, vectorType(), saved,
-                                                ValueRange{slot});
-        CodeBuilder codes(nb, nl, codeType, lanes);
-        Value sum = codes.add(previous, term(nb, nl, at), type);
-        vector::StoreOp::create(nb, nl, sum, acc, ValueRange{row, at});
+        Value terms = term(nb, nl, at);
+        scf::ForOp::create(
+            nb, nl, index(nb, nl, 0), index(nb, nl, lanes), index(nb, nl, 1),
+            ValueRange{},
+            [&](OpBuilder &lb, Location ll, Value lane, ValueRange) {
+              Value bit = arith::AndIOp::create(
+                  lb, ll,
+                  arith::ShRUIOp::create(
+                      lb, ll, mask,
+                      arith::IndexCastUIOp::create(lb, ll, lb.getI32Type(),
+                                                   lane)),
+                  arith::ConstantOp::create(lb, ll, lb.getI32IntegerAttr(1)));
+              Value undecided = arith::CmpIOp::create(
+                  lb, ll, arith::CmpIPredicate::ne, bit,
+                  arith::ConstantOp::create(lb, ll, lb.getI32IntegerAttr(0)));
+              scf::IfOp::create(lb, ll, undecided, [&](OpBuilder &tb,
+                                                       Location tl) {
+                Value previous = memref::LoadOp::create(
+                    tb, tl, saved,
+                    ValueRange{arith::AddIOp::create(tb, tl, slot, lane)});
+                Value t = vector::ExtractOp::create(tb, tl, terms,
+                                                    ArrayRef<OpFoldResult>{lane});
+                Value sum = CodeBuilder(tb, tl, codeType).add(previous, t, type);
+                memref::StoreOp::create(
+                    tb, tl, sum, acc,
+                    ValueRange{row, arith::AddIOp::create(tb, tl, at, lane)});
+                scf::YieldOp::create(tb, tl);
+              });
+              scf::YieldOp::create(lb, ll);
+            });
         scf::YieldOp::create(nb, nl);
       });
 }
@@ -425,8 +466,10 @@ Value lns::buildLinearPiecewise(OpBuilder &b, Location loc, Value inputByK,
   auto rowsType = MemRefType::get(
       {lanes}, codeType.getWidth() < 64 ? b.getI32Type() : b.getI64Type());
   Value rows = memref::AllocaOp::create(b, loc, rowsType);
+  Value pendingLanes = memref::AllocOp::create(
+      b, loc, MemRefType::get({paddedN / lanes}, b.getI32Type()));
   RowSweeps sweeps(segments, type, codeType, paddedN, table, acc, saved,
-                   pending, rows);
+                   pending, pendingLanes, rows);
   Value zeroCodes = vector::BroadcastOp::create(b, loc, vectorType, zeroCode);
 
   // Rows in blocks: each step's weight row is read once per block (from
