@@ -85,7 +85,7 @@ def main():
             xf = rng.standard_normal((m, k))
             wf = rng.standard_normal((n, k)) / np.sqrt(k)
             bf = rng.standard_normal(n)
-            repeats = 3 if macs < 1e8 else 1
+            repeats = 10 if macs < 1e8 else 1
             f32_time, _ = lamina_run(work, f32_ir(m, k, n),
                                      [xf.astype(np.float32),
                                       wf.astype(np.float32),
@@ -93,36 +93,40 @@ def main():
             for f in (10, 23):
                 x, w, b = (lns_numpy.encode(v, f) for v in (xf, wf, bf))
                 timed_rows = min(m, NUMPY_ROWS)
-                numpy_rates = []
+                modes = ["ideal"] + (["table"] if f <= 16 else [])
+                # Each round times every contender once, side by side, so
+                # that a slow spell of the machine hits them alike.
+                numpy_rates, seconds, outputs = [], {mode: [] for mode in modes}, {}
                 for _ in range(args.rounds):
                     start = time.perf_counter()
                     reference = lns_numpy.linear(x[:timed_rows], w, b, f)
                     numpy_rates.append(timed_rows * k * n /
                                        (time.perf_counter() - start))
+                    for mode in modes:
+                        sbdb = "sbdb table " if mode == "table" else ""
+                        time_s, outputs[mode] = lamina_run(
+                            work, lns_ir(m, k, n, f, sbdb), [x, w, b], repeats)
+                        seconds[mode].append(time_s)
                 numpy_rate = statistics.median(numpy_rates)
-                for mode in ("ideal", "table"):
-                    if mode == "table" and f > 16:
-                        continue
-                    runs = [lamina_run(
-                        work, lns_ir(m, k, n, f,
-                                     "sbdb table " if mode == "table" else ""),
-                        [x, w, b], repeats) for _ in range(args.rounds)]
-                    seconds = statistics.median(r[0] for r in runs)
-                    out = runs[0][1]
-                    identical = np.array_equal(out[:timed_rows], reference)
-                    rate = macs / seconds
+                for mode in modes:
+                    median = statistics.median(seconds[mode])
+                    identical = np.array_equal(outputs[mode][:timed_rows],
+                                               reference)
+                    rate = macs / median
                     rows.append(
-                        f"| {m}×{k}×{n} | {f} | {mode} | {seconds * 1e3:.1f} | "
+                        f"| {m}×{k}×{n} | {f} | {mode} | {median * 1e3:.1f} | "
                         f"{rate / 1e6:.1f} | {numpy_rate / 1e6:.1f} | "
-                        f"{rate / numpy_rate:.1f}× | {seconds / f32_time:.0f}× | "
+                        f"{rate / numpy_rate:.1f}× | {median / f32_time:.0f}× | "
                         f"{'yes' if identical else 'NO'} |")
                     print(rows[-1], flush=True)
     table = "\n".join(rows)
     report = f"""# LNS linear layers: Lamina vs NumPy (one thread)
 
 Command: `/usr/bin/python3 bench/lns_linear.py --rounds {args.rounds}`
-({datetime.date.today()}, every process pinned with `taskset -c 1`; times and
-NumPy rates are medians over the rounds). Inputs: normal x, W/√K, b encoded
+({datetime.date.today()}, every process pinned with `taskset -c 1`; each round
+times NumPy and every Lamina mode once, side by side; times and NumPy rates are
+medians over the rounds, a Lamina time in a round being the median of 10
+calls for the small shape, one call for the large). Inputs: normal x, W/√K, b encoded
 in base 2^(2^-f). NumPy (python/lamina/lns_numpy.py, the spec vectorized over
 outputs, sequential over K) is timed on the first min(M, {NUMPY_ROWS}) rows, and
 its codes are compared with Lamina's on those rows. The fp32 column is Lamina's own fp32
