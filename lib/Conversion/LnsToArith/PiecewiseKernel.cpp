@@ -4,11 +4,14 @@
 // the accumulators of its N outputs take the terms k = 0..K−1 in order, a
 // vector of outputs at a time (4 lanes of i64 codes, or 8 of i32 codes
 // when every code is small). sbdb comes from the piecewise cubics of
-// PiecewiseSbdb.cpp: each lane loads its segment's four coefficients (one
-// 32-byte row), 4×4 transposes turn the rows into coefficient vectors, and
-// three FMAs evaluate them. Vectors with a lane whose rounding the bound
-// cannot decide are recomputed with the exact formula after each sweep of
-// the row, so every sum is the `ideal` one bit for bit.
+// PiecewiseSbdb.cpp. Each step sweeps a row twice: the first pass stores
+// the terms, every lane's table row and its offset in the segment; the
+// second loads each lane's 32-byte row of coefficients first thing (no
+// dependency chain before it, so that consecutive vectors overlap the
+// loads' latency), interleaves them into coefficient vectors and evaluates
+// the cubics with FMAs. Lanes whose rounding the bound cannot decide are
+// recomputed with the exact formula after the sweep, so every sum is the
+// `ideal` one bit for bit.
 //
 // The accumulators are buffers (memref.alloc, then one to_tensor): a
 // recomputed vector overwrites its fast sums in place, which tensor SSA
@@ -44,26 +47,22 @@ int64_t lanesOf(IntegerType codeType) { return 256 / codeType.getWidth(); }
 /// One `ideal` addition on vectors of codes through the cubics.
 class PiecewiseAdder {
 public:
-  /// `rows` is a buffer of one vector of row numbers.
   PiecewiseAdder(OpBuilder &b, Location loc, IntegerType codeType,
-                 const PiecewiseSbdb &segments, Value table, Value rows)
+                 const PiecewiseSbdb &segments, Value table)
       : b(b), loc(loc), codeType(codeType), lanes(lanesOf(codeType)),
         codes(b, loc, codeType, lanes), wide(b, loc, b.getI64Type(), lanes),
-        segments(segments), table(table), rowBuffer(rows) {}
+        segments(segments), table(table) {}
 
-  /// (the fast sum, the lanes that may round otherwise than `ideal`: bit
-  /// i of an i32 for lane i).
-  std::pair<Value, Value> add(Value x, Value y) { return finish(locate(x, y)); }
+  /// The integer half of add(x, y): the lanes' table rows (a vector of
+  /// i32 or i64 by the lanes) and offsets d in their segments (f64).
+  std::pair<Value, Value> locate(Value x, Value y);
+  /// The floating-point half, from the offsets and the rows stored in
+  /// `rows` from `at` on: (the fast sum, the lanes that may round otherwise
+  /// than `ideal`: bit i of an i32 for lane i).
+  std::pair<Value, Value> finish(Value x, Value y, Value d, Value rows,
+                                 Value at);
 
 private:
-  /// The integer half of an addition: the lanes' segment rows and offsets.
-  struct Located {
-    Value x, y, rows, d;
-  };
-  Located locate(Value x, Value y);
-  /// The floating-point half: the cubics, the rounding and the sum.
-  std::pair<Value, Value> finish(const Located &located);
-
   Value code(int64_t value) {
     return codes.constant(b.getIntegerAttr(codeType, value));
   }
@@ -84,8 +83,9 @@ private:
   /// (the table row, the segment's midpoint as f64) of v ∈ [1, 2^octaves)
   /// (v + 1 of an addition).
   std::pair<Value, Value> locateSegment(Value v, Value oppositeBit);
-  /// The four coefficient vectors of the lanes' segments.
-  SmallVector<Value, 4> loadCoefficients(Value segment);
+  /// The four coefficient vectors of the lanes' segments, whose rows are
+  /// stored in `rows` from `at` on.
+  SmallVector<Value, 4> loadCoefficients(Value rows, Value at);
 
   OpBuilder &b;
   Location loc;
@@ -93,7 +93,7 @@ private:
   int64_t lanes;
   CodeBuilder codes, wide;
   const PiecewiseSbdb &segments;
-  Value table, rowBuffer;
+  Value table;
 };
 } // namespace
 
@@ -164,7 +164,8 @@ std::pair<Value, Value> PiecewiseAdder::locateSegment(Value v,
   return {row, center};
 }
 
-SmallVector<Value, 4> PiecewiseAdder::loadCoefficients(Value segment) {
+SmallVector<Value, 4> PiecewiseAdder::loadCoefficients(Value rowsBuffer,
+                                                       Value at) {
   Value zero = arith::ConstantIndexOp::create(b, loc, 0);
   auto shuffle = [&](Value v1, Value v2, ArrayRef<int64_t> mask) -> Value {
     return vector::ShuffleOp::create(b, loc, v1, v2, mask);
@@ -175,10 +176,9 @@ SmallVector<Value, 4> PiecewiseAdder::loadCoefficients(Value segment) {
   // halves, vunpck{l,h}pd).
   auto halfType = VectorType::get({2}, b.getF64Type());
   Value two = arith::ConstantIndexOp::create(b, loc, 2);
-  // The row numbers go through memory: scalar loads instead of vector
-  // lane extractions, which compete with the table loads for the same
-  // AVX2 ports.
-  vector::StoreOp::create(b, loc, segment, rowBuffer, ValueRange{zero});
+  // The row numbers come from memory: scalar loads instead of vector lane
+  // extractions, which compete with the table loads for the same AVX2
+  // ports.
   SmallVector<SmallVector<Value, 4>> groups;
   for (int64_t first = 0; first < lanes; first += 4) {
     SmallVector<Value, 4> rows;
@@ -186,8 +186,9 @@ SmallVector<Value, 4> PiecewiseAdder::loadCoefficients(Value segment) {
       rows.push_back(arith::IndexCastUIOp::create(
           b, loc, b.getIndexType(),
           memref::LoadOp::create(
-              b, loc, rowBuffer,
-              ValueRange{arith::ConstantIndexOp::create(b, loc, lane)})));
+              b, loc, rowsBuffer,
+              ValueRange{arith::AddIOp::create(
+                  b, loc, at, arith::ConstantIndexOp::create(b, loc, lane))})));
     auto pair = [&](Value rowLow, Value rowHigh, Value column) {
       Value low = vector::LoadOp::create(b, loc, halfType, table,
                                          ValueRange{rowLow, column});
@@ -211,7 +212,7 @@ SmallVector<Value, 4> PiecewiseAdder::loadCoefficients(Value segment) {
   return coefficients;
 }
 
-PiecewiseAdder::Located PiecewiseAdder::locate(Value x, Value y) {
+std::pair<Value, Value> PiecewiseAdder::locate(Value x, Value y) {
   // v = |(x >> 1) − (y >> 1)| = −z; opposite signs as 0/1.
   Value difference =
       arith::SubIOp::create(b, loc, arith::ShRSIOp::create(b, loc, x, code(1)),
@@ -230,14 +231,14 @@ PiecewiseAdder::Located PiecewiseAdder::locate(Value x, Value y) {
       b, loc, arith::MinSIOp::create(b, loc, v, code(end - 2)), code(1));
   auto [rows, center] = locateSegment(clamped, oppositeBit);
   Value d = arith::SubFOp::create(b, loc, toDouble(clamped), center);
-  return {x, y, rows, d};
+  return {rows, d};
 }
 
-std::pair<Value, Value> PiecewiseAdder::finish(const Located &located) {
+std::pair<Value, Value> PiecewiseAdder::finish(Value x, Value y, Value d,
+                                               Value rows, Value at) {
   using Predicate = arith::CmpIPredicate;
   Type f64Type = b.getF64Type(), i64Type = b.getI64Type();
-  Value x = located.x, y = located.y, d = located.d;
-  SmallVector<Value, 4> c = loadCoefficients(located.rows);
+  SmallVector<Value, 4> c = loadCoefficients(rows, at);
   // Estrin's scheme: (c0 + c1·d) + d²·(c2 + c3·d), two FMAs shorter than
   // Horner's on the critical path (its roundings are within the bound's
   // 8·2^-53·Σ|c_i|·h^i).
@@ -306,11 +307,12 @@ class RowSweeps {
 public:
   RowSweeps(const PiecewiseSbdb &segments, NumType type, IntegerType codeType,
             int64_t paddedN, Value table, Value acc, Value saved,
-            Value pending, Value pendingLanes, Value rows)
+            Value pending, Value pendingLanes, Value terms, Value rows,
+            Value offsets)
       : segments(segments), type(type), codeType(codeType),
         lanes(lanesOf(codeType)), paddedN(paddedN), table(table), acc(acc),
         saved(saved), pending(pending), pendingLanes(pendingLanes),
-        rows(rows) {}
+        terms(terms), rows(rows), offsets(offsets) {}
 
   using TermFn = function_ref<Value(OpBuilder &, Location, Value)>;
   /// acc[row, :] = add(acc[row, :], term(:)), term(n) the vector of terms
@@ -329,12 +331,29 @@ private:
   NumType type;
   IntegerType codeType;
   int64_t lanes, paddedN;
-  Value table, acc, saved, pending, pendingLanes, rows;
+  Value table, acc, saved, pending, pendingLanes, terms, rows, offsets;
 };
 } // namespace
 
 void RowSweeps::build(OpBuilder &b, Location loc, Value row,
                       TermFn term) const {
+  // Pass 1: terms, table rows and offsets of the whole row. Pass 2 starts
+  // each vector with its table loads: no dependency chain before them, so
+  // that consecutive vectors overlap.
+  scf::ForOp::create(
+      b, loc, index(b, loc, 0), index(b, loc, paddedN), index(b, loc, lanes),
+      ValueRange{}, [&](OpBuilder &nb, Location nl, Value at, ValueRange) {
+        Value previous = vector::LoadOp::create(nb, nl, vectorType(), acc,
+                                                ValueRange{row, at});
+        Value t = term(nb, nl, at);
+        auto [rowNumbers, d] =
+            PiecewiseAdder(nb, nl, codeType, segments, table)
+                .locate(previous, t);
+        vector::StoreOp::create(nb, nl, t, terms, ValueRange{at});
+        vector::StoreOp::create(nb, nl, rowNumbers, rows, ValueRange{at});
+        vector::StoreOp::create(nb, nl, d, offsets, ValueRange{at});
+        scf::YieldOp::create(nb, nl);
+      });
   Value noLane = arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(0));
   auto fast = scf::ForOp::create(
       b, loc, index(b, loc, 0), index(b, loc, paddedN), index(b, loc, lanes),
@@ -343,8 +362,14 @@ void RowSweeps::build(OpBuilder &b, Location loc, Value row,
         Value count = carried[0];
         Value previous = vector::LoadOp::create(nb, nl, vectorType(), acc,
                                                 ValueRange{row, at});
-        PiecewiseAdder adder(nb, nl, codeType, segments, table, rows);
-        std::pair<Value, Value> added = adder.add(previous, term(nb, nl, at));
+        Value t = vector::LoadOp::create(nb, nl, vectorType(), terms,
+                                         ValueRange{at});
+        Value d = vector::LoadOp::create(
+            nb, nl, VectorType::get({lanes}, nb.getF64Type()), offsets,
+            ValueRange{at});
+        std::pair<Value, Value> added =
+            PiecewiseAdder(nb, nl, codeType, segments, table)
+                .finish(previous, t, d, rows, at);
         Value sum = added.first, undecided = added.second;
         vector::StoreOp::create(nb, nl, sum, acc, ValueRange{row, at});
         Value any = arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::ne,
@@ -377,7 +402,8 @@ void RowSweeps::build(OpBuilder &b, Location loc, Value row,
         Value at = memref::LoadOp::create(nb, nl, pending, ValueRange{i});
         Value mask = memref::LoadOp::create(nb, nl, pendingLanes, ValueRange{i});
         Value slot = arith::MulIOp::create(nb, nl, i, index(nb, nl, lanes));
-        Value terms = term(nb, nl, at);
+        Value laneTerms = vector::LoadOp::create(nb, nl, vectorType(), terms,
+                                                 ValueRange{at});
         scf::ForOp::create(
             nb, nl, index(nb, nl, 0), index(nb, nl, lanes), index(nb, nl, 1),
             ValueRange{},
@@ -397,7 +423,7 @@ void RowSweeps::build(OpBuilder &b, Location loc, Value row,
                 Value previous = memref::LoadOp::create(
                     tb, tl, saved,
                     ValueRange{arith::AddIOp::create(tb, tl, slot, lane)});
-                Value t = vector::ExtractOp::create(tb, tl, terms,
+                Value t = vector::ExtractOp::create(tb, tl, laneTerms,
                                                     ArrayRef<OpFoldResult>{lane});
                 Value sum = CodeBuilder(tb, tl, codeType).add(previous, t, type);
                 memref::StoreOp::create(
@@ -462,14 +488,18 @@ Value lns::buildLinearPiecewise(OpBuilder &b, Location loc, Value inputByK,
       memref::AllocOp::create(b, loc, MemRefType::get({paddedN}, codeType));
   Value pending = memref::AllocOp::create(
       b, loc, MemRefType::get({paddedN / lanes}, b.getIndexType()));
-  // The segments' row numbers of one vector (i32 or i64 by the lanes).
+  // One row's terms, table rows (i32 or i64 by the lanes) and offsets.
   auto rowsType = MemRefType::get(
-      {lanes}, codeType.getWidth() < 64 ? b.getI32Type() : b.getI64Type());
-  Value rows = memref::AllocaOp::create(b, loc, rowsType);
+      {paddedN}, codeType.getWidth() < 64 ? b.getI32Type() : b.getI64Type());
+  Value rows = memref::AllocOp::create(b, loc, rowsType);
+  Value terms =
+      memref::AllocOp::create(b, loc, MemRefType::get({paddedN}, codeType));
+  Value segmentOffsets = memref::AllocOp::create(
+      b, loc, MemRefType::get({paddedN}, b.getF64Type()));
   Value pendingLanes = memref::AllocOp::create(
       b, loc, MemRefType::get({paddedN / lanes}, b.getI32Type()));
   RowSweeps sweeps(segments, type, codeType, paddedN, table, acc, saved,
-                   pending, pendingLanes, rows);
+                   pending, pendingLanes, terms, rows, segmentOffsets);
   Value zeroCodes = vector::BroadcastOp::create(b, loc, vectorType, zeroCode);
 
   // Rows in blocks: each step's weight row is read once per block (from

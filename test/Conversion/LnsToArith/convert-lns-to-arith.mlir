@@ -41,7 +41,9 @@ func.func @add(%x: tensor<8x!lns.num<f = 10>>, %y: tensor<8x!lns.num<f = 10>>) -
 // each step a sweep of vectors over the row's accumulators (buffers). sbdb
 // comes from piecewise cubics (a constant table of 4-coefficient rows, each
 // lane's row loaded as two halves, interleaved, three FMAs): no libm call
-// in the sweep. Vectors with lanes the error bound cannot decide are
+// in the sweep. A first pass over the row stores the terms, the lanes'
+// table rows and their offsets in the segments; the second starts each
+// vector with its table loads. Vectors with lanes the error bound cannot decide are
 // appended to a pending list with those lanes and their previous sums, and
 // the lanes recomputed with the exact formula (libm pow and log) after the
 // sweep. Codes below 2^29 run on i32
@@ -60,18 +62,27 @@ func.func @linear(%x: tensor<4x17x!lns.num<f = 10>>, %w: tensor<6x17x!lns.num<f 
   // CHECK: %[[SUMS:.+]] = memref.alloc() : memref<4x8xi32>
   // CHECK: %[[SAVED:.+]] = memref.alloc() : memref<8xi32>
   // CHECK: %[[PENDING:.+]] = memref.alloc() : memref<1xindex>
-  // CHECK: %[[ROWS:.+]] = memref.alloca() : memref<8xi32>
+  // CHECK: %[[ROWS:.+]] = memref.alloc() : memref<8xi32>
+  // CHECK: %[[TERMS:.+]] = memref.alloc() : memref<8xi32>
+  // CHECK: %[[OFFSETS:.+]] = memref.alloc() : memref<8xf64>
   // CHECK: %[[LANES:.+]] = memref.alloc() : memref<1xi32>
   // Rows in blocks of four: each step k visits the block's rows in turn.
   // CHECK: scf.for %[[FIRST:.+]] = %{{.*}} to %{{.*}} step %c4
   // CHECK: scf.for %[[K:.+]] = %{{.*}} to %c17 step
   // CHECK: scf.for %[[ROW:.+]] = %[[FIRST]] to
+  // Pass 1 over the row: terms, table rows, offsets in the segments.
+  // CHECK: scf.for %[[COL1:.+]] = {{.*}} {
+  // CHECK: vector.load %[[SUMS]][%[[ROW]], %[[COL1]]] : memref<4x8xi32>, vector<8xi32>
+  // CHECK: vector.transfer_read %{{.*}}[%[[K]], %[[COL1]]]{{.*}} : tensor<17x8xi32>, vector<8xi32>
+  // CHECK: vector.store %{{.*}}, %[[TERMS]][%[[COL1]]]
+  // CHECK: vector.store %{{.*}}, %[[ROWS]][%[[COL1]]]
+  // CHECK: vector.store %{{.*}}, %[[OFFSETS]][%[[COL1]]] : memref<8xf64>, vector<8xf64>
+  // Pass 2: each vector starts with its table loads.
   // CHECK: %[[COUNT:.+]] = scf.for %[[COL:.+]] = {{.*}} iter_args(%[[N:.+]] = %{{.*}}) -> (index)
   // CHECK: %[[PREVIOUS:.+]] = vector.load %[[SUMS]][%[[ROW]], %[[COL]]] : memref<4x8xi32>, vector<8xi32>
-  // CHECK: vector.transfer_read %{{.*}}[%[[K]], %[[COL]]]{{.*}} : tensor<17x8xi32>, vector<8xi32>
+  // CHECK: vector.load %[[TERMS]][%[[COL]]]
+  // CHECK: vector.load %[[OFFSETS]][%[[COL]]]
   // CHECK-NOT: math.powf
-  // The segments' rows go through a stack buffer to scalar loads.
-  // CHECK: vector.store %{{.*}}, %[[ROWS]]
   // CHECK-COUNT-4: memref.load %[[ROWS]]
   // CHECK-COUNT-8: vector.load %[[TABLE]][%{{.*}}, %{{.*}}] : memref<7168x4xf64>, vector<2xf64>
   // CHECK-COUNT-4: memref.load %[[ROWS]]
