@@ -9,8 +9,9 @@ shows up as a code that differs from the exact formula's."""
 import numpy as np
 import pytest
 
-from lamina import Program, lns
+from lamina import Program, lns, lns_numpy
 from lamina.lns_numpy import ZERO
+from lamina.tools import run_ir
 
 
 def bias_adds(f, exponents, mode=""):
@@ -109,6 +110,25 @@ def test_near_ties_the_cubics_alone_would_miss(lanes):
         exponents.append(2 ** 29)   # a code of 2^30: the i64 kernel
     np.testing.assert_array_equal(bias_adds(23, exponents),
                                   exact_adds(23, exponents))
+
+
+def test_extreme_codes_against_the_spec(tmp_path):
+    # Codes far outside the i32 range (the i64 kernel), both zero codes and
+    # N = 11 (padded to whole vectors), against the spec in NumPy.
+    f, m, k, n = 23, 6, 9, 11
+    rng = np.random.default_rng(11)
+    x = lns_numpy.encode(rng.standard_normal((m, k)), f)
+    w = lns_numpy.encode(rng.standard_normal((n, k)), f)
+    b = lns_numpy.encode(rng.standard_normal(n), f)
+    x[0, 0], x[1, 1], x[2, 2], x[3, 3] = 2 ** 40, -(2 ** 62), ZERO, ZERO ^ 1
+    w[4, 4], w[5, 5] = 2 ** 61 + 1, ZERO
+    t = lambda *s: "tensor<" + "x".join(map(str, s)) + f"x!lns.num<f = {f}>>"
+    ir = f"""func.func @main(%x: {t(m, k)}, %w: {t(n, k)}, %b: {t(n)}) -> {t(m, n)} {{
+  %0 = lns.linear %x, %w bias %b : {t(m, k)}, {t(n, k)}, {t(n)} -> {t(m, n)}
+  return %0 : {t(m, n)}
+}}"""
+    [result] = run_ir(ir, [x, w, b], tmp_path)
+    np.testing.assert_array_equal(result, lns_numpy.linear(x, w, b, f))
 
 
 def test_zero_operands_skip_the_fast_path():

@@ -16,7 +16,7 @@ def num(f):
 
 
 @pytest.mark.parametrize("k", [1024, 4096])
-@pytest.mark.parametrize("f", [10, 16])
+@pytest.mark.parametrize("f", [10, 16, 23])
 def test_large_k(tmp_path, k, f):
     rng = np.random.default_rng(1000 + k + f)
     m, n = 3, 5

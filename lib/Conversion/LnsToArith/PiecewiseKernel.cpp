@@ -222,11 +222,9 @@ std::pair<Value, Value> PiecewiseAdder::locate(Value x, Value y) {
   Value oppositeBit = arith::AndIOp::create(
       b, loc, arith::XOrIOp::create(b, loc, x, y), code(1));
   // The segment of v + 1 ∈ [1, 2^octaves) (larger v take the last
-  // segment's 0). Narrow v is never negative; wide v is where (x >> 1) −
-  // (y >> 1) overflows.
+  // segment's 0). Exponents lie within ±2^62 (±2^30 for i32 codes): the
+  // difference does not overflow and v ≥ 0.
   int64_t end = int64_t(1) << segments.octaves;
-  if (codeType.getWidth() == 64)
-    v = arith::MaxSIOp::create(b, loc, v, code(0));
   Value clamped = arith::AddIOp::create(
       b, loc, arith::MinSIOp::create(b, loc, v, code(end - 2)), code(1));
   auto [rows, center] = locateSegment(clamped, oppositeBit);

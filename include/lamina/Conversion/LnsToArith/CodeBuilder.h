@@ -66,8 +66,6 @@ public:
   Value isZero(Value code);
   /// max(x, y) + sbdb, with the zero and cancellation rules of `add`.
   Value combine(Value x, Value y, Value sbdb);
-  /// Whether add(x, y) takes no sbdb: a zero operand or x + (−x).
-  Value isExactSum(Value x, Value y);
   /// A constant of `scalar`'s type, splat over the lanes if any.
   Value constant(TypedAttr scalar);
   /// `element`, or vector<lanes x element>.
@@ -105,6 +103,8 @@ private:
     Value z, sameSign;
   };
   SbdbOperands getSbdbOperands(Value x, Value y);
+  /// Whether add(x, y) takes no sbdb: a zero operand or x + (−x).
+  Value isExactSum(Value x, Value y);
   /// The fast path's sbdb (even i64) and its near-tie flag.
   std::pair<Value, Value> fastIdealSbdb(Value z, Value sameSign, NumType type);
   /// Σ coefficients[i]·x^i in f64, by Horner's rule.
