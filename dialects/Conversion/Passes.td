@@ -71,11 +71,13 @@ def ConvertLnsToArith : Pass<"convert-lns-to-arith", "::mlir::ModuleOp"> {
     A static 2-D `linear` instead runs K as the outer `scf.for`, each step an
     element-wise `linalg.generic` over all outputs (`acc = add(acc, mul(x,
     w))`), which keeps every sum's order and vectorizes across outputs.
-    In `ideal` mode it is explicit 4-lane vector code instead: per row, each
-    step adds one term to four outputs at once, sbdb from piecewise cubics
-    in −z (one 32-byte segment row per lane, a proven error bound against
-    the exact formula), and a vector whose rounding the bound cannot decide
-    is recomputed with the exact formula on the spot.
+    In `ideal` mode (f ≤ 26) it is explicit vector code instead: per row of
+    x, each step adds one term to a vector of outputs at a time (8 i32
+    lanes when every input code is below 2^29, else 4 i64 lanes), sbdb from
+    piecewise cubics in −z (one 32-byte segment row per lane, a proven
+    error bound against the exact formula), and the lanes whose rounding
+    the bound cannot decide are recomputed with the exact formula after
+    each sweep of the row.
     Element-wise ops on tensors become element-wise `linalg.generic`s.
 
     In `sbdb table` mode (f ≤ 16), the ideal values of sbdb for every z
