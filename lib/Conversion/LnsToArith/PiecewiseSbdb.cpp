@@ -129,10 +129,13 @@ std::optional<PiecewiseSbdb> mlir::lamina::lns::buildPiecewiseSbdb(NumType type)
     if (++table.octaves > 50)
       return std::nullopt;
 
+  // One octave more than v + 1 reaches: float(v + 1) may round up to
+  // 2^octaves (segment 0 of octave `octaves`).
+  int64_t tableOctaves = table.octaves + 1;
   constexpr int segments = 1 << kSbdbSegmentBits;
-  table.coefficients.resize(2 * table.octaves * segments * 4);
+  table.coefficients.resize(2 * tableOctaves * segments * 4);
   double sameBound = 0;
-  std::vector<double> octaveBounds(table.octaves, 0.0);
+  std::vector<double> octaveBounds(tableOctaves, 0.0);
   for (int sign = 0; sign < 2; ++sign) {
     const ExactQ &q = sign ? opposite : same;
     // Octave 0 holds v + 1 ∈ [1, 2): only v = 0, a constant (log_b 2 for
@@ -144,7 +147,7 @@ std::optional<PiecewiseSbdb> mlir::lamina::lns::buildPiecewiseSbdb(NumType type)
                 table.coefficients.begin() + (2 * i + sign) * 4);
     if (!sign)
       sameBound = zero.bound;
-    for (int64_t j = 1; j < table.octaves; ++j) {
+    for (int64_t j = 1; j < tableOctaves; ++j) {
       long double width = std::ldexp(1.0L, j - kSbdbSegmentBits);
       for (int i = 0; i < segments; ++i) {
         long double center = std::ldexp(1.0L, j) + (i + 0.5L) * width - 1;
@@ -164,7 +167,7 @@ std::optional<PiecewiseSbdb> mlir::lamina::lns::buildPiecewiseSbdb(NumType type)
     return std::nullopt;
   // Opposite signs: the octaves from the top down while their bound holds.
   table.bound = sameBound;
-  int64_t lowest = table.octaves;
+  int64_t lowest = tableOctaves;
   while (lowest > 1 && octaveBounds[lowest - 1] <= kLargestBound) {
     --lowest;
     table.bound = std::max(table.bound, octaveBounds[lowest]);

@@ -26,7 +26,8 @@ struct PiecewiseSbdb {
   /// d = v + 1 − (the segment's midpoint). Row 2·(j·256 + i) + s holds
   /// v + 1 ∈ [2^j·(1 + i/256), 2^j·(1 + (i + 1)/256)), s = 1 for opposite
   /// signs (both signs of a segment in one 64-byte line); octave 0 only
-  /// v = 0.
+  /// v = 0. Octaves 0..octaves (one more than v + 1 < 2^octaves reaches:
+  /// float(v + 1) may round up to 2^octaves).
   std::vector<double> coefficients;
   /// For v ≥ 2^octaves − 2 sbdb is 0 with both signs (the last segment's
   /// cubic gives it for every larger v).

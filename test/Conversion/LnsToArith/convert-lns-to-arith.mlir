@@ -58,7 +58,7 @@ func.func @linear(%x: tensor<4x17x!lns.num<f = 10>>, %w: tensor<6x17x!lns.num<f 
   // CHECK: linalg.transpose ins(%{{.*}} : tensor<6x17xi64>) outs(%{{.*}} : tensor<17x6xi64>)
   // CHECK: %[[ACC:.+]] = scf.if %{{.*}} -> (tensor<4x6xi64>) {
   // CHECK: tensor.pad %{{.*}} low[0, 0] high[0, 2]
-  // CHECK: %[[TABLE:.+]] = bufferization.to_buffer %{{.*}} read_only : tensor<7168x4xf64> to memref<7168x4xf64>
+  // CHECK: %[[TABLE:.+]] = bufferization.to_buffer %{{.*}} read_only : tensor<7680x4xf64> to memref<7680x4xf64>
   // CHECK: %[[SUMS:.+]] = memref.alloc() : memref<4x8xi32>
   // CHECK: %[[SAVED:.+]] = memref.alloc() : memref<8xi32>
   // CHECK: %[[PENDING:.+]] = memref.alloc() : memref<1xindex>
@@ -84,9 +84,9 @@ func.func @linear(%x: tensor<4x17x!lns.num<f = 10>>, %w: tensor<6x17x!lns.num<f 
   // CHECK: vector.load %[[OFFSETS]][%[[COL]]]
   // CHECK-NOT: math.powf
   // CHECK-COUNT-4: memref.load %[[ROWS]]
-  // CHECK-COUNT-8: vector.load %[[TABLE]][%{{.*}}, %{{.*}}] : memref<7168x4xf64>, vector<2xf64>
+  // CHECK-COUNT-8: vector.load %[[TABLE]][%{{.*}}, %{{.*}}] : memref<7680x4xf64>, vector<2xf64>
   // CHECK-COUNT-4: memref.load %[[ROWS]]
-  // CHECK-COUNT-8: vector.load %[[TABLE]][%{{.*}}, %{{.*}}] : memref<7168x4xf64>, vector<2xf64>
+  // CHECK-COUNT-8: vector.load %[[TABLE]][%{{.*}}, %{{.*}}] : memref<7680x4xf64>, vector<2xf64>
   // CHECK: math.fma {{.*}} : vector<8xf64>
   // CHECK: math.fma {{.*}} : vector<8xf64>
   // CHECK: math.fma {{.*}} : vector<8xf64>
