@@ -103,21 +103,20 @@ Value PiecewiseAdder::toDouble(Value v) {
     return arith::SIToFPOp::create(b, loc, VectorType::get({lanes}, f64Type),
                                    v);
   // AVX2 has no i64 → f64 conversion: add the bits of 1.5·2^52 instead.
-  Value shifted = arith::AddIOp::create(
-      b, loc, v, i64(llvm::bit_cast<int64_t>(kMagic)));
-  return arith::SubFOp::create(b, loc, bitcast(f64Type, shifted),
-                               f64(kMagic));
+  Value shifted =
+      arith::AddIOp::create(b, loc, v, i64(llvm::bit_cast<int64_t>(kMagic)));
+  return arith::SubFOp::create(b, loc, bitcast(f64Type, shifted), f64(kMagic));
 }
 
 std::pair<Value, Value> PiecewiseAdder::locateSegment(Value v,
-                                                     Value oppositeBit) {
+                                                      Value oppositeBit) {
   // Segment = (exponent, top kSbdbSegmentBits mantissa bits) of v as a
   // float − those of 1.0; the midpoint is the segment's start with the next
-  // mantissa bit set. i32 lanes take float(v):
-  // one conversion for eight lanes; where it rounds v up into the next
-  // segment, v lies below that segment by less than 2^-14 of its
-  // half-width, which the cubics' fit interval covers. i64 lanes take the
-  // exact double.
+  // mantissa bit set. i32 lanes take float(v), one conversion for eight
+  // lanes: where it rounds v up into the next segment (at most to
+  // 2^octaves, the table's guard octave), v lies below that segment by less
+  // than 2^-14 of its half-width, which the cubics' fit interval covers.
+  // i64 lanes take the exact double.
   Type floatType = b.getF64Type(), bitsType = b.getI64Type();
   int mantissa = 52, bias = 1023;
   Value scaled;
@@ -126,8 +125,8 @@ std::pair<Value, Value> PiecewiseAdder::locateSegment(Value v,
     bitsType = codeType;
     mantissa = 23;
     bias = 127;
-    scaled = arith::SIToFPOp::create(b, loc, VectorType::get({lanes}, floatType),
-                                     v);
+    scaled =
+        arith::SIToFPOp::create(b, loc, VectorType::get({lanes}, floatType), v);
   } else {
     scaled = toDouble(v);
   }
@@ -152,12 +151,11 @@ std::pair<Value, Value> PiecewiseAdder::locateSegment(Value v,
                             constant(int64_t(bias) << (kSbdbSegmentBits + 1))),
       opposite);
   Value center = bitcast(
-      floatType,
-      arith::OrIOp::create(
-          b, loc,
-          arith::AndIOp::create(b, loc, bits,
-                                constant(~((int64_t(1) << shift) - 1))),
-          constant(int64_t(1) << (shift - 1))));
+      floatType, arith::OrIOp::create(
+                     b, loc,
+                     arith::AndIOp::create(
+                         b, loc, bits, constant(~((int64_t(1) << shift) - 1))),
+                     constant(int64_t(1) << (shift - 1))));
   if (floatType != b.getF64Type())
     center = arith::ExtFOp::create(
         b, loc, VectorType::get({lanes}, b.getF64Type()), center);
@@ -196,12 +194,13 @@ SmallVector<Value, 4> PiecewiseAdder::loadCoefficients(Value rowsBuffer,
                                           ValueRange{rowHigh, column});
       return shuffle(low, high, {0, 1, 2, 3});
     };
-    Value ac01 = pair(rows[0], rows[2], zero), bd01 = pair(rows[1], rows[3], zero);
-    Value ac23 = pair(rows[0], rows[2], two), bd23 = pair(rows[1], rows[3], two);
-    groups.push_back({shuffle(ac01, bd01, {0, 4, 2, 6}),
-                      shuffle(ac01, bd01, {1, 5, 3, 7}),
-                      shuffle(ac23, bd23, {0, 4, 2, 6}),
-                      shuffle(ac23, bd23, {1, 5, 3, 7})});
+    Value ac01 = pair(rows[0], rows[2], zero),
+          bd01 = pair(rows[1], rows[3], zero);
+    Value ac23 = pair(rows[0], rows[2], two),
+          bd23 = pair(rows[1], rows[3], two);
+    groups.push_back(
+        {shuffle(ac01, bd01, {0, 4, 2, 6}), shuffle(ac01, bd01, {1, 5, 3, 7}),
+         shuffle(ac23, bd23, {0, 4, 2, 6}), shuffle(ac23, bd23, {1, 5, 3, 7})});
   }
   if (groups.size() == 1)
     return groups.front();
@@ -247,17 +246,17 @@ std::pair<Value, Value> PiecewiseAdder::finish(Value x, Value y, Value d,
 
   // roundHalfEven(q) through 1.5·2^52 (|q| < 2^51), and whether q lies
   // within 2·bound of a .5 tie (NaN compares unordered: flagged). Lanes
-  // that take no sbdb (zero operands, cancellations, v = 0) are flagged as
-  // rarely as any other and then recomputed exactly like them.
+  // whose sum takes no sbdb (zero operands, cancellations) are flagged as
+  // rarely as any other, and then recomputed exactly like them.
   Value shifted = arith::AddFOp::create(b, loc, q, f64(kMagic));
-  Value integer = arith::SubIOp::create(
-      b, loc, bitcast(i64Type, shifted), i64(llvm::bit_cast<int64_t>(kMagic)));
+  Value integer = arith::SubIOp::create(b, loc, bitcast(i64Type, shifted),
+                                        i64(llvm::bit_cast<int64_t>(kMagic)));
   if (codeType.getWidth() < 64)
     integer = arith::TruncIOp::create(
         b, loc, VectorType::get({lanes}, codeType), integer);
   Value nearest = arith::SubFOp::create(b, loc, shifted, f64(kMagic));
-  Value fromNearest = math::AbsFOp::create(
-      b, loc, arith::SubFOp::create(b, loc, q, nearest));
+  Value fromNearest =
+      math::AbsFOp::create(b, loc, arith::SubFOp::create(b, loc, q, nearest));
   // Compared per register of four lanes, each giving four mask bits (no
   // mask packing across registers).
   Type i32 = b.getI32Type();
@@ -272,8 +271,8 @@ std::pair<Value, Value> PiecewiseAdder::finish(Value x, Value y, Value d,
         b, loc,
         DenseElementsAttr::get(VectorType::get({4}, f64Type),
                                b.getF64FloatAttr(0.5 - 2 * segments.bound)));
-    Value nearTie = arith::CmpFOp::create(
-        b, loc, arith::CmpFPredicate::UGE, part, limit);
+    Value nearTie =
+        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UGE, part, limit);
     Value bits = vector::ExtractOp::create(
         b, loc,
         vector::BitCastOp::create(
@@ -291,8 +290,8 @@ std::pair<Value, Value> PiecewiseAdder::finish(Value x, Value y, Value d,
   // Narrow codes: a zero y (exponent −2^30) is 2^28 or more below every
   // other code's exponent, past every segment: sbdb is 0 and max picks x.
   // Only a zero x (both zero included) and cancellations need a rule.
-  Value sum = arith::AddIOp::create(b, loc, arith::MaxSIOp::create(b, loc, x, y),
-                                    sbdb);
+  Value sum =
+      arith::AddIOp::create(b, loc, arith::MaxSIOp::create(b, loc, x, y), sbdb);
   Value cancels = cmp(Predicate::eq, codes.neg(x), y);
   sum = select(cancels, code(kNarrowZero), sum);
   return {select(codes.isZero(x), y, sum), undecided};
@@ -304,9 +303,8 @@ namespace {
 class RowSweeps {
 public:
   RowSweeps(const PiecewiseSbdb &segments, NumType type, IntegerType codeType,
-            int64_t paddedN, Value table, Value acc, Value saved,
-            Value pending, Value pendingLanes, Value terms, Value rows,
-            Value offsets)
+            int64_t paddedN, Value table, Value acc, Value saved, Value pending,
+            Value pendingLanes, Value terms, Value rows, Value offsets)
       : segments(segments), type(type), codeType(codeType),
         lanes(lanesOf(codeType)), paddedN(paddedN), table(table), acc(acc),
         saved(saved), pending(pending), pendingLanes(pendingLanes),
@@ -344,9 +342,8 @@ void RowSweeps::build(OpBuilder &b, Location loc, Value row,
         Value previous = vector::LoadOp::create(nb, nl, vectorType(), acc,
                                                 ValueRange{row, at});
         Value t = term(nb, nl, at);
-        auto [rowNumbers, d] =
-            PiecewiseAdder(nb, nl, codeType, segments, table)
-                .locate(previous, t);
+        auto [rowNumbers, d] = PiecewiseAdder(nb, nl, codeType, segments, table)
+                                   .locate(previous, t);
         vector::StoreOp::create(nb, nl, t, terms, ValueRange{at});
         vector::StoreOp::create(nb, nl, rowNumbers, rows, ValueRange{at});
         vector::StoreOp::create(nb, nl, d, offsets, ValueRange{at});
@@ -360,8 +357,8 @@ void RowSweeps::build(OpBuilder &b, Location loc, Value row,
         Value count = carried[0];
         Value previous = vector::LoadOp::create(nb, nl, vectorType(), acc,
                                                 ValueRange{row, at});
-        Value t = vector::LoadOp::create(nb, nl, vectorType(), terms,
-                                         ValueRange{at});
+        Value t =
+            vector::LoadOp::create(nb, nl, vectorType(), terms, ValueRange{at});
         Value d = vector::LoadOp::create(
             nb, nl, VectorType::get({lanes}, nb.getF64Type()), offsets,
             ValueRange{at});
@@ -375,17 +372,16 @@ void RowSweeps::build(OpBuilder &b, Location loc, Value row,
         auto append = scf::IfOp::create(
             nb, nl, any,
             [&](OpBuilder &tb, Location tl) {
-              Value slot = arith::MulIOp::create(tb, tl, count,
-                                                 index(tb, tl, lanes));
+              Value slot =
+                  arith::MulIOp::create(tb, tl, count, index(tb, tl, lanes));
               vector::StoreOp::create(tb, tl, previous, saved,
                                       ValueRange{slot});
               memref::StoreOp::create(tb, tl, at, pending, ValueRange{count});
               memref::StoreOp::create(tb, tl, undecided, pendingLanes,
                                       ValueRange{count});
-              scf::YieldOp::create(
-                  tb, tl,
-                  ValueRange{arith::AddIOp::create(tb, tl, count,
-                                                   index(tb, tl, 1))});
+              scf::YieldOp::create(tb, tl,
+                                   ValueRange{arith::AddIOp::create(
+                                       tb, tl, count, index(tb, tl, 1))});
             },
             [&](OpBuilder &eb, Location el) {
               scf::YieldOp::create(eb, el, ValueRange{count});
@@ -398,37 +394,39 @@ void RowSweeps::build(OpBuilder &b, Location loc, Value row,
       b, loc, index(b, loc, 0), fast.getResult(0), index(b, loc, 1),
       ValueRange{}, [&](OpBuilder &nb, Location nl, Value i, ValueRange) {
         Value at = memref::LoadOp::create(nb, nl, pending, ValueRange{i});
-        Value mask = memref::LoadOp::create(nb, nl, pendingLanes, ValueRange{i});
+        Value mask =
+            memref::LoadOp::create(nb, nl, pendingLanes, ValueRange{i});
         Value slot = arith::MulIOp::create(nb, nl, i, index(nb, nl, lanes));
-        Value laneTerms = vector::LoadOp::create(nb, nl, vectorType(), terms,
-                                                 ValueRange{at});
+        Value laneTerms =
+            vector::LoadOp::create(nb, nl, vectorType(), terms, ValueRange{at});
         scf::ForOp::create(
             nb, nl, index(nb, nl, 0), index(nb, nl, lanes), index(nb, nl, 1),
             ValueRange{},
             [&](OpBuilder &lb, Location ll, Value lane, ValueRange) {
               Value bit = arith::AndIOp::create(
                   lb, ll,
-                  arith::ShRUIOp::create(
-                      lb, ll, mask,
-                      arith::IndexCastUIOp::create(lb, ll, lb.getI32Type(),
-                                                   lane)),
+                  arith::ShRUIOp::create(lb, ll, mask,
+                                         arith::IndexCastUIOp::create(
+                                             lb, ll, lb.getI32Type(), lane)),
                   arith::ConstantOp::create(lb, ll, lb.getI32IntegerAttr(1)));
               Value undecided = arith::CmpIOp::create(
                   lb, ll, arith::CmpIPredicate::ne, bit,
                   arith::ConstantOp::create(lb, ll, lb.getI32IntegerAttr(0)));
-              scf::IfOp::create(lb, ll, undecided, [&](OpBuilder &tb,
-                                                       Location tl) {
-                Value previous = memref::LoadOp::create(
-                    tb, tl, saved,
-                    ValueRange{arith::AddIOp::create(tb, tl, slot, lane)});
-                Value t = vector::ExtractOp::create(tb, tl, laneTerms,
-                                                    ArrayRef<OpFoldResult>{lane});
-                Value sum = CodeBuilder(tb, tl, codeType).add(previous, t, type);
-                memref::StoreOp::create(
-                    tb, tl, sum, acc,
-                    ValueRange{row, arith::AddIOp::create(tb, tl, at, lane)});
-                scf::YieldOp::create(tb, tl);
-              });
+              scf::IfOp::create(
+                  lb, ll, undecided, [&](OpBuilder &tb, Location tl) {
+                    Value previous = memref::LoadOp::create(
+                        tb, tl, saved,
+                        ValueRange{arith::AddIOp::create(tb, tl, slot, lane)});
+                    Value t = vector::ExtractOp::create(
+                        tb, tl, laneTerms, ArrayRef<OpFoldResult>{lane});
+                    Value sum =
+                        CodeBuilder(tb, tl, codeType).add(previous, t, type);
+                    memref::StoreOp::create(
+                        tb, tl, sum, acc,
+                        ValueRange{row,
+                                   arith::AddIOp::create(tb, tl, at, lane)});
+                    scf::YieldOp::create(tb, tl);
+                  });
               scf::YieldOp::create(lb, ll);
             });
         scf::YieldOp::create(nb, nl);
@@ -480,8 +478,8 @@ Value lns::buildLinearPiecewise(OpBuilder &b, Location loc, Value inputByK,
               ArrayRef<double>(segments.coefficients))),
       /*readOnly=*/true);
   auto vectorType = VectorType::get({lanes}, codeType);
-  Value acc = memref::AllocOp::create(
-      b, loc, MemRefType::get({m, paddedN}, codeType));
+  Value acc =
+      memref::AllocOp::create(b, loc, MemRefType::get({m, paddedN}, codeType));
   Value saved =
       memref::AllocOp::create(b, loc, MemRefType::get({paddedN}, codeType));
   Value pending = memref::AllocOp::create(
@@ -505,19 +503,18 @@ Value lns::buildLinearPiecewise(OpBuilder &b, Location loc, Value inputByK,
   int64_t block = m % 4 == 0 ? 4 : (m % 2 == 0 ? 2 : 1);
   auto overBlock = [&](OpBuilder &ob, Location ol, Value first,
                        function_ref<void(OpBuilder &, Location, Value)> body) {
-    scf::ForOp::create(ob, ol, first,
-                       arith::AddIOp::create(ob, ol, first,
-                                             index(ob, ol, block)),
-                       index(ob, ol, 1), ValueRange{},
-                       [&](OpBuilder &ib, Location il, Value row, ValueRange) {
-                         body(ib, il, row);
-                         scf::YieldOp::create(ib, il);
-                       });
+    scf::ForOp::create(
+        ob, ol, first,
+        arith::AddIOp::create(ob, ol, first, index(ob, ol, block)),
+        index(ob, ol, 1), ValueRange{},
+        [&](OpBuilder &ib, Location il, Value row, ValueRange) {
+          body(ib, il, row);
+          scf::YieldOp::create(ib, il);
+        });
   };
   scf::ForOp::create(
       b, loc, index(b, loc, 0), index(b, loc, m), index(b, loc, block),
-      ValueRange{},
-      [&](OpBuilder &rb, Location rl, Value first, ValueRange) {
+      ValueRange{}, [&](OpBuilder &rb, Location rl, Value first, ValueRange) {
         overBlock(rb, rl, first, [&](OpBuilder &ib, Location il, Value row) {
           scf::ForOp::create(
               ib, il, index(ib, il, 0), index(ib, il, paddedN),
@@ -533,33 +530,32 @@ Value lns::buildLinearPiecewise(OpBuilder &b, Location loc, Value inputByK,
             rb, rl, index(rb, rl, 0), index(rb, rl, k), index(rb, rl, 1),
             ValueRange{},
             [&](OpBuilder &kb, Location kl, Value kk, ValueRange) {
-              overBlock(kb, kl, first, [&](OpBuilder &ib, Location il,
-                                           Value row) {
-                Value input = tensor::ExtractOp::create(ib, il, inputByK,
-                                                        ValueRange{kk, row});
-                Value inputs =
-                    vector::BroadcastOp::create(ib, il, vectorType, input);
-                sweeps.build(
-                    ib, il, row, [&](OpBuilder &tb, Location tl, Value at) {
-                      Value w = vector::TransferReadOp::create(
-                          tb, tl, vectorType, weights, ValueRange{kk, at},
-                          /*padding=*/std::nullopt, ArrayRef<bool>{true});
-                      return CodeBuilder(tb, tl, codeType, lanes)
-                          .mul(inputs, w);
-                    });
-              });
+              overBlock(
+                  kb, kl, first, [&](OpBuilder &ib, Location il, Value row) {
+                    Value input = tensor::ExtractOp::create(
+                        ib, il, inputByK, ValueRange{kk, row});
+                    Value inputs =
+                        vector::BroadcastOp::create(ib, il, vectorType, input);
+                    sweeps.build(
+                        ib, il, row, [&](OpBuilder &tb, Location tl, Value at) {
+                          Value w = vector::TransferReadOp::create(
+                              tb, tl, vectorType, weights, ValueRange{kk, at},
+                              /*padding=*/std::nullopt, ArrayRef<bool>{true});
+                          return CodeBuilder(tb, tl, codeType, lanes)
+                              .mul(inputs, w);
+                        });
+                  });
               scf::YieldOp::create(kb, kl);
             });
         if (paddedBias)
           overBlock(rb, rl, first, [&](OpBuilder &ib, Location il, Value row) {
-            sweeps.build(ib, il, row,
-                         [&](OpBuilder &tb, Location tl, Value at) {
-                           return vector::TransferReadOp::create(
-                                      tb, tl, vectorType, paddedBias,
-                                      ValueRange{at}, /*padding=*/std::nullopt,
-                                      ArrayRef<bool>{true})
-                               .getResult();
-                         });
+            sweeps.build(
+                ib, il, row, [&](OpBuilder &tb, Location tl, Value at) {
+                  return vector::TransferReadOp::create(
+                             tb, tl, vectorType, paddedBias, ValueRange{at},
+                             /*padding=*/std::nullopt, ArrayRef<bool>{true})
+                      .getResult();
+                });
           });
         scf::YieldOp::create(rb, rl);
       });
@@ -571,7 +567,7 @@ Value lns::buildLinearPiecewise(OpBuilder &b, Location loc, Value inputByK,
   SmallVector<OpFoldResult> offsets(2, b.getIndexAttr(0));
   SmallVector<OpFoldResult> sizes = {b.getIndexAttr(m), b.getIndexAttr(n)};
   SmallVector<OpFoldResult> strides(2, b.getIndexAttr(1));
-  return tensor::ExtractSliceOp::create(
-      b, loc, RankedTensorType::get({m, n}, codeType), result, offsets, sizes,
-      strides);
+  return tensor::ExtractSliceOp::create(b, loc,
+                                        RankedTensorType::get({m, n}, codeType),
+                                        result, offsets, sizes, strides);
 }

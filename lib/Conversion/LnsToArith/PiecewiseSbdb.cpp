@@ -1,9 +1,11 @@
 //===- PiecewiseSbdb.cpp - Piecewise-cubic ideal sbdb ---------------------===//
 //
 // With x = −v·ℓ (ℓ = ln b, b the double base), Q is F(x)/ℓ with
-//   same signs:      F(x) = ln(1 + e^x),  F'''' = σ''' and |σ'''| ≤ min(e^x, 1/4)
-//   opposite signs:  F(x) = ln(1 − e^x),  |F''''| = ρ(1 + ρ)(1 + 6ρ + 6ρ²),
-//                    ρ = e^x / (1 − e^x), largest at the segment's end nearest 0.
+//   same signs:      F(x) = ln(1 + e^x),  F'''' = σ''' and |σ'''| ≤ min(e^x,
+//   1/4) opposite signs:  F(x) = ln(1 − e^x),  |F''''| = ρ(1 + ρ)(1 + 6ρ +
+//   6ρ²),
+//                    ρ = e^x / (1 − e^x), largest at the segment's end nearest
+//                    0.
 // Segments cover v + 1 (so that v = 0, float 0, has a row of its own). Each
 // segment's cubic interpolates Q (computed in long double) at the four
 // Chebyshev nodes, so on a segment of half-width h (in v)
@@ -34,8 +36,8 @@ struct ExactQ {
 
   long double operator()(long double v) const {
     long double x = -v * logBase;
-    long double f = opposite ? std::log(-std::expm1(x))
-                             : std::log1p(std::exp(x));
+    long double f =
+        opposite ? std::log(-std::expm1(x)) : std::log1p(std::exp(x));
     return f / logBase;
   }
 
@@ -64,8 +66,8 @@ struct Segment {
 Segment fitSegment(const ExactQ &q, long double center, long double h) {
   long double nodes[4], values[4];
   for (int k = 0; k < 4; ++k) {
-    nodes[k] = std::cos((2 * k + 1) * 3.14159265358979323846264338327950288L /
-                        8);
+    nodes[k] =
+        std::cos((2 * k + 1) * 3.14159265358979323846264338327950288L / 8);
     values[k] = q(center + h * nodes[k]);
   }
   // Newton's divided differences, then the monomial form in t = d/h.
@@ -73,7 +75,8 @@ Segment fitSegment(const ExactQ &q, long double center, long double h) {
   std::copy(values, values + 4, divided);
   for (int level = 1; level < 4; ++level)
     for (int k = 3; k >= level; --k)
-      divided[k] = (divided[k] - divided[k - 1]) / (nodes[k] - nodes[k - level]);
+      divided[k] =
+          (divided[k] - divided[k - 1]) / (nodes[k] - nodes[k - level]);
   long double monomial[4] = {divided[3], 0, 0, 0};
   for (int k = 2; k >= 0; --k) {
     // monomial ← monomial·(t − nodes[k]) + divided[k]
@@ -90,8 +93,8 @@ Segment fitSegment(const ExactQ &q, long double center, long double h) {
   }
   long double vLow = center - h;
   long double l = q.logBase;
-  long double fit = l * l * l * q.fourthDerivativeBound(vLow) * h * h * h * h /
-                    192;
+  long double fit =
+      l * l * l * q.fourthDerivativeBound(vLow) * h * h * h * h / 192;
   long double rounding = 8 * std::ldexp(1.0L, -53) * magnitude;
   long double exact =
       (std::ldexp(1.0L, -52) * q.cancellation(vLow) + std::ldexp(1.0L, -53)) *
@@ -107,12 +110,14 @@ Segment constantSegment(const ExactQ &q, long double v) {
       (std::ldexp(1.0L, -52) * q.cancellation(v) + std::ldexp(1.0L, -53)) *
           1.1L / q.logBase +
       std::ldexp(1.0L, -50) * std::fabs(value) * 1.01L;
-  return {{static_cast<double>(value), 0, 0, 0},
-          static_cast<double>(std::ldexp(1.0L, -53) * std::fabs(value) + exact)};
+  return {
+      {static_cast<double>(value), 0, 0, 0},
+      static_cast<double>(std::ldexp(1.0L, -53) * std::fabs(value) + exact)};
 }
 } // namespace
 
-std::optional<PiecewiseSbdb> mlir::lamina::lns::buildPiecewiseSbdb(NumType type) {
+std::optional<PiecewiseSbdb>
+mlir::lamina::lns::buildPiecewiseSbdb(NumType type) {
   // Segments looser than this are left to the exact formula (opposite
   // signs near cancellation) or disable the path.
   constexpr double kLargestBound = 0x1p-15;
@@ -140,8 +145,7 @@ std::optional<PiecewiseSbdb> mlir::lamina::lns::buildPiecewiseSbdb(NumType type)
     const ExactQ &q = sign ? opposite : same;
     // Octave 0 holds v + 1 ∈ [1, 2): only v = 0, a constant (log_b 2 for
     // the same signs; opposite signs cancel, a rule of their own).
-    Segment zero = sign ? Segment{{0, 0, 0, 0}, 0}
-                        : constantSegment(same, 0);
+    Segment zero = sign ? Segment{{0, 0, 0, 0}, 0} : constantSegment(same, 0);
     for (int i = 0; i < segments; ++i)
       std::copy(zero.coefficients, zero.coefficients + 4,
                 table.coefficients.begin() + (2 * i + sign) * 4);
