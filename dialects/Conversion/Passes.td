@@ -71,7 +71,7 @@ def ConvertLnsToArith : Pass<"convert-lns-to-arith", "::mlir::ModuleOp"> {
     A static 2-D `linear` instead runs K as the outer `scf.for`, each step an
     element-wise `linalg.generic` over all outputs (`acc = add(acc, mul(x,
     w))`), which keeps every sum's order and vectorizes across outputs.
-    In `ideal` mode (f ≤ 26) it is explicit vector code instead: per row of
+    In `ideal` mode (f ≤ 25) it is explicit vector code instead: per row of
     x, each step adds one term to a vector of outputs at a time (8 i32
     lanes when every input code is below 2^29, else 4 i64 lanes), sbdb from
     piecewise cubics in −z (one 32-byte segment row per lane, a proven

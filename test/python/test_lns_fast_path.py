@@ -78,7 +78,7 @@ def test_random_z_at_f23_on_i64_lanes():
                                   exact_adds(23, exponents))
 
 
-@pytest.mark.parametrize("f", [0, 4, 10, 23])
+@pytest.mark.parametrize("f", [0, 4, 10, 23, 25])
 def test_segment_edges(f):
     # v = −z at and around every octave's and every 16th segment's start
     # (the segment index and midpoint come from the bits of double(v)),

@@ -176,6 +176,11 @@ mlir::lamina::lns::buildPiecewiseSbdb(NumType type) {
     --lowest;
     table.bound = std::max(table.bound, octaveBounds[lowest]);
   }
+  // Opposite signs with v below 2^lowest always take the exact formula;
+  // where that covers magnitudes up to e^(1/64) apart (f ≥ 26), too many
+  // additions would: the caller keeps its other fast path.
+  if (lowest > 1 && std::ldexp(1.0L, lowest) * logBase > 1.0L / 64)
+    return std::nullopt;
   // Below, the cubic's value is NaN: never within the bound of an integer.
   for (int64_t j = 1; j < lowest; ++j)
     for (int i = 0; i < segments; ++i)

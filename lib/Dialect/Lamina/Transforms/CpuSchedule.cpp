@@ -210,7 +210,7 @@ static std::string buildSchedule(unsigned index, const TilePlan &plan,
 /// i64 or i32 integers (LNS codes, whose additions are long chains) take
 /// rows of 32 lanes where they fit: measured 20% faster than 16 on AVX2
 /// for the K-outer LNS linear layers (table mode, and ideal mode beyond
-/// the piecewise kernel's f ≤ 26), more independent chains per tile.
+/// the piecewise kernel's f ≤ 25), more independent chains per tile.
 static std::optional<SmallVector<int64_t>>
 planElementwise(linalg::GenericOp op) {
   if (!op.hasPureTensorSemantics() ||
