@@ -175,12 +175,12 @@ static Value buildRowsByKExact(OpBuilder &b, Location loc, Value inputByK,
       .getResult(0);
 }
 
-/// acc [M, N] (i64 codes) with every output for which `isFlagged(m, n)`
-/// holds recomputed from scratch with the exact formula, in order.
-static Value recomputeOutputs(
-    OpBuilder &b, Location loc, Value acc, Value inputByK, Value weightByK,
-    Value bias, NumType type,
-    function_ref<Value(OpBuilder &, Location, Value, Value)> isFlagged) {
+/// acc [M, N] (i64 codes) with every output whose flag (i8) is set
+/// recomputed from scratch with the exact formula, in order.
+static Value recomputeFlaggedOutputs(OpBuilder &b, Location loc, Value acc,
+                                     Value flags, Value inputByK,
+                                     Value weightByK, Value bias,
+                                     NumType type) {
   auto accType = cast<RankedTensorType>(acc.getType());
   int64_t m = accType.getDimSize(0), n = accType.getDimSize(1);
   int64_t k = cast<RankedTensorType>(inputByK.getType()).getDimSize(0);
@@ -207,8 +207,13 @@ static Value recomputeOutputs(
         auto overCols = scf::ForOp::create(
             rb, rl, lower, index(rb, rl, n), one, rowsAcc,
             [&](OpBuilder &cb, Location cl, Value ni, ValueRange colsAcc) {
+              Value flag = tensor::ExtractOp::create(cb, cl, flags,
+                                                     ValueRange{mi, ni});
+              Value flagged = arith::CmpIOp::create(
+                  cb, cl, arith::CmpIPredicate::ne, flag,
+                  arith::ConstantOp::create(cb, cl, cb.getI8IntegerAttr(0)));
               auto fix = scf::IfOp::create(
-                  cb, cl, isFlagged(cb, cl, mi, ni),
+                  cb, cl, flagged,
                   [&](OpBuilder &tb, Location tl) {
                     Value exact = exactOutput(tb, tl, mi, ni);
                     scf::YieldOp::create(
@@ -318,15 +323,8 @@ static Value buildRowsByKFast(OpBuilder &b, Location loc, Value inputByK,
     flags = withBias[1];
   }
 
-  return recomputeOutputs(
-      b, loc, acc, inputByK, weightByK, bias, type,
-      [&](OpBuilder &nb, Location nl, Value mi, Value ni) -> Value {
-        Value flag =
-            tensor::ExtractOp::create(nb, nl, flags, ValueRange{mi, ni});
-        return arith::CmpIOp::create(
-            nb, nl, arith::CmpIPredicate::ne, flag,
-            arith::ConstantOp::create(nb, nl, nb.getI8IntegerAttr(0)));
-      });
+  return recomputeFlaggedOutputs(b, loc, acc, flags, inputByK, weightByK,
+                                 bias, type);
 }
 
 Value lns::buildLinearByK(OpBuilder &b, Location loc, Value input,

@@ -53,8 +53,8 @@ public:
         codes(b, loc, codeType, lanes), wide(b, loc, b.getI64Type(), lanes),
         segments(segments), table(table) {}
 
-  /// The integer half of add(x, y): the lanes' table rows (a vector of
-  /// i32 or i64 by the lanes) and offsets d in their segments (f64).
+  /// The integer half of add(x, y): the lanes' table rows (a vector of the
+  /// code type) and offsets d in their segments (f64).
   std::pair<Value, Value> locate(Value x, Value y);
   /// The floating-point half, from the offsets and the rows stored in
   /// `rows` from `at` on: (the fast sum, the lanes that may round otherwise
@@ -80,8 +80,8 @@ private:
   }
   /// double(v) for 0 ≤ v < 2^51, exactly.
   Value toDouble(Value v);
-  /// (the table row, the segment's midpoint as f64) of v ∈ [1, 2^octaves)
-  /// (v + 1 of an addition).
+  /// (the table row, the offset v − the segment's midpoint as f64) of
+  /// v ∈ [1, 2^octaves) (v + 1 of an addition).
   std::pair<Value, Value> locateSegment(Value v, Value oppositeBit);
   /// The four coefficient vectors of the lanes' segments, whose rows are
   /// stored in `rows` from `at` on.
@@ -159,7 +159,8 @@ std::pair<Value, Value> PiecewiseAdder::locateSegment(Value v,
   if (floatType != b.getF64Type())
     center = arith::ExtFOp::create(
         b, loc, VectorType::get({lanes}, b.getF64Type()), center);
-  return {row, center};
+  Value exact = floatType == b.getF64Type() ? scaled : toDouble(v);
+  return {row, arith::SubFOp::create(b, loc, exact, center)};
 }
 
 SmallVector<Value, 4> PiecewiseAdder::loadCoefficients(Value rowsBuffer,
@@ -226,9 +227,7 @@ std::pair<Value, Value> PiecewiseAdder::locate(Value x, Value y) {
   int64_t end = int64_t(1) << segments.octaves;
   Value clamped = arith::AddIOp::create(
       b, loc, arith::MinSIOp::create(b, loc, v, code(end - 2)), code(1));
-  auto [rows, center] = locateSegment(clamped, oppositeBit);
-  Value d = arith::SubFOp::create(b, loc, toDouble(clamped), center);
-  return {rows, d};
+  return locateSegment(clamped, oppositeBit);
 }
 
 std::pair<Value, Value> PiecewiseAdder::finish(Value x, Value y, Value d,
@@ -484,10 +483,9 @@ Value lns::buildLinearPiecewise(OpBuilder &b, Location loc, Value inputByK,
       memref::AllocOp::create(b, loc, MemRefType::get({paddedN}, codeType));
   Value pending = memref::AllocOp::create(
       b, loc, MemRefType::get({paddedN / lanes}, b.getIndexType()));
-  // One row's terms, table rows (i32 or i64 by the lanes) and offsets.
-  auto rowsType = MemRefType::get(
-      {paddedN}, codeType.getWidth() < 64 ? b.getI32Type() : b.getI64Type());
-  Value rows = memref::AllocOp::create(b, loc, rowsType);
+  // One row's terms, table rows (of the code type) and offsets.
+  Value rows =
+      memref::AllocOp::create(b, loc, MemRefType::get({paddedN}, codeType));
   Value terms =
       memref::AllocOp::create(b, loc, MemRefType::get({paddedN}, codeType));
   Value segmentOffsets = memref::AllocOp::create(

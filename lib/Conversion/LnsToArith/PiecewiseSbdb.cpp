@@ -1,16 +1,15 @@
 //===- PiecewiseSbdb.cpp - Piecewise-cubic ideal sbdb ---------------------===//
 //
 // With x = −v·ℓ (ℓ = ln b, b the double base), Q is F(x)/ℓ with
-//   same signs:      F(x) = ln(1 + e^x),  F'''' = σ''' and |σ'''| ≤ min(e^x,
-//   1/4) opposite signs:  F(x) = ln(1 − e^x),  |F''''| = ρ(1 + ρ)(1 + 6ρ +
-//   6ρ²),
-//                    ρ = e^x / (1 − e^x), largest at the segment's end nearest
-//                    0.
+//   same signs:     F(x) = ln(1 + e^x), F'''' = σ''', |σ'''| ≤ min(e^x, 1/4);
+//   opposite signs: F(x) = ln(1 − e^x), |F''''| = ρ(1 + ρ)(1 + 6ρ + 6ρ²),
+//                   ρ = e^x / (1 − e^x), largest at the segment's end
+//                   nearest 0.
 // Segments cover v + 1 (so that v = 0, float 0, has a row of its own). Each
 // segment's cubic interpolates Q (computed in long double) at the four
 // Chebyshev nodes, so on a segment of half-width h (in v)
 //   |cubic − Q| ≤ ℓ³·max|F''''|·h⁴ / (4!·2³)                        (fit)
-//   + 8·2^-53·Σ|c_i|·h^i       (coefficients rounded to double, Horner's FMAs)
+//   + 8·2^-53·Σ|c_i|·h^i    (coefficients rounded to double, the FMAs)
 // and the exact formula's double result (pow and log within one ulp, each
 // operation rounded once) is within
 //   (2^-52·u/|t| + 2^-53)·1.1/ℓ + 2^-50·|Q|                       (exact)
@@ -56,6 +55,16 @@ struct ExactQ {
   }
 };
 
+/// How far the exact formula's double result may be from Q where v ≥ vLow
+/// and |Q| ≤ magnitude (the header's (exact) term).
+long double exactFormulaError(const ExactQ &q, long double vLow,
+                              long double magnitude) {
+  return (std::ldexp(1.0L, -52) * q.cancellation(vLow) +
+          std::ldexp(1.0L, -53)) *
+             1.1L / q.logBase +
+         std::ldexp(1.0L, -50) * magnitude * 1.01L;
+}
+
 /// The cubic through Q at the Chebyshev nodes of [center − h, center + h],
 /// as coefficients of (v − center)^i, and its bound.
 struct Segment {
@@ -96,23 +105,18 @@ Segment fitSegment(const ExactQ &q, long double center, long double h) {
   long double fit =
       l * l * l * q.fourthDerivativeBound(vLow) * h * h * h * h / 192;
   long double rounding = 8 * std::ldexp(1.0L, -53) * magnitude;
-  long double exact =
-      (std::ldexp(1.0L, -52) * q.cancellation(vLow) + std::ldexp(1.0L, -53)) *
-          1.1L / l +
-      std::ldexp(1.0L, -50) * magnitude * 1.01L;
-  segment.bound = static_cast<double>(fit + rounding + exact);
+  segment.bound = static_cast<double>(
+      fit + rounding + exactFormulaError(q, vLow, magnitude));
   return segment;
 }
+
 /// The constant Q(v): rounding of Q to double and the exact formula's error.
 Segment constantSegment(const ExactQ &q, long double v) {
   long double value = q(v);
-  long double exact =
-      (std::ldexp(1.0L, -52) * q.cancellation(v) + std::ldexp(1.0L, -53)) *
-          1.1L / q.logBase +
-      std::ldexp(1.0L, -50) * std::fabs(value) * 1.01L;
-  return {
-      {static_cast<double>(value), 0, 0, 0},
-      static_cast<double>(std::ldexp(1.0L, -53) * std::fabs(value) + exact)};
+  long double magnitude = std::fabs(value);
+  return {{static_cast<double>(value), 0, 0, 0},
+          static_cast<double>(std::ldexp(1.0L, -53) * magnitude +
+                              exactFormulaError(q, v, magnitude))};
 }
 } // namespace
 

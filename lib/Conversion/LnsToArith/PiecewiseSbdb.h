@@ -18,7 +18,7 @@
 
 namespace mlir::lamina::lns {
 
-/// Segments per octave of v: the top 8 mantissa bits of double(v).
+/// Segments per octave of v + 1: the top 8 mantissa bits of its float.
 inline constexpr int kSbdbSegmentBits = 8;
 
 struct PiecewiseSbdb {

@@ -44,16 +44,17 @@ bool isFastSbdbExact(NumType type);
 /// largest is at z = −1 with opposite signs), as i32 kernels need.
 bool isNarrowSbdb(NumType type);
 
-/// The zero code of narrow (i32) codes: an exponent of −2^30, far below
-/// every narrow code's (|code| < 2^28), as −2^52 is below every i64 code's.
+/// The zero code of narrow (i32) codes: an exponent of −2^30, below every
+/// narrow code's (all above −0.75·2^30), as −2^52 is below every i64
+/// code's.
 inline constexpr int64_t kNarrowZero = -(int64_t(1) << 31) + 1;
 
 /// Builds LNS arithmetic on codes of `codeType`: i64 (the packed codes of
 /// the spec) or, for kernels over codes known to be small, i32 (zero is
 /// kNarrowZero). Encode, decode and changes of base take i64 codes only;
-/// `ideal` additions on i32 codes need |sbdb| < 2^29 (isNarrowSbdb). With `lanes` > 0 the operands are
-/// vector<lanes x code> and every constant is a splat (explicitly
-/// vectorized kernels); scalars otherwise.
+/// `ideal` additions on i32 codes need |sbdb| < 2^29 (isNarrowSbdb). With
+/// `lanes` > 0 the operands are vector<lanes x code> and every constant is
+/// a splat (explicitly vectorized kernels); scalars otherwise.
 class CodeBuilder {
 public:
   CodeBuilder(OpBuilder &builder, Location loc)
