@@ -81,8 +81,9 @@ def test_random_z_at_f23_on_i64_lanes():
 @pytest.mark.parametrize("f", [0, 4, 10, 23, 25])
 def test_segment_edges(f):
     # v = −z at and around every octave's and every 16th segment's start
-    # (the segment index and midpoint come from the bits of double(v)),
-    # v = 0 (1 + 1 and the cancellation −1 + 1) and past the last octave.
+    # (the segment and its midpoint come from the bits of float(v + 1),
+    # which rounds up across segment edges from 2^24 on), v = 0 (1 + 1 and
+    # the cancellation −1 + 1) and past the last octave.
     starts = [(2 ** j * (256 + i)) // 256 for j in range(31)
               for i in range(0, 256, 16)]
     v = np.unique([s + d for s in starts for d in (-1, 0, 1)] + [0])
