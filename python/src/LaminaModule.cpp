@@ -5,6 +5,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ScheduleSession.h"
+
 #include "lamina/Execution/JitProgram.h"
 #include "lamina/Lamina/Transforms/TransformScript.h"
 #include "lamina/InitAll.h"
@@ -250,6 +252,7 @@ PYBIND11_MODULE(_lamina, m) {
   m.def("transform_ir", &transformIr, py::arg("source"),
         py::arg("schedule") = "", py::arg("pipeline") = "",
         "the IR after a transform-dialect schedule and a pass pipeline");
+  python::populateScheduleSessionBindings(m);
   m.def("rank", [] { return laminaMpiRank(); },
         "this process's MPI rank (MPICH; initialises MPI)");
   m.def("world_size", [] { return laminaMpiWorldSize(); },
