@@ -144,9 +144,11 @@ def ConvertLaminaToGPU : Pass<"convert-lamina-to-gpu", "::mlir::ModuleOp"> {
     so that ahead-of-time artefacts export a C entry point.
 
     Each float fused linear (f16/bf16 inputs, f32 accumulation, f32/bf16/f16
-    output, bias + activation + dropout epilogue) becomes one `gpu.launch`:
+    output, bias + activation + dropout epilogue) becomes one `gpu.launch`,
+    of the kernel family `chip` has in Lamina's list of supported chips
+    (`include/lamina/Conversion/LaminaToGPU/GpuChips.h`):
 
-    - `sm_90a` (the default `chip`): warp-specialised wgmma kernel. One
+    - Hopper (`sm_90a`, the default `chip`): warp-specialised wgmma kernel. One
       producer warpgroup issues TMA loads (128-byte swizzle) of x[BM, 64] and
       W[BN, 64] tiles into a ring of `stages` shared-memory buffers guarded
       by full/empty mbarrier pairs; BM/64 consumer warpgroups each run
@@ -157,7 +159,8 @@ def ConvertLaminaToGPU : Pass<"convert-lamina-to-gpu", "::mlir::ModuleOp"> {
       the epilogue to the accumulator registers before storing. Tiles:
       64×64 with 8 stages for M ≤ 64 (weight streaming), else 128×256
       (N % 256 = 0), 128×128 (N > 64) or 128×64, 4–8 stages.
-    - `sm_80`, `sm_86`, `sm_89`, `sm_90`: `mma.sync m16n8k16` kernel: 128×128
+    - the other chips of the list (Ampere and later): `mma.sync m16n8k16`
+      kernel: 128×128
       block tile, four warps of 64×64, `cp.async` copies into a 3-stage
       shared-memory ring, `ldmatrix` fragments, the same register epilogue.
 
@@ -184,9 +187,9 @@ def ConvertLaminaToGPU : Pass<"convert-lamina-to-gpu", "::mlir::ModuleOp"> {
     tensor-core inputs, misaligned K) is a diagnosed error.
   }];
   let options = [
-    Option<"chip", "chip", "std::string", /*default=*/"\"sm_90a\"",
-           "target GPU: sm_90a (wgmma + TMA) or sm_80/sm_86/sm_89/sm_90 "
-           "(mma.sync)">,
+    Option<"chip", "chip", "std::string",
+           /*default=*/"::mlir::lamina::kDefaultGpuChip.str()",
+           "target GPU, one of the supported chips (GpuChips.h)">,
     Option<"lnsSbdb", "lns-sbdb", "std::string", /*default=*/"\"ideal\"",
            "Gaussian logarithm of LNS layers: ideal (fast path with exact "
            "fallback) or table (precomputed ideal values, f <= 16); both "

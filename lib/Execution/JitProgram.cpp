@@ -2,7 +2,7 @@
 
 #include "lamina/Execution/JitProgram.h"
 
-#include "lamina/Lamina/Transforms/LayoutAnalysis.h"
+#include "lamina/Lamina/Analysis/LayoutAnalysis.h"
 #include "lamina/Lamina/Transforms/Passes.h"
 #include "lamina/Lns/IR/Lns.h"
 #include "lamina/Runtime/MpiRuntime.h"

@@ -40,9 +40,8 @@ static cl::opt<std::string> outputFile("o", cl::Required,
                                        cl::desc("shared library to write"),
                                        cl::value_desc("file.so"),
                                        cl::cat(category));
-static cl::opt<std::string> chip("chip", cl::init("sm_90a"),
-                                 cl::desc("target GPU (sm_90a or sm_80, "
-                                          "sm_86, sm_89, sm_90)"),
+static cl::opt<std::string> chip("chip", cl::init(mlir::lamina::kDefaultGpuChip.str()),
+                                 cl::desc(mlir::lamina::gpuChipOptionHelp()),
                                  cl::cat(category));
 static cl::opt<std::string> features("features", cl::init("+ptx80"),
                                      cl::desc("PTX ISA version feature"),

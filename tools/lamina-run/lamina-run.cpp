@@ -80,11 +80,8 @@ static cl::opt<std::string>
                     "artefact: lamina-gpu-pipeline, loaded and run on the "
                     "GPU; inputs and results are copied to and from it)"),
            cl::init("cpu"));
-static cl::opt<std::string> chip("chip",
-                                 cl::desc("GPU of --target=cuda: sm_90a "
-                                          "(wgmma) or sm_80, sm_86, sm_89, "
-                                          "sm_90 (mma.sync)"),
-                                 cl::init("sm_90a"));
+static cl::opt<std::string> chip("chip", cl::desc(gpuChipOptionHelp()),
+                                 cl::init(kDefaultGpuChip.str()));
 static cl::opt<unsigned> repeat("repeat",
                                 cl::desc("time this many calls (after one "
                                          "warm-up call): median and min"),

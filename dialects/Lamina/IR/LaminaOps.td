@@ -5,6 +5,7 @@
 
 include "Lamina/IR/LaminaDialect.td"
 include "Lamina/IR/LaminaAttrs.td"
+include "Lamina/IR/LaminaInterfaces.td"
 include "Lns/IR/LnsTypes.td"
 include "mlir/IR/OpBase.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
@@ -28,13 +29,18 @@ class Lamina_Op<string mnemonic, list<Trait> traits = []>
 
 /// A layer: carries the module path that schedules use to address it.
 class Lamina_LayerOp<string mnemonic, list<Trait> traits = []>
-    : Lamina_Op<mnemonic, traits>;
+    : Lamina_Op<mnemonic, !listconcat(traits, [Lamina_LayerOpInterface])>;
+
+/// A member of the linear family: x·Wᵀ and its ordered epilogue.
+class Lamina_LinearLayerOp<string mnemonic, list<Trait> traits = []>
+    : Lamina_LayerOp<mnemonic,
+                     !listconcat(traits, [Lamina_LinearLayerOpInterface])>;
 
 //===----------------------------------------------------------------------===//
 // The Slapo linear family
 //===----------------------------------------------------------------------===//
 
-def Lamina_LinearOp : Lamina_LayerOp<"linear"> {
+def Lamina_LinearOp : Lamina_LinearLayerOp<"linear"> {
   let summary = "nn.Linear: `y = x·Wᵀ (+ b)`";
   let description = [{
     `x[..., K]` (any number of leading dims), `weight[N, K]`, optional
@@ -58,7 +64,7 @@ def Lamina_LinearOp : Lamina_LayerOp<"linear"> {
 }
 
 def Lamina_LinearWithSeparateBiasOp
-    : Lamina_LayerOp<"linear_separate_bias"> {
+    : Lamina_LinearLayerOp<"linear_separate_bias"> {
   let summary = "Slapo LinearWithSeparateBias: `y = x·Wᵀ; y = y + b`";
   let description = [{
     The form `decompose` produces, so that the bias add can be fused or
@@ -79,7 +85,7 @@ def Lamina_LinearWithSeparateBiasOp
   let hasVerifier = 1;
 }
 
-def Lamina_LinearWithSyncOp : Lamina_LayerOp<"linear_sync"> {
+def Lamina_LinearWithSyncOp : Lamina_LinearLayerOp<"linear_sync"> {
   let summary = "Slapo LinearWithSyncFunc: `y = x·Wᵀ; y = sync(y); y = y + b`";
   let description = [{
     The sync acts on the local matmul result before the bias (under row
@@ -104,7 +110,7 @@ def Lamina_LinearWithSyncOp : Lamina_LayerOp<"linear_sync"> {
   let hasCanonicalizer = 1;
 }
 
-def Lamina_LinearWithActOp : Lamina_LayerOp<"linear_act"> {
+def Lamina_LinearWithActOp : Lamina_LinearLayerOp<"linear_act"> {
   let summary = "Slapo LinearWithAct: `y = act(sync(x·Wᵀ) + b)`";
   let description = [{
     Bias is required. Slapo's act_fn "gelu" and "gelu_new" are both
@@ -128,7 +134,7 @@ def Lamina_LinearWithActOp : Lamina_LayerOp<"linear_act"> {
   let hasVerifier = 1;
 }
 
-def Lamina_LinearWithDropoutOp : Lamina_LayerOp<"linear_dropout"> {
+def Lamina_LinearWithDropoutOp : Lamina_LinearLayerOp<"linear_dropout"> {
   let summary = "Slapo LinearWithDropout: `y = dropout(sync(x·Wᵀ) + b)`";
   let description = [{
     Bias is required. The mask is drawn from the counter-based generator
@@ -184,6 +190,31 @@ def Lamina_FusedQKVOp : Lamina_LayerOp<"fused_qkv"> {
   let assemblyFormat = [{
     $path $input `,` $weight `bias` $bias `num_heads` $num_heads `world_size`
     $world_size attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Lamina_LayerNormOp
+    : Lamina_LayerOp<"layer_norm", [AttrSizedOperandSegments]> {
+  let summary = "nn.LayerNorm over the last dim";
+  let description = [{
+    `y = (x − mean) / sqrt(var + eps) · weight + bias` over the last dim of
+    `x`, with the biased variance (as `nn.LayerNorm`); `weight` and `bias`
+    (`[C]`, C the last dim) are each optional (`elementwise_affine=False`,
+    `bias=None`).
+
+    ```mlir
+    %y = lamina.layer_norm "h.0.ln_1" %x weight %w bias %b eps 1.0e-05
+           : (tensor<2x8x32xf32>, tensor<32xf32>, tensor<32xf32>) -> tensor<2x8x32xf32>
+    ```
+  }];
+  let arguments = (ins StrAttr:$path, RankedTensorOf<[F32]>:$input,
+                   Optional<RankedTensorOf<[F32]>>:$weight,
+                   Optional<RankedTensorOf<[F32]>>:$bias, F64Attr:$epsilon);
+  let results = (outs RankedTensorOf<[F32]>:$result);
+  let assemblyFormat = [{
+    $path $input (`weight` $weight^)? (`bias` $bias^)? `eps` $epsilon
+    attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }
@@ -296,12 +327,29 @@ def Lamina_SyncOp : Lamina_Op<"sync", [SameOperandsAndResultType]> {
   let hasVerifier = 1;
 }
 
+def Lamina_SoftmaxOp : Lamina_Op<"softmax", [SameOperandsAndResultType]> {
+  let summary = "softmax along one dim";
+  let description = [{
+    `y = exp(x − max) / Σ exp(x − max)` along `dim` (attention weights).
+
+    ```mlir
+    %p = lamina.softmax %scores dim 3 : tensor<2x4x8x8xf32>
+    ```
+  }];
+  let arguments = (ins Lamina_FloatTensor:$input,
+                   ConfinedAttr<I64Attr, [IntNonNegative]>:$dim,
+                   OptionalAttr<StrAttr>:$path);
+  let results = (outs Lamina_FloatTensor:$result);
+  let assemblyFormat = "($path^)? $input `dim` $dim attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // The fused form
 //===----------------------------------------------------------------------===//
 
 def Lamina_FusedLinearOp
-    : Lamina_LayerOp<"fused_linear", [AttrSizedOperandSegments]> {
+    : Lamina_LinearLayerOp<"fused_linear", [AttrSizedOperandSegments]> {
   let summary = "x·Wᵀ followed by the ordered epilogue [sync] → bias → act → dropout";
   let description = [{
     What epilogue fusion produces: one op, one loop nest writing the output
@@ -323,6 +371,14 @@ def Lamina_FusedLinearOp
                    OptionalAttr<Lamina_DropoutAttr>:$dropout,
                    Optional<I64>:$seed, Optional<Index>:$rank);
   let results = (outs Lamina_LinearTensor:$result);
+  let builders = [
+    OpBuilder<(ins "::mlir::Type":$resultType,
+                   "const ::mlir::lamina::LinearLayerParts &":$parts), [{
+      build($_builder, $_state, resultType, parts.path, parts.input,
+            parts.weight, parts.sync, parts.bias, parts.activation,
+            parts.dropout, parts.seed, parts.rank);
+    }]>
+  ];
   let assemblyFormat = [{
     $path $input `,` $weight (`sync` $sync^)? (`bias` $bias^)?
     (`activation` `` $activation^)? (`dropout` $dropout^)? (`seed` $seed^)?

@@ -3,6 +3,8 @@
 #ifndef LAMINA_CONVERSION_PASSES_H
 #define LAMINA_CONVERSION_PASSES_H
 
+#include "lamina/Conversion/LaminaToGPU/GpuChips.h"
+
 #include "mlir/Pass/Pass.h"
 
 namespace mlir {

@@ -10,6 +10,8 @@
 #ifndef LAMINA_EXECUTION_GPUARTEFACT_H
 #define LAMINA_EXECUTION_GPUARTEFACT_H
 
+#include "lamina/Conversion/LaminaToGPU/GpuChips.h"
+
 #include "mlir/IR/BuiltinOps.h"
 
 #include "llvm/Support/Error.h"
@@ -19,7 +21,7 @@
 namespace mlir::lamina {
 
 struct GpuArtefactOptions {
-  std::string chip = "sm_90a";
+  std::string chip = kDefaultGpuChip.str();
   std::string features = "+ptx80";
   std::string lnsSbdb = "ideal";
   /// CUDA toolkit with ptxas and fatbinary (empty: findCudaToolkit).

@@ -8,6 +8,7 @@
 #ifndef LAMINA_PIPELINES_PIPELINES_H
 #define LAMINA_PIPELINES_PIPELINES_H
 
+#include "lamina/Conversion/LaminaToGPU/GpuChips.h"
 #include "mlir/Pass/PassOptions.h"
 
 namespace mlir {
@@ -40,9 +41,8 @@ void buildLaminaCpuPipeline(OpPassManager &pm,
 struct GpuPipelineOptions : public PassPipelineOptions<GpuPipelineOptions> {
   Option<std::string> chip{
       *this, "chip",
-      llvm::cl::desc("target GPU: sm_90a (wgmma + TMA; Hopper only) or "
-                     "sm_80, sm_86, sm_89, sm_90 (mma.sync)"),
-      llvm::cl::init("sm_90a")};
+      llvm::cl::desc(gpuChipOptionHelp()),
+      llvm::cl::init(kDefaultGpuChip.str())};
   Option<std::string> features{
       *this, "features",
       llvm::cl::desc("NVPTX features, the PTX ISA version (sm_90a needs "

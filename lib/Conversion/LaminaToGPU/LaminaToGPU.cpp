@@ -23,17 +23,7 @@ namespace mlir::lamina {
 using namespace mlir;
 using namespace mlir::lamina;
 
-namespace {
-enum class KernelFamily { Wgmma, MmaSync };
-} // namespace
-
-static std::optional<KernelFamily> kernelFamilyOf(StringRef chip) {
-  if (chip == "sm_90a")
-    return KernelFamily::Wgmma;
-  if (chip == "sm_80" || chip == "sm_86" || chip == "sm_89" || chip == "sm_90")
-    return KernelFamily::MmaSync;
-  return std::nullopt;
-}
+using KernelFamily = GpuKernelFamily;
 
 /// LNS codes live in device memory as their packed i64 codes.
 static MemRefType bufferTypeOf(RankedTensorType type) {
@@ -61,14 +51,16 @@ static std::optional<LayerView> viewLayer(Operation *op) {
   LayerView view{};
   view.op = op;
   if (auto fused = dyn_cast<FusedLinearOp>(op)) {
-    view.input = fused.getInput();
-    view.weight = fused.getWeight();
-    view.bias = fused.getBias();
-    view.seed = fused.getSeed();
-    view.rank = fused.getRank();
-    view.sync = fused.getSyncAttr();
-    view.activation = fused.getActivationAttr();
-    view.dropout = fused.getDropoutAttr();
+    LinearLayerParts parts =
+        cast<LinearLayerOpInterface>(fused.getOperation()).getLayerParts();
+    view.input = parts.input;
+    view.weight = parts.weight;
+    view.bias = parts.bias;
+    view.seed = parts.seed;
+    view.rank = parts.rank;
+    view.sync = parts.sync;
+    view.activation = parts.activation;
+    view.dropout = parts.dropout;
     return view;
   }
   if (auto matmul = dyn_cast<MatmulOp>(op)) {
@@ -308,11 +300,10 @@ struct ConvertLaminaToGPUPass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    std::optional<KernelFamily> family = kernelFamilyOf(chip);
+    std::optional<KernelFamily> family = lookupGpuChip(chip);
     if (!family) {
-      module.emitError() << "unknown GPU chip '" << chip
-                         << "': expected sm_90a (wgmma) or sm_80, sm_86, "
-                            "sm_89, sm_90 (mma.sync)";
+      module.emitError() << "unknown GPU chip '" << chip << "': expected "
+                         << describeGpuChips();
       return signalPassFailure();
     }
     std::optional<lns::SbdbMode> lnsMode = lns::symbolizeSbdbMode(lnsSbdb);

@@ -1,5 +1,7 @@
 //===- LaminaToLinalg.cpp - Lower lamina ops to linalg, tensor, arith -----===//
 
+#include "Patterns.h"
+
 #include "lamina/Conversion/LaminaToLinalg/EpilogueMath.h"
 #include "lamina/Conversion/LaminaToLinalg/Philox.h"
 #include "lamina/Conversion/Passes.h"
@@ -601,8 +603,8 @@ struct ConvertLaminaToLinalgPass
     Operation *root = getOperation();
     // Collectives must have been partitioned away in multi-rank programs.
     WalkResult unpartitioned = root->walk([](Operation *op) {
-      std::optional<LinearLayerParts> parts = getLinearLayerParts(op);
-      bool hasSync = isa<SyncOp>(op) || (parts && parts->sync);
+      auto layer = dyn_cast<LinearLayerOpInterface>(op);
+      bool hasSync = isa<SyncOp>(op) || (layer && layer.getLayerSync());
       std::optional<int64_t> worldSize = getWorldSize(op);
       if (!hasSync || !worldSize || *worldSize == 1)
         return WalkResult::advance();
@@ -632,4 +634,5 @@ void mlir::lamina::populateLaminaToLinalgPatterns(RewritePatternSet &patterns,
       patterns.getContext(), weightBlock);
   patterns.add<BiasAddToLinalg, ActivationToLinalg, DropoutToLinalg,
                SyncToIdentity>(patterns.getContext());
+  populateNormalizationToLinalgPatterns(patterns);
 }

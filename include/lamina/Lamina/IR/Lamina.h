@@ -26,6 +26,8 @@
 #define GET_ATTRDEF_CLASSES
 #include "lamina/Lamina/IR/LaminaAttrs.h.inc"
 
+#include "lamina/Lamina/IR/LaminaInterfaces.h"
+
 #define GET_OP_CLASSES
 #include "lamina/Lamina/IR/LaminaOps.h.inc"
 
@@ -40,24 +42,6 @@ bool isPartitioned(Operation *op);
 
 /// The layout declared on a function argument (`lamina.layout`), or null.
 LayoutAttr getDeclaredLayout(Value value);
-
-/// What every x·Wᵀ layer computes, in the spec's order:
-/// matmul → [sync] → [bias] → [activation] → [dropout].
-struct LinearLayerParts {
-  StringAttr path;
-  Value input, weight;
-  SyncAttr sync;         // null: no sync point
-  Value bias;            // null: no bias
-  ActivationKindAttr activation; // null: no activation
-  DropoutAttr dropout;   // null: no dropout
-  Value seed;            // null unless the dropout is active
-  Value rank;            // null unless the program is partitioned
-};
-
-/// The parts of a linear layer op (linear, linear_separate_bias,
-/// linear_sync, linear_act, linear_dropout, fused_linear); nullopt for any
-/// other op.
-std::optional<LinearLayerParts> getLinearLayerParts(Operation *op);
 
 } // namespace mlir::lamina
 

@@ -8,6 +8,7 @@
 #include "mlir/Pass/Pass.h"
 
 namespace mlir {
+class RewriterBase;
 class RewritePatternSet;
 namespace lamina {
 
@@ -22,6 +23,12 @@ void populateLayerToFusedLinearPatterns(RewritePatternSet &patterns);
 
 /// matmul → [sync] → bias → activation → dropout chains → fused_linear.
 void populateFuseEpiloguePatterns(RewritePatternSet &patterns);
+
+/// Fuses `matmul` and its single-use epilogue chain ([fwd_post sync] →
+/// [bias_add] → [activation] → [dropout]) into one fused_linear; failure,
+/// with nothing changed, when no step follows the matmul.
+FailureOr<FusedLinearOp> fuseMatmulEpilogue(RewriterBase &rewriter,
+                                            MatmulOp matmul);
 
 #define GEN_PASS_REGISTRATION
 #include "lamina/Lamina/Transforms/Passes.h.inc"

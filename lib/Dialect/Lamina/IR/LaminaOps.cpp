@@ -5,10 +5,11 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/PatternMatch.h"
-#include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
 using namespace mlir::lamina;
+
+#include "lamina/Lamina/IR/LaminaInterfaces.cpp.inc"
 
 #define GET_OP_CLASSES
 #include "lamina/Lamina/IR/LaminaOps.cpp.inc"
@@ -264,6 +265,31 @@ LogicalResult FusedQKVOp::verify() {
   return success();
 }
 
+LogicalResult LayerNormOp::verify() {
+  auto inputType = cast<RankedTensorType>(getInput().getType());
+  if (inputType.getRank() < 1)
+    return emitOpError("input must have rank >= 1, got ") << inputType;
+  if (getResult().getType() != inputType)
+    return emitOpError("result type ")
+           << getResult().getType() << " differs from the input type "
+           << inputType;
+  int64_t features = inputType.getShape().back();
+  for (auto [name, value] : {std::pair<StringRef, Value>{"weight", getWeight()},
+                             {"bias", getBias()}}) {
+    if (!value)
+      continue;
+    auto type = cast<RankedTensorType>(value.getType());
+    if (type.getRank() != 1 || !dimsCompatible(type.getDimSize(0), features))
+      return emitOpError() << name << " must have shape [" << formatDim(features)
+                           << "] (one value per normalized feature), got "
+                           << type;
+  }
+  if (getEpsilon().convertToDouble() < 0)
+    return emitOpError("eps must be non-negative, got ")
+           << getEpsilon().convertToDouble();
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Primitive pieces
 //===----------------------------------------------------------------------===//
@@ -324,6 +350,14 @@ struct DropoutAllToZeros : OpRewritePattern<DropoutOp> {
 void DropoutOp::getCanonicalizationPatterns(RewritePatternSet &results,
                                             MLIRContext *context) {
   results.add<DropoutAllToZeros>(context);
+}
+
+LogicalResult SoftmaxOp::verify() {
+  int64_t rank = getInput().getType().getRank();
+  if (static_cast<int64_t>(getDim()) >= rank)
+    return emitOpError("dim ")
+           << getDim() << " is out of range for a value of rank " << rank;
+  return success();
 }
 
 LogicalResult SyncOp::verify() {
@@ -399,43 +433,4 @@ void LinearWithDropoutOp::getCanonicalizationPatterns(
 void FusedLinearOp::getCanonicalizationPatterns(RewritePatternSet &results,
                                                 MLIRContext *context) {
   results.add<FusedLinearInactiveDropout>(context);
-}
-
-//===----------------------------------------------------------------------===//
-// LinearLayerParts
-//===----------------------------------------------------------------------===//
-
-std::optional<LinearLayerParts> mlir::lamina::getLinearLayerParts(Operation *op) {
-  return llvm::TypeSwitch<Operation *, std::optional<LinearLayerParts>>(op)
-      .Case([](LinearOp op) {
-        return LinearLayerParts{op.getPathAttr(), op.getInput(), op.getWeight(),
-                                {}, op.getBias(), {}, {}, {}, {}};
-      })
-      .Case([](LinearWithSeparateBiasOp op) {
-        return LinearLayerParts{op.getPathAttr(), op.getInput(), op.getWeight(),
-                                {}, op.getBias(), {}, {}, {}, {}};
-      })
-      .Case([](LinearWithSyncOp op) {
-        return LinearLayerParts{op.getPathAttr(), op.getInput(), op.getWeight(),
-                                op.getSyncAttr(), op.getBias(), {}, {}, {}, {}};
-      })
-      .Case([](LinearWithActOp op) {
-        return LinearLayerParts{op.getPathAttr(), op.getInput(),
-                                op.getWeight(), op.getSyncAttr(),
-                                op.getBias(), op.getActivationAttr(), {}, {}, {}};
-      })
-      .Case([](LinearWithDropoutOp op) {
-        return LinearLayerParts{op.getPathAttr(), op.getInput(),
-                                op.getWeight(), op.getSyncAttr(),
-                                op.getBias(), {}, op.getDropout(),
-                                op.getSeed(), {}};
-      })
-      .Case([](FusedLinearOp op) {
-        return LinearLayerParts{op.getPathAttr(),      op.getInput(),
-                                op.getWeight(),        op.getSyncAttr(),
-                                op.getBias(),          op.getActivationAttr(),
-                                op.getDropoutAttr(),   op.getSeed(),
-                                op.getRank()};
-      })
-      .Default([](Operation *) { return std::nullopt; });
 }

@@ -2,6 +2,7 @@
 
 #include "lamina/Lamina/TransformOps/LaminaTransformOps.h"
 
+#include "lamina/Lamina/Analysis/LayoutRules.h"
 #include "lamina/Lamina/IR/Lamina.h"
 #include "lamina/Lamina/Transforms/Passes.h"
 
@@ -19,11 +20,12 @@ using namespace mlir::lamina;
 #include "lamina/Lamina/TransformOps/LaminaTransformOps.cpp.inc"
 
 /// Layers: the ops schedules address by module path.
-static bool isLayer(Operation *op) {
-  return getLinearLayerParts(op).has_value() || isa<FusedQKVOp>(op);
-}
+static bool isLayer(Operation *op) { return isa<LayerOpInterface>(op); }
 
+/// The module path of a layer, or of a piece that kept its layer's path.
 static StringRef getLayerPath(Operation *op) {
+  if (auto layer = dyn_cast<LayerOpInterface>(op))
+    return layer.getLayerPath().getValue();
   auto path = op->getAttrOfType<StringAttr>("path");
   return path ? path.getValue() : StringRef();
 }
@@ -82,9 +84,10 @@ MatchTransformOp::apply(transform::TransformRewriter &, transform::TransformResu
 //===----------------------------------------------------------------------===//
 
 /// The layout declared on the argument holding a layer's weight, if any.
-static LayoutAttr getWeightLayout(Operation *layer) {
-  std::optional<LinearLayerParts> parts = getLinearLayerParts(layer);
-  return parts ? getDeclaredLayout(parts->weight) : LayoutAttr();
+static LayoutAttr getWeightLayout(Operation *op) {
+  auto layer = dyn_cast<LayerOpInterface>(op);
+  Value weight = layer ? layer.getLayerWeight() : Value();
+  return weight ? getDeclaredLayout(weight) : LayoutAttr();
 }
 
 DiagnosedSilenceableFailure
@@ -119,14 +122,23 @@ DiagnosedSilenceableFailure
 FuseTransformOp::applyToOne(transform::TransformRewriter &rewriter, Operation *target,
                    transform::ApplyToEachResultList &results,
                    transform::TransformState &) {
-  std::optional<LinearLayerParts> parts = getLinearLayerParts(target);
-  if (!parts)
-    return failOn(*this, target, "fuse applies to linear layers");
+  if (auto matmul = dyn_cast<MatmulOp>(target)) {
+    FailureOr<FusedLinearOp> fused = fuseMatmulEpilogue(rewriter, matmul);
+    if (failed(fused))
+      return failOn(*this, target,
+                    "the matmul has no epilogue to absorb (its result has no "
+                    "single sync, bias_add, activation or dropout user)");
+    results.push_back(*fused);
+    return DiagnosedSilenceableFailure::success();
+  }
+  auto layer = dyn_cast<LinearLayerOpInterface>(target);
+  if (!layer)
+    return failOn(*this, target,
+                  "fuse applies to linear layers and lamina.matmul");
   rewriter.setInsertionPoint(target);
-  auto fused = FusedLinearOp::create(
-      rewriter, target->getLoc(), target->getResult(0).getType(), parts->path,
-      parts->input, parts->weight, parts->sync, parts->bias, parts->activation,
-      parts->dropout, parts->seed, parts->rank);
+  auto fused = FusedLinearOp::create(rewriter, target->getLoc(),
+                                     target->getResult(0).getType(),
+                                     layer.getLayerParts());
   rewriter.replaceOp(target, fused.getResult());
   results.push_back(fused);
   return DiagnosedSilenceableFailure::success();
@@ -141,17 +153,15 @@ ReplaceTransformOp::applyToOne(transform::TransformRewriter &rewriter,
                                Operation *target,
                                transform::ApplyToEachResultList &results,
                                transform::TransformState &) {
-  std::optional<LinearLayerParts> parts = getLinearLayerParts(target);
-  if (!parts)
+  auto layer = dyn_cast<LinearLayerOpInterface>(target);
+  if (!layer)
     return failOn(*this, target, "replace applies to linear layers");
+  LinearLayerParts parts = layer.getLayerParts();
   Location loc = target->getLoc();
   auto resultType = cast<RankedTensorType>(target->getResult(0).getType());
   rewriter.setInsertionPoint(target);
   if (getVariant() == "fused_linear") {
-    auto fused = FusedLinearOp::create(
-        rewriter, loc, resultType, parts->path, parts->input, parts->weight,
-        parts->sync, parts->bias, parts->activation, parts->dropout,
-        parts->seed, parts->rank);
+    auto fused = FusedLinearOp::create(rewriter, loc, resultType, parts);
     rewriter.replaceOp(target, fused.getResult());
     results.push_back(fused);
     return DiagnosedSilenceableFailure::success();
@@ -162,7 +172,7 @@ ReplaceTransformOp::applyToOne(transform::TransformRewriter &rewriter,
                       "' (expected \"fused_linear\" or \"lns\")");
   if (!getF())
     return failOn(*this, target, "the LNS variant needs its base: f N");
-  if (parts->activation || parts->dropout)
+  if (parts.activation || parts.dropout)
     return failOn(*this, target,
                   "LNS layers have no activation or dropout to carry over");
   if (isa<lns::NumType>(resultType.getElementType()))
@@ -174,16 +184,16 @@ ReplaceTransformOp::applyToOne(transform::TransformRewriter &rewriter,
     auto type = cast<RankedTensorType>(value.getType());
     return lns::EncodeOp::create(rewriter, loc, type.clone(number), value);
   };
-  Value input = encode(parts->input);
-  Value weight = encode(parts->weight);
-  Value bias = encode(parts->bias);
-  Operation *layer =
+  Value input = encode(parts.input);
+  Value weight = encode(parts.weight);
+  Value bias = encode(parts.bias);
+  auto lnsLayer =
       LinearWithSyncOp::create(rewriter, loc, resultType.clone(number),
-                               parts->path, input, weight, parts->sync, bias);
+                               parts.path, input, weight, parts.sync, bias);
   Value decoded = lns::DecodeOp::create(rewriter, loc, resultType,
-                                        layer->getResult(0));
+                                        lnsLayer.getResult());
   rewriter.replaceOp(target, decoded);
-  results.push_back(layer);
+  results.push_back(lnsLayer);
   return DiagnosedSilenceableFailure::success();
 }
 
@@ -195,17 +205,8 @@ ReplaceTransformOp::applyToOne(transform::TransformRewriter &rewriter,
 static FailureOr<BlockArgument> getParameter(Operation *transform,
                                              Operation *layer, StringRef param,
                                              DiagnosedSilenceableFailure &error) {
-  Value value;
-  if (std::optional<LinearLayerParts> parts = getLinearLayerParts(layer))
-    value = param == "weight"  ? parts->weight
-            : param == "bias"  ? parts->bias
-            : param == "input" ? parts->input
-                               : Value();
-  else if (auto qkv = dyn_cast<FusedQKVOp>(layer))
-    value = param == "weight"  ? qkv.getWeight()
-            : param == "bias"  ? qkv.getBias()
-            : param == "input" ? qkv.getInput()
-                               : Value();
+  auto layerOp = dyn_cast<LayerOpInterface>(layer);
+  Value value = layerOp ? layerOp.getLayerOperand(param) : Value();
   if (!value) {
     error = failOn(transform, layer,
                    "the layer has no parameter '" + param + "'");
@@ -311,61 +312,30 @@ LogicalResult SyncTransformOp::verify() {
   return success(bool(buildSpec(*this, [&] { return emitOpError(); })));
 }
 
-/// The layout a sync at `target` would act on, where the schedule already
-/// fixes it: a program input's declared layout, or the output of a layer
-/// whose weight is sharded (S(0): column parallel → S(last); S(1): row
-/// parallel → P). Null where it depends on the rest of the program, which
-/// lamina-check-layouts and lamina-partition judge.
-static LayoutAttr getKnownLayout(const std::optional<LinearLayerParts> &parts,
-                                 SyncAttr spec, Value synced) {
-  if (spec.getMode() != SyncMode::fwd_post)
-    return getDeclaredLayout(synced);
-  LayoutAttr weight = parts ? getDeclaredLayout(parts->weight) : LayoutAttr();
-  if (!weight || weight.getKind() != LayoutKind::sharded)
-    return {};
-  MLIRContext *context = spec.getContext();
-  if (weight.getAxis() == 0)
-    return LayoutAttr::get(
-        context, LayoutKind::sharded,
-        cast<RankedTensorType>(synced.getType()).getRank() - 1);
-  return LayoutAttr::get(context, LayoutKind::partial, std::nullopt);
-}
-
-/// Why `spec` is illegal for the layout of the value it acts on, when the
-/// schedule already fixes that layout (the spec's §3 legality).
+/// Why `spec` is illegal for the layout of the value it acts on, where the
+/// schedule already fixes that layout: a program input's declared layout
+/// (fwd_pre, bwd_post), or what the layer's sharded weight implies for its
+/// output (fwd_post). Elsewhere the layout depends on the rest of the
+/// program, which lamina-check-layouts and lamina-partition judge.
 static std::optional<std::string>
-checkSyncLayout(Operation *target, const std::optional<LinearLayerParts> &parts,
-                SyncAttr spec, Value synced) {
+checkSyncLayout(LayerOpInterface layer, SyncAttr spec, Value synced) {
   if (spec.getMode() == SyncMode::bwd_post)
     return std::nullopt; // the identity in the forward pass
-  LayoutAttr layout = getKnownLayout(parts, spec, synced);
-  if (!layout)
+  bool onInput = spec.getMode() == SyncMode::fwd_pre;
+  int64_t rank = cast<RankedTensorType>(synced.getType()).getRank();
+  LayoutAttr known =
+      onInput ? getDeclaredLayout(synced)
+              : layout::matmulLayoutImpliedByWeight(
+                    getDeclaredLayout(layer.getLayerWeight()), rank);
+  if (!known)
     return std::nullopt;
-  std::optional<int64_t> axis = spec.getAxis();
-  bool partial = layout.getKind() == LayoutKind::partial;
-  std::string needs;
-  switch (spec.getCollective()) {
-  case CollectiveKind::all_reduce:
-  case CollectiveKind::reduce_scatter:
-    if (!partial)
-      needs = "partial sums (P)";
-    break;
-  case CollectiveKind::all_gather:
-    if (layout.getKind() != LayoutKind::sharded || layout.getAxis() != axis)
-      needs = "a value sharded on axis " + std::to_string(*axis);
-    break;
-  case CollectiveKind::scatter:
-    if (layout.getKind() != LayoutKind::replicated)
-      needs = "a replicated value (R)";
-    break;
-  }
-  if (needs.empty())
+  layout::LayoutOrError rule = layout::syncForward(spec, known);
+  if (!rule.failed())
     return std::nullopt;
   std::string text;
   llvm::raw_string_ostream os(text);
-  os << "sync " << spec << " needs " << needs << ", but the layer's "
-     << (spec.getMode() == SyncMode::fwd_pre ? "input" : "output")
-     << " has layout " << layout;
+  os << "sync " << spec << " " << rule.getReason() << ", but the layer's "
+     << (onInput ? "input" : "output") << " has layout " << known;
   return text;
 }
 
@@ -376,13 +346,13 @@ SyncTransformOp::applyToOne(transform::TransformRewriter &rewriter,
                             transform::TransformState &) {
   SyncAttr spec = buildSpec(*this, [&] { return emitOpError(); });
   SyncMode mode = spec.getMode();
-  std::optional<LinearLayerParts> parts = getLinearLayerParts(target);
-  auto qkv = dyn_cast<FusedQKVOp>(target);
-  if (!parts && !qkv)
+  auto layer = dyn_cast<LayerOpInterface>(target);
+  auto linear = dyn_cast<LinearLayerOpInterface>(target);
+  if (!layer)
     return failOn(*this, target, "sync applies to layers");
   // fwd_pre and bwd_post act on the layer's input, fwd_post on its output.
   bool onInput = mode != SyncMode::fwd_post;
-  Value input = parts ? parts->input : qkv.getInput();
+  Value input = layer.getLayerInput();
   Value synced = onInput ? input : target->getResult(0);
   int64_t rank = cast<RankedTensorType>(synced.getType()).getRank();
   if (spec.getAxis() && *spec.getAxis() >= rank)
@@ -391,33 +361,35 @@ SyncTransformOp::applyToOne(transform::TransformRewriter &rewriter,
                       " is out of range for values of rank " + Twine(rank));
 
   if (std::optional<std::string> problem =
-          checkSyncLayout(target, parts, spec, synced))
+          checkSyncLayout(layer, spec, synced))
     return failOn(*this, target, *problem);
 
   if (onInput) {
     rewriter.setInsertionPoint(target);
     Value result = SyncOp::create(rewriter, target->getLoc(), input.getType(),
-                                  input, spec,
-                                  target->getAttrOfType<StringAttr>("path"));
-    rewriter.modifyOpInPlace(target, [&] { target->setOperand(0, result); });
+                                  input, spec, layer.getLayerPath());
+    rewriter.modifyOpInPlace(target, [&] { layer.setLayerInput(result); });
     return DiagnosedSilenceableFailure::success();
   }
-  if (qkv)
+  if (!linear)
     return failOn(*this, target,
-                  "a fused QKV has no fwd_post sync slot; sync its outputs "
-                  "with lamina.sync");
-  if (parts->sync)
+                  (isa<FusedQKVOp>(target) ? Twine("a fused QKV")
+                                           : Twine(target->getName().getStringRef())) +
+                      " has no fwd_post sync slot; sync its outputs with "
+                      "lamina.sync");
+  if (linear.getLayerSync())
     return failOn(*this, target, "the layer already has a fwd_post sync");
   // Layers with a sync slot take the sync in place; nn.Linear and
   // LinearWithSeparateBias become LinearWithSyncFunc.
-  if (!isa<LinearOp, LinearWithSeparateBiasOp>(target)) {
-    rewriter.modifyOpInPlace(target, [&] { target->setAttr("sync", spec); });
+  if (linear.hasSyncSlot()) {
+    rewriter.modifyOpInPlace(target, [&] { linear.setLayerSync(spec); });
     return DiagnosedSilenceableFailure::success();
   }
+  LinearLayerParts parts = linear.getLayerParts();
   rewriter.setInsertionPoint(target);
   auto replacement = LinearWithSyncOp::create(
-      rewriter, target->getLoc(), target->getResult(0).getType(), parts->path,
-      parts->input, parts->weight, spec, parts->bias);
+      rewriter, target->getLoc(), target->getResult(0).getType(), parts.path,
+      parts.input, parts.weight, spec, parts.bias);
   replacement->setDiscardableAttrs(target->getDiscardableAttrDictionary());
   rewriter.replaceOp(target, replacement);
   return DiagnosedSilenceableFailure::success();
@@ -527,35 +499,28 @@ void mlir::lamina::registerTransformDialectExtension(
 // ForkRngTransformOp
 //===----------------------------------------------------------------------===//
 
-/// Whether a layer's output is sharded over ranks: a column-parallel weight,
-/// or a sync that scatters.
-static bool producesShardedOutput(const LinearLayerParts &parts) {
-  LayoutAttr weight = getDeclaredLayout(parts.weight);
-  if (weight && weight.getKind() == LayoutKind::sharded && weight.getAxis() == 0)
-    return true;
-  return parts.sync && parts.sync.getMode() == SyncMode::fwd_post &&
-         (parts.sync.getCollective() == CollectiveKind::scatter ||
-          parts.sync.getCollective() == CollectiveKind::reduce_scatter);
-}
-
 DiagnosedSilenceableFailure
 ForkRngTransformOp::applyToOne(transform::TransformRewriter &rewriter,
                                Operation *target,
                                transform::ApplyToEachResultList &,
                                transform::TransformState &) {
-  std::optional<LinearLayerParts> parts = getLinearLayerParts(target);
-  if (!parts || !parts->dropout)
+  auto layer = dyn_cast<LinearLayerOpInterface>(target);
+  if (!layer || !layer.getLayerDropout())
     return failOn(*this, target, "fork_rng applies to layers with a dropout");
-  if (!producesShardedOutput(*parts))
+  LinearLayerParts parts = layer.getLayerParts();
+  LayoutAttr output = layout::knownLayerOutputLayout(
+      parts, getDeclaredLayout(parts.weight),
+      cast<RankedTensorType>(target->getResult(0).getType()).getRank());
+  if (!output || output.getKind() != LayoutKind::sharded)
     return failOn(*this, target,
                   "fork_rng on a replicated value: every rank would drop a "
                   "different mask of the same value; shard the layer first");
-  DropoutAttr dropout = parts->dropout;
+  DropoutAttr dropout = parts.dropout;
   rewriter.modifyOpInPlace(target, [&] {
-    target->setAttr("dropout",
-                    DropoutAttr::get(getContext(), dropout.getP(),
-                                     dropout.getTraining(), dropout.getOffset(),
-                                     /*forkRng=*/true));
+    layer.setLayerDropout(DropoutAttr::get(getContext(), dropout.getP(),
+                                           dropout.getTraining(),
+                                           dropout.getOffset(),
+                                           /*forkRng=*/true));
   });
   return DiagnosedSilenceableFailure::success();
 }

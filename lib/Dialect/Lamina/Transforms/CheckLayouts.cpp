@@ -1,6 +1,6 @@
 //===- CheckLayouts.cpp - Reject sharded programs the spec calls wrong ----===//
 
-#include "lamina/Lamina/Transforms/LayoutAnalysis.h"
+#include "lamina/Lamina/Analysis/LayoutAnalysis.h"
 #include "lamina/Lamina/Transforms/Passes.h"
 
 #include "mlir/IR/BuiltinOps.h"

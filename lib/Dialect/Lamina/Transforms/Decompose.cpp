@@ -16,37 +16,35 @@ using namespace mlir::lamina;
 namespace {
 /// Any linear layer → [fwd_pre sync] → matmul → [sync] → [bias_add] → [activation] →
 /// [dropout], every piece keeping the layer's path.
-struct DecomposeLinearLayer : RewritePattern {
-  DecomposeLinearLayer(MLIRContext *context)
-      : RewritePattern(MatchAnyOpTypeTag(), /*benefit=*/1, context) {}
+struct DecomposeLinearLayer
+    : OpInterfaceRewritePattern<LinearLayerOpInterface> {
+  using OpInterfaceRewritePattern::OpInterfaceRewritePattern;
 
-  LogicalResult matchAndRewrite(Operation *op,
+  LogicalResult matchAndRewrite(LinearLayerOpInterface op,
                                 PatternRewriter &rewriter) const override {
-    std::optional<LinearLayerParts> parts = getLinearLayerParts(op);
-    if (!parts)
-      return failure();
+    LinearLayerParts parts = op.getLayerParts();
     Location loc = op->getLoc();
     Type type = op->getResult(0).getType();
     // A fwd_pre sync acts on the layer's input, every other on its output.
-    bool onInput = parts->sync && parts->sync.getMode() == SyncMode::fwd_pre;
-    Value input = parts->input;
+    bool onInput = parts.sync && parts.sync.getMode() == SyncMode::fwd_pre;
+    Value input = parts.input;
     if (onInput)
       input = SyncOp::create(rewriter, loc, input.getType(), input,
-                             parts->sync, parts->path);
-    Value value = MatmulOp::create(rewriter, loc, type, input, parts->weight,
-                                   parts->path);
-    if (parts->sync && !onInput)
-      value = SyncOp::create(rewriter, loc, type, value, parts->sync,
-                             parts->path);
-    if (parts->bias)
-      value = BiasAddOp::create(rewriter, loc, type, value, parts->bias,
-                                parts->path);
-    if (parts->activation)
-      value = ActivationOp::create(rewriter, loc, type, parts->activation,
-                                   value, parts->path);
-    if (parts->dropout)
-      value = DropoutOp::create(rewriter, loc, type, value, parts->dropout,
-                                parts->seed, parts->rank, parts->path);
+                             parts.sync, parts.path);
+    Value value = MatmulOp::create(rewriter, loc, type, input, parts.weight,
+                                   parts.path);
+    if (parts.sync && !onInput)
+      value = SyncOp::create(rewriter, loc, type, value, parts.sync,
+                             parts.path);
+    if (parts.bias)
+      value = BiasAddOp::create(rewriter, loc, type, value, parts.bias,
+                                parts.path);
+    if (parts.activation)
+      value = ActivationOp::create(rewriter, loc, type, parts.activation,
+                                   value, parts.path);
+    if (parts.dropout)
+      value = DropoutOp::create(rewriter, loc, type, value, parts.dropout,
+                                parts.seed, parts.rank, parts.path);
     rewriter.replaceOp(op, value);
     return success();
   }

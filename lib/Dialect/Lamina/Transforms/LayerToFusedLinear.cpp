@@ -9,21 +9,16 @@ using namespace mlir::lamina;
 
 namespace {
 /// Every linear layer is a fused_linear with the layer's epilogue.
-struct LayerToFusedLinear : RewritePattern {
-  LayerToFusedLinear(MLIRContext *context)
-      : RewritePattern(MatchAnyOpTypeTag(), /*benefit=*/1, context) {}
+struct LayerToFusedLinear
+    : OpInterfaceRewritePattern<LinearLayerOpInterface> {
+  using OpInterfaceRewritePattern::OpInterfaceRewritePattern;
 
-  LogicalResult matchAndRewrite(Operation *op,
+  LogicalResult matchAndRewrite(LinearLayerOpInterface op,
                                 PatternRewriter &rewriter) const override {
     if (isa<FusedLinearOp>(op))
       return failure();
-    std::optional<LinearLayerParts> parts = getLinearLayerParts(op);
-    if (!parts)
-      return failure();
     rewriter.replaceOpWithNewOp<FusedLinearOp>(
-        op, op->getResult(0).getType(), parts->path, parts->input,
-        parts->weight, parts->sync, parts->bias, parts->activation,
-        parts->dropout, parts->seed, parts->rank);
+        op, op->getResult(0).getType(), op.getLayerParts());
     return success();
   }
 };

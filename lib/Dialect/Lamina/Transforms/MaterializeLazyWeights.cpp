@@ -23,16 +23,14 @@ struct LaminaMaterializeLazyWeightsPass
         continue;
       // The input width each lazy weight argument is used with.
       llvm::DenseMap<BlockArgument, std::pair<int64_t, Operation *>> widths;
-      WalkResult result = function.walk([&](Operation *op) {
-        std::optional<LinearLayerParts> parts = getLinearLayerParts(op);
-        if (!parts)
-          return WalkResult::advance();
-        auto weight = dyn_cast<BlockArgument>(parts->weight);
-        auto weightType = cast<RankedTensorType>(parts->weight.getType());
+      WalkResult result = function.walk([&](LinearLayerOpInterface op) {
+        LinearLayerParts parts = op.getLayerParts();
+        auto weight = dyn_cast<BlockArgument>(parts.weight);
+        auto weightType = cast<RankedTensorType>(parts.weight.getType());
         if (!weight || !weightType.isDynamicDim(1))
           return WalkResult::advance();
         int64_t width =
-            cast<RankedTensorType>(parts->input.getType()).getShape().back();
+            cast<RankedTensorType>(parts.input.getType()).getShape().back();
         if (ShapedType::isDynamic(width)) {
           op->emitOpError("has a lazy weight but an input of unknown width; "
                           "the first input must fix in_features");

@@ -1,6 +1,6 @@
 //===- Partition.cpp - One rank's part of a sharded program ---------------===//
 
-#include "lamina/Lamina/Transforms/LayoutAnalysis.h"
+#include "lamina/Lamina/Analysis/LayoutAnalysis.h"
 #include "lamina/Lamina/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -177,8 +177,10 @@ LogicalResult FunctionPartitioner::partitionFusedQKV(FusedQKVOp qkv) {
   return success();
 }
 
-/// Any other op: one whose sharded operands keep their shape (element-wise
-/// ops, by the layout analysis) or a reshape that moves the sharded axis.
+/// Any other op: its results take the per-rank shapes of their layouts (the
+/// layout rules only let sharded values through ops whose result shapes
+/// follow their operands': matmuls, bias adds, element-wise ops); reshapes
+/// that move the sharded axis are rebuilt.
 LogicalResult FunctionPartitioner::partitionOther(Operation *op) {
   if (auto collapse = dyn_cast<tensor::CollapseShapeOp>(op)) {
     collapse.getResult().setType(tensor::CollapseShapeOp::inferCollapsedType(
@@ -217,28 +219,12 @@ LogicalResult FunctionPartitioner::run() {
       argument.setType(localType(argument.getType(), layoutOf(argument)));
 
   for (Operation &op : llvm::make_early_inc_range(entry)) {
-    if (getLinearLayerParts(&op))
+    if (isa<LinearLayerOpInterface>(&op))
       return op.emitOpError("is a layer; partitioning needs decomposed "
                             "layers (run lamina-decompose first)");
     LogicalResult result =
         llvm::TypeSwitch<Operation *, LogicalResult>(&op)
-            .Case([&](MatmulOp matmul) {
-              auto weight = cast<RankedTensorType>(matmul.getWeight().getType());
-              auto input = cast<RankedTensorType>(matmul.getInput().getType());
-              SmallVector<int64_t> shape(input.getShape().drop_back());
-              shape.push_back(weight.getDimSize(0));
-              matmul.getResult().setType(matmul.getType().clone(shape));
-              return success();
-            })
             .Case([&](SyncOp sync) { return partitionSync(sync); })
-            .Case([&](BiasAddOp biasAdd) {
-              biasAdd.getResult().setType(biasAdd.getInput().getType());
-              return success();
-            })
-            .Case([&](ActivationOp activation) {
-              activation.getResult().setType(activation.getInput().getType());
-              return success();
-            })
             .Case([&](DropoutOp dropout) { return partitionDropout(dropout); })
             .Case([&](FusedQKVOp qkv) { return partitionFusedQKV(qkv); })
             .Case([&](func::ReturnOp ret) {

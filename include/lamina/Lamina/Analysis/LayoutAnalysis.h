@@ -7,8 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef LAMINA_LAMINA_TRANSFORMS_LAYOUTANALYSIS_H
-#define LAMINA_LAMINA_TRANSFORMS_LAYOUTANALYSIS_H
+#ifndef LAMINA_LAMINA_ANALYSIS_LAYOUTANALYSIS_H
+#define LAMINA_LAMINA_ANALYSIS_LAYOUTANALYSIS_H
 
 #include "lamina/Lamina/IR/Lamina.h"
 
@@ -24,4 +24,4 @@ inferLayouts(func::FuncOp function);
 
 } // namespace mlir::lamina
 
-#endif // LAMINA_LAMINA_TRANSFORMS_LAYOUTANALYSIS_H
+#endif // LAMINA_LAMINA_ANALYSIS_LAYOUTANALYSIS_H

@@ -1,0 +1,160 @@
+//===- LayoutRules.h - How ops map R / S(axis) / P layouts ------*- C++ -*-===//
+//
+// The spec's layout rules (linear-and-schedule.md §2–3) in one place: what
+// layout each op gives its result for the layouts of its operands, what a
+// sync does in the forward pass and which collective it becomes in the
+// backward pass. Layout checking, partitioning, the schedule primitives and
+// backward generation all ask these functions; none restates a rule.
+//
+// A rule that rejects its operands returns the reason as a sentence
+// fragment; callers attach it to the op (an op error, or a silenceable
+// failure of a transform op).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LAMINA_LAMINA_ANALYSIS_LAYOUTRULES_H
+#define LAMINA_LAMINA_ANALYSIS_LAYOUTRULES_H
+
+#include "lamina/Lamina/IR/Lamina.h"
+
+#include "mlir/Dialect/Utils/ReshapeOpsUtils.h"
+
+#include <string>
+
+namespace mlir::lamina::layout {
+
+/// A layout, or why a rule gives none.
+class LayoutOrError {
+public:
+  LayoutOrError(LayoutAttr layout) : layout(layout) {}
+  static LayoutOrError error(std::string reason) {
+    LayoutOrError result(LayoutAttr{});
+    result.reason = std::move(reason);
+    return result;
+  }
+  bool failed() const { return !layout; }
+  LayoutAttr get() const { return layout; }
+  const std::string &getReason() const { return reason; }
+
+private:
+  LayoutAttr layout;
+  std::string reason;
+};
+
+/// Success, or why a rule rejects its operands.
+using Check = std::optional<std::string>;
+
+LayoutAttr replicated(MLIRContext *context);
+LayoutAttr partial(MLIRContext *context);
+LayoutAttr sharded(MLIRContext *context, int64_t axis);
+bool isReplicated(LayoutAttr layout);
+bool isPartial(LayoutAttr layout);
+bool isShardedOn(LayoutAttr layout, int64_t axis);
+
+//===----------------------------------------------------------------------===//
+// Layers
+//===----------------------------------------------------------------------===//
+
+/// The layout of `x·Wᵀ` that a weight layout implies, given an input of the
+/// matching layout: R → the input's, S(0) (column parallel) → S(last),
+/// S(1) (row parallel) → P. Null for a replicated weight (the output then
+/// follows the input).
+LayoutAttr matmulLayoutImpliedByWeight(LayoutAttr weight, int64_t rank);
+
+/// `x·Wᵀ` for an input of layout `input` and rank `rank`.
+LayoutOrError matmulLayout(LayoutAttr input, LayoutAttr weight, int64_t rank);
+
+/// Adding a bias of layout `bias` to a value of layout `value` and rank
+/// `rank` (the output of layer `path`, or an unnamed value): features
+/// sharded (column parallel) need a bias sharded on axis 0, whole features
+/// a replicated one, partial sums none at all (the bias would be added once
+/// per rank).
+Check checkBias(LayoutAttr value, LayoutAttr bias, int64_t rank,
+                StringRef path);
+
+/// Element-wise steps that must not see partial sums (activation, dropout,
+/// reshapes): `what` names the step ("applies dropout to"), `path` the layer
+/// whose value it is (empty: unnamed).
+Check checkNotPartial(LayoutAttr value, StringRef what, StringRef path);
+
+/// A dropout on a value of layout `value`: fork_rng keys the stream by rank,
+/// which is only meaningful for sharded values.
+Check checkDropout(DropoutAttr dropout, LayoutAttr value);
+
+/// The layout a layer's output has, given the layouts of its input, weight
+/// and bias: [fwd_pre sync] → matmul → [fwd_post sync] → bias → activation
+/// → dropout, each step checked.
+LayoutOrError linearLayerLayout(const LinearLayerParts &parts,
+                                LayoutAttr input, LayoutAttr weight,
+                                LayoutAttr bias);
+
+/// The layout a layer's output would have whatever its input (a program
+/// input's declared layout before a fwd_pre sync, otherwise what the weight
+/// implies, through the fwd_post sync), or null where that depends on the
+/// rest of the program. Schedule primitives judge syncs and fork_rng by it.
+LayoutAttr knownLayerOutputLayout(const LinearLayerParts &parts,
+                                  LayoutAttr weight, int64_t rank);
+
+/// A fused QKV projection of input `input`, weight `weight`, bias `bias`;
+/// the heads axis of q, k, v is `headsAxis`.
+LayoutOrError fusedQkvLayout(LayoutAttr input, LayoutAttr weight,
+                             LayoutAttr bias, int64_t headsAxis);
+
+/// LayerNorm over the last dim of a value of rank `rank`: rows are
+/// independent, so any axis but the last may stay sharded.
+LayoutOrError layerNormLayout(LayoutAttr input, LayoutAttr weight,
+                              LayoutAttr bias, int64_t rank);
+
+/// Softmax along `dim`: any other axis may stay sharded.
+LayoutOrError softmaxLayout(LayoutAttr input, int64_t dim);
+
+//===----------------------------------------------------------------------===//
+// Sync points
+//===----------------------------------------------------------------------===//
+
+/// What `sync` does forward to a value of layout `in` (all_reduce: P → R,
+/// all_gather(a): S(a) → R, reduce_scatter(a): P → S(a), scatter(a):
+/// R → S(a); bwd_post: the identity).
+LayoutOrError syncForward(SyncAttr sync, LayoutAttr in);
+
+/// A collective on the device grid's only axis.
+struct Collective {
+  CollectiveKind kind;
+  std::optional<int64_t> axis;
+};
+
+/// syncForward, its rejection phrased with the sync and the value it acts on
+/// (the output or input of layer `path`; empty: an unnamed value).
+LayoutOrError syncLayout(SyncAttr sync, LayoutAttr in, StringRef path);
+
+/// The collective the backward pass applies to the gradient of the value a
+/// sync produced (the spec's §3 table): fwd_post all_reduce → none (the
+/// identity), all_gather(a) → reduce_scatter(a) (a plain split, `scatter`,
+/// under tensor_parallel_output_grad = false), reduce_scatter(a) and
+/// scatter(a) → all_gather(a), fwd_pre all_gather(a) → reduce_scatter(a) /
+/// split, bwd_post all_reduce → all_reduce.
+std::optional<Collective> syncBackward(SyncAttr sync);
+
+//===----------------------------------------------------------------------===//
+// Shapes and everything else
+//===----------------------------------------------------------------------===//
+
+/// collapse_shape: a sharding survives when its axis leads its group
+/// (contiguous rank blocks of the outer dim stay contiguous).
+LayoutOrError collapseLayout(LayoutAttr source,
+                             ArrayRef<ReassociationIndices> reassociation);
+
+/// expand_shape: the sharded axis becomes the first of its group.
+LayoutOrError expandLayout(LayoutAttr source,
+                           ArrayRef<ReassociationIndices> reassociation);
+
+/// Any other op: no partial operand; sharded operands agree and pass only
+/// through ops that keep shapes and have no regions (element-wise ops).
+LayoutOrError otherOpLayout(Operation *op, ArrayRef<LayoutAttr> operands);
+
+/// Result `index` of a function: partial sums must be reduced first.
+Check checkResult(LayoutAttr value, unsigned index);
+
+} // namespace mlir::lamina::layout
+
+#endif // LAMINA_LAMINA_ANALYSIS_LAYOUTRULES_H

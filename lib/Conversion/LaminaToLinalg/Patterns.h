@@ -1,0 +1,22 @@
+//===- Patterns.h - The op families of convert-lamina-to-linalg -*- C++ -*-===//
+//
+// Each family of lamina ops lowers in its own file; the pass and
+// populateLaminaToLinalgPatterns collect them here.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LAMINA_CONVERSION_LAMINATOLINALG_PATTERNS_H
+#define LAMINA_CONVERSION_LAMINATOLINALG_PATTERNS_H
+
+namespace mlir {
+class RewritePatternSet;
+namespace lamina {
+
+/// lamina.layer_norm → linalg row reductions; lamina.softmax →
+/// linalg.softmax.
+void populateNormalizationToLinalgPatterns(RewritePatternSet &patterns);
+
+} // namespace lamina
+} // namespace mlir
+
+#endif // LAMINA_CONVERSION_LAMINATOLINALG_PATTERNS_H

@@ -1,0 +1,158 @@
+//===- LayoutAnalysis.cpp - Layout inference and checking -----------------===//
+//
+// Walks a function in order and gives every value the layout the rules of
+// LayoutRules.h assign; the first rule that rejects its operands becomes an
+// error on the op.
+//
+//===----------------------------------------------------------------------===//
+
+#include "lamina/Lamina/Analysis/LayoutAnalysis.h"
+#include "lamina/Lamina/Analysis/LayoutRules.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace mlir::lamina;
+using namespace mlir::lamina::layout;
+
+namespace {
+/// Propagates layouts through one function, reporting the first error.
+class LayoutChecker {
+public:
+  explicit LayoutChecker(MLIRContext *context) : context(context) {}
+
+  LogicalResult run(func::FuncOp function);
+  DenseMap<Value, LayoutAttr> takeLayouts() { return std::move(layouts); }
+
+private:
+  LayoutAttr get(Value value) {
+    LayoutAttr layout = layouts.lookup(value);
+    return layout ? layout : replicated(context);
+  }
+  /// Gives every result of `op` the rule's layout, or reports its reason.
+  LogicalResult assign(Operation *op, const LayoutOrError &rule) {
+    if (rule.failed())
+      return op->emitOpError(rule.getReason());
+    for (Value result : op->getResults())
+      layouts[result] = rule.get();
+    return success();
+  }
+  LogicalResult check(Operation *op, const Check &problem) {
+    return problem ? op->emitOpError(*problem) : success();
+  }
+  static StringRef pathOf(std::optional<StringRef> path) {
+    return path.value_or("");
+  }
+  int64_t rankOf(Value value) {
+    return cast<RankedTensorType>(value.getType()).getRank();
+  }
+  LogicalResult visit(Operation *op);
+
+  MLIRContext *context;
+  DenseMap<Value, LayoutAttr> layouts;
+};
+} // namespace
+
+LogicalResult LayoutChecker::visit(Operation *op) {
+  if (auto layer = dyn_cast<LinearLayerOpInterface>(op)) {
+    LinearLayerParts parts = layer.getLayerParts();
+    return assign(op, linearLayerLayout(
+                          parts, get(parts.input), get(parts.weight),
+                          parts.bias ? get(parts.bias) : LayoutAttr()));
+  }
+  return llvm::TypeSwitch<Operation *, LogicalResult>(op)
+      .Case([&](MatmulOp matmul) {
+        return assign(op, matmulLayout(get(matmul.getInput()),
+                                       get(matmul.getWeight()),
+                                       rankOf(matmul.getInput())));
+      })
+      .Case([&](SyncOp sync) {
+        return assign(op, syncLayout(sync.getSpec(), get(sync.getInput()),
+                                     pathOf(sync.getPath())));
+      })
+      .Case([&](BiasAddOp biasAdd) {
+        LayoutAttr in = get(biasAdd.getInput());
+        if (failed(check(op, checkBias(in, get(biasAdd.getBias()),
+                                       biasAdd.getType().getRank(),
+                                       pathOf(biasAdd.getPath())))))
+          return failure();
+        return assign(op, in);
+      })
+      .Case([&](ActivationOp activation) {
+        LayoutAttr in = get(activation.getInput());
+        if (failed(check(op, checkNotPartial(in, "applies an activation to",
+                                             pathOf(activation.getPath())))))
+          return failure();
+        return assign(op, in);
+      })
+      .Case([&](DropoutOp dropout) {
+        LayoutAttr in = get(dropout.getInput());
+        if (failed(check(op, checkNotPartial(in, "applies dropout to",
+                                             pathOf(dropout.getPath())))) ||
+            failed(check(op, checkDropout(dropout.getConfig(), in))))
+          return failure();
+        return assign(op, in);
+      })
+      .Case([&](FusedQKVOp qkv) {
+        return assign(op, fusedQkvLayout(get(qkv.getInput()),
+                                         get(qkv.getWeight()),
+                                         get(qkv.getBias()),
+                                         rankOf(qkv.getQ()) - 2));
+      })
+      .Case([&](LayerNormOp norm) {
+        Value weight = norm.getWeight(), bias = norm.getBias();
+        return assign(op, layerNormLayout(
+                              get(norm.getInput()),
+                              weight ? get(weight) : LayoutAttr(),
+                              bias ? get(bias) : LayoutAttr(),
+                              rankOf(norm.getInput())));
+      })
+      .Case([&](SoftmaxOp softmax) {
+        return assign(op, softmaxLayout(get(softmax.getInput()),
+                                        softmax.getDim()));
+      })
+      .Case([&](tensor::CollapseShapeOp collapse) {
+        return assign(op, collapseLayout(get(collapse.getSrc()),
+                                         collapse.getReassociationIndices()));
+      })
+      .Case([&](tensor::ExpandShapeOp expand) {
+        return assign(op, expandLayout(get(expand.getSrc()),
+                                       expand.getReassociationIndices()));
+      })
+      .Case([&](func::ReturnOp ret) {
+        for (auto [index, value] : llvm::enumerate(ret.getOperands()))
+          if (failed(check(op, checkResult(get(value), index))))
+            return failure();
+        return success();
+      })
+      .Default([&](Operation *other) {
+        SmallVector<LayoutAttr> operands = llvm::map_to_vector(
+            other->getOperands(), [&](Value value) { return get(value); });
+        return assign(other, otherOpLayout(other, operands));
+      });
+}
+
+LogicalResult LayoutChecker::run(func::FuncOp function) {
+  for (BlockArgument argument : function.getArguments())
+    if (LayoutAttr layout = getDeclaredLayout(argument))
+      layouts[argument] = layout;
+  WalkResult result = function.walk<WalkOrder::PreOrder>([&](Operation *op) {
+    if (op == function.getOperation())
+      return WalkResult::advance();
+    if (failed(visit(op)))
+      return WalkResult::interrupt();
+    // Regions of other ops (linalg bodies) are checked as a whole above.
+    return op->getNumRegions() ? WalkResult::skip() : WalkResult::advance();
+  });
+  return failure(result.wasInterrupted());
+}
+
+FailureOr<DenseMap<Value, LayoutAttr>>
+mlir::lamina::inferLayouts(func::FuncOp function) {
+  LayoutChecker checker(function.getContext());
+  if (failed(checker.run(function)))
+    return failure();
+  return checker.takeLayouts();
+}

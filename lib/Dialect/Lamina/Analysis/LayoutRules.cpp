@@ -1,0 +1,352 @@
+//===- LayoutRules.cpp - How ops map R / S(axis) / P layouts --------------===//
+
+#include "lamina/Lamina/Analysis/LayoutRules.h"
+
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
+using namespace mlir::lamina;
+using namespace mlir::lamina::layout;
+
+LayoutAttr layout::replicated(MLIRContext *context) {
+  return LayoutAttr::get(context, LayoutKind::replicated, std::nullopt);
+}
+LayoutAttr layout::partial(MLIRContext *context) {
+  return LayoutAttr::get(context, LayoutKind::partial, std::nullopt);
+}
+LayoutAttr layout::sharded(MLIRContext *context, int64_t axis) {
+  return LayoutAttr::get(context, LayoutKind::sharded, axis);
+}
+bool layout::isReplicated(LayoutAttr l) {
+  return l.getKind() == LayoutKind::replicated;
+}
+bool layout::isPartial(LayoutAttr l) {
+  return l.getKind() == LayoutKind::partial;
+}
+bool layout::isShardedOn(LayoutAttr l, int64_t axis) {
+  return l.getKind() == LayoutKind::sharded && l.getAxis() == axis;
+}
+
+/// Streams `parts` into one string (attributes print themselves).
+template <typename... Parts>
+static std::string text(const Parts &...parts) {
+  std::string result;
+  llvm::raw_string_ostream os(result);
+  (os << ... << parts);
+  return result;
+}
+
+/// How diagnostics name the value a layer or piece acts on.
+static std::string describe(StringRef path) {
+  return path.empty() ? std::string("the value") : "layer '" + path.str() + "'";
+}
+
+//===----------------------------------------------------------------------===//
+// Layers
+//===----------------------------------------------------------------------===//
+
+LayoutAttr layout::matmulLayoutImpliedByWeight(LayoutAttr weight,
+                                               int64_t rank) {
+  if (!weight || isReplicated(weight))
+    return {};
+  if (isShardedOn(weight, 0))
+    return sharded(weight.getContext(), rank - 1);
+  if (isShardedOn(weight, 1))
+    return partial(weight.getContext());
+  return {};
+}
+
+LayoutOrError layout::matmulLayout(LayoutAttr x, LayoutAttr w, int64_t rank) {
+  int64_t last = rank - 1;
+  if (isReplicated(w)) {
+    if (isShardedOn(x, last))
+      return LayoutOrError::error(
+          "contracts an input sharded on its last axis with a replicated "
+          "weight; shard the weight on axis 1 (row parallel) or all_gather "
+          "the input (fwd_pre)");
+    return x; // R, S(batch) or P pass through a linear map
+  }
+  if (isShardedOn(w, 0)) {
+    if (!isReplicated(x))
+      return LayoutOrError::error(
+          text("is column parallel (weight S(0)) and needs a replicated "
+               "input, but its input has layout ",
+               x));
+    return matmulLayoutImpliedByWeight(w, rank);
+  }
+  if (isShardedOn(w, 1)) {
+    if (!isShardedOn(x, last))
+      return LayoutOrError::error(
+          text("is row parallel (weight S(1)) and needs its input sharded on "
+               "the last axis (a column-parallel layer before it, or a "
+               "fwd_post scatter), but the input has layout ",
+               x));
+    return matmulLayoutImpliedByWeight(w, rank);
+  }
+  return LayoutOrError::error(text("has a weight with unsupported layout ", w));
+}
+
+Check layout::checkBias(LayoutAttr value, LayoutAttr bias, int64_t rank,
+                        StringRef path) {
+  if (isPartial(value))
+    return "adds its bias to partial sums (layout P) of " + describe(path) +
+           ": every rank would add it once more (Slapo's double-bias bug); "
+           "add a fwd_post all_reduce sync between the matmul and the bias";
+  bool featuresSharded = isShardedOn(value, rank - 1);
+  if (featuresSharded && !isShardedOn(bias, 0))
+    return text("produces output features sharded over ranks (column "
+                "parallel), so its bias must be sharded on axis 0 too, but "
+                "the bias has layout ",
+                bias);
+  if (!featuresSharded && !isReplicated(bias))
+    return text("adds a bias with layout ", bias,
+                " to whole output features; the bias must be replicated");
+  return std::nullopt;
+}
+
+Check layout::checkNotPartial(LayoutAttr value, StringRef what,
+                              StringRef path) {
+  if (!isPartial(value))
+    return std::nullopt;
+  return what.str() + " partial sums (layout P) of " + describe(path) +
+         "; add a fwd_post all_reduce (or reduce_scatter) sync before it";
+}
+
+Check layout::checkDropout(DropoutAttr dropout, LayoutAttr value) {
+  if (dropout && dropout.getForkRng() && isReplicated(value))
+    return std::string(
+        "uses fork_rng on a replicated value: every rank would drop a "
+        "different mask of the same value; fork_rng is for sharded values");
+  return std::nullopt;
+}
+
+LayoutOrError layout::syncLayout(SyncAttr sync, LayoutAttr in,
+                                StringRef path) {
+  LayoutOrError result = syncForward(sync, in);
+  if (!result.failed())
+    return result;
+  return LayoutOrError::error(text("sync ", sync, " on ", describe(path), " ",
+                                   result.getReason(),
+                                   ", but its input has layout ", in));
+}
+
+LayoutOrError layout::linearLayerLayout(const LinearLayerParts &parts,
+                                        LayoutAttr input, LayoutAttr weight,
+                                        LayoutAttr bias) {
+  StringRef path = parts.path ? parts.path.getValue() : StringRef();
+  int64_t rank = cast<RankedTensorType>(parts.input.getType()).getRank();
+  bool onInput = parts.sync && parts.sync.getMode() == SyncMode::fwd_pre;
+  if (onInput) {
+    LayoutOrError gathered = syncLayout(parts.sync, input, path);
+    if (gathered.failed())
+      return gathered;
+    input = gathered.get();
+  }
+  LayoutOrError result = matmulLayout(input, weight, rank);
+  if (result.failed())
+    return result;
+  if (parts.sync && !onInput &&
+      (result = syncLayout(parts.sync, result.get(), path)).failed())
+    return result;
+  LayoutAttr out = result.get();
+  Check problem;
+  if (parts.bias && (problem = checkBias(out, bias, rank, path)))
+    return LayoutOrError::error(*problem);
+  if (parts.activation &&
+      (problem = checkNotPartial(out, "applies its activation to", path)))
+    return LayoutOrError::error(*problem);
+  if (parts.dropout &&
+      ((problem = checkNotPartial(out, "applies dropout to", path)) ||
+       (problem = checkDropout(parts.dropout, out))))
+    return LayoutOrError::error(*problem);
+  return out;
+}
+
+LayoutAttr layout::knownLayerOutputLayout(const LinearLayerParts &parts,
+                                          LayoutAttr weight, int64_t rank) {
+  LayoutAttr out = matmulLayoutImpliedByWeight(weight, rank);
+  SyncAttr sync = parts.sync;
+  if (!sync || sync.getMode() != SyncMode::fwd_post)
+    return out;
+  // A replicated weight leaves the layout to the input; assume the one the
+  // sync legally takes.
+  if (!out)
+    out = sync.getCollective() == CollectiveKind::reduce_scatter
+              ? partial(sync.getContext())
+              : replicated(sync.getContext());
+  LayoutOrError synced = syncForward(sync, out);
+  return synced.failed() ? LayoutAttr() : synced.get();
+}
+
+LayoutOrError layout::fusedQkvLayout(LayoutAttr x, LayoutAttr w, LayoutAttr b,
+                                     int64_t headsAxis) {
+  if (!isReplicated(x))
+    return LayoutOrError::error(text("needs a replicated input, got ", x));
+  if (isShardedOn(w, 0)) {
+    if (!isShardedOn(b, 0))
+      return LayoutOrError::error(
+          "has its weight sharded by heads (S(0)) but not its bias");
+    return sharded(x.getContext(), headsAxis);
+  }
+  if (!isReplicated(w))
+    return LayoutOrError::error(
+        text("shards its weight by heads on axis 0 only, got ", w));
+  return x;
+}
+
+LayoutOrError layout::layerNormLayout(LayoutAttr input, LayoutAttr weight,
+                                      LayoutAttr bias, int64_t rank) {
+  if (Check problem = checkNotPartial(input, "normalizes", ""))
+    return LayoutOrError::error(*problem);
+  if (isShardedOn(input, rank - 1))
+    return LayoutOrError::error(
+        "normalizes over the sharded last axis; all_gather the value first");
+  for (LayoutAttr parameter : {weight, bias})
+    if (parameter && !isReplicated(parameter))
+      return LayoutOrError::error(
+          text("takes a weight or bias with layout ", parameter,
+               "; LayerNorm parameters must be replicated"));
+  return input;
+}
+
+LayoutOrError layout::softmaxLayout(LayoutAttr input, int64_t dim) {
+  if (Check problem = checkNotPartial(input, "applies softmax to", ""))
+    return LayoutOrError::error(*problem);
+  if (isShardedOn(input, dim))
+    return LayoutOrError::error(
+        text("normalizes along the sharded axis ", dim,
+             "; all_gather the value first"));
+  return input;
+}
+
+//===----------------------------------------------------------------------===//
+// Sync points
+//===----------------------------------------------------------------------===//
+
+LayoutOrError layout::syncForward(SyncAttr sync, LayoutAttr in) {
+  if (sync.getMode() == SyncMode::bwd_post)
+    return in; // the identity in the forward pass
+  MLIRContext *context = sync.getContext();
+  std::optional<int64_t> axis = sync.getAxis();
+  switch (sync.getCollective()) {
+  case CollectiveKind::all_reduce:
+    if (!isPartial(in))
+      return LayoutOrError::error("needs partial sums (P)");
+    return replicated(context);
+  case CollectiveKind::reduce_scatter:
+    if (!isPartial(in))
+      return LayoutOrError::error("needs partial sums (P)");
+    return sharded(context, *axis);
+  case CollectiveKind::all_gather:
+    if (!isShardedOn(in, *axis))
+      return LayoutOrError::error(
+          text("needs a value sharded on axis ", *axis));
+    return replicated(context);
+  case CollectiveKind::scatter:
+    if (!isReplicated(in))
+      return LayoutOrError::error("needs a replicated value (R)");
+    return sharded(context, *axis);
+  }
+  llvm_unreachable("unknown collective");
+}
+
+std::optional<Collective> layout::syncBackward(SyncAttr sync) {
+  std::optional<int64_t> axis = sync.getAxis();
+  // The transpose of a gather: reduce the gradient's blocks, or only keep
+  // this rank's block when the output gradient is already whole on every
+  // rank (tensor_parallel_output_grad = false).
+  auto gatherTranspose = [&]() -> Collective {
+    if (!sync.getTensorParallelOutputGrad())
+      return {CollectiveKind::scatter, axis};
+    return {CollectiveKind::reduce_scatter, axis};
+  };
+  switch (sync.getMode()) {
+  case SyncMode::bwd_post:
+    return Collective{CollectiveKind::all_reduce, std::nullopt};
+  case SyncMode::fwd_pre:
+    return gatherTranspose();
+  case SyncMode::fwd_post:
+    switch (sync.getCollective()) {
+    case CollectiveKind::all_reduce:
+      return std::nullopt;
+    case CollectiveKind::all_gather:
+      return gatherTranspose();
+    case CollectiveKind::reduce_scatter:
+    case CollectiveKind::scatter:
+      return Collective{CollectiveKind::all_gather, axis};
+    }
+  }
+  llvm_unreachable("unknown sync");
+}
+
+//===----------------------------------------------------------------------===//
+// Shapes and everything else
+//===----------------------------------------------------------------------===//
+
+LayoutOrError
+layout::collapseLayout(LayoutAttr in,
+                       ArrayRef<ReassociationIndices> reassociation) {
+  LayoutAttr out = in;
+  if (in.getKind() == LayoutKind::sharded) {
+    out = LayoutAttr();
+    for (auto [group, dims] : llvm::enumerate(reassociation))
+      if (dims.front() == *in.getAxis())
+        out = sharded(in.getContext(), group);
+    if (!out)
+      return LayoutOrError::error(
+          text("merges the sharded axis ", *in.getAxis(),
+               " into an outer dimension; all_gather the value first"));
+  }
+  if (Check problem = checkNotPartial(in, "reshapes", ""))
+    return LayoutOrError::error(*problem);
+  return out;
+}
+
+LayoutOrError
+layout::expandLayout(LayoutAttr in,
+                     ArrayRef<ReassociationIndices> reassociation) {
+  LayoutAttr out = in;
+  if (in.getKind() == LayoutKind::sharded)
+    out = sharded(in.getContext(), reassociation[*in.getAxis()].front());
+  if (Check problem = checkNotPartial(in, "reshapes", ""))
+    return LayoutOrError::error(*problem);
+  return out;
+}
+
+LayoutOrError layout::otherOpLayout(Operation *op,
+                                    ArrayRef<LayoutAttr> operands) {
+  LayoutAttr common = replicated(op->getContext());
+  bool first = true;
+  for (auto [operand, layout] : llvm::zip_equal(op->getOperands(), operands)) {
+    if (isPartial(layout))
+      return LayoutOrError::error(
+          "receives partial sums (layout P); only a sync or another linear "
+          "layer's reduction may take them: add a fwd_post all_reduce "
+          "before it");
+    if (!isa<RankedTensorType>(operand.getType()))
+      continue;
+    if (!first && layout != common)
+      return LayoutOrError::error(
+          text("mixes operands with layouts ", common, " and ", layout));
+    common = layout;
+    first = false;
+  }
+  if (common.getKind() == LayoutKind::sharded) {
+    bool sameShapes = llvm::all_of(op->getResultTypes(), [&](Type type) {
+      return op->getNumOperands() && type == op->getOperand(0).getType();
+    });
+    if (!sameShapes || op->getNumRegions() != 0)
+      return LayoutOrError::error(
+          text("takes sharded operands (", common,
+               "); layouts propagate only through element-wise ops: "
+               "all_gather the value first"));
+  }
+  return common;
+}
+
+Check layout::checkResult(LayoutAttr value, unsigned index) {
+  if (!isPartial(value))
+    return std::nullopt;
+  return text("returns partial sums (layout P) as result ", index,
+              "; add a fwd_post all_reduce sync before returning");
+}
