@@ -1,76 +1,8 @@
-"""The LNS spec written plainly in NumPy: an independent test oracle and the
-speed baseline of the LNS benchmarks (about the xlnstorch reference's
-speed), not Lamina's implementation.
+"""The LNS spec in NumPy, under its original name: everything of
+:mod:`lamina.lns.numpy_spec`."""
 
-Codes are int64 arrays, `p = 2·e + s`; zero is `-(2**53) | 1`.
-"""
+from .lns.numpy_spec import (ZERO, add, base_of, decode, encode, is_zero,
+                             linear, linear_pairwise, mul)
 
-import numpy as np
-
-ZERO = np.int64(-(2**53) | 1)
-
-
-def base_of(f):
-    return 2.0 ** (2.0 ** -f)
-
-
-def is_zero(p):
-    return (p | 1) == ZERO
-
-
-def encode(x, f):
-    x = np.asarray(x, dtype=np.float64)
-    b = base_of(f)
-    with np.errstate(divide="ignore"):
-        e = np.rint(np.log(np.abs(x)) / np.log(b))
-    e = np.where(x == 0, 0, e).astype(np.int64)
-    return np.where(x == 0, ZERO, (e << 1) | (x < 0)).astype(np.int64)
-
-
-def decode(p, f):
-    p = np.asarray(p, dtype=np.int64)
-    value = np.where(p & 1, -1.0, 1.0) * np.power(base_of(f), (p >> 1).astype(np.float64))
-    return np.where(is_zero(p), 0.0, value)
-
-
-def mul(x, y):
-    product = ((x + y - (y & 1)) ^ (y & 1)).astype(np.int64)
-    return np.where(is_zero(x) | is_zero(y), ZERO, product)
-
-
-def add(x, y, f):
-    """Gaussian-log addition, ideal mode, element-wise."""
-    x, y = np.broadcast_arrays(np.asarray(x, np.int64), np.asarray(y, np.int64))
-    b = base_of(f)
-    z = -np.abs((x >> 1) - (y >> 1))
-    s = (x ^ y) & 1
-    with np.errstate(divide="ignore"):
-        sbdb = 2 * np.rint(np.log(np.abs(1.0 - 2.0 * s + np.power(b, z.astype(np.float64))))
-                           / np.log(b))
-    sbdb = np.where(np.isfinite(sbdb), sbdb, 0).astype(np.int64)
-    result = np.maximum(x, y) + sbdb
-    result = np.where((x ^ 1) == y, ZERO, result)
-    result = np.where(is_zero(y), x, result)
-    return np.where(is_zero(x), y, result)
-
-
-def linear(x, w, b=None, f=23):
-    """out[..., n] = sequential sum over k of mul(x[..., k], w[n, k]), then
-    the bias added once; vectorized over the outputs only."""
-    x, w = np.asarray(x, np.int64), np.asarray(w, np.int64)
-    acc = np.full(x.shape[:-1] + (w.shape[0],), ZERO, dtype=np.int64)
-    for k in range(x.shape[-1]):
-        acc = add(acc, mul(x[..., k, None], w[:, k]), f)
-    return acc if b is None else add(acc, np.asarray(b, np.int64), f)
-
-
-def linear_pairwise(x, w, f=23):
-    """The same dot products summed as a pairwise tree: NOT the reference
-    order; tests use it to show that the order changes the codes."""
-    terms = mul(np.asarray(x, np.int64)[..., None, :], np.asarray(w, np.int64))
-    while terms.shape[-1] > 1:
-        if terms.shape[-1] % 2:
-            terms = np.concatenate(
-                [terms, np.full(terms.shape[:-1] + (1,), ZERO)], axis=-1)
-        terms = add(terms[..., 0::2], terms[..., 1::2], f)
-    return terms[..., 0]
+__all__ = ["ZERO", "add", "base_of", "decode", "encode", "is_zero", "linear",
+           "linear_pairwise", "mul"]
