@@ -6,9 +6,11 @@ scripts.
 each primitive (shard, sync, decompose, fuse, replace, checkpoint,
 cut_pipeline_stage, fork_rng, annotate) appends its transform op to the
 schedule's script. Whenever the schedule knows the model's input shapes
-(``example_inputs`` given here, or by build / verify / mlir), the script is
-applied to the imported IR at once, so misuse raises :class:`ScheduleError`
-with Lamina's diagnostic at the primitive that caused it.
+(``example_inputs`` given here, or by build / verify / mlir), each primitive
+is applied to the imported IR at once, so misuse raises
+:class:`ScheduleError` with Lamina's diagnostic at the primitive that caused
+it. The imported IR stays parsed in a ``_lamina.ScheduleSession`` between
+primitives; each one runs the transform interpreter once, on its own lines.
 """
 
 import re
@@ -27,6 +29,8 @@ _HEADER = ("module attributes {transform.with_named_sequence} {\n"
            "  transform.named_sequence @__transform_main("
            "%root: !transform.any_op {transform.readonly}) {\n")
 _FOOTER = "    transform.yield\n  }\n}\n"
+_NO_SHAPES = ("the schedule has no input shapes yet: pass example_inputs to "
+              "create_schedule, mlir, build or verify")
 
 
 def _string(text):
@@ -59,6 +63,7 @@ class Schedule:
         self._ops = []
         self._handles = 0
         self._imported = None
+        self._session = None
         if example_inputs is not None:
             self.trace(example_inputs)
 
@@ -81,40 +86,39 @@ class Schedule:
 
     def trace(self, example_inputs):
         """Imports the model for the shapes of `example_inputs` and replays
-        the primitives so far on it."""
+        the primitives so far on it (one interpreter run). A replay that
+        fails raises ScheduleError and keeps the previous import."""
         example_inputs = tuple(example_inputs)
         shapes = [tuple(x.shape) for x in example_inputs]
         if self._imported is None or shapes != self._shapes:
-            self._imported = import_model(self.model, example_inputs,
-                                          self.world_size)
-            self._shapes = shapes
-            self.scheduled_ir()
+            imported = import_model(self.model, example_inputs,
+                                    self.world_size)
+            session = _lamina.ScheduleSession(imported.text)
+            if self._ops:
+                _apply(session, self.transform_script())
+            self._imported, self._shapes, self._session = \
+                imported, shapes, session
         return self._imported
 
     def transform_script(self):
         """The schedule as a transform.lamina script (replayable with
         lamina-opt --transform-preload-library + --transform-interpreter,
         or lamina-run --schedule)."""
-        return _HEADER + "".join(f"    {line}\n" for line in self._ops) + \
-            _FOOTER
+        return _script(self._ops)
 
     def mlir(self, example_inputs=None):
         """The imported IR (before the schedule) as text."""
         if example_inputs is not None:
             self.trace(example_inputs)
         if self._imported is None:
-            raise ScheduleError("the schedule has no input shapes yet: pass "
-                                "example_inputs to create_schedule, mlir, "
-                                "build or verify")
+            raise ScheduleError(_NO_SHAPES)
         return self._imported.text
 
     def scheduled_ir(self):
         """The imported IR after the schedule."""
-        try:
-            return _lamina.transform_ir(self._imported.text,
-                                        self.transform_script())
-        except ValueError as error:
-            raise ScheduleError(str(error)) from None
+        if self._session is None:
+            raise ScheduleError(_NO_SHAPES)
+        return self._session.ir
 
     # -- recording -----------------------------------------------------------
 
@@ -124,13 +128,26 @@ class Schedule:
         lines = [f"{handle} = transform.lamina.match %root {selector} : "
                  "(!transform.any_op) -> !transform.any_op"]
         lines += make_lines(handle)
+        if self._session is not None:
+            _apply(self._session, _script(lines, len(self._ops)))
         self._ops.extend(lines)
-        if self._imported is not None:
-            try:
-                self.scheduled_ir()
-            except ScheduleError:
-                del self._ops[-len(lines):]
-                raise
+
+
+def _script(lines, skipped=0):
+    """A transform script of `lines`, after `skipped` blank lines in place
+    of the primitives before them, so that a diagnostic's line is the one
+    in the whole schedule's script."""
+    return _HEADER + "\n" * skipped + \
+        "".join(f"    {line}\n" for line in lines) + _FOOTER
+
+
+def _apply(session, script):
+    """Applies `script` to the session's IR, which an error leaves as it
+    was."""
+    try:
+        session.apply(script)
+    except ValueError as error:
+        raise ScheduleError(str(error)) from None
 
 
 class SubSchedule:
