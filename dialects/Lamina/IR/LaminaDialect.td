@@ -48,6 +48,14 @@ def Lamina_Dialect : Dialect {
     /// Function attribute: the pipeline stage a function computes.
     static constexpr ::llvm::StringLiteral kPipelineStageAttrName =
         "lamina.pipeline_stage";
+    /// Debug annotation (lamina-check-layouts{annotate}): the layouts of an
+    /// op's results.
+    static constexpr ::llvm::StringLiteral kResultLayoutsAttrName =
+        "lamina.result_layouts";
+    /// Debug annotation (lamina-check-layouts{annotate}): the collective a
+    /// sync's backward pass applies to the gradient.
+    static constexpr ::llvm::StringLiteral kBackwardAttrName =
+        "lamina.backward";
     /// Module attribute holding the number of ranks of the device grid.
     static constexpr ::llvm::StringLiteral kWorldSizeAttrName =
         "lamina.world_size";

@@ -139,7 +139,18 @@ def LaminaCheckLayouts : Pass<"lamina-check-layouts", "::mlir::ModuleOp"> {
     %y = lamina.linear "fc2" %h, %w2 bias %b2 : ...
     // error: 'lamina.linear' op adds its bias to partial sums (layout P) ...
     ```
+
+    With `annotate`, the inferred map is written onto the program (for
+    reading, not for later passes): every op with tensor results gets
+    `lamina.result_layouts` (one layout per result), and every sync
+    `lamina.backward`, the collective its transpose applies to the gradient
+    (`"identity"`, `"all_reduce"`, `"reduce_scatter axis = 1"`, ...).
   }];
+  let options = [
+    Option<"annotate", "annotate", "bool", /*default=*/"false",
+           "write the inferred layouts and each sync's backward collective "
+           "onto the ops">,
+  ];
 }
 
 def LaminaPartition : Pass<"lamina-partition", "::mlir::ModuleOp"> {

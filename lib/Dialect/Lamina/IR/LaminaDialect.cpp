@@ -328,6 +328,20 @@ LogicalResult LaminaDialect::verifyOperationAttribute(Operation *op,
                              << "' is a unit attribute of lamina layers";
     return success();
   }
+  if (attr.getName() == kResultLayoutsAttrName) {
+    auto layouts = dyn_cast<ArrayAttr>(attr.getValue());
+    if (!layouts || layouts.size() != op->getNumResults() ||
+        !llvm::all_of(layouts, llvm::IsaPred<LayoutAttr>))
+      return op->emitError() << "'" << kResultLayoutsAttrName
+                             << "' must hold one #lamina.layout per result";
+    return success();
+  }
+  if (attr.getName() == kBackwardAttrName) {
+    if (!isa<StringAttr>(attr.getValue()))
+      return op->emitError() << "'" << kBackwardAttrName
+                             << "' must be a string";
+    return success();
+  }
   if (attr.getName() == kPartitionedAttrName) {
     if (!isa<UnitAttr>(attr.getValue()) || !isa<ModuleOp>(op) ||
         !op->hasAttr(kWorldSizeAttrName))
