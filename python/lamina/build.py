@@ -2,7 +2,6 @@
 MPI ranks."""
 
 import pathlib
-import re
 import subprocess
 import tempfile
 
@@ -10,7 +9,7 @@ import numpy as np
 import torch
 
 from . import _lamina, aot, tools
-from .importer import _TwinQKV
+from .importer import import_model, ir, unsharded_fused_qkv
 from .schedule import Schedule, ScheduleError
 
 _seed = 0
@@ -41,9 +40,9 @@ _STAGES = ("imported", "scheduled", "partitioned", "lowered")
 class _Compiled:
     """One compiled program for one set of input shapes."""
 
-    def __init__(self, schedule, example_inputs, pipeline):
-        self.imported = schedule.trace(example_inputs)
-        self.scheduled = schedule.scheduled_ir()
+    def __init__(self, imported, scheduled, pipeline):
+        self.imported = imported
+        self.scheduled = scheduled
         try:
             self.program = _lamina.Program(self.scheduled,
                                            entry=self.imported.entry,
@@ -52,34 +51,37 @@ class _Compiled:
             raise ScheduleError(str(error)) from None
         self.pipeline = pipeline
 
-    def arguments(self, inputs):
+    def run(self, inputs):
+        """The results (NumPy arrays) on NumPy `inputs`."""
         params = [t.detach().cpu().numpy() for _, t in self.imported.parameters]
         args = list(inputs) + params
         if self.imported.has_seed:
             args.append(np.array(_seed, dtype=np.int64))
-        return args
+        return self.program.run(self.program.prepare(args))
+
+    @property
+    def world_size(self):
+        return self.program.world_size
+
+    def result_shard_axes(self):
+        return [axis for _, _, axis in self.program.results]
 
 
-_TORCH_DTYPES = {"f32": torch.float32, "f16": torch.float16,
-                 "bf16": torch.bfloat16, "i64": torch.int64}
+# The result element types target='cuda' returns (and LNS numbers, as their
+# int64 codes).
+_CUDA_RESULT_ELEMENTS = (ir.F32, ir.F16, ir.BF16, ir.I64)
 
 
-def _result_types(ir, entry):
-    """(shape, torch dtype) of each result of `entry` in the IR text."""
-    match = re.search(r"func\.func @" + re.escape(entry) +
-                      r"\(.*?\)\s*->\s*(\(.*?\)|tensor<[^>]*>)", ir, re.S)
-    if not match:
-        raise ScheduleError(f"cannot find the results of @{entry}")
+def _result_types(imported):
+    """(shape, torch dtype) of each result of the imported function."""
     results = []
-    for dims, element in re.findall(
-            r"tensor<((?:\d+x)*)(!lns\.num<[^>]*>|\w+)>", match.group(1)):
-        if element.startswith("!lns."):
-            element = "i64"  # LNS numbers travel as their int64 codes
-        if element not in _TORCH_DTYPES:
+    for type_ in imported.result_types:
+        element = type_.element
+        if element not in _CUDA_RESULT_ELEMENTS and \
+                not isinstance(element, ir.LnsNumber):
             raise ScheduleError(f"target='cuda' returns f32, f16, bf16 or "
                                 f"LNS codes; got {element}")
-        shape = tuple(int(d) for d in dims.split("x") if d)
-        results.append((shape, _TORCH_DTYPES[element]))
+        results.append((type_.shape, element.dtype))
     return results
 
 
@@ -87,13 +89,14 @@ class _CompiledCuda:
     """One ahead-of-time GPU artefact (lamina-compile) for one set of input
     shapes, its weights resident on the GPU."""
 
-    def __init__(self, schedule, example_inputs, workdir):
+    def __init__(self, imported, scheduled, workdir):
         if not torch.cuda.is_available():
             raise RuntimeError("target='cuda' needs a CUDA GPU visible to "
                                "PyTorch; none is")
-        self.imported = schedule.trace(example_inputs)
-        self.scheduled = schedule.scheduled_ir()
-        self.results = _result_types(self.scheduled, self.imported.entry)
+        self.imported = imported
+        self.scheduled = scheduled
+        # The schedule's transforms keep the function's signature.
+        self.results = _result_types(imported)
         workdir = pathlib.Path(tempfile.mkdtemp(prefix="model-", dir=workdir))
         source = workdir / "model.mlir"
         source.write_text(self.scheduled)
@@ -119,6 +122,13 @@ class _CompiledCuda:
                    for shape, dtype in self.results]
         self.artefact.call(self.imported.entry, *args, *outputs)
         return outputs
+
+    @property
+    def world_size(self):
+        return 1
+
+    def result_shard_axes(self):
+        return [None] * len(self.results)
 
 
 def _to_numpy(x):
@@ -147,10 +157,12 @@ class CompiledModule:
     def _compile(self, inputs):
         key = tuple((tuple(x.shape), str(x.dtype)) for x in inputs)
         if key not in self._cache:
+            imported = self.schedule.trace(inputs)
+            scheduled = self.schedule.scheduled_ir()
             self._cache[key] = (
-                _CompiledCuda(self.schedule, inputs, self._workdir.name)
+                _CompiledCuda(imported, scheduled, self._workdir.name)
                 if self.target == "cuda" else
-                _Compiled(self.schedule, inputs, self.pipeline))
+                _Compiled(imported, scheduled, self.pipeline))
         self._last = self._cache[key]
         return self._last
 
@@ -158,15 +170,11 @@ class CompiledModule:
         compiled = self._compile(inputs)
         if self.target == "cuda":
             results = compiled.run([torch.as_tensor(x) for x in inputs])
-            if compiled.imported.single_result:
-                return results[0]
-            return tuple(results)
-        as_torch = any(isinstance(x, torch.Tensor) for x in inputs)
-        arrays = compiled.arguments([_to_numpy(x) for x in inputs])
-        program = compiled.program
-        results = program.run(program.prepare(arrays))
-        if as_torch:
-            results = [torch.from_numpy(r) for r in results]
+        else:
+            as_torch = any(isinstance(x, torch.Tensor) for x in inputs)
+            results = compiled.run([_to_numpy(x) for x in inputs])
+            if as_torch:
+                results = [torch.from_numpy(r) for r in results]
         if compiled.imported.single_result:
             return results[0]
         return tuple(results)
@@ -174,13 +182,11 @@ class CompiledModule:
     @property
     def world_size(self):
         """The ranks the program runs on (1: a single process)."""
-        if self.target == "cuda":
-            return 1
-        return self._last.program.world_size
+        return self._last.world_size
 
     def result_shard_axes(self):
         """Per result: the axis it is sharded on over ranks, or None."""
-        return [axis for _, _, axis in self._last.program.results]
+        return self._last.result_shard_axes()
 
     def ir(self, stage="scheduled"):
         """The IR at `stage`: imported, scheduled, partitioned (one rank's
@@ -221,6 +227,29 @@ def build(sch, example_inputs, target="cpu",
     return CompiledModule(sch, example_inputs, pipeline, target)
 
 
+class _Replay:
+    """A schedule's transform script over a fresh import of its model (in
+    the mode the model is in now), leaving the schedule's own import alone;
+    compiled like the schedule itself."""
+
+    def __init__(self, schedule):
+        self.model = schedule.model
+        self.world_size = schedule.world_size
+        self.script = schedule.transform_script()
+        self.imported = None
+
+    def trace(self, example_inputs):
+        self.imported = import_model(self.model, tuple(example_inputs),
+                                     self.world_size)
+        return self.imported
+
+    def scheduled_ir(self):
+        try:
+            return _lamina.transform_ir(self.imported.text, self.script)
+        except ValueError as error:
+            raise ScheduleError(str(error)) from None
+
+
 def verify(sch, example_inputs, rtol=None, atol=None):
     """Runs the scheduled, compiled program and the unscheduled model in
     eager PyTorch on the same full weights and inputs and raises
@@ -232,11 +261,10 @@ def verify(sch, example_inputs, rtol=None, atol=None):
     was_training = model.training
     model.eval()
     try:
-        with torch.no_grad(), _TwinQKV(model):
+        with torch.no_grad(), unsharded_fused_qkv(model):
             expected = model(*example_inputs)
-        eval_schedule = Schedule(model, sch.world_size)
-        eval_schedule._ops = list(sch._ops)
-        compiled = build(eval_schedule, example_inputs)
+        compiled = CompiledModule(_Replay(sch), example_inputs,
+                                  "lamina-cpu-pipeline")
         actual = compiled(*[torch.as_tensor(x) for x in example_inputs])
     finally:
         model.train(was_training)

@@ -190,9 +190,9 @@ def test_imported_bf16_model_compiles_for_the_gpu(tmp_path):
     model = _bf16_mlp()
     x = torch.randn(128, 64, dtype=torch.bfloat16)
     sch = lamina.create_schedule(model)
-    entry = sch.trace([x]).entry
+    imported = sch.trace([x])
     ir = sch.scheduled_ir()
-    assert _result_types(ir, entry) == [((128, 64), torch.bfloat16)]
+    assert _result_types(imported) == [((128, 64), torch.bfloat16)]
     compile_artefact(tmp_path, ir)
     ptx = (tmp_path / "libmodel.ptx").read_text()
     assert ptx.count(".entry") == 2
@@ -203,13 +203,15 @@ def test_imported_bf16_model_compiles_for_the_gpu(tmp_path):
 
 def test_result_types_of_lns_and_float_entry_points():
     from lamina.build import _result_types
+    from lamina.importer import ImportedModel, ir
 
-    ir = """
-func.func @forward(%x: tensor<4x8x!lns.num<f = 10>>) -> (tensor<4x16x!lns.num<f = 10>>, tensor<2x3xbf16>) {
-  return
-}"""
-    assert _result_types(ir, "forward") == [((4, 16), torch.int64),
-                                            ((2, 3), torch.bfloat16)]
+    imported = ImportedModel(
+        "", "forward", [], 1, False, 2, False,
+        argument_types=[ir.TensorType((4, 8), ir.LnsNumber(f=10))],
+        result_types=[ir.TensorType((4, 16), ir.LnsNumber(f=10)),
+                      ir.TensorType((2, 3), ir.BF16)])
+    assert _result_types(imported) == [((4, 16), torch.int64),
+                                       ((2, 3), torch.bfloat16)]
 
 
 # Test doubles shared by the scripts run against the stand-in driver, whose
