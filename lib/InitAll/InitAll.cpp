@@ -7,6 +7,7 @@
 #include "lamina/Lamina/TransformOps/LaminaTransformOps.h"
 #include "lamina/Lamina/Transforms/Passes.h"
 #include "lamina/Lns/IR/Lns.h"
+#include "lamina/Lns/Transforms/Passes.h"
 #include "lamina/Pipelines/Pipelines.h"
 
 #include "mlir/IR/DialectRegistry.h"
@@ -27,6 +28,7 @@ void mlir::lamina::registerAllDialects(DialectRegistry &registry) {
 void mlir::lamina::registerAllPasses() {
   mlir::registerAllPasses();
   registerLaminaPasses();
+  lns::registerLnsPasses();
   registerLaminaConversionPasses();
   registerLaminaPipelines();
 }

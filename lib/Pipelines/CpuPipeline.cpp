@@ -2,6 +2,7 @@
 
 #include "lamina/Conversion/Passes.h"
 #include "lamina/Lamina/Transforms/Passes.h"
+#include "lamina/Lns/Transforms/Passes.h"
 #include "lamina/Pipelines/Pipelines.h"
 
 #include "mlir/Conversion/Passes.h"
@@ -34,7 +35,7 @@ void mlir::lamina::buildLaminaCpuPipeline(OpPassManager &pm,
   pm.addPass(createConvertLaminaToLinalg(toLinalg));
   pm.addPass(createConvertShardToLaminaMPI());
   if (options.lnsTables)
-    pm.addPass(createLaminaLnsTables());
+    pm.addPass(lns::createLaminaLnsTables());
   pm.addPass(createConvertLnsToArith());
   pm.addPass(createConvertElementwiseToLinalgPass());
   pm.addPass(createCanonicalizerPass());

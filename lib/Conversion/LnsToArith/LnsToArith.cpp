@@ -1,7 +1,9 @@
 //===- LnsToArith.cpp - Lower lns to int64 codes and arith ----------------===//
 
-#include "lamina/Conversion/LnsToArith/CodeBuilder.h"
+#include "lamina/Conversion/LnsToArith/LnsToArith.h"
+
 #include "LinearKernels.h"
+#include "lamina/Conversion/LnsToArith/CodeBuilder.h"
 #include "lamina/Conversion/Passes.h"
 #include "lamina/Lns/IR/Lns.h"
 #include "lamina/Lns/IR/LnsCodes.h"
@@ -31,22 +33,17 @@ using namespace mlir::lamina::lns;
 // Types
 //===----------------------------------------------------------------------===//
 
-namespace {
-/// !lns.num → i64; tensors of them → tensors of i64.
-struct CodeTypeConverter : TypeConverter {
-  CodeTypeConverter() {
-    addConversion([](Type type) { return type; });
-    addConversion([](NumType type) -> Type {
-      return IntegerType::get(type.getContext(), 64);
-    });
-    addConversion([](RankedTensorType type) -> Type {
-      if (!isa<NumType>(type.getElementType()))
-        return type;
-      return type.clone(IntegerType::get(type.getContext(), 64));
-    });
-  }
-};
-} // namespace
+LnsCodeTypeConverter::LnsCodeTypeConverter() {
+  addConversion([](Type type) { return type; });
+  addConversion([](NumType type) -> Type {
+    return IntegerType::get(type.getContext(), 64);
+  });
+  addConversion([](RankedTensorType type) -> Type {
+    if (!isa<NumType>(type.getElementType()))
+      return type;
+    return type.clone(IntegerType::get(type.getContext(), 64));
+  });
+}
 
 static NumType numType(Value value) { return getLnsElementType(value.getType()); }
 
@@ -158,38 +155,41 @@ struct PowILowering : ElementwisePattern<PowIOp> {
     return c.powi(a[0], op.getExponent());
   }
 };
-struct MulLowering : ElementwisePattern<MulOp> {
-  using ElementwisePattern::ElementwisePattern;
-  Value compute(CodeBuilder &c, MulOp op, ValueRange a,
-                const SbdbTables *tables) const override {
-    return c.mul(a[0], c.toBase(a[1], numType(op.getRhs()), numType(op.getLhs())));
-  }
-};
-struct DivLowering : ElementwisePattern<DivOp> {
-  using ElementwisePattern::ElementwisePattern;
-  Value compute(CodeBuilder &c, DivOp op, ValueRange a,
-                const SbdbTables *tables) const override {
-    return c.div(a[0], c.toBase(a[1], numType(op.getRhs()), numType(op.getLhs())));
-  }
-};
-struct AddLowering : ElementwisePattern<AddOp> {
-  using ElementwisePattern::ElementwisePattern;
-  Value compute(CodeBuilder &c, AddOp op, ValueRange a,
+/// The arithmetic of two LNS numbers: the rhs is converted to the lhs's
+/// base (the spec's mixed-base rule), then `Apply` combines the codes.
+using BinaryCodes = Value (*)(CodeBuilder &, Value, Value, NumType,
+                              const SbdbTables *);
+template <typename Op, BinaryCodes Apply>
+struct BinaryLowering : ElementwisePattern<Op> {
+  using ElementwisePattern<Op>::ElementwisePattern;
+  Value compute(CodeBuilder &c, Op op, ValueRange a,
                 const SbdbTables *tables) const override {
     NumType type = numType(op.getLhs());
-    return c.add(a[0], c.toBase(a[1], numType(op.getRhs()), type), type,
+    return Apply(c, a[0], c.toBase(a[1], numType(op.getRhs()), type), type,
                  tables);
   }
 };
-struct SubLowering : ElementwisePattern<SubOp> {
-  using ElementwisePattern::ElementwisePattern;
-  Value compute(CodeBuilder &c, SubOp op, ValueRange a,
-                const SbdbTables *tables) const override {
-    NumType type = numType(op.getLhs());
-    return c.sub(a[0], c.toBase(a[1], numType(op.getRhs()), type), type,
-                 tables);
-  }
-};
+
+Value mulCodes(CodeBuilder &c, Value x, Value y, NumType, const SbdbTables *) {
+  return c.mul(x, y);
+}
+Value divCodes(CodeBuilder &c, Value x, Value y, NumType, const SbdbTables *) {
+  return c.div(x, y);
+}
+Value addCodes(CodeBuilder &c, Value x, Value y, NumType type,
+               const SbdbTables *tables) {
+  return c.add(x, y, type, tables);
+}
+Value subCodes(CodeBuilder &c, Value x, Value y, NumType type,
+               const SbdbTables *tables) {
+  return c.sub(x, y, type, tables);
+}
+
+using MulLowering = BinaryLowering<MulOp, mulCodes>;
+using DivLowering = BinaryLowering<DivOp, divCodes>;
+using AddLowering = BinaryLowering<AddOp, addCodes>;
+using SubLowering = BinaryLowering<SubOp, subCodes>;
+
 struct EncodeLowering : ElementwisePattern<EncodeOp> {
   using ElementwisePattern::ElementwisePattern;
   Value compute(CodeBuilder &c, EncodeOp op, ValueRange a,
@@ -573,7 +573,7 @@ struct ConvertLnsToArithPass
     : mlir::lamina::impl::ConvertLnsToArithBase<ConvertLnsToArithPass> {
   void runOnOperation() override {
     MLIRContext *context = &getContext();
-    CodeTypeConverter converter;
+    LnsCodeTypeConverter converter;
     ConversionTarget target(*context);
     target.addIllegalDialect<LnsDialect>();
     target.markUnknownOpDynamicallyLegal([&](Operation *op) {
@@ -587,11 +587,7 @@ struct ConvertLnsToArithPass
              });
     });
     RewritePatternSet patterns(context);
-    patterns.add<NegLowering, AbsLowering, SqrtLowering, PowILowering,
-                 MulLowering, DivLowering, AddLowering, SubLowering,
-                 EncodeLowering, DecodeLowering, ChangeBaseLowering,
-                 ConstantLowering, SumLowering, LinearLowering,
-                 MatmulLowering>(converter, context);
+    populateLnsToArithConversionPatterns(converter, patterns);
     patterns.add<ConvertCarrierTypes>(converter, context);
     populateFunctionOpInterfaceTypeConversionPattern<func::FuncOp>(patterns,
                                                                    converter);
@@ -603,3 +599,12 @@ struct ConvertLnsToArithPass
   }
 };
 } // namespace
+
+void mlir::lamina::lns::populateLnsToArithConversionPatterns(
+    const TypeConverter &converter, RewritePatternSet &patterns) {
+  patterns.add<NegLowering, AbsLowering, SqrtLowering, PowILowering,
+               MulLowering, DivLowering, AddLowering, SubLowering,
+               EncodeLowering, DecodeLowering, ChangeBaseLowering,
+               ConstantLowering, SumLowering, LinearLowering, MatmulLowering>(
+      converter, patterns.getContext());
+}

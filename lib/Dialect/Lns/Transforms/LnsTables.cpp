@@ -1,19 +1,18 @@
 //===- LnsTables.cpp - LNS additions from precomputed tables --------------===//
 
-#include "lamina/Lamina/Transforms/Passes.h"
-#include "lamina/Lns/IR/Lns.h"
+#include "lamina/Lns/Transforms/Passes.h"
 
-namespace mlir::lamina {
+namespace mlir::lamina::lns {
 #define GEN_PASS_DEF_LAMINALNSTABLES
-#include "lamina/Lamina/Transforms/Passes.h.inc"
-} // namespace mlir::lamina
+#include "lamina/Lns/Transforms/Passes.h.inc"
+} // namespace mlir::lamina::lns
 
 using namespace mlir;
 using namespace mlir::lamina;
 
 namespace {
 struct LaminaLnsTablesPass
-    : lamina::impl::LaminaLnsTablesBase<LaminaLnsTablesPass> {
+    : lns::impl::LaminaLnsTablesBase<LaminaLnsTablesPass> {
   void runOnOperation() override {
     MLIRContext *context = &getContext();
     auto table = lns::SbdbModeAttr::get(context, lns::SbdbMode::table);
