@@ -2,6 +2,7 @@
 
 #include "lamina/InitAll.h"
 
+#include "lamina/Codegen/Passes.h"
 #include "lamina/Conversion/Passes.h"
 #include "lamina/Lamina/IR/Lamina.h"
 #include "lamina/Lamina/TransformOps/LaminaTransformOps.h"
@@ -30,5 +31,6 @@ void mlir::lamina::registerAllPasses() {
   registerLaminaPasses();
   lns::registerLnsPasses();
   registerLaminaConversionPasses();
+  registerLaminaCodegenPasses();
   registerLaminaPipelines();
 }

@@ -1,5 +1,6 @@
 //===- CpuPipeline.cpp - lamina-cpu-pipeline ------------------------------===//
 
+#include "lamina/Codegen/Passes.h"
 #include "lamina/Conversion/Passes.h"
 #include "lamina/Lamina/Transforms/Passes.h"
 #include "lamina/Lns/Transforms/Passes.h"

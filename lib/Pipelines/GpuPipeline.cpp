@@ -1,5 +1,6 @@
 //===- GpuPipeline.cpp - lamina-gpu-pipeline ------------------------------===//
 
+#include "lamina/Codegen/Passes.h"
 #include "lamina/Conversion/Passes.h"
 #include "lamina/Lamina/Transforms/Passes.h"
 #include "lamina/Pipelines/Pipelines.h"

@@ -18,7 +18,7 @@
 
 #include "lamina/Execution/GpuArtefact.h"
 #include "lamina/InitAll.h"
-#include "lamina/Lamina/Transforms/TransformScript.h"
+#include "lamina/Support/TransformScript.h"
 
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"

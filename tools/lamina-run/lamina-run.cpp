@@ -8,7 +8,7 @@
 
 #include "lamina/Execution/GpuProgram.h"
 #include "lamina/Execution/JitProgram.h"
-#include "lamina/Lamina/Transforms/TransformScript.h"
+#include "lamina/Support/TransformScript.h"
 #include "lamina/Runtime/MpiRuntime.h"
 #include "lamina/InitAll.h"
 #include "lamina/Lamina/IR/Lamina.h"

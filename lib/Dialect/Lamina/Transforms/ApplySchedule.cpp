@@ -1,7 +1,7 @@
 //===- ApplySchedule.cpp - Apply a schedule file to the module -----------===//
 
 #include "lamina/Lamina/Transforms/Passes.h"
-#include "lamina/Lamina/Transforms/TransformScript.h"
+#include "lamina/Support/TransformScript.h"
 
 #include "mlir/IR/BuiltinOps.h"
 

@@ -1,14 +1,14 @@
 //===- CpuLowerVectors.cpp - Vector lowering of the scheduled tiles -------===//
 
-#include "lamina/Lamina/Transforms/Passes.h"
-#include "lamina/Lamina/Transforms/TransformScript.h"
+#include "lamina/Codegen/Passes.h"
+#include "lamina/Support/TransformScript.h"
 
 #include "mlir/Dialect/Transform/IR/TransformDialect.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 namespace mlir::lamina {
 #define GEN_PASS_DEF_LAMINACPULOWERVECTORS
-#include "lamina/Lamina/Transforms/Passes.h.inc"
+#include "lamina/Codegen/Passes.h.inc"
 } // namespace mlir::lamina
 
 using namespace mlir;

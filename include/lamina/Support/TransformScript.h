@@ -1,7 +1,7 @@
 //===- TransformScript.h - Apply a transform script held as text -*- C++ -*-===//
 
-#ifndef LAMINA_LAMINA_TRANSFORMS_TRANSFORMSCRIPT_H
-#define LAMINA_LAMINA_TRANSFORMS_TRANSFORMSCRIPT_H
+#ifndef LAMINA_SUPPORT_TRANSFORMSCRIPT_H
+#define LAMINA_SUPPORT_TRANSFORMSCRIPT_H
 
 #include "mlir/IR/BuiltinOps.h"
 
@@ -22,4 +22,4 @@ LogicalResult applyScheduleFile(ModuleOp module, StringRef path);
 
 } // namespace mlir::lamina
 
-#endif // LAMINA_LAMINA_TRANSFORMS_TRANSFORMSCRIPT_H
+#endif // LAMINA_SUPPORT_TRANSFORMSCRIPT_H

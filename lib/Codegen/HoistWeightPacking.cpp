@@ -1,6 +1,7 @@
 //===- HoistWeightPacking.cpp - Pack weights once, at load time -----------===//
 
-#include "lamina/Lamina/Transforms/Passes.h"
+#include "lamina/Codegen/Passes.h"
+#include "lamina/Lamina/IR/Lamina.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -11,7 +12,7 @@
 
 namespace mlir::lamina {
 #define GEN_PASS_DEF_LAMINAHOISTWEIGHTPACKING
-#include "lamina/Lamina/Transforms/Passes.h.inc"
+#include "lamina/Codegen/Passes.h.inc"
 } // namespace mlir::lamina
 
 using namespace mlir;

@@ -1,6 +1,6 @@
 //===- DecomposeAggregates.cpp - Decompose aggregated linalg ops ----------===//
 
-#include "lamina/Lamina/Transforms/Passes.h"
+#include "lamina/Codegen/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -10,7 +10,7 @@
 
 namespace mlir::lamina {
 #define GEN_PASS_DEF_LAMINADECOMPOSEAGGREGATES
-#include "lamina/Lamina/Transforms/Passes.h.inc"
+#include "lamina/Codegen/Passes.h.inc"
 } // namespace mlir::lamina
 
 using namespace mlir;

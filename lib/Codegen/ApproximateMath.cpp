@@ -1,6 +1,6 @@
 //===- ApproximateMath.cpp - Polynomial tanh, erf and exp -----------------===//
 
-#include "lamina/Lamina/Transforms/Passes.h"
+#include "lamina/Codegen/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -11,7 +11,7 @@
 
 namespace mlir::lamina {
 #define GEN_PASS_DEF_LAMINAAPPROXIMATEMATH
-#include "lamina/Lamina/Transforms/Passes.h.inc"
+#include "lamina/Codegen/Passes.h.inc"
 } // namespace mlir::lamina
 
 using namespace mlir;

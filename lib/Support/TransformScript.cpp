@@ -1,6 +1,6 @@
 //===- TransformScript.cpp - Apply a transform script held as text --------===//
 
-#include "lamina/Lamina/Transforms/TransformScript.h"
+#include "lamina/Support/TransformScript.h"
 
 #include "mlir/Dialect/Transform/IR/TransformOps.h"
 #include "mlir/Dialect/Transform/Transforms/TransformInterpreterUtils.h"

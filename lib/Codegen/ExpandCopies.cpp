@@ -1,6 +1,6 @@
 //===- ExpandCopies.cpp - memref.copy as linalg.copy ----------------------===//
 
-#include "lamina/Lamina/Transforms/Passes.h"
+#include "lamina/Codegen/Passes.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -8,7 +8,7 @@
 
 namespace mlir::lamina {
 #define GEN_PASS_DEF_LAMINAEXPANDCOPIES
-#include "lamina/Lamina/Transforms/Passes.h.inc"
+#include "lamina/Codegen/Passes.h.inc"
 } // namespace mlir::lamina
 
 using namespace mlir;

@@ -1,4 +1,4 @@
-//===- CpuSchedule.cpp - Tiling and vectorization of fused matmuls --------===//
+//===- CpuTileAndVectorize.cpp - Tiling and vectorization of matmuls ------===//
 //
 // The schedules are transform-dialect scripts, instantiated per matmul with
 // tile sizes chosen from its static shape and applied with the transform
@@ -6,8 +6,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "lamina/Lamina/Transforms/Passes.h"
-#include "lamina/Lamina/Transforms/TransformScript.h"
+#include "lamina/Codegen/Passes.h"
+#include "lamina/Lamina/IR/Lamina.h"
+#include "lamina/Support/TransformScript.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -18,7 +19,7 @@
 
 namespace mlir::lamina {
 #define GEN_PASS_DEF_LAMINACPUTILEANDVECTORIZE
-#include "lamina/Lamina/Transforms/Passes.h.inc"
+#include "lamina/Codegen/Passes.h.inc"
 } // namespace mlir::lamina
 
 using namespace mlir;

@@ -1,0 +1,146 @@
+//===- Passes.td - Code generation on linalg, vector, memref -*- tablegen -*-===//
+//
+// The passes that turn Lamina's lowered programs into fast CPU code: tiling
+// and vectorization, vector lowering, polynomial math, weight packing once
+// per program. They act on upstream dialects (linalg, vector, memref,
+// math), apart from the model-level passes of dialects/Lamina/Transforms.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LAMINA_CODEGEN_PASSES_TD
+#define LAMINA_CODEGEN_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def LaminaDecomposeAggregates : Pass<"lamina-decompose-aggregates"> {
+  let summary = "Decompose aggregated linalg ops (softmax) and packs into "
+                "simple ones";
+  let description = [{
+    Ops such as `linalg.softmax` have no direct lowering to loops or
+    vectors; they implement `AggregatedOpInterface`, whose decomposition
+    (max, exp, sum, div as `linalg.generic`s) this pass applies. Likewise
+    `linalg.pack` becomes `tensor.pad` + `tensor.expand_shape` +
+    `linalg.transpose`.
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::math::MathDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
+def LaminaApproximateMath : Pass<"lamina-approximate-math"> {
+  let summary = "Replace tanh, erf and exp by vectorizable polynomials";
+  let description = [{
+    The default lowering of `math.tanh` is a scalar libm call per element,
+    which halves the speed of a fused GELU epilogue. Upstream's polynomial
+    approximations (max error 2.7e-7 for tanh on f32) vectorize; this pass
+    applies them to f32 `tanh`, `erf` and `exp`. The same polynomials serve
+    the GPU path, so both targets compute the same GELU.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::math::MathDialect",
+                           "::mlir::vector::VectorDialect"];
+}
+
+def LaminaHoistWeightPacking : Pass<"lamina-hoist-weight-packing",
+                                     "::mlir::ModuleOp"> {
+  let summary = "Move the packing of weight arguments into a function run "
+                "once, when the program is loaded";
+  let description = [{
+    Packing a weight costs more than a whole small-batch call (4 ms for a
+    4096×1024 weight against 10 ms for an M = 16 call), so it must not run
+    per call. For every public function `@f` not called within the module
+    whose body packs arguments
+    (`linalg.pack` of a block argument), this pass creates
+    `@f_pack_weights`, taking `@f`'s arguments and returning the packed
+    weights, and gives `@f` one extra trailing argument per packed weight in
+    place of the packing. The module attribute `lamina.weight_packing` maps
+    `f` to the packed types, which tells a runtime to call `@f_pack_weights`
+    once and pass its results to every call of `@f`.
+
+    ```mlir
+    func.func @f(%x: tensor<8x64xf32>, %w: tensor<32x64xf32>) -> ... {
+      %p = linalg.pack %w inner_dims_pos = [0] inner_tiles = [16] into %e
+      ...
+    // becomes
+    func.func @f(%x: tensor<8x64xf32>, %w: tensor<32x64xf32>,
+                 %p: tensor<2x64x16xf32>) -> ...
+    func.func @f_pack_weights(%x: ..., %w: ...) -> tensor<2x64x16xf32>
+    ```
+  }];
+  let dependentDialects = ["::mlir::func::FuncDialect",
+                           "::mlir::linalg::LinalgDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
+def LaminaCpuTileAndVectorize : Pass<"lamina-cpu-tile-and-vectorize",
+                                      "::mlir::ModuleOp"> {
+  let summary = "Tile each packed matmul with its epilogue for caches and "
+                "registers, and vectorize the tile";
+  let description = [{
+    For every `lamina.stage = "epilogue"` op fed by a packed matmul (the
+    `(m, n1, n0, k)` generic of `convert-lamina-to-linalg{weight-block=16}`),
+    or a packed matmul without an epilogue, this pass picks tile sizes from
+    the static shapes and applies a transform-dialect schedule:
+
+    1. fuse the epilogue with the matmul and its fill into a cache-level
+       tile (256×16 blocks of 16 features for M ≥ 1024, 128×2 for M ≥ 256);
+    2. fuse again into a 4×16 register tile (rows are fewer when M is not a
+       multiple of 4);
+    3. tile K by 4 and vectorize the matmul, the fill and the epilogue;
+    4. hoist the accumulator out of the K loop, so that it lives in
+       registers and the epilogue (bias, GELU, dropout) is applied to it
+       before the output tile is written once.
+
+    Other element-wise ops (residual adds, a bias add or activation that was
+    not fused, the epilogue of an unpacked matmul) whose last dimension is a
+    multiple of 16 are tiled into rows of 16 lanes and vectorized. Ops whose
+    shapes do not allow a clean schedule (dynamic, or a large odd K) are left
+    to the loop lowering.
+
+    With `threads=N > 1`, the cache-level tiles form an `scf.forall` (the
+    matmul and its fill fused into it), which the pipeline runs on N
+    threads through OpenMP.
+  }];
+  let options = [
+    Option<"threads", "threads", "unsigned", /*default=*/"1",
+           "threads sharing the cache-level tiles">,
+  ];
+  let dependentDialects = ["::mlir::transform::TransformDialect",
+                           "::mlir::linalg::LinalgDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::tensor::TensorDialect",
+                           "::mlir::vector::VectorDialect"];
+}
+
+def LaminaCpuLowerVectors : Pass<"lamina-cpu-lower-vectors",
+                                  "::mlir::ModuleOp"> {
+  let summary = "Lower vector contractions and transfers for AVX2";
+  let description = [{
+    After bufferization: contractions become outer products (FMAs of a
+    broadcast row element and a 16-wide weight row), then transposes,
+    broadcasts, shape casts and n-D transfers are lowered to 1-D vectors,
+    the form LLVM turns into the AVX2 micro-kernel.
+  }];
+  let dependentDialects = ["::mlir::transform::TransformDialect",
+                           "::mlir::vector::VectorDialect"];
+}
+
+def LaminaExpandCopies : Pass<"lamina-expand-copies"> {
+  let summary = "Turn memref.copy into linalg.copy";
+  let description = [{
+    The LLVM lowering of a `memref.copy` between strided views calls the
+    `memrefCopy` runtime function of upstream's C runner utilities. Rewriting
+    copies as `linalg.copy` lets them compile to loops, so compiled programs
+    need no MLIR runtime library on the host or in ahead-of-time artefacts.
+
+    ```mlir
+    memref.copy %a, %b : memref<2x4xf32, strided<[12, 3]>> to memref<2x4xf32>
+    // becomes
+    linalg.copy ins(%a : ...) outs(%b : ...)
+    ```
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect"];
+}
+
+#endif // LAMINA_CODEGEN_PASSES_TD
