@@ -133,3 +133,88 @@ module attributes {lamina.world_size = 2 : i64} {
     return %0 : tensor<8x4xf32>
   }
 }
+
+// -----
+
+// LayerNorm over features each rank holds only a block of.
+module attributes {lamina.world_size = 2 : i64} {
+  func.func @layer_norm_sharded_last(%x: tensor<2x4x16xf32> {lamina.layout = #lamina.layout<S(2)>}) -> tensor<2x4x16xf32> {
+    // expected-error @+1 {{'lamina.layer_norm' op normalizes over the sharded last axis; all_gather the value first}}
+    %0 = lamina.layer_norm "ln" %x eps 1.0e-05 : (tensor<2x4x16xf32>) -> tensor<2x4x16xf32>
+    return %0 : tensor<2x4x16xf32>
+  }
+}
+
+// -----
+
+// The same after a column-parallel layer, whose output features are
+// sharded.
+module attributes {lamina.world_size = 2 : i64} {
+  func.func @layer_norm_after_column_parallel(%x: tensor<4x8xf32>,
+      %w1: tensor<16x8xf32> {lamina.layout = #lamina.layout<S(0)>},
+      %g: tensor<16xf32>) -> tensor<4x16xf32> {
+    %0 = lamina.linear "fc1" %x, %w1 : (tensor<4x8xf32>, tensor<16x8xf32>) -> tensor<4x16xf32>
+    // expected-error @+1 {{normalizes over the sharded last axis; all_gather the value first}}
+    %1 = lamina.layer_norm "ln" %0 weight %g eps 1.0e-05 : (tensor<4x16xf32>, tensor<16xf32>) -> tensor<4x16xf32>
+    return %1 : tensor<4x16xf32>
+  }
+}
+
+// -----
+
+// LayerNorm of partial sums: the mean of a sum is not the sum of the
+// per-rank means of it.
+module attributes {lamina.world_size = 2 : i64} {
+  func.func @layer_norm_partial(%h: tensor<4x16xf32> {lamina.layout = #lamina.layout<S(1)>},
+      %w2: tensor<8x16xf32> {lamina.layout = #lamina.layout<S(1)>}) -> tensor<4x8xf32> {
+    %0 = lamina.matmul "fc2" %h, %w2 : (tensor<4x16xf32>, tensor<8x16xf32>) -> tensor<4x8xf32>
+    // expected-error @+1 {{'lamina.layer_norm' op normalizes partial sums (layout P)}}
+    %1 = lamina.layer_norm "ln" %0 eps 1.0e-05 : (tensor<4x8xf32>) -> tensor<4x8xf32>
+    return %1 : tensor<4x8xf32>
+  }
+}
+
+// -----
+
+module attributes {lamina.world_size = 2 : i64} {
+  func.func @layer_norm_sharded_weight(%x: tensor<4x16xf32>,
+      %g: tensor<16xf32> {lamina.layout = #lamina.layout<S(0)>}) -> tensor<4x16xf32> {
+    // expected-error @+1 {{takes a weight or bias with layout #lamina.layout<S(0)>; LayerNorm parameters must be replicated}}
+    %0 = lamina.layer_norm "ln" %x weight %g eps 1.0e-05 : (tensor<4x16xf32>, tensor<16xf32>) -> tensor<4x16xf32>
+    return %0 : tensor<4x16xf32>
+  }
+}
+
+// -----
+
+module attributes {lamina.world_size = 2 : i64} {
+  func.func @layer_norm_sharded_bias(%x: tensor<4x16xf32> {lamina.layout = #lamina.layout<S(0)>},
+      %b: tensor<16xf32> {lamina.layout = #lamina.layout<S(0)>}) -> tensor<4x16xf32> {
+    // expected-error @+1 {{takes a weight or bias with layout #lamina.layout<S(0)>; LayerNorm parameters must be replicated}}
+    %0 = lamina.layer_norm "ln" %x bias %b eps 1.0e-05 : (tensor<4x16xf32>, tensor<16xf32>) -> tensor<4x16xf32>
+    return %0 : tensor<4x16xf32>
+  }
+}
+
+// -----
+
+// Softmax along the sharded axis: each rank would normalize its own block.
+module attributes {lamina.world_size = 2 : i64} {
+  func.func @softmax_own_dim(%x: tensor<2x4x8xf32> {lamina.layout = #lamina.layout<S(2)>}) -> tensor<2x4x8xf32> {
+    // expected-error @+1 {{'lamina.softmax' op normalizes along the sharded axis 2; all_gather the value first}}
+    %0 = lamina.softmax %x dim 2 : tensor<2x4x8xf32>
+    return %0 : tensor<2x4x8xf32>
+  }
+}
+
+// -----
+
+module attributes {lamina.world_size = 2 : i64} {
+  func.func @softmax_partial(%h: tensor<4x16xf32> {lamina.layout = #lamina.layout<S(1)>},
+      %w2: tensor<8x16xf32> {lamina.layout = #lamina.layout<S(1)>}) -> tensor<4x8xf32> {
+    %0 = lamina.matmul "fc2" %h, %w2 : (tensor<4x16xf32>, tensor<8x16xf32>) -> tensor<4x8xf32>
+    // expected-error @+1 {{'lamina.softmax' op applies softmax to partial sums (layout P)}}
+    %1 = lamina.softmax %0 dim 0 : tensor<4x8xf32>
+    return %1 : tensor<4x8xf32>
+  }
+}

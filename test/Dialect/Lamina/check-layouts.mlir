@@ -50,3 +50,68 @@ module attributes {lamina.world_size = 2 : i64} {
     return %1 : tensor<2x4x8xf32>
   }
 }
+
+// -----
+
+// LayerNorm normalizes each row on its own: a value sharded on a batch axis
+// (the tokens here) stays sharded through it, and so does softmax along
+// another axis than the sharded one.
+// CHECK-LABEL: func.func @layer_norm_batch_sharded
+// CHECK: lamina.layer_norm "ln" %{{.*}} weight %{{.*}} bias %{{.*}} eps
+// CHECK: lamina.softmax %{{.*}} dim 2
+module attributes {lamina.world_size = 2 : i64} {
+  func.func @layer_norm_batch_sharded(%x: tensor<4x8x16xf32> {lamina.layout = #lamina.layout<S(0)>},
+      %w: tensor<16xf32>, %b: tensor<16xf32>) -> tensor<4x8x16xf32> {
+    %0 = lamina.layer_norm "ln" %x weight %w bias %b eps 1.0e-05 : (tensor<4x8x16xf32>, tensor<16xf32>, tensor<16xf32>) -> tensor<4x8x16xf32>
+    %1 = lamina.softmax %0 dim 2 : tensor<4x8x16xf32>
+    return %1 : tensor<4x8x16xf32>
+  }
+}
+
+// -----
+
+// Megatron sequence parallelism: LayerNorm runs on the tokens sharded on
+// axis 1, the column-parallel layer all-gathers them first.
+// CHECK-LABEL: func.func @sequence_parallel_layer_norm
+// CHECK: lamina.layer_norm "ln_1"
+// CHECK: lamina.sync %{{.*}} <fwd_pre, all_gather, axis = 1>
+module attributes {lamina.world_size = 2 : i64} {
+  func.func @sequence_parallel_layer_norm(%x: tensor<2x4x8xf32> {lamina.layout = #lamina.layout<S(1)>},
+      %g: tensor<8xf32>,
+      %w1: tensor<16x8xf32> {lamina.layout = #lamina.layout<S(0)>},
+      %w2: tensor<8x16xf32> {lamina.layout = #lamina.layout<S(1)>}) -> tensor<2x4x8xf32> {
+    %n = lamina.layer_norm "ln_1" %x weight %g eps 1.0e-05 : (tensor<2x4x8xf32>, tensor<8xf32>) -> tensor<2x4x8xf32>
+    %s = lamina.sync %n <fwd_pre, all_gather, axis = 1> : tensor<2x4x8xf32>
+    %0 = lamina.linear "fc1" %s, %w1 : (tensor<2x4x8xf32>, tensor<16x8xf32>) -> tensor<2x4x16xf32>
+    %1 = lamina.linear_sync "fc2" %0, %w2 sync <fwd_post, reduce_scatter, axis = 1> : (tensor<2x4x16xf32>, tensor<8x16xf32>) -> tensor<2x4x8xf32>
+    %2 = arith.addf %x, %1 : tensor<2x4x8xf32>
+    return %2 : tensor<2x4x8xf32>
+  }
+}
+
+// -----
+
+// Attention weights sharded by heads (axis 1): softmax along the keys.
+// CHECK-LABEL: func.func @softmax_heads_sharded
+// CHECK: lamina.softmax "attn" %{{.*}} dim 3
+module attributes {lamina.world_size = 2 : i64} {
+  func.func @softmax_heads_sharded(%scores: tensor<2x4x8x8xf32> {lamina.layout = #lamina.layout<S(1)>}) -> tensor<2x4x8x8xf32> {
+    %0 = lamina.softmax "attn" %scores dim 3 : tensor<2x4x8x8xf32>
+    return %0 : tensor<2x4x8x8xf32>
+  }
+}
+
+// -----
+
+// After the fc2 all-reduce the value is whole again: LayerNorm may follow.
+// CHECK-LABEL: func.func @layer_norm_after_all_reduce
+// CHECK: lamina.layer_norm "ln_2"
+module attributes {lamina.world_size = 2 : i64} {
+  func.func @layer_norm_after_all_reduce(%h: tensor<4x16xf32> {lamina.layout = #lamina.layout<S(1)>},
+      %w2: tensor<8x16xf32> {lamina.layout = #lamina.layout<S(1)>},
+      %g: tensor<8xf32>, %b: tensor<8xf32>) -> tensor<4x8xf32> {
+    %0 = lamina.linear_sync "fc2" %h, %w2 sync <fwd_post, all_reduce> : (tensor<4x16xf32>, tensor<8x16xf32>) -> tensor<4x8xf32>
+    %1 = lamina.layer_norm "ln_2" %0 weight %g bias %b eps 1.0e-05 : (tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+    return %1 : tensor<4x8xf32>
+  }
+}

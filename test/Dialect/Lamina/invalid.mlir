@@ -349,6 +349,87 @@ module attributes {lamina.world_size = 4 : i64} {
 
 // -----
 
+func.func @layer_norm_weight_width(%x: tensor<4x16xf32>, %w: tensor<8xf32>) -> tensor<4x16xf32> {
+  // expected-error @+1 {{weight must have shape [16] (one value per normalized feature), got 'tensor<8xf32>'}}
+  %0 = lamina.layer_norm "ln" %x weight %w eps 1.0e-05 : (tensor<4x16xf32>, tensor<8xf32>) -> tensor<4x16xf32>
+  return %0 : tensor<4x16xf32>
+}
+
+// -----
+
+func.func @layer_norm_bias_rank(%x: tensor<4x16xf32>, %b: tensor<1x16xf32>) -> tensor<4x16xf32> {
+  // expected-error @+1 {{bias must have shape [16] (one value per normalized feature), got 'tensor<1x16xf32>'}}
+  %0 = lamina.layer_norm "ln" %x bias %b eps 1.0e-05 : (tensor<4x16xf32>, tensor<1x16xf32>) -> tensor<4x16xf32>
+  return %0 : tensor<4x16xf32>
+}
+
+// -----
+
+// The bias is checked as well when the weight is right.
+func.func @layer_norm_bias_width(%x: tensor<2x3x16xf32>, %w: tensor<16xf32>, %b: tensor<3xf32>) -> tensor<2x3x16xf32> {
+  // expected-error @+1 {{bias must have shape [16] (one value per normalized feature), got 'tensor<3xf32>'}}
+  %0 = lamina.layer_norm "ln" %x weight %w bias %b eps 1.0e-05 : (tensor<2x3x16xf32>, tensor<16xf32>, tensor<3xf32>) -> tensor<2x3x16xf32>
+  return %0 : tensor<2x3x16xf32>
+}
+
+// -----
+
+func.func @layer_norm_result_type(%x: tensor<4x16xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{result type 'tensor<4x8xf32>' differs from the input type 'tensor<4x16xf32>'}}
+  %0 = lamina.layer_norm "ln" %x eps 1.0e-05 : (tensor<4x16xf32>) -> tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @layer_norm_negative_eps(%x: tensor<4x16xf32>) -> tensor<4x16xf32> {
+  // expected-error @+1 {{eps must be non-negative, got -1.000000e-05}}
+  %0 = lamina.layer_norm "ln" %x eps -1.0e-05 : (tensor<4x16xf32>) -> tensor<4x16xf32>
+  return %0 : tensor<4x16xf32>
+}
+
+// -----
+
+func.func @layer_norm_rank_0(%x: tensor<f32>) -> tensor<f32> {
+  // expected-error @+1 {{input must have rank >= 1, got 'tensor<f32>'}}
+  %0 = lamina.layer_norm "ln" %x eps 1.0e-05 : (tensor<f32>) -> tensor<f32>
+  return %0 : tensor<f32>
+}
+
+// -----
+
+func.func @layer_norm_f16(%x: tensor<4x16xf16>) -> tensor<4x16xf16> {
+  // expected-error @+1 {{operand #0 must be ranked tensor of 32-bit float values}}
+  %0 = lamina.layer_norm "ln" %x eps 1.0e-05 : (tensor<4x16xf16>) -> tensor<4x16xf16>
+  return %0 : tensor<4x16xf16>
+}
+
+// -----
+
+func.func @softmax_dim_out_of_range(%x: tensor<4x16xf32>) -> tensor<4x16xf32> {
+  // expected-error @+1 {{dim 2 is out of range for a value of rank 2}}
+  %0 = lamina.softmax %x dim 2 : tensor<4x16xf32>
+  return %0 : tensor<4x16xf32>
+}
+
+// -----
+
+func.func @softmax_negative_dim(%x: tensor<4x16xf32>) -> tensor<4x16xf32> {
+  // expected-error @+1 {{attribute 'dim' failed to satisfy constraint: 64-bit signless integer attribute whose value is non-negative}}
+  %0 = lamina.softmax %x dim -1 : tensor<4x16xf32>
+  return %0 : tensor<4x16xf32>
+}
+
+// -----
+
+func.func @softmax_result_type(%x: tensor<4x16xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{requires the same type for all operands and results}}
+  %0 = "lamina.softmax"(%x) <{dim = 1 : i64}> : (tensor<4x16xf32>) -> tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
 func.func @bias_add_shape(%x: tensor<4x16xf32>, %b: tensor<4xf32>) -> tensor<4x16xf32> {
   // expected-error @+1 {{bias must have shape [16] (one value per output feature), got 'tensor<4xf32>'}}
   %0 = lamina.bias_add %x, %b : tensor<4x16xf32>, tensor<4xf32>

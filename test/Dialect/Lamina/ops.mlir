@@ -99,6 +99,40 @@ func.func @per_rank(%x: tensor<4x8xf32>, %w: tensor<16x8xf32>, %seed: i64, %rank
   return %1, %2 : tensor<4x16xf32>, tensor<4x16xf32>
 }
 
+// nn.LayerNorm over the last dim: weight and bias each optional, eps kept
+// as written (an f64 attribute).
+// CHECK-LABEL: func.func @layer_norm
+// CHECK-SAME: (%[[X:[a-z0-9]+]]: tensor<2x8x32xf32>, %[[W:[a-z0-9]+]]: tensor<32xf32>, %[[B:[a-z0-9]+]]: tensor<32xf32>, %[[D:[a-z0-9]+]]: tensor<?x16xf32>)
+func.func @layer_norm(%x: tensor<2x8x32xf32>, %w: tensor<32xf32>, %b: tensor<32xf32>, %d: tensor<?x16xf32>) -> (tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<?x16xf32>) {
+  // CHECK: lamina.layer_norm "h.0.ln_1" %[[X]] weight %[[W]] bias %[[B]] eps 1.000000e-05 : (tensor<2x8x32xf32>, tensor<32xf32>, tensor<32xf32>) -> tensor<2x8x32xf32>
+  %0 = lamina.layer_norm "h.0.ln_1" %x weight %w bias %b eps 1.0e-05 : (tensor<2x8x32xf32>, tensor<32xf32>, tensor<32xf32>) -> tensor<2x8x32xf32>
+  // 1e-06 is not exact in f64 and prints with all 17 digits.
+  // CHECK: lamina.layer_norm "no_affine" %[[X]] eps 9.9999999999999995E-7 : (tensor<2x8x32xf32>) -> tensor<2x8x32xf32>
+  %1 = lamina.layer_norm "no_affine" %x eps 1.0e-06 : (tensor<2x8x32xf32>) -> tensor<2x8x32xf32>
+  // CHECK: lamina.layer_norm "weight_only" %[[X]] weight %[[W]] eps 1.000000e-05 : (tensor<2x8x32xf32>, tensor<32xf32>) -> tensor<2x8x32xf32>
+  %2 = lamina.layer_norm "weight_only" %x weight %w eps 1.0e-05 : (tensor<2x8x32xf32>, tensor<32xf32>) -> tensor<2x8x32xf32>
+  // The bias alone (bias=None is the other way round) and eps = 0.
+  // CHECK: lamina.layer_norm "bias_only" %[[X]] bias %[[B]] eps 0.000000e+00 : (tensor<2x8x32xf32>, tensor<32xf32>) -> tensor<2x8x32xf32>
+  %3 = lamina.layer_norm "bias_only" %x bias %b eps 0.0 : (tensor<2x8x32xf32>, tensor<32xf32>) -> tensor<2x8x32xf32>
+  // A dynamic row count.
+  // CHECK: lamina.layer_norm "dyn" %[[D]] eps 1.000000e-05 : (tensor<?x16xf32>) -> tensor<?x16xf32>
+  %4 = lamina.layer_norm "dyn" %d eps 1.0e-05 : (tensor<?x16xf32>) -> tensor<?x16xf32>
+  return %0, %1, %2, %3, %4 : tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<?x16xf32>
+}
+
+// Softmax along one dim, with or without a path.
+// CHECK-LABEL: func.func @softmax
+// CHECK-SAME: (%[[S:[a-z0-9]+]]: tensor<2x4x8x8xf32>, %[[H:[a-z0-9]+]]: tensor<4x16xbf16>)
+func.func @softmax(%s: tensor<2x4x8x8xf32>, %h: tensor<4x16xbf16>) -> (tensor<2x4x8x8xf32>, tensor<4x16xbf16>) {
+  // CHECK: %[[P:.+]] = lamina.softmax %[[S]] dim 3 : tensor<2x4x8x8xf32>
+  %0 = lamina.softmax %s dim 3 : tensor<2x4x8x8xf32>
+  // CHECK: lamina.softmax "h.0.attn" %[[P]] dim 0 : tensor<2x4x8x8xf32>
+  %1 = lamina.softmax "h.0.attn" %0 dim 0 : tensor<2x4x8x8xf32>
+  // CHECK: lamina.softmax %[[H]] dim 1 : tensor<4x16xbf16>
+  %2 = lamina.softmax %h dim 1 : tensor<4x16xbf16>
+  return %1, %2 : tensor<2x4x8x8xf32>, tensor<4x16xbf16>
+}
+
 // Layouts of a sharded program over 2 ranks.
 module attributes {lamina.world_size = 2 : i64} {
   // CHECK-LABEL: func.func @layouts

@@ -114,3 +114,57 @@ module attributes {lamina.world_size = 1 : i64} {
     return %0 : tensor<4x8xf32>
   }
 }
+
+// -----
+
+// LayerNorm and softmax on tokens sharded on axis 0 over 2 ranks: each rank
+// normalizes its 2 of the 4 rows; the weight and bias stay whole.
+// CHECK-LABEL: func.func @layer_norm_batch_sharded
+// CHECK-SAME: (%[[X:.+]]: tensor<2x8x16xf32> {lamina.layout = #lamina.layout<S(0)>}, %[[W:.+]]: tensor<16xf32>, %[[B:.+]]: tensor<16xf32>) -> (tensor<2x8x16xf32> {lamina.layout = #lamina.layout<S(0)>})
+// CHECK: %[[N:.+]] = lamina.layer_norm "ln" %[[X]] weight %[[W]] bias %[[B]] eps 1.000000e-05 : (tensor<2x8x16xf32>, tensor<16xf32>, tensor<16xf32>) -> tensor<2x8x16xf32>
+// CHECK: %[[P:.+]] = lamina.softmax %[[N]] dim 2 : tensor<2x8x16xf32>
+// CHECK-NOT: shard.all_gather
+// CHECK: return %[[P]] : tensor<2x8x16xf32>
+module attributes {lamina.world_size = 2 : i64} {
+  func.func @layer_norm_batch_sharded(%x: tensor<4x8x16xf32> {lamina.layout = #lamina.layout<S(0)>},
+      %w: tensor<16xf32>, %b: tensor<16xf32>) -> tensor<4x8x16xf32> {
+    %0 = lamina.layer_norm "ln" %x weight %w bias %b eps 1.0e-05 : (tensor<4x8x16xf32>, tensor<16xf32>, tensor<16xf32>) -> tensor<4x8x16xf32>
+    %1 = lamina.softmax %0 dim 2 : tensor<4x8x16xf32>
+    return %1 : tensor<4x8x16xf32>
+  }
+}
+
+// -----
+
+// Sequence parallel over 4 ranks: LayerNorm on the rank's 2 of 8 tokens,
+// then the gather into the column-parallel layer.
+// CHECK-LABEL: func.func @sequence_parallel_layer_norm
+// CHECK-SAME: (%[[X:.+]]: tensor<2x2x8xf32> {lamina.layout = #lamina.layout<S(1)>}, %[[G:.+]]: tensor<8xf32>, %[[W1:.+]]: tensor<4x8xf32> {lamina.layout = #lamina.layout<S(0)>})
+// CHECK: %[[N:.+]] = lamina.layer_norm "ln_1" %[[X]] weight %[[G]] eps 1.000000e-05 : (tensor<2x2x8xf32>, tensor<8xf32>) -> tensor<2x2x8xf32>
+// CHECK: %[[XG:.+]] = shard.all_gather %[[N]] on @lamina_grid grid_axes = [0] gather_axis = 1 : tensor<2x2x8xf32> -> tensor<2x8x8xf32>
+// CHECK: lamina.matmul "fc1" %[[XG]], %[[W1]] : (tensor<2x8x8xf32>, tensor<4x8xf32>) -> tensor<2x8x4xf32>
+module attributes {lamina.world_size = 4 : i64} {
+  func.func @sequence_parallel_layer_norm(%x: tensor<2x8x8xf32> {lamina.layout = #lamina.layout<S(1)>},
+      %g: tensor<8xf32>,
+      %w1: tensor<16x8xf32> {lamina.layout = #lamina.layout<S(0)>}) -> tensor<2x8x16xf32> {
+    %n = lamina.layer_norm "ln_1" %x weight %g eps 1.0e-05 : (tensor<2x8x8xf32>, tensor<8xf32>) -> tensor<2x8x8xf32>
+    %s = lamina.sync %n <fwd_pre, all_gather, axis = 1> : tensor<2x8x8xf32>
+    %0 = lamina.matmul "fc1" %s, %w1 : (tensor<2x8x8xf32>, tensor<16x8xf32>) -> tensor<2x8x16xf32>
+    %1 = lamina.sync %0 <fwd_post, all_gather, axis = 2> : tensor<2x8x16xf32>
+    return %1 : tensor<2x8x16xf32>
+  }
+}
+
+// -----
+
+// Softmax of attention weights sharded by heads (axis 1 of 4 over 2 ranks)
+// along the keys.
+// CHECK-LABEL: func.func @softmax_heads_sharded
+// CHECK-SAME: (%[[S:.+]]: tensor<2x2x8x8xf32> {lamina.layout = #lamina.layout<S(1)>}) -> (tensor<2x2x8x8xf32> {lamina.layout = #lamina.layout<S(1)>})
+// CHECK: lamina.softmax "attn" %[[S]] dim 3 : tensor<2x2x8x8xf32>
+module attributes {lamina.world_size = 2 : i64} {
+  func.func @softmax_heads_sharded(%scores: tensor<2x4x8x8xf32> {lamina.layout = #lamina.layout<S(1)>}) -> tensor<2x4x8x8xf32> {
+    %0 = lamina.softmax "attn" %scores dim 3 : tensor<2x4x8x8xf32>
+    return %0 : tensor<2x4x8x8xf32>
+  }
+}

@@ -180,3 +180,64 @@ module attributes {lamina.world_size = 2 : i64} {
     }
   }
 }
+
+// -----
+
+// LayerNorm is a layer: its parameters are reached by name like a linear
+// layer's. "weight" marks the argument holding it (and nothing else);
+// "input" hands each rank a block of the tokens.
+// CHECK-LABEL: func.func @layer_norm
+// CHECK-SAME: (%{{[a-z0-9]+}}: tensor<4x8x16xf32> {lamina.layout = #lamina.layout<S(1)>}, %{{[a-z0-9]+}}: tensor<16xf32> {lamina.layout = #lamina.layout<S(0)>}, %{{[a-z0-9]+}}: tensor<16xf32>)
+// CHECK: lamina.layer_norm "ln"
+module attributes {lamina.world_size = 2 : i64} {
+  func.func @layer_norm(%x: tensor<4x8x16xf32>, %g: tensor<16xf32>, %b: tensor<16xf32>) -> tensor<4x8x16xf32> {
+    %0 = lamina.layer_norm "ln" %x weight %g bias %b eps 1.0e-05 : (tensor<4x8x16xf32>, tensor<16xf32>, tensor<16xf32>) -> tensor<4x8x16xf32>
+    return %0 : tensor<4x8x16xf32>
+  }
+  module attributes {transform.with_named_sequence} {
+    transform.named_sequence @__transform_main(%root: !transform.any_op) {
+      %l = transform.lamina.match %root path "ln" : (!transform.any_op) -> !transform.any_op
+      transform.lamina.shard %l "weight" axis 0 : !transform.any_op
+      transform.lamina.shard %l "input" axis 1 : !transform.any_op
+      transform.yield
+    }
+  }
+}
+
+// -----
+
+// The bias of a LayerNorm, likewise.
+// CHECK-LABEL: func.func @layer_norm_bias
+// CHECK-SAME: (%{{[a-z0-9]+}}: tensor<4x16xf32>, %{{[a-z0-9]+}}: tensor<16xf32>, %{{[a-z0-9]+}}: tensor<16xf32> {lamina.layout = #lamina.layout<S(0)>})
+module attributes {lamina.world_size = 2 : i64} {
+  func.func @layer_norm_bias(%x: tensor<4x16xf32>, %g: tensor<16xf32>, %b: tensor<16xf32>) -> tensor<4x16xf32> {
+    %0 = lamina.layer_norm "ln" %x weight %g bias %b eps 1.0e-05 : (tensor<4x16xf32>, tensor<16xf32>, tensor<16xf32>) -> tensor<4x16xf32>
+    return %0 : tensor<4x16xf32>
+  }
+  module attributes {transform.with_named_sequence} {
+    transform.named_sequence @__transform_main(%root: !transform.any_op) {
+      %l = transform.lamina.match %root path "ln" : (!transform.any_op) -> !transform.any_op
+      transform.lamina.shard %l "bias" axis 0 : !transform.any_op
+      transform.yield
+    }
+  }
+}
+
+// -----
+
+// elementwise_affine=False: there is no weight to shard.
+module attributes {lamina.world_size = 2 : i64} {
+  func.func @layer_norm_no_weight(%x: tensor<4x16xf32>) -> tensor<4x16xf32> {
+    // expected-note @+1 {{layer 'ln'}}
+    %0 = lamina.layer_norm "ln" %x eps 1.0e-05 : (tensor<4x16xf32>) -> tensor<4x16xf32>
+    return %0 : tensor<4x16xf32>
+  }
+  module attributes {transform.with_named_sequence} {
+    transform.named_sequence @__transform_main(%root: !transform.any_op) {
+      %l = transform.lamina.match %root path "ln" : (!transform.any_op) -> !transform.any_op
+      // expected-error @+1 {{the layer has no parameter 'weight'}}
+      transform.lamina.shard %l "weight" axis 0 : !transform.any_op
+      transform.yield
+    }
+  }
+}

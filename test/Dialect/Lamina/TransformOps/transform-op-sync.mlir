@@ -204,3 +204,47 @@ module attributes {lamina.world_size = 2 : i64} {
     }
   }
 }
+
+// -----
+
+// LayerNorm takes input-side syncs like any layer: sequence parallelism
+// gathers the tokens before it, and a bwd_post all-reduce sits on its input.
+// CHECK-LABEL: func.func @layer_norm_input_syncs
+// CHECK-SAME: (%[[X:[a-z0-9]+]]: tensor<2x4x8xf32>
+// CHECK: %[[G:.+]] = lamina.sync "ln_1" %[[X]] <fwd_pre, all_gather, axis = 1> : tensor<2x4x8xf32>
+// CHECK: %[[R:.+]] = lamina.sync "ln_1" %[[G]] <bwd_post, all_reduce> : tensor<2x4x8xf32>
+// CHECK: lamina.layer_norm "ln_1" %[[R]] weight %{{.*}} eps
+module attributes {lamina.world_size = 2 : i64} {
+  func.func @layer_norm_input_syncs(%x: tensor<2x4x8xf32> {lamina.layout = #lamina.layout<S(1)>}, %g: tensor<8xf32>) -> tensor<2x4x8xf32> {
+    %0 = lamina.layer_norm "ln_1" %x weight %g eps 1.0e-05 : (tensor<2x4x8xf32>, tensor<8xf32>) -> tensor<2x4x8xf32>
+    return %0 : tensor<2x4x8xf32>
+  }
+  module attributes {transform.with_named_sequence} {
+    transform.named_sequence @__transform_main(%root: !transform.any_op) {
+      %ln = transform.lamina.match %root path "ln_1" : (!transform.any_op) -> !transform.any_op
+      transform.lamina.sync %ln "fwd_pre" "all_gather" axis 1 : !transform.any_op
+      transform.lamina.sync %ln "bwd_post" "all_reduce" : !transform.any_op
+      transform.yield
+    }
+  }
+}
+
+// -----
+
+// LayerNorm has no sync slot. (The exact wording, with the op name quoted,
+// is checked in transform-op-sync-no-slot.mlir.)
+module attributes {lamina.world_size = 2 : i64} {
+  func.func @layer_norm_fwd_post(%x: tensor<4x16xf32>, %g: tensor<16xf32>) -> tensor<4x16xf32> {
+    // expected-note @+1 {{layer 'ln'}}
+    %0 = lamina.layer_norm "ln" %x weight %g eps 1.0e-05 : (tensor<4x16xf32>, tensor<16xf32>) -> tensor<4x16xf32>
+    return %0 : tensor<4x16xf32>
+  }
+  module attributes {transform.with_named_sequence} {
+    transform.named_sequence @__transform_main(%root: !transform.any_op) {
+      %ln = transform.lamina.match %root path "ln" : (!transform.any_op) -> !transform.any_op
+      // expected-error @+1 {{has no fwd_post sync slot; sync its outputs with lamina.sync}}
+      transform.lamina.sync %ln "fwd_post" "all_reduce" : !transform.any_op
+      transform.yield
+    }
+  }
+}
