@@ -2,9 +2,9 @@
 
 #include "lamina/Execution/JitProgram.h"
 
-#include "lamina/Lamina/Analysis/LayoutAnalysis.h"
-#include "lamina/Lamina/Transforms/Passes.h"
+#include "lamina/Lamina/IR/Lamina.h"
 #include "lamina/Lns/IR/Lns.h"
+#include "lamina/Pipelines/Pipelines.h"
 #include "lamina/Runtime/MpiRuntime.h"
 
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -22,8 +22,8 @@
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
 #include "llvm/ExecutionEngine/Orc/Mangling.h"
 #include "llvm/Support/TargetSelect.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/raw_ostream.h"
-
 
 using namespace mlir;
 using namespace mlir::lamina;
@@ -131,156 +131,25 @@ static llvm::Error readPackedWeights(DictionaryAttr plan, StringRef function,
 
 JitProgram::~JitProgram() = default;
 
-llvm::Expected<std::unique_ptr<JitProgram>>
-JitProgram::compile(OwningOpRef<ModuleOp> module, StringRef entry,
-                    StringRef pipeline) {
-  auto function = module->lookupSymbol<func::FuncOp>(entry);
-  if (!function || function.isDeclaration()) {
-    std::string known;
-    for (auto candidate : module->getOps<func::FuncOp>())
-      if (!candidate.isDeclaration())
-        known += " @" + candidate.getSymName().str();
-    return createStringError(std::errc::invalid_argument,
-                             "no function @%s in the module; it defines:%s",
-                             entry.str().c_str(), known.c_str());
-  }
+/// The function `entry` of `module`, or an error naming the ones it has.
+static llvm::Expected<func::FuncOp> lookupEntry(ModuleOp module,
+                                                StringRef entry) {
+  auto function = module.lookupSymbol<func::FuncOp>(entry);
+  if (function && !function.isDeclaration())
+    return function;
+  std::string known;
+  for (auto candidate : module.getOps<func::FuncOp>())
+    if (!candidate.isDeclaration())
+      known += " @" + candidate.getSymName().str();
+  return createStringError(std::errc::invalid_argument,
+                           "no function @%s in the module; it defines:%s",
+                           entry.str().c_str(), known.c_str());
+}
 
-  // Lazy layers take their in_features from their inputs before the
-  // signature is fixed for the host.
-  {
-    PassManager lazy(module->getContext());
-    lazy.addPass(createLaminaMaterializeLazyWeights());
-    // Pipeline cuts become stage functions, which the host calls itself.
-    lazy.addPass(createLaminaSplitPipelineStages());
-    if (failed(lazy.run(*module)))
-      return createStringError(std::errc::invalid_argument,
-                               "cannot prepare the module for the host "
-                               "(diagnostics above)");
-  }
-
-  std::unique_ptr<JitProgram> program(new JitProgram());
-  program->entry = entry.str();
-  program->worldSize = mlir::lamina::getWorldSize(*module).value_or(1);
-  // Which arguments and results are sharded: declared on the arguments,
-  // inferred for the results (or recorded by lamina-partition).
-  bool partitioned = isPartitioned(*module);
-  llvm::SmallVector<LayoutAttr> resultLayouts(function.getNumResults());
-  if (program->worldSize > 1) {
-    if (partitioned) {
-      for (unsigned i = 0, e = function.getNumResults(); i < e; ++i)
-        resultLayouts[i] = function.getResultAttrOfType<LayoutAttr>(
-            i, LaminaDialect::kLayoutAttrName);
-    } else {
-      FailureOr<llvm::DenseMap<Value, LayoutAttr>> layouts =
-          inferLayouts(function);
-      if (failed(layouts))
-        return createStringError(std::errc::invalid_argument,
-                                 "the sharded program is rejected "
-                                 "(diagnostics above)");
-      Operation *terminator = function.getBody().front().getTerminator();
-      for (auto [i, value] : llvm::enumerate(terminator->getOperands()))
-        resultLayouts[i] = layouts->lookup(value);
-    }
-  }
-  auto shardAxisOf = [](LayoutAttr layout) -> std::optional<int64_t> {
-    if (layout && layout.getKind() == LayoutKind::sharded)
-      return layout.getAxis();
-    return std::nullopt;
-  };
-  auto addSpec = [&](SmallVector<ArgumentSpec> &specs, Type type,
-                     const std::string &role,
-                     LayoutAttr layout) -> llvm::Error {
-    auto spec = describeHostValue(type, role);
-    if (!spec)
-      return spec.takeError();
-    spec->shardAxis = shardAxisOf(layout);
-    // A partitioned signature holds blocks; the host sees whole tensors.
-    if (partitioned && spec->shardAxis)
-      spec->shape[*spec->shardAxis] *= program->worldSize;
-    specs.push_back(*spec);
-    return llvm::Error::success();
-  };
-  for (auto [index, type] : llvm::enumerate(function.getArgumentTypes()))
-    if (llvm::Error error = addSpec(
-            program->inputs, type, "argument " + std::to_string(index),
-            program->worldSize > 1
-                ? getDeclaredLayout(function.getArgument(index))
-                : LayoutAttr()))
-      return std::move(error);
-  for (auto [index, type] : llvm::enumerate(function.getResultTypes())) {
-    if (llvm::Error error =
-            addSpec(program->results, type, "result " + std::to_string(index),
-                    resultLayouts[index]))
-      return std::move(error);
-    if (program->results.back().isScalar)
-      return createStringError(std::errc::invalid_argument,
-                               "result %zu is a scalar; entry functions "
-                               "return tensors",
-                               index);
-  }
-
-  // A pipelined entry: which stage runs where, and what it takes.
-  if (SmallVector<func::CallOp> calls = getStageCalls(function);
-      !calls.empty()) {
-    if (llvm::any_of(program->inputs,
-                     [](const ArgumentSpec &spec) { return spec.shardAxis; }))
-      return createStringError(std::errc::not_supported,
-                               "@%s shards values and is split into pipeline "
-                               "stages; tensor parallelism inside pipeline "
-                               "stages is not supported",
-                               entry.str().c_str());
-    int64_t declared = program->worldSize;
-    program->worldSize = calls.size();
-    if (declared > 1 && declared != program->worldSize)
-      return createStringError(std::errc::invalid_argument,
-                               "@%s has %zu pipeline stages but the module "
-                               "declares %lld ranks; a pipeline runs one "
-                               "stage per rank",
-                               entry.str().c_str(), calls.size(),
-                               static_cast<long long>(declared));
-    DenseMap<Value, ValueSource> sources;
-    for (BlockArgument argument : function.getArguments())
-      sources[argument] = {-1, argument.getArgNumber()};
-    for (auto [index, call] : llvm::enumerate(calls)) {
-      auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
-          call, call.getCalleeAttr());
-      StageCall stage;
-      stage.function = callee.getSymName().str();
-      stage.rank = callee->getAttrOfType<IntegerAttr>(
-                             LaminaDialect::kPipelineStageAttrName)
-                       .getInt();
-      for (Value operand : call.getOperands())
-        stage.operands.push_back(sources.lookup(operand));
-      for (auto [i, type] : llvm::enumerate(callee.getArgumentTypes()))
-        if (llvm::Error error = addSpec(stage.inputs, type,
-                                        "stage argument " + std::to_string(i),
-                                        LayoutAttr()))
-          return std::move(error);
-      for (auto [i, type] : llvm::enumerate(callee.getResultTypes()))
-        if (llvm::Error error = addSpec(stage.results, type,
-                                        "stage result " + std::to_string(i),
-                                        LayoutAttr()))
-          return std::move(error);
-      for (auto [i, result] : llvm::enumerate(call.getResults()))
-        sources[result] = {static_cast<int64_t>(index),
-                           static_cast<int64_t>(i)};
-      makeHostCallable(callee);
-      program->stageCalls.push_back(std::move(stage));
-    }
-    for (Value value :
-         function.getBody().front().getTerminator()->getOperands())
-      program->resultSources.push_back(sources.lookup(value));
-  }
-
-  // The host owns the inputs (weights are reused across calls): the
-  // compiled code must never write them. Results come back through
-  // out-parameters of a C-callable wrapper.
-  MLIRContext *context = module->getContext();
-  makeHostCallable(function);
-
-  PassManager pm(context);
-  // --mlir-print-ir-after-all and friends, where the tool registered them
-  // (lamina-run does; the Python module does not).
+/// Runs the textual pipeline `pipeline` on `module`, with the pass manager
+/// and timing flags the tool registered (lamina-run does; Python does not).
+static llvm::Error runPasses(ModuleOp module, StringRef pipeline) {
+  PassManager pm(module.getContext());
   (void)applyPassManagerCLOptions(pm);
   // The pass manager is anchored on the module: "builtin.module(a,b)" would
   // nest a second module pass manager that never runs, so take "a,b".
@@ -293,46 +162,151 @@ JitProgram::compile(OwningOpRef<ModuleOp> module, StringRef entry,
     return createStringError(std::errc::invalid_argument,
                              "bad pipeline '%s': %s", pipeline.str().c_str(),
                              pipelineErrors.c_str());
-  // --mlir-timing and friends, where the tool registered them.
   DefaultTimingManager timing;
   applyDefaultTimingManagerCLOptions(timing);
   TimingScope timingScope = timing.getRootScope();
   pm.enableTiming(timingScope);
-  if (failed(pm.run(*module)))
+  if (failed(pm.run(module)))
     return createStringError(std::errc::invalid_argument,
                              "compilation with '%s' failed (diagnostics "
                              "above)",
                              pipeline.str().c_str());
+  return llvm::Error::success();
+}
 
-  // A program that declares several ranks but neither shards a value nor
-  // calls the MPI runtime computes the same on any number of processes.
-  bool callsMpi = false;
-  (*module)->walk([&](SymbolOpInterface symbol) {
-    callsMpi |= symbol.getName().starts_with("laminaMpi");
-  });
-  auto sharded = [](const ArgumentSpec &spec) {
-    return spec.shardAxis.has_value();
-  };
-  if (program->stageCalls.empty() && !callsMpi &&
-      llvm::none_of(program->inputs, sharded) &&
-      llvm::none_of(program->results, sharded))
-    program->worldSize = 1;
+/// The axis of a sharded layout, else nullopt.
+static std::optional<int64_t> shardAxisOf(LayoutAttr layout) {
+  if (layout && layout.getKind() == LayoutKind::sharded)
+    return layout.getAxis();
+  return std::nullopt;
+}
 
-  // Weights the pipeline packs once per load (see lamina-hoist-weight-packing).
-  if (auto plan = (*module)->getAttrOfType<DictionaryAttr>(
-          LaminaDialect::kWeightPackingAttrName)) {
+/// Appends the host view of `type` to `specs`, sharded on `layout`'s axis;
+/// in a partitioned signature the host still sees the whole tensor.
+static llvm::Error addSpec(SmallVector<ArgumentSpec> &specs, Type type,
+                           const std::string &role, LayoutAttr layout,
+                           bool partitioned, int64_t worldSize) {
+  auto spec = describeHostValue(type, role);
+  if (!spec)
+    return spec.takeError();
+  spec->shardAxis = shardAxisOf(layout);
+  if (partitioned && spec->shardAxis)
+    spec->shape[*spec->shardAxis] *= worldSize;
+  specs.push_back(*spec);
+  return llvm::Error::success();
+}
+
+llvm::Error JitProgram::describeSignature(func::FuncOp function,
+                                          bool partitioned) {
+  bool multiRank = worldSize > 1;
+  for (auto [index, type] : llvm::enumerate(function.getArgumentTypes()))
+    if (llvm::Error error = addSpec(
+            inputs, type, "argument " + std::to_string(index),
+            multiRank ? getDeclaredLayout(function.getArgument(index))
+                      : LayoutAttr(),
+            partitioned, worldSize))
+      return error;
+  for (auto [index, type] : llvm::enumerate(function.getResultTypes())) {
+    LayoutAttr layout =
+        multiRank ? function.getResultAttrOfType<LayoutAttr>(
+                        index, LaminaDialect::kLayoutAttrName)
+                  : LayoutAttr();
     if (llvm::Error error =
-            readPackedWeights(plan, entry, program->packedWeights))
-      return std::move(error);
-    for (StageCall &stage : program->stageCalls)
-      if (llvm::Error error =
-              readPackedWeights(plan, stage.function, stage.packedWeights))
-        return std::move(error);
-    (*module)->removeAttr(LaminaDialect::kWeightPackingAttrName);
+            addSpec(results, type, "result " + std::to_string(index), layout,
+                    partitioned, worldSize))
+      return error;
+    if (results.back().isScalar)
+      return createStringError(std::errc::invalid_argument,
+                               "result %zu is a scalar; entry functions "
+                               "return tensors",
+                               index);
   }
+  return llvm::Error::success();
+}
 
-  // Layouts are host-side metadata, read above; LLVM has no use for them.
-  (*module)->walk([](FunctionOpInterface function) {
+llvm::Error JitProgram::describePipelineStages(func::FuncOp function) {
+  SmallVector<func::CallOp> calls = getStageCalls(function);
+  if (calls.empty())
+    return llvm::Error::success();
+  if (llvm::any_of(inputs,
+                   [](const ArgumentSpec &spec) { return spec.shardAxis; }))
+    return createStringError(std::errc::not_supported,
+                             "@%s shards values and is split into pipeline "
+                             "stages; tensor parallelism inside pipeline "
+                             "stages is not supported",
+                             entry.c_str());
+  int64_t declared = worldSize;
+  worldSize = calls.size();
+  if (declared > 1 && declared != worldSize)
+    return createStringError(std::errc::invalid_argument,
+                             "@%s has %zu pipeline stages but the module "
+                             "declares %lld ranks; a pipeline runs one stage "
+                             "per rank",
+                             entry.c_str(), calls.size(),
+                             static_cast<long long>(declared));
+  DenseMap<Value, ValueSource> sources;
+  for (BlockArgument argument : function.getArguments())
+    sources[argument] = {-1, argument.getArgNumber()};
+  for (auto [index, call] : llvm::enumerate(calls)) {
+    auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
+        call, call.getCalleeAttr());
+    StageCall stage;
+    stage.function = callee.getSymName().str();
+    stage.rank =
+        callee->getAttrOfType<IntegerAttr>(LaminaDialect::kPipelineStageAttrName)
+            .getInt();
+    for (Value operand : call.getOperands())
+      stage.operands.push_back(sources.lookup(operand));
+    for (auto [i, type] : llvm::enumerate(callee.getArgumentTypes()))
+      if (llvm::Error error =
+              addSpec(stage.inputs, type, "stage argument " + std::to_string(i),
+                      LayoutAttr(), /*partitioned=*/false, worldSize))
+        return error;
+    for (auto [i, type] : llvm::enumerate(callee.getResultTypes()))
+      if (llvm::Error error =
+              addSpec(stage.results, type, "stage result " + std::to_string(i),
+                      LayoutAttr(), /*partitioned=*/false, worldSize))
+        return error;
+    for (auto [i, result] : llvm::enumerate(call.getResults()))
+      sources[result] = {static_cast<int64_t>(index), static_cast<int64_t>(i)};
+    makeHostCallable(callee);
+    stageCalls.push_back(std::move(stage));
+  }
+  for (Value value : function.getBody().front().getTerminator()->getOperands())
+    resultSources.push_back(sources.lookup(value));
+  return llvm::Error::success();
+}
+
+/// Whether the compiled `module` calls Lamina's MPI runtime.
+static bool callsMpiRuntime(ModuleOp module) {
+  llvm::StringSet<> runtime;
+  for (auto [name, address] : getMpiRuntimeSymbols())
+    runtime.insert(name);
+  return llvm::any_of(module.getOps<SymbolOpInterface>(),
+                      [&](SymbolOpInterface symbol) {
+                        return runtime.contains(symbol.getName());
+                      });
+}
+
+llvm::Error JitProgram::readWeightPacking(ModuleOp module) {
+  auto plan =
+      module->getAttrOfType<DictionaryAttr>(LaminaDialect::kWeightPackingAttrName);
+  if (!plan)
+    return llvm::Error::success();
+  if (llvm::Error error = readPackedWeights(plan, entry, packedWeights))
+    return error;
+  for (StageCall &stage : stageCalls)
+    if (llvm::Error error =
+            readPackedWeights(plan, stage.function, stage.packedWeights))
+      return error;
+  module->removeAttr(LaminaDialect::kWeightPackingAttrName);
+  return llvm::Error::success();
+}
+
+/// Layouts are host-side metadata, read before compiling; LLVM has no use
+/// for them.
+static void stripLayouts(ModuleOp module) {
+  module->walk([](FunctionOpInterface function) {
     for (unsigned i = 0, e = function.getNumArguments(); i < e; ++i)
       function.removeArgAttr(i, LaminaDialect::kLayoutAttrName);
     for (unsigned i = 0, e = function.getNumResults(); i < e; ++i)
@@ -340,17 +314,19 @@ JitProgram::compile(OwningOpRef<ModuleOp> module, StringRef entry,
           i, StringAttr::get(function->getContext(),
                              LaminaDialect::kLayoutAttrName));
   });
+}
 
+llvm::Error JitProgram::createEngine(ModuleOp module) {
   DialectRegistry registry;
   registerBuiltinDialectTranslation(registry);
   registerLLVMDialectTranslation(registry);
   registerOpenMPDialectTranslation(registry);
-  context->appendDialectRegistry(registry);
+  module.getContext()->appendDialectRegistry(registry);
   // Multi-threaded programs call the OpenMP runtime.
   bool usesOpenMP = false;
-  (*module)->walk([&](Operation *op) {
-    usesOpenMP |= op->getDialect() &&
-                  op->getDialect()->getNamespace() == "omp";
+  module->walk([&](Operation *op) {
+    usesOpenMP |=
+        op->getDialect() && op->getDialect()->getNamespace() == "omp";
   });
 
   llvm::InitializeNativeTarget();
@@ -370,12 +346,12 @@ JitProgram::compile(OwningOpRef<ModuleOp> module, StringRef entry,
   options.sharedLibPaths = libraries;
   options.transformer = transformer;
   options.jitCodeGenOptLevel = llvm::CodeGenOptLevel::Aggressive;
-  auto engine = ExecutionEngine::create(*module, options);
-  if (!engine)
-    return engine.takeError();
-  program->engine = std::move(*engine);
+  auto created = ExecutionEngine::create(module, options);
+  if (!created)
+    return created.takeError();
+  engine = std::move(*created);
   // Partitioned programs call Lamina's MPI runtime.
-  program->engine->registerSymbols([](llvm::orc::MangleAndInterner interner) {
+  engine->registerSymbols([](llvm::orc::MangleAndInterner interner) {
     llvm::orc::SymbolMap symbols;
     for (auto [name, address] : getMpiRuntimeSymbols())
       symbols[interner(name)] = {llvm::orc::ExecutorAddr::fromPtr(address),
@@ -383,19 +359,63 @@ JitProgram::compile(OwningOpRef<ModuleOp> module, StringRef entry,
     return symbols;
   });
   // Materialize the code now, so that no call pays for JIT compilation.
-  SmallVector<std::string> functions = {program->entry};
-  if (!program->packedWeights.empty())
-    functions.push_back(program->entry + "_pack_weights");
-  for (const StageCall &stage : program->stageCalls) {
+  SmallVector<std::string> functions = {entry};
+  if (!packedWeights.empty())
+    functions.push_back(entry + "_pack_weights");
+  for (const StageCall &stage : stageCalls) {
     functions.push_back(stage.function);
     if (!stage.packedWeights.empty())
       functions.push_back(stage.function + "_pack_weights");
   }
   for (const std::string &name : functions) {
-    auto function = program->engine->lookupPacked("_mlir_ciface_" + name);
+    auto function = engine->lookupPacked("_mlir_ciface_" + name);
     if (!function)
       return function.takeError();
   }
+  return llvm::Error::success();
+}
+
+llvm::Expected<std::unique_ptr<JitProgram>>
+JitProgram::compile(OwningOpRef<ModuleOp> module, StringRef entry,
+                    StringRef pipeline) {
+  std::unique_ptr<JitProgram> program(new JitProgram());
+  program->entry = entry.str();
+  if (llvm::Error error = lookupEntry(*module, entry).takeError())
+    return std::move(error);
+  // The signature the host sees is read before compiling, on the whole
+  // (or partitioned) program.
+  if (llvm::Error error = runPasses(*module, kHostPreparePipeline))
+    return std::move(error);
+  func::FuncOp function = module->lookupSymbol<func::FuncOp>(entry);
+  program->worldSize = mlir::lamina::getWorldSize(*module).value_or(1);
+  if (llvm::Error error =
+          program->describeSignature(function, isPartitioned(*module)))
+    return std::move(error);
+  if (llvm::Error error = program->describePipelineStages(function))
+    return std::move(error);
+
+  // The host owns the inputs (weights are reused across calls): the
+  // compiled code must never write them. Results come back through
+  // out-parameters of a C-callable wrapper.
+  makeHostCallable(function);
+  if (llvm::Error error = runPasses(*module, pipeline))
+    return std::move(error);
+
+  // A program that declares several ranks but neither shards a value nor
+  // calls the MPI runtime computes the same on any number of processes.
+  auto sharded = [](const ArgumentSpec &spec) {
+    return spec.shardAxis.has_value();
+  };
+  if (program->stageCalls.empty() && !callsMpiRuntime(*module) &&
+      llvm::none_of(program->inputs, sharded) &&
+      llvm::none_of(program->results, sharded))
+    program->worldSize = 1;
+
+  if (llvm::Error error = program->readWeightPacking(*module))
+    return std::move(error);
+  stripLayouts(*module);
+  if (llvm::Error error = program->createEngine(*module))
+    return std::move(error);
   return program;
 }
 

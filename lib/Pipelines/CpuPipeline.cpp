@@ -98,16 +98,3 @@ void mlir::lamina::buildLaminaCpuPipeline(OpPassManager &pm,
   pm.addPass(createReconcileUnrealizedCastsPass());
   pm.addPass(createCanonicalizerPass());
 }
-
-void mlir::lamina::registerLaminaPipelines() {
-  PassPipelineRegistration<CpuPipelineOptions>(
-      "lamina-cpu-pipeline",
-      "Compile lamina IR to LLVM for the host CPU (fusion, linalg, "
-      "bufferization with out-parameters, LLVM)",
-      buildLaminaCpuPipeline);
-  PassPipelineRegistration<GpuPipelineOptions>(
-      "lamina-gpu-pipeline",
-      "Compile lamina IR for NVIDIA GPUs (tensor-core fused linear kernels, "
-      "LNS kernels, NVVM, PTX/cubin) with host code on device buffers",
-      buildLaminaGpuPipeline);
-}

@@ -153,6 +153,27 @@ def LaminaCheckLayouts : Pass<"lamina-check-layouts", "::mlir::ModuleOp"> {
   ];
 }
 
+def LaminaRecordResultLayouts
+    : Pass<"lamina-record-result-layouts", "::mlir::ModuleOp"> {
+  let summary = "Write the inferred layout of every sharded function result "
+                "onto the signature";
+  let description = [{
+    A host calling a multi-rank program must know which results each rank
+    returns only a block of. lamina-partition records that on the results it
+    rewrites; this pass records the same before partitioning, from the
+    layout inference of lamina-check-layouts (and rejects what it rejects),
+    so that the host reads the whole signature from attributes. Part of
+    `lamina-host-prepare`.
+
+    ```mlir
+    // before
+    func.func @f(...) -> tensor<8x64xf32>
+    // after: the result is the reduce-scattered output of a layer
+    func.func @f(...) -> (tensor<8x64xf32> {lamina.layout = #lamina.layout<S(0)>})
+    ```
+  }];
+}
+
 def LaminaPartition : Pass<"lamina-partition", "::mlir::ModuleOp"> {
   let summary = "Turn a checked sharded program into one rank's SPMD program";
   let description = [{

@@ -5,6 +5,7 @@
 
 #include "lamina/Execution/HostTensor.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
 
@@ -37,8 +38,10 @@ llvm::Expected<ArgumentSpec> describeHostValue(Type type, llvm::StringRef role);
 /// in fresh host tensors.
 class JitProgram {
 public:
-  /// Compiles `module` with the textual pass pipeline `pipeline` (e.g.
-  /// "lamina-cpu-pipeline") and prepares `entry` for calls.
+  /// Prepares `module` for the host (the `lamina-host-prepare` pipeline),
+  /// reads `entry`'s signature, compiles it with the textual pass pipeline
+  /// `pipeline` (e.g. "lamina-cpu-pipeline") and loads it for calls. Both
+  /// pipelines must be registered (registerAllPasses).
   static llvm::Expected<std::unique_ptr<JitProgram>>
   compile(OwningOpRef<ModuleOp> module, llvm::StringRef entry,
           llvm::StringRef pipeline);
@@ -104,6 +107,12 @@ private:
     llvm::SmallVector<ValueSource> operands;
     llvm::SmallVector<ArgumentSpec> inputs, results, packedWeights;
   };
+  /// The steps of `compile`, in order.
+  llvm::Error describeSignature(func::FuncOp function, bool partitioned);
+  llvm::Error describePipelineStages(func::FuncOp function);
+  llvm::Error readWeightPacking(ModuleOp module);
+  llvm::Error createEngine(ModuleOp module);
+
   llvm::Expected<PreparedArguments>
   preparePipeline(llvm::ArrayRef<HostTensor> args);
   llvm::Expected<std::vector<HostTensor>>

@@ -81,7 +81,17 @@ void buildLaminaGpuPipeline(OpPassManager &pm,
 /// /usr/local/cuda when present, else empty.
 std::string findCudaToolkit(llvm::StringRef option);
 
-/// Registers `lamina-cpu-pipeline` and `lamina-gpu-pipeline`.
+/// What a module needs before the host reads its entry's signature: lazy
+/// weights materialized, pipeline cuts split into stage functions, the
+/// layouts of sharded results recorded on the signature.
+void buildLaminaHostPreparePipeline(OpPassManager &pm);
+
+/// The name `buildLaminaHostPreparePipeline` is registered under.
+inline constexpr llvm::StringLiteral kHostPreparePipeline =
+    "lamina-host-prepare";
+
+/// Registers `lamina-cpu-pipeline`, `lamina-gpu-pipeline` and
+/// `lamina-host-prepare`.
 void registerLaminaPipelines();
 
 } // namespace lamina
