@@ -100,13 +100,15 @@ LayoutAttr knownLayerOutputLayout(const LinearLayerParts &parts,
 LayoutOrError fusedQkvLayout(LayoutAttr input, LayoutAttr weight,
                              LayoutAttr bias, int64_t headsAxis);
 
-/// LayerNorm over the last dim of a value of rank `rank`: rows are
+/// LayerNorm (layer `path`) over the last dim of a value of rank `rank`:
+/// rows are
 /// independent, so any axis but the last may stay sharded.
 LayoutOrError layerNormLayout(LayoutAttr input, LayoutAttr weight,
-                              LayoutAttr bias, int64_t rank);
+                              LayoutAttr bias, int64_t rank, StringRef path);
 
-/// Softmax along `dim`: any other axis may stay sharded.
-LayoutOrError softmaxLayout(LayoutAttr input, int64_t dim);
+/// Softmax along `dim` (of layer `path`, empty: unnamed): any other axis may
+/// stay sharded.
+LayoutOrError softmaxLayout(LayoutAttr input, int64_t dim, StringRef path);
 
 //===----------------------------------------------------------------------===//
 // Sync points

@@ -107,11 +107,12 @@ LogicalResult LayoutChecker::visit(Operation *op) {
                               get(norm.getInput()),
                               weight ? get(weight) : LayoutAttr(),
                               bias ? get(bias) : LayoutAttr(),
-                              rankOf(norm.getInput())));
+                              rankOf(norm.getInput()), norm.getPath()));
       })
       .Case([&](SoftmaxOp softmax) {
         return assign(op, softmaxLayout(get(softmax.getInput()),
-                                        softmax.getDim()));
+                                        softmax.getDim(),
+                                        pathOf(softmax.getPath())));
       })
       .Case([&](tensor::CollapseShapeOp collapse) {
         return assign(op, collapseLayout(get(collapse.getSrc()),

@@ -195,8 +195,9 @@ LayoutOrError layout::fusedQkvLayout(LayoutAttr x, LayoutAttr w, LayoutAttr b,
 }
 
 LayoutOrError layout::layerNormLayout(LayoutAttr input, LayoutAttr weight,
-                                      LayoutAttr bias, int64_t rank) {
-  if (Check problem = checkNotPartial(input, "normalizes", ""))
+                                      LayoutAttr bias, int64_t rank,
+                                      StringRef path) {
+  if (Check problem = checkNotPartial(input, "normalizes", path))
     return LayoutOrError::error(*problem);
   if (isShardedOn(input, rank - 1))
     return LayoutOrError::error(
@@ -209,8 +210,9 @@ LayoutOrError layout::layerNormLayout(LayoutAttr input, LayoutAttr weight,
   return input;
 }
 
-LayoutOrError layout::softmaxLayout(LayoutAttr input, int64_t dim) {
-  if (Check problem = checkNotPartial(input, "applies softmax to", ""))
+LayoutOrError layout::softmaxLayout(LayoutAttr input, int64_t dim,
+                                    StringRef path) {
+  if (Check problem = checkNotPartial(input, "applies softmax to", path))
     return LayoutOrError::error(*problem);
   if (isShardedOn(input, dim))
     return LayoutOrError::error(

@@ -284,7 +284,7 @@ LogicalResult LayerNormOp::verify() {
                            << "] (one value per normalized feature), got "
                            << type;
   }
-  if (getEpsilon().convertToDouble() < 0)
+  if (!(getEpsilon().convertToDouble() >= 0)) // NaN too
     return emitOpError("eps must be non-negative, got ")
            << getEpsilon().convertToDouble();
   return success();

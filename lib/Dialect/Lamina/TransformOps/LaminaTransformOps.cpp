@@ -314,8 +314,8 @@ LogicalResult SyncTransformOp::verify() {
 
 /// Why `spec` is illegal for the layout of the value it acts on, where the
 /// schedule already fixes that layout: a program input's declared layout
-/// (fwd_pre, bwd_post), or what the layer's sharded weight implies for its
-/// output (fwd_post). Elsewhere the layout depends on the rest of the
+/// (fwd_pre, bwd_post), or what the sharded weight of a linear layer
+/// implies for its output (fwd_post; only linear layers have that slot). Elsewhere the layout depends on the rest of the
 /// program, which lamina-check-layouts and lamina-partition judge.
 static std::optional<std::string>
 checkSyncLayout(LayerOpInterface layer, SyncAttr spec, Value synced) {
@@ -360,6 +360,14 @@ SyncTransformOp::applyToOne(transform::TransformRewriter &rewriter,
                   "sync axis " + Twine(*spec.getAxis()) +
                       " is out of range for values of rank " + Twine(rank));
 
+  // Only the linear family has a fwd_post slot (its matmul result).
+  if (!onInput && !linear)
+    return failOn(*this, target,
+                  (isa<FusedQKVOp>(target)
+                       ? Twine("a fused QKV")
+                       : "'" + target->getName().getStringRef() + "'") +
+                      " has no fwd_post sync slot; sync its outputs with "
+                      "lamina.sync");
   if (std::optional<std::string> problem =
           checkSyncLayout(layer, spec, synced))
     return failOn(*this, target, *problem);
@@ -371,12 +379,6 @@ SyncTransformOp::applyToOne(transform::TransformRewriter &rewriter,
     rewriter.modifyOpInPlace(target, [&] { layer.setLayerInput(result); });
     return DiagnosedSilenceableFailure::success();
   }
-  if (!linear)
-    return failOn(*this, target,
-                  (isa<FusedQKVOp>(target) ? Twine("a fused QKV")
-                                           : Twine(target->getName().getStringRef())) +
-                      " has no fwd_post sync slot; sync its outputs with "
-                      "lamina.sync");
   if (linear.getLayerSync())
     return failOn(*this, target, "the layer already has a fwd_post sync");
   // Layers with a sync slot take the sync in place; nn.Linear and

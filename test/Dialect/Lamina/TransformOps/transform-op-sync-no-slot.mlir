@@ -1,11 +1,4 @@
 // RUN: lamina-opt %s --transform-interpreter --split-input-file -verify-diagnostics
-// XFAIL: *
-// Expected to fail until transform.lamina.sync words these as the spec
-// does: the op name is quoted ("'lamina.layer_norm' has no ..." prints as
-// "lamina.layer_norm has no ..."), and a layer without a sync slot is
-// rejected for that before its weight's layout is read as a matmul
-// weight's (a sharded LayerNorm weight gives "needs partial sums (P), but
-// the layer's output has layout S(1)"). Drop the XFAIL line once both hold.
 
 // A fwd_post sync on a layer other than the linear family and fused QKV.
 module attributes {lamina.world_size = 2 : i64} {
