@@ -13,6 +13,7 @@
 #include "lamina/Lamina/IR/Lamina.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/DenseMap.h"
 
 namespace mlir::lamina {
@@ -21,6 +22,12 @@ namespace mlir::lamina {
 /// replicated), or failure after emitting the first error.
 FailureOr<llvm::DenseMap<Value, LayoutAttr>>
 inferLayouts(func::FuncOp function);
+
+/// The layouts of every function defined in `module`, inferred before any
+/// is used (a pass rejecting one function leaves them all as they were).
+using FunctionLayouts =
+    SmallVector<std::pair<func::FuncOp, llvm::DenseMap<Value, LayoutAttr>>>;
+FailureOr<FunctionLayouts> inferLayouts(ModuleOp module);
 
 } // namespace mlir::lamina
 

@@ -157,3 +157,16 @@ mlir::lamina::inferLayouts(func::FuncOp function) {
     return failure();
   return checker.takeLayouts();
 }
+
+FailureOr<FunctionLayouts> mlir::lamina::inferLayouts(ModuleOp module) {
+  FunctionLayouts result;
+  for (auto function : module.getOps<func::FuncOp>()) {
+    if (function.isDeclaration())
+      continue;
+    FailureOr<DenseMap<Value, LayoutAttr>> layouts = inferLayouts(function);
+    if (failed(layouts))
+      return failure();
+    result.emplace_back(function, std::move(*layouts));
+  }
+  return result;
+}

@@ -61,15 +61,12 @@ struct LaminaCheckLayoutsPass
     std::optional<int64_t> worldSize = getWorldSize(module);
     if (!worldSize || *worldSize == 1)
       return; // every value is whole on the only rank
-    for (auto function : module.getOps<func::FuncOp>()) {
-      if (function.isDeclaration())
-        continue;
-      FailureOr<DenseMap<Value, LayoutAttr>> layouts = inferLayouts(function);
-      if (failed(layouts))
-        return signalPassFailure();
-      if (annotate)
-        ::annotate(function, *layouts);
-    }
+    FailureOr<FunctionLayouts> layouts = inferLayouts(module);
+    if (failed(layouts))
+      return signalPassFailure();
+    if (annotate)
+      for (auto &[function, functionLayouts] : *layouts)
+        ::annotate(function, functionLayouts);
   }
 };
 } // namespace

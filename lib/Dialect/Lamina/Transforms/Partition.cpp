@@ -256,16 +256,10 @@ struct LaminaPartitionPass
       return;
     // Infer every function's layouts first: a rejected program is left as
     // it was.
-    SmallVector<std::pair<func::FuncOp, DenseMap<Value, LayoutAttr>>> plans;
-    for (auto function : module.getOps<func::FuncOp>()) {
-      if (function.isDeclaration())
-        continue;
-      FailureOr<DenseMap<Value, LayoutAttr>> layouts = inferLayouts(function);
-      if (failed(layouts))
-        return signalPassFailure();
-      plans.emplace_back(function, std::move(*layouts));
-    }
-    for (auto &[function, layouts] : plans)
+    FailureOr<FunctionLayouts> plans = inferLayouts(module);
+    if (failed(plans))
+      return signalPassFailure();
+    for (auto &[function, layouts] : *plans)
       if (failed(FunctionPartitioner(function, *worldSize, std::move(layouts))
                      .run()))
         return signalPassFailure();

@@ -23,15 +23,13 @@ struct LaminaRecordResultLayoutsPass
     // One rank holds every value whole; lamina-partition recorded its own.
     if (!worldSize || *worldSize == 1 || isPartitioned(module))
       return;
-    for (auto function : module.getOps<func::FuncOp>()) {
-      if (function.isDeclaration())
-        continue;
-      FailureOr<DenseMap<Value, LayoutAttr>> layouts = inferLayouts(function);
-      if (failed(layouts))
-        return signalPassFailure();
+    FailureOr<FunctionLayouts> plans = inferLayouts(module);
+    if (failed(plans))
+      return signalPassFailure();
+    for (auto &[function, layouts] : *plans) {
       Operation *terminator = function.getBody().back().getTerminator();
       for (auto [index, value] : llvm::enumerate(terminator->getOperands())) {
-        LayoutAttr layout = layouts->lookup(value);
+        LayoutAttr layout = layouts.lookup(value);
         if (layout && layout.getKind() == LayoutKind::sharded)
           function.setResultAttr(index, LaminaDialect::kLayoutAttrName,
                                  layout);
