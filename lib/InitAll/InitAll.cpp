@@ -22,6 +22,7 @@ void mlir::lamina::registerAllDialects(DialectRegistry &registry) {
   mlir::registerAllDialects(registry);
   mlir::registerAllExtensions(registry);
   registerTransformDialectExtension(registry);
+  registerReverseDifferentiationModels(registry);
   // gpu-module-to-binary translates kernels to LLVM IR in-process.
   mlir::registerAllToLLVMIRTranslations(registry);
 }

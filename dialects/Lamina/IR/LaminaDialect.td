@@ -56,6 +56,11 @@ def Lamina_Dialect : Dialect {
     /// sync's backward pass applies to the gradient.
     static constexpr ::llvm::StringLiteral kBackwardAttrName =
         "lamina.backward";
+    /// Module attribute: for each differentiated function, its forward and
+    /// backward functions, how many values the forward saves and which
+    /// arguments get gradients (lamina-generate-backward).
+    static constexpr ::llvm::StringLiteral kTrainingAttrName =
+        "lamina.training";
     /// Module attribute holding the number of ranks of the device grid.
     static constexpr ::llvm::StringLiteral kWorldSizeAttrName =
         "lamina.world_size";

@@ -345,6 +345,78 @@ def Lamina_SoftmaxOp : Lamina_Op<"softmax", [SameOperandsAndResultType]> {
 }
 
 //===----------------------------------------------------------------------===//
+// Derivatives (what lamina-generate-backward produces)
+//===----------------------------------------------------------------------===//
+
+def Lamina_ActivationGradOp
+    : Lamina_Op<"activation_grad", [AllTypesMatch<["input", "cotangent",
+                                                    "result"]>]> {
+  let summary = "`dx = dy · act'(x)`, the backward of lamina.activation";
+  let description = [{
+    The exact derivatives: `gelu_tanh'(x) = 0.5·x·(1 − t²)·(√(2/π) +
+    0.1070322243·x²) + 0.5·(1 + t)` with `t = tanh(√(2/π)·(x + 0.044715·x³))`,
+    `gelu_erf'(x) = Φ(x) + x·φ(x)`, `relu'(x) = [x > 0]`.
+
+    ```mlir
+    %dx = lamina.activation_grad gelu_tanh %x, %dy : tensor<8x256xf32>
+    ```
+  }];
+  let arguments = (ins Lamina_ActivationKindAttr:$kind,
+                   Lamina_FloatTensor:$input, Lamina_FloatTensor:$cotangent,
+                   OptionalAttr<StrAttr>:$path);
+  let results = (outs Lamina_FloatTensor:$result);
+  let assemblyFormat = [{
+    ($path^ ``)? $kind $input `,` $cotangent attr-dict `:` type($input)
+  }];
+}
+
+def Lamina_LayerNormGradOp : Lamina_Op<"layer_norm_grad"> {
+  let summary = "the backward of lamina.layer_norm: dx, dweight, dbias";
+  let description = [{
+    With `x̂ = (x − mean)·r`, `r = 1/sqrt(var + eps)` over the last dim (C
+    features) and `g = dy·weight` (`dy` without a weight):
+    `dx = r·(g − mean(g) − x̂·mean(g·x̂))`, `dweight = Σ_rows dy·x̂`,
+    `dbias = Σ_rows dy`.
+
+    ```mlir
+    %dx, %dw, %db = lamina.layer_norm_grad %x, %dy weight %w eps 1.0e-05
+        : (tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<32xf32>)
+        -> (tensor<2x8x32xf32>, tensor<32xf32>, tensor<32xf32>)
+    ```
+  }];
+  let arguments = (ins RankedTensorOf<[F32]>:$input,
+                   RankedTensorOf<[F32]>:$cotangent,
+                   Optional<RankedTensorOf<[F32]>>:$weight, F64Attr:$epsilon);
+  let results = (outs RankedTensorOf<[F32]>:$input_grad,
+                      RankedTensorOf<[F32]>:$weight_grad,
+                      RankedTensorOf<[F32]>:$bias_grad);
+  let assemblyFormat = [{
+    $input `,` $cotangent (`weight` $weight^)? `eps` $epsilon attr-dict `:`
+    functional-type(operands, results)
+  }];
+}
+
+def Lamina_SoftmaxGradOp
+    : Lamina_Op<"softmax_grad", [AllTypesMatch<["output", "cotangent",
+                                                 "result"]>]> {
+  let summary = "`dx = y·(dy − Σ_dim dy·y)`, the backward of lamina.softmax";
+  let description = [{
+    Takes the softmax's output `y` (not its input).
+
+    ```mlir
+    %dx = lamina.softmax_grad %y, %dy dim 3 : tensor<2x4x8x8xf32>
+    ```
+  }];
+  let arguments = (ins Lamina_FloatTensor:$output,
+                   Lamina_FloatTensor:$cotangent,
+                   ConfinedAttr<I64Attr, [IntNonNegative]>:$dim);
+  let results = (outs Lamina_FloatTensor:$result);
+  let assemblyFormat = [{
+    $output `,` $cotangent `dim` $dim attr-dict `:` type($output)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
 // The fused form
 //===----------------------------------------------------------------------===//
 

@@ -94,6 +94,60 @@ def LaminaSplitPipelineStages : Pass<"lamina-split-pipeline-stages",
   let dependentDialects = ["::mlir::func::FuncDialect"];
 }
 
+def LaminaGenerateBackward : Pass<"lamina-generate-backward",
+                                   "::mlir::ModuleOp"> {
+  let summary = "Reverse-mode differentiation: a forward that keeps what the "
+                "backward needs, and the backward function";
+  let description = [{
+    For the function `@f(args) -> results` named by `function`, after
+    decomposing its layers into their pieces, adds
+
+    - `@f_forward(args) -> (results..., saved...)`: the forward computation,
+      also returning the intermediate values the backward needs;
+    - `@f_backward(args..., saved..., cotangents...) -> gradients...`: one
+      cotangent per result in, the gradient of every float tensor argument
+      out (in argument order), computed by walking the forward in reverse
+      and asking each op's `ReverseDifferentiableOpInterface` rule;
+      cotangents of values used several times are summed.
+
+    What the backward needs of the forward is the compiler's decision: the
+    function's arguments are passed again (the caller holds them), every
+    other value is saved by `@f_forward`, except in layers marked
+    `lamina.checkpoint` (`transform.lamina.checkpoint`): their forward is
+    recomputed inside the backward from their saved inputs, so only those
+    inputs are kept. Dropout's backward regenerates the forward mask from
+    the same Philox stream. The module records the pair as
+    `lamina.training = {f = {forward = @f_forward, backward = @f_backward,
+    saved = N, gradients = array<i64: argument indices>}}`.
+
+    An op without a rule on the path from an argument to a result is an
+    error naming it. Tensor-parallel programs (world size > 1) are not
+    differentiated yet: their syncs are rejected.
+
+    ```mlir
+    func.func @f(%x: tensor<4x8xf32>, %w: tensor<16x8xf32>) -> tensor<4x16xf32> {
+      %y = lamina.linear "fc" %x, %w : ...
+      return %y : tensor<4x16xf32>
+    }
+    // gives
+    func.func @f_backward(%x, %w, %dy: tensor<4x16xf32>) -> (tensor<4x8xf32>, tensor<16x8xf32>) {
+      %dx = lamina.matmul "fc" %dy, %wT   // wT = transpose(%w)
+      %dw = lamina.matmul "fc" %dyT, %xT  // dW = dyᵀ·x
+      return %dx, %dw
+    }
+    ```
+  }];
+  let options = [
+    Option<"function", "function", "std::string", /*default=*/"\"main\"",
+           "the function to differentiate">,
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::func::FuncDialect",
+    "::mlir::linalg::LinalgDialect", "::mlir::math::MathDialect",
+    "::mlir::tensor::TensorDialect",
+  ];
+}
+
 def LaminaApplySchedule : Pass<"lamina-apply-schedule", "::mlir::ModuleOp"> {
   let summary = "Apply a schedule file (transform.lamina script) to the module";
   let description = [{

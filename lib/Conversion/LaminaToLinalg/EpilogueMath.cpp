@@ -42,6 +42,52 @@ Value mlir::lamina::buildActivation(OpBuilder &b, Location loc,
   llvm_unreachable("unknown activation");
 }
 
+Value mlir::lamina::buildActivationDerivative(OpBuilder &b, Location loc,
+                                             ActivationKind kind, Value x,
+                                             Value dy) {
+  Type type = x.getType();
+  auto constant = [&](double value) -> Value {
+    return arith::ConstantOp::create(b, loc, b.getFloatAttr(type, value));
+  };
+  auto mul = [&](Value l, Value r) -> Value {
+    return arith::MulFOp::create(b, loc, l, r);
+  };
+  auto add = [&](Value l, Value r) -> Value {
+    return arith::AddFOp::create(b, loc, l, r);
+  };
+  switch (kind) {
+  case ActivationKind::relu: {
+    Value positive = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT,
+                                           x, constant(0.0));
+    return arith::SelectOp::create(b, loc, positive, dy, constant(0.0));
+  }
+  case ActivationKind::gelu_tanh: {
+    // t = tanh(√(2/π)·(x + 0.044715·x³));
+    // 0.5·x·(1 − t²)·(√(2/π) + 0.1070322243·x²) + 0.5·(1 + t)
+    Value x2 = mul(x, x);
+    Value inner = add(x, mul(constant(0.044715), mul(x, x2)));
+    Value t = math::TanhOp::create(b, loc, mul(constant(0.7978845608028654),
+                                               inner));
+    Value oneMinusT2 = arith::SubFOp::create(b, loc, constant(1.0), mul(t, t));
+    Value slope = add(constant(0.7978845608028654),
+                      mul(constant(0.1070322243), x2));
+    Value derivative = add(mul(mul(constant(0.5), x), mul(oneMinusT2, slope)),
+                           mul(constant(0.5), add(constant(1.0), t)));
+    return mul(dy, derivative);
+  }
+  case ActivationKind::gelu_erf: {
+    // Φ(x) + x·φ(x) = 0.5·(1 + erf(x/√2)) + x·exp(−x²/2)/√(2π)
+    Value e = math::ErfOp::create(b, loc, mul(constant(0.7071067811865476), x));
+    Value cdf = mul(constant(0.5), add(constant(1.0), e));
+    Value density = mul(constant(0.3989422804014327),
+                        math::ExpOp::create(b, loc, mul(constant(-0.5),
+                                                        mul(x, x))));
+    return mul(dy, add(cdf, mul(x, density)));
+  }
+  }
+  llvm_unreachable("unknown activation");
+}
+
 Value mlir::lamina::buildDropoutStream(OpBuilder &b, Location loc,
                                        DropoutAttr dropout, Value rank) {
   if (!dropout.getForkRng())

@@ -635,4 +635,5 @@ void mlir::lamina::populateLaminaToLinalgPatterns(RewritePatternSet &patterns,
   patterns.add<BiasAddToLinalg, ActivationToLinalg, DropoutToLinalg,
                SyncToIdentity>(patterns.getContext());
   populateNormalizationToLinalgPatterns(patterns);
+  populateDerivativesToLinalgPatterns(patterns);
 }

@@ -16,6 +16,9 @@ namespace lamina {
 /// linalg.softmax.
 void populateNormalizationToLinalgPatterns(RewritePatternSet &patterns);
 
+/// lamina.activation_grad, softmax_grad, layer_norm_grad → linalg.
+void populateDerivativesToLinalgPatterns(RewritePatternSet &patterns);
+
 } // namespace lamina
 } // namespace mlir
 

@@ -486,7 +486,13 @@ func.func private @world_size_on_func() attributes {lamina.world_size = 2 : i64}
 
 // -----
 
-// expected-error @+1 {{unknown lamina attribute 'lamina.training'}}
+// expected-error @+1 {{unknown lamina attribute 'lamina.trainable'}}
+module attributes {lamina.trainable} {
+}
+
+// -----
+
+// expected-error @+1 {{'lamina.training' is a dictionary attribute of a module}}
 module attributes {lamina.training} {
 }
 

@@ -19,6 +19,10 @@ namespace mlir::lamina {
 /// which `lamina-approximate-math` turns into the shared polynomials).
 Value buildActivation(OpBuilder &b, Location loc, ActivationKind kind, Value x);
 
+/// `dy · kind'(x)`: the exact derivative of `buildActivation`'s formula.
+Value buildActivationDerivative(OpBuilder &b, Location loc, ActivationKind kind,
+                                Value x, Value dy);
+
 /// The Philox stream of `dropout`: 0, or 1 + rank under fork_rng (a program
 /// without a `rank` value is rank 0), as i32.
 Value buildDropoutStream(OpBuilder &b, Location loc, DropoutAttr dropout,

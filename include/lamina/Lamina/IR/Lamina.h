@@ -26,6 +26,7 @@
 #define GET_ATTRDEF_CLASSES
 #include "lamina/Lamina/IR/LaminaAttrs.h.inc"
 
+#include "lamina/Lamina/IR/LaminaAutodiffInterface.h"
 #include "lamina/Lamina/IR/LaminaInterfaces.h"
 
 #define GET_OP_CLASSES

@@ -336,6 +336,12 @@ LogicalResult LaminaDialect::verifyOperationAttribute(Operation *op,
                              << "' must hold one #lamina.layout per result";
     return success();
   }
+  if (attr.getName() == kTrainingAttrName) {
+    if (!isa<ModuleOp>(op) || !isa<DictionaryAttr>(attr.getValue()))
+      return op->emitError() << "'" << kTrainingAttrName
+                             << "' is a dictionary attribute of a module";
+    return success();
+  }
   if (attr.getName() == kBackwardAttrName) {
     if (!isa<StringAttr>(attr.getValue()))
       return op->emitError() << "'" << kBackwardAttrName

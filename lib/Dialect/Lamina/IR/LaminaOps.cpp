@@ -9,6 +9,7 @@
 using namespace mlir;
 using namespace mlir::lamina;
 
+#include "lamina/Lamina/IR/LaminaAutodiffInterface.cpp.inc"
 #include "lamina/Lamina/IR/LaminaInterfaces.cpp.inc"
 
 #define GET_OP_CLASSES

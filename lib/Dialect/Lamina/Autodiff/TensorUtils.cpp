@@ -1,0 +1,71 @@
+//===- TensorUtils.cpp - Tensor pieces the reverse-mode rules share -------===//
+
+#include "TensorUtils.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Utils/ReshapeOpsUtils.h"
+
+using namespace mlir;
+using namespace mlir::lamina;
+
+Value autodiff::buildZerosLike(OpBuilder &b, Location loc, Value like) {
+  auto type = cast<RankedTensorType>(like.getType());
+  Value zero = arith::ConstantOp::create(
+      b, loc, b.getZeroAttr(type.getElementType()));
+  Value init = tensor::EmptyOp::create(
+      b, loc, tensor::getMixedSizes(b, loc, like), type.getElementType());
+  return linalg::FillOp::create(b, loc, zero, init).getResult(0);
+}
+
+Value autodiff::buildTranspose(OpBuilder &b, Location loc, Value value,
+                               ArrayRef<int64_t> permutation) {
+  SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, value);
+  SmallVector<OpFoldResult> permuted;
+  for (int64_t source : permutation)
+    permuted.push_back(sizes[source]);
+  Value init = tensor::EmptyOp::create(
+      b, loc, permuted,
+      cast<RankedTensorType>(value.getType()).getElementType());
+  return linalg::TransposeOp::create(b, loc, value, init, permutation)
+      .getResult()[0];
+}
+
+Value autodiff::buildTranspose2D(OpBuilder &b, Location loc, Value matrix) {
+  return buildTranspose(b, loc, matrix, {1, 0});
+}
+
+Value autodiff::buildFlattenRows(OpBuilder &b, Location loc, Value value) {
+  auto type = cast<RankedTensorType>(value.getType());
+  if (type.getRank() <= 2)
+    return value;
+  ReassociationIndices rows;
+  for (int64_t d = 0; d + 1 < type.getRank(); ++d)
+    rows.push_back(d);
+  return tensor::CollapseShapeOp::create(
+      b, loc, value,
+      ArrayRef<ReassociationIndices>{rows, {type.getRank() - 1}});
+}
+
+Value autodiff::buildSumLeadingDims(OpBuilder &b, Location loc, Value value) {
+  auto type = cast<RankedTensorType>(value.getType());
+  Type elt = type.getElementType();
+  SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, value);
+  Value zero = arith::ConstantOp::create(b, loc, b.getZeroAttr(elt));
+  Value init = tensor::EmptyOp::create(b, loc, ArrayRef(sizes).take_back(),
+                                       elt);
+  Value acc = linalg::FillOp::create(b, loc, zero, init).getResult(0);
+  SmallVector<int64_t> dims;
+  for (int64_t d = 0; d + 1 < type.getRank(); ++d)
+    dims.push_back(d);
+  if (dims.empty())
+    return value;
+  return linalg::ReduceOp::create(
+             b, loc, ValueRange{value}, ValueRange{acc}, dims,
+             [](OpBuilder &nb, Location nloc, ValueRange args) {
+               Value sum = arith::AddFOp::create(nb, nloc, args[0], args[1]);
+               linalg::YieldOp::create(nb, nloc, sum);
+             })
+      .getResult(0);
+}

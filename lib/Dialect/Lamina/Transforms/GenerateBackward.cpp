@@ -1,0 +1,282 @@
+//===- GenerateBackward.cpp - Reverse-mode differentiation ----------------===//
+//
+// The generator is generic: it walks the forward function in reverse,
+// accumulates cotangents per value and asks each op's
+// ReverseDifferentiableOpInterface for the cotangents of its operands.
+// Primal values the rules ask for are arguments (passed to the backward
+// again), recomputations (ops of checkpointed layers, and cheap shape ops),
+// or values the forward saves and returns.
+//
+//===----------------------------------------------------------------------===//
+
+#include "lamina/Lamina/IR/Lamina.h"
+#include "lamina/Lamina/Transforms/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/StringSet.h"
+
+namespace mlir::lamina {
+#define GEN_PASS_DEF_LAMINAGENERATEBACKWARD
+#include "lamina/Lamina/Transforms/Passes.h.inc"
+} // namespace mlir::lamina
+
+using namespace mlir;
+using namespace mlir::lamina;
+
+/// Whether the generator takes cotangents of `value`: float tensors.
+static bool isDifferentiable(Value value) {
+  auto type = dyn_cast<RankedTensorType>(value.getType());
+  return type && isa<FloatType>(type.getElementType());
+}
+
+/// Ops the backward recomputes rather than saves: their result costs no
+/// more than its operands (constants, empty tensors, reshapes).
+static bool isCheapToRecompute(Operation *op) {
+  return isa<arith::ConstantOp, tensor::EmptyOp, tensor::CollapseShapeOp,
+             tensor::ExpandShapeOp, linalg::FillOp>(op);
+}
+
+namespace {
+/// Builds `@f_backward` while the forward `@f` is read.
+class BackwardBuilder : public ReverseState {
+public:
+  BackwardBuilder(func::FuncOp forward, func::FuncOp backward,
+                  llvm::StringSet<> checkpointed)
+      : forward(forward), backward(backward),
+        checkpointed(std::move(checkpointed)),
+        builder(backward.getContext()) {}
+
+  LogicalResult run();
+  ArrayRef<Value> getSaved() const { return saved.getArrayRef(); }
+  ArrayRef<unsigned> getGradientArguments() const { return gradientArgs; }
+
+  Value getPrimal(Value value) override;
+
+private:
+  bool isCheckpointed(Operation *op) const {
+    if (op->hasAttr(LaminaDialect::kCheckpointAttrName))
+      return true;
+    auto path = op->getAttrOfType<StringAttr>("path");
+    return path && checkpointed.contains(path.getValue());
+  }
+  void accumulate(Value value, Value cotangent);
+  /// Zeros of the type of the forward value `value`.
+  Value zerosLike(Value value);
+  LogicalResult differentiate(Operation *op);
+
+  func::FuncOp forward, backward;
+  llvm::StringSet<> checkpointed;
+  OpBuilder builder;
+  /// Forward values → their primal in the backward function.
+  IRMapping primals;
+  /// Forward values the forward returns for the backward, in order.
+  llvm::SetVector<Value> saved;
+  /// Forward values → their accumulated cotangent.
+  DenseMap<Value, Value> cotangents;
+  SmallVector<unsigned> gradientArgs;
+  unsigned numArgs = 0;
+};
+} // namespace
+
+Value BackwardBuilder::getPrimal(Value value) {
+  if (Value known = primals.lookupOrNull(value))
+    return known;
+  Operation *def = value.getDefiningOp();
+  if (def && (isCheckpointed(def) || isCheapToRecompute(def))) {
+    // Operands first, then the op itself at the current point.
+    IRMapping operands;
+    for (Value operand : def->getOperands())
+      operands.map(operand, getPrimal(operand));
+    Operation *clone = builder.clone(*def, operands);
+    for (auto [old, recomputed] :
+         llvm::zip_equal(def->getResults(), clone->getResults()))
+      primals.map(old, recomputed);
+    return primals.lookup(value);
+  }
+  // Saved by the forward: a new argument after the forward's arguments and
+  // the values saved before it.
+  unsigned index = numArgs + saved.size();
+  saved.insert(value);
+  backward.insertArgument(index, value.getType(), DictionaryAttr(),
+                          value.getLoc());
+  Value argument = backward.getArgument(index);
+  primals.map(value, argument);
+  return argument;
+}
+
+Value BackwardBuilder::zerosLike(Value value) {
+  auto type = cast<RankedTensorType>(value.getType());
+  Location loc = value.getLoc();
+  Value empty =
+      type.hasStaticShape()
+          ? tensor::EmptyOp::create(builder, loc, type.getShape(),
+                                    type.getElementType())
+          : tensor::EmptyOp::create(
+                builder, loc,
+                tensor::getMixedSizes(builder, loc, getPrimal(value)),
+                type.getElementType());
+  Value zero = arith::ConstantOp::create(
+      builder, loc, builder.getZeroAttr(type.getElementType()));
+  return linalg::FillOp::create(builder, loc, zero, empty).getResult(0);
+}
+
+void BackwardBuilder::accumulate(Value value, Value cotangent) {
+  Value &slot = cotangents[value];
+  slot = slot ? arith::AddFOp::create(builder, value.getLoc(), slot, cotangent)
+                    .getResult()
+              : cotangent;
+}
+
+LogicalResult BackwardBuilder::differentiate(Operation *op) {
+  if (llvm::none_of(op->getResults(),
+                    [&](Value result) { return cotangents.count(result); }))
+    return success(); // nothing flows back through it
+  if (llvm::none_of(op->getOperands(), isDifferentiable))
+    return success(); // constants, empty tensors
+  auto rule = dyn_cast<ReverseDifferentiableOpInterface>(op);
+  if (!rule)
+    return op->emitOpError(
+        "has no reverse-mode rule (ReverseDifferentiableOpInterface), but a "
+        "gradient flows through it");
+  SmallVector<Value> resultCotangents;
+  for (Value result : op->getResults()) {
+    Value cotangent = cotangents.lookup(result);
+    if (!cotangent && isDifferentiable(result))
+      cotangent = zerosLike(result);
+    resultCotangents.push_back(cotangent);
+  }
+  SmallVector<Value> operandCotangents(op->getNumOperands());
+  if (failed(rule.buildVectorJacobianProduct(builder, *this, resultCotangents,
+                                             operandCotangents)))
+    return failure();
+  for (auto [operand, cotangent] :
+       llvm::zip_equal(op->getOperands(), operandCotangents))
+    if (cotangent && isDifferentiable(operand))
+      accumulate(operand, cotangent);
+  return success();
+}
+
+LogicalResult BackwardBuilder::run() {
+  Block &body = forward.getBody().front();
+  numArgs = body.getNumArguments();
+  Block *entry = backward.addEntryBlock();
+  builder.setInsertionPointToStart(entry);
+  for (BlockArgument argument : body.getArguments())
+    primals.map(argument, entry->getArgument(argument.getArgNumber()));
+  Operation *terminator = body.getTerminator();
+  for (auto [index, result] : llvm::enumerate(terminator->getOperands()))
+    if (isDifferentiable(result))
+      accumulate(result, entry->getArgument(numArgs + index));
+
+  for (Operation &op : llvm::reverse(body.without_terminator()))
+    if (failed(differentiate(&op)))
+      return failure();
+
+  SmallVector<Value> gradients;
+  for (BlockArgument argument : body.getArguments()) {
+    if (!isDifferentiable(argument))
+      continue;
+    Value cotangent = cotangents.lookup(argument);
+    gradients.push_back(cotangent ? cotangent : zerosLike(argument));
+    gradientArgs.push_back(argument.getArgNumber());
+  }
+  func::ReturnOp::create(builder, forward.getLoc(), gradients);
+  backward.setType(FunctionType::get(
+      backward.getContext(), entry->getArgumentTypes(),
+      ValueRange(gradients).getTypes()));
+  return success();
+}
+
+/// `@<f>_forward`: `function` returning, after its results, `saved`.
+static func::FuncOp buildForward(func::FuncOp function, ArrayRef<Value> saved,
+                                 OpBuilder &builder) {
+  auto forward = func::FuncOp::create(builder, function.getLoc(),
+                                      (function.getSymName() + "_forward").str(),
+                                      function.getFunctionType());
+  forward.setAllArgAttrs(function.getAllArgAttrs());
+  IRMapping mapping;
+  function.getBody().cloneInto(&forward.getBody(), mapping);
+  auto terminator =
+      cast<func::ReturnOp>(forward.getBody().front().getTerminator());
+  SmallVector<Value> results(terminator.getOperands());
+  for (Value value : saved)
+    results.push_back(mapping.lookup(value));
+  OpBuilder::InsertionGuard guard(builder);
+  builder.setInsertionPoint(terminator);
+  func::ReturnOp::create(builder, terminator.getLoc(), results);
+  terminator.erase();
+  forward.setType(FunctionType::get(builder.getContext(),
+                                    function.getArgumentTypes(),
+                                    ValueRange(results).getTypes()));
+  return forward;
+}
+
+namespace {
+struct LaminaGenerateBackwardPass
+    : mlir::lamina::impl::LaminaGenerateBackwardBase<
+          LaminaGenerateBackwardPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto target = module.lookupSymbol<func::FuncOp>(function);
+    if (!target || target.isDeclaration()) {
+      module.emitError() << "lamina-generate-backward: no function @"
+                         << function << " to differentiate";
+      return signalPassFailure();
+    }
+    if (!target.getBody().hasOneBlock()) {
+      target.emitOpError("has control flow; backward generation takes "
+                         "functions of one block");
+      return signalPassFailure();
+    }
+    // Layers marked for recomputation, by path: their pieces keep it.
+    llvm::StringSet<> checkpointed;
+    target.walk([&](LayerOpInterface layer) {
+      if (layer->hasAttr(LaminaDialect::kCheckpointAttrName))
+        checkpointed.insert(layer.getLayerPath().getValue());
+    });
+    // Differentiate the pieces of each layer.
+    RewritePatternSet patterns(&getContext());
+    populateLaminaDecomposePatterns(patterns);
+    if (failed(applyPatternsGreedily(target, std::move(patterns))))
+      return signalPassFailure();
+
+    OpBuilder builder(module.getContext());
+    builder.setInsertionPointAfter(target);
+    SmallVector<Type> backwardInputs(target.getArgumentTypes());
+    llvm::append_range(backwardInputs, target.getResultTypes());
+    auto backward = func::FuncOp::create(
+        builder, target.getLoc(), (target.getSymName() + "_backward").str(),
+        builder.getFunctionType(backwardInputs, {}));
+    BackwardBuilder generator(target, backward, std::move(checkpointed));
+    if (failed(generator.run())) {
+      backward.erase();
+      return signalPassFailure();
+    }
+    builder.setInsertionPoint(backward);
+    func::FuncOp forward = buildForward(target, generator.getSaved(), builder);
+
+    NamedAttrList entry;
+    entry.set("forward", FlatSymbolRefAttr::get(forward));
+    entry.set("backward", FlatSymbolRefAttr::get(backward));
+    entry.set("saved", builder.getI64IntegerAttr(generator.getSaved().size()));
+    SmallVector<int64_t> gradients(generator.getGradientArguments());
+    entry.set("gradients", builder.getDenseI64ArrayAttr(gradients));
+    NamedAttrList pairs;
+    if (auto existing = module->getAttrOfType<DictionaryAttr>(
+            LaminaDialect::kTrainingAttrName))
+      pairs.append(existing.getValue());
+    pairs.set(target.getSymName(), entry.getDictionary(&getContext()));
+    module->setAttr(LaminaDialect::kTrainingAttrName,
+                    pairs.getDictionary(&getContext()));
+  }
+};
+} // namespace
