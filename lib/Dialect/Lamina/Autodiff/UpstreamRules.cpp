@@ -144,8 +144,9 @@ struct MatmulLikeRule : Rule<MatmulLikeRule<Op, Batched>, Op> {
     Location loc = op->getLoc();
     Value a = state.getPrimal(matmul.getDpsInputs()[0]);
     Value bm = state.getPrimal(matmul.getDpsInputs()[1]);
-    ArrayRef<int64_t> swap = Batched ? ArrayRef<int64_t>{0, 2, 1}
-                                     : ArrayRef<int64_t>{1, 0};
+    // The last two dims swapped (behind the batch dim, if any).
+    SmallVector<int64_t> swap = Batched ? SmallVector<int64_t>{0, 2, 1}
+                                        : SmallVector<int64_t>{1, 0};
     auto product = [&](Value lhs, Value rhs, Type type) -> Value {
       auto tensorType = cast<RankedTensorType>(type);
       Value zero = arith::ConstantOp::create(
