@@ -235,8 +235,9 @@ LogicalResult ShardTransformOp::verify() {
   if (getParam() != "weight" && getParam() != "bias" && getParam() != "input")
     return emitOpError("shards 'weight', 'bias' or 'input', got '")
            << getParam() << "'";
-  if (getAxis() < 0)
-    return emitOpError("axis must be non-negative");
+  // The I64Attr getter is unsigned: read the attribute's signed value.
+  if (int64_t axis = getAxisAttr().getInt(); axis < 0)
+    return emitOpError("axis must be non-negative, got ") << axis;
   return success();
 }
 
