@@ -237,6 +237,18 @@ struct LaminaGenerateBackwardPass
                          "functions of one block");
       return signalPassFailure();
     }
+    // A sharded program's backward needs its collectives transposed, which
+    // is not generated yet: refuse it rather than differentiate whole
+    // tensors that each rank holds only a block of.
+    for (BlockArgument argument : target.getArguments())
+      if (LayoutAttr layout = getDeclaredLayout(argument);
+          layout && layout.getKind() == LayoutKind::sharded) {
+        target.emitOpError("shards argument ")
+            << argument.getArgNumber() << " (" << layout
+            << "): backward generation for tensor-parallel programs is not "
+               "available; differentiate the program of one rank";
+        return signalPassFailure();
+      }
     // Layers marked for recomputation, by path: their pieces keep it.
     llvm::StringSet<> checkpointed;
     target.walk([&](LayerOpInterface layer) {
