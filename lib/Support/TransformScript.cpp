@@ -9,20 +9,53 @@
 #include "llvm/Support/MemoryBuffer.h"
 
 using namespace mlir;
+using namespace mlir::lamina;
+
+/// The first op of `sequence` that is not a transform op (patterns and PDL
+/// included), or null.
+static Operation *findForeignOp(Operation *sequence) {
+  Operation *foreign = nullptr;
+  sequence->walk([&](Operation *op) {
+    if (op == sequence)
+      return WalkResult::advance();
+    StringRef dialect = op->getName().getDialectNamespace();
+    if (dialect == "transform" || dialect == "pdl" || dialect == "pdl_interp")
+      return WalkResult::advance();
+    foreign = op;
+    return WalkResult::interrupt();
+  });
+  return foreign;
+}
+
+FailureOr<TransformScript>
+mlir::lamina::parseTransformScript(MLIRContext *context, StringRef text,
+                                   StringRef entry, StringRef sourceName) {
+  TransformScript script;
+  script.library =
+      parseSourceString<ModuleOp>(text, ParserConfig(context), sourceName);
+  if (!script.library)
+    return failure(); // the parser reported why
+  script.entry = script.library->lookupSymbol(entry);
+  if (!script.entry)
+    return script.library->emitError()
+           << "the schedule defines no @" << entry;
+  if (Operation *foreign = findForeignOp(script.entry))
+    return foreign->emitOpError()
+           << "is not a transform op; a schedule's @" << entry
+           << " holds transform ops only";
+  return script;
+}
 
 LogicalResult mlir::lamina::applyTransformScript(ModuleOp module,
                                                  StringRef text,
                                                  StringRef entry,
                                                  StringRef sourceName) {
-  OwningOpRef<ModuleOp> library = parseSourceString<ModuleOp>(
-      text, ParserConfig(module.getContext()), sourceName);
-  if (!library)
-    return failure(); // the parser reported why
-  Operation *sequence = library->lookupSymbol(entry);
-  if (!sequence)
-    return library->emitError() << "the schedule defines no @" << entry;
+  FailureOr<TransformScript> script =
+      parseTransformScript(module.getContext(), text, entry, sourceName);
+  if (failed(script))
+    return failure();
   return transform::applyTransformNamedSequence(
-      module, sequence, *library, transform::TransformOptions());
+      module, script->entry, *script->library, transform::TransformOptions());
 }
 
 LogicalResult mlir::lamina::applyScheduleFile(ModuleOp module,

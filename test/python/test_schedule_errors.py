@@ -22,3 +22,21 @@ def test_shard_with_a_negative_or_wrapping_axis_is_rejected(axis):
                                  example_inputs=(torch.randn(4, 8),))
     with pytest.raises(lamina.ScheduleError, match="non-negative"):
         sch["fc"].shard("weight", axis)
+
+
+def test_a_schedule_holding_a_non_transform_op_is_rejected_before_it_runs():
+    program = ("func.func @f(%x: tensor<2xf32>) -> tensor<2xf32> {\n"
+               "  return %x : tensor<2xf32>\n}\n")
+    schedule = (
+        "module attributes {transform.with_named_sequence} {\n"
+        "  transform.named_sequence @__transform_main("
+        "%root: !transform.any_op {transform.readonly}) {\n"
+        "    %c = arith.constant 1 : i64\n"
+        "    transform.yield\n  }\n}\n")
+    with pytest.raises(ValueError, match="'arith.constant' op is not a "
+                       "transform op"):
+        lamina._lamina.transform_ir(program, schedule)
+    session = lamina._lamina.ScheduleSession(program)
+    with pytest.raises(ValueError, match="is not a transform op"):
+        session.apply(schedule)
+    assert session.interpreter_runs == 0

@@ -7,6 +7,21 @@
 
 namespace mlir::lamina {
 
+/// A parsed transform script and the named sequence to interpret.
+struct TransformScript {
+  OwningOpRef<ModuleOp> library;
+  Operation *entry = nullptr;
+};
+
+/// Parses `text` (named `sourceName` in diagnostics) in `context` and finds
+/// its sequence `entry`, which must hold transform ops only: the
+/// interpreter crashes on any other op (llvm/llvm-project#117281), so such
+/// a script is an error on that op. Diagnostics go to the context's handler.
+FailureOr<TransformScript> parseTransformScript(MLIRContext *context,
+                                                StringRef text,
+                                                StringRef entry,
+                                                StringRef sourceName);
+
 /// Parses `text` (a module of transform named sequences, named `sourceName`
 /// in diagnostics) and applies its sequence `entry` to `module` with the
 /// transform interpreter: the compiler's own generated scripts and users'

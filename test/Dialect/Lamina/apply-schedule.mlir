@@ -2,6 +2,7 @@
 // RUN: not lamina-opt %s --lamina-apply-schedule 2>&1 | FileCheck %s --check-prefix=NOFILE
 // RUN: not lamina-opt %s --lamina-apply-schedule=schedule=%t.missing 2>&1 | FileCheck %s --check-prefix=MISSING
 // RUN: not lamina-opt %s --lamina-apply-schedule=schedule=%S/Inputs/no_entry.schedule.mlir 2>&1 | FileCheck %s --check-prefix=NOENTRY
+// RUN: not lamina-opt %s --lamina-apply-schedule=schedule=%S/Inputs/foreign_op.schedule.mlir 2>&1 | FileCheck %s --check-prefix=FOREIGN
 
 // The Megatron schedule applied by a lamina-opt flag, as the transform
 // interpreter would.
@@ -17,3 +18,7 @@
 func.func @f() {
   return
 }
+
+// The interpreter would crash on a non-transform op in the sequence; the
+// schedule is rejected before it runs, at that op.
+// FOREIGN: foreign_op.schedule.mlir:4:10: error: 'arith.constant' op is not a transform op; a schedule's @__transform_main holds transform ops only

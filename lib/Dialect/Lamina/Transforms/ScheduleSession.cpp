@@ -1,6 +1,7 @@
 //===- ScheduleSession.cpp - Apply schedule primitives one by one ---------===//
 
 #include "lamina/Lamina/Transforms/ScheduleSession.h"
+#include "lamina/Support/TransformScript.h"
 
 #include "mlir/Dialect/Transform/Transforms/TransformInterpreterUtils.h"
 #include "mlir/IR/Diagnostics.h"
@@ -61,19 +62,17 @@ ScheduleSession::create(const DialectRegistry &registry, StringRef source,
 LogicalResult ScheduleSession::apply(StringRef script,
                                      std::string &diagnostics) {
   DiagnosticCapture capture(context.get(), diagnostics);
-  OwningOpRef<ModuleOp> library = parseSourceString<ModuleOp>(
-      script, ParserConfig(context.get()), "schedule.mlir");
-  if (!library)
-    return failure(); // the parser reported why
-  Operation *sequence = library->lookupSymbol("__transform_main");
-  if (!sequence)
-    return library->emitError() << "the schedule defines no @__transform_main";
+  FailureOr<TransformScript> parsed = parseTransformScript(
+      context.get(), script, "__transform_main", "schedule.mlir");
+  if (failed(parsed))
+    return failure();
   // A failing script may have changed part of its payload already: it runs
   // on a copy, which replaces the payload only when the script succeeds.
   OwningOpRef<ModuleOp> candidate = payload->clone();
   ++interpreterRuns;
   if (failed(transform::applyTransformNamedSequence(
-          *candidate, sequence, *library, transform::TransformOptions())))
+          *candidate, parsed->entry, *parsed->library,
+          transform::TransformOptions())))
     return failure();
   payload = std::move(candidate);
   return success();
