@@ -76,7 +76,11 @@ class Schedule:
         return SubSchedule(self, f"path {_string(path)}", [path])
 
     def find(self, regex):
-        pattern = re.compile(regex)
+        try:
+            pattern = re.compile(regex)
+        except re.error as error:
+            raise ScheduleError(f"find: '{regex}' is not a valid regular "
+                                f"expression ({error})") from None
         matches = [p for p in self.paths if pattern.fullmatch(p)]
         if not matches:
             raise ScheduleError(f"no module path matches '{regex}'")

@@ -40,3 +40,10 @@ def test_a_schedule_holding_a_non_transform_op_is_rejected_before_it_runs():
     with pytest.raises(ValueError, match="is not a transform op"):
         session.apply(schedule)
     assert session.interpreter_runs == 0
+
+
+def test_find_with_an_invalid_regex_is_a_schedule_error():
+    sch = lamina.create_schedule(_Model())
+    with pytest.raises(lamina.ScheduleError, match="not a valid regular "
+                       "expression"):
+        sch.find("(")
