@@ -7,6 +7,9 @@
 // RUN: not lamina-run %s --entry=nope 2>&1 | FileCheck %s --check-prefix=NOFUNC
 // RUN: not lamina-run %s 2>&1 | FileCheck %s --check-prefix=COUNT
 // RUN: not lamina-run %s --input=%t/missing.npy 2>&1 | FileCheck %s --check-prefix=UNREADABLE
+// RUN: not lamina-run %s --input=%t --random-inputs 2>&1 | FileCheck %s --check-prefix=DIRECTORY
+// RUN: not lamina-run %s --input=%s --random-inputs 2>&1 | FileCheck %s --check-prefix=NOTNPY
+// RUN: not lamina-run %s --random-inputs --repeat=4294967295 2>&1 | FileCheck %s --check-prefix=REPEAT
 // RUN: not lamina-run %s --input=%t/result0.npy --random-inputs 2>&1 | FileCheck %s --check-prefix=SHAPE
 // RUN: not lamina-run %s --input=i64:3 --random-inputs 2>&1 | FileCheck %s --check-prefix=KIND
 // RUN: not lamina-run %s --random-inputs --pipeline=no-such-pass 2>&1 | FileCheck %s --check-prefix=PIPELINE
@@ -30,3 +33,7 @@ func.func @main(%x: tensor<4x8xf32>, %w: tensor<16x8xf32>, %b: tensor<16xf32>) -
   %0 = lamina.linear_act "fc" %x, %w bias %b activation relu : (tensor<4x8xf32>, tensor<16x8xf32>, tensor<16xf32>) -> tensor<4x16xf32>
   return %0 : tensor<4x16xf32>
 }
+
+// DIRECTORY: error: --input '{{.*}}' is a directory; inputs are .npy files or scalars (i64:<n>, ...)
+// NOTNPY: error: --input '{{.*}}lamina-run.mlir' is not an .npy file; inputs are .npy files or scalars (i64:<n>, ...)
+// REPEAT: error: --repeat=4294967295 is more than the 1000000 timed calls lamina-run keeps

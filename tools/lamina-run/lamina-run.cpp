@@ -96,6 +96,10 @@ static int fail(llvm::Error error) {
   return fail(llvm::toString(std::move(error)));
 }
 
+/// Most timed calls `--repeat` takes: every call's time is kept for the
+/// median.
+static constexpr unsigned kMaxRepeat = 1000000;
+
 /// A scalar given on the command line as `<type>:<value>`.
 static llvm::Expected<HostTensor> parseScalar(llvm::StringRef text) {
   auto [type, value] = text.split(':');
@@ -119,6 +123,17 @@ static llvm::Expected<HostTensor> parseScalar(llvm::StringRef text) {
     scalar.setFromDouble(0, number);
     return scalar;
   }
+  // A path that names something else than an .npy file is not a scalar.
+  if (llvm::sys::fs::is_directory(text))
+    return llvm::createStringError(std::errc::invalid_argument,
+                                   "--input '%s' is a directory; inputs are "
+                                   ".npy files or scalars (i64:<n>, ...)",
+                                   text.str().c_str());
+  if (llvm::sys::fs::exists(text))
+    return llvm::createStringError(std::errc::invalid_argument,
+                                   "--input '%s' is not an .npy file; inputs "
+                                   "are .npy files or scalars (i64:<n>, ...)",
+                                   text.str().c_str());
   return llvm::createStringError(std::errc::invalid_argument,
                                  "cannot read scalar '%s' (expected "
                                  "i64:<n>, i32:<n>, f32:<x> or f64:<x>)",
@@ -211,6 +226,10 @@ int main(int argc, char **argv) {
   registerAllPasses();
   cl::ParseCommandLineOptions(argc, argv,
                               "Lamina: compile an IR file and run a function\n");
+  if (repeat > kMaxRepeat)
+    return fail("--repeat=" + llvm::Twine(repeat.getValue()) +
+                " is more than the " + llvm::Twine(kMaxRepeat) +
+                " timed calls lamina-run keeps");
 
   DialectRegistry registry;
   registerAllDialects(registry);
