@@ -207,6 +207,39 @@ def LaminaCheckLayouts : Pass<"lamina-check-layouts", "::mlir::ModuleOp"> {
   ];
 }
 
+def LaminaCheckGradientLayouts
+    : Pass<"lamina-check-gradient-layouts", "::mlir::ModuleOp"> {
+  let summary = "Reject sharded programs whose backward would leave a "
+                "gradient as partial sums";
+  let description = [{
+    Walks each function of a program with `lamina.world_size > 1` in
+    reverse with the transposed layout rules (the backward column of the
+    spec's sync table): a column-parallel matmul makes its input gradient
+    partial (P) on each rank, a row-parallel one makes it S(last), a
+    `bwd_post` all-reduce turns P into R, a forward all-gather transposes to
+    a reduce-scatter (or a split with `tensor_parallel_output_grad =
+    false`). Rejected, naming the layer and the missing sync:
+
+    - a partial gradient summed with a whole one (a residual around a
+      column-parallel layer without `sync("bwd_post", "all_reduce")`);
+    - a partial gradient reaching a program input;
+    - a backward collective on a gradient of the wrong layout (a `bwd_post`
+      all-reduce of a gradient every rank already holds whole).
+
+    Parameters replicated across ranks may receive partial gradients (a
+    LayerNorm under sequence parallelism): they are all-reduced as
+    parameter gradients. Forward layouts come from the same inference as
+    lamina-check-layouts, whose errors come first.
+
+    ```mlir
+    // Megatron MLP without fc1's bwd_post sync:
+    // error: 'func.func' op the gradient of argument 0 would be partial sums
+    // (layout P) on each rank, coming from layer 'fc1'; add
+    // sync("bwd_post", "all_reduce") on the input of layer 'fc1'
+    ```
+  }];
+}
+
 def LaminaRecordResultLayouts
     : Pass<"lamina-record-result-layouts", "::mlir::ModuleOp"> {
   let summary = "Write the inferred layout of every sharded function result "

@@ -9,6 +9,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "lamina/Lamina/Analysis/GradientLayouts.h"
+#include "lamina/Lamina/Analysis/LayoutAnalysis.h"
 #include "lamina/Lamina/IR/Lamina.h"
 #include "lamina/Lamina/Transforms/Passes.h"
 
@@ -239,7 +241,15 @@ struct LaminaGenerateBackwardPass
     }
     // A sharded program's backward needs its collectives transposed, which
     // is not generated yet: refuse it rather than differentiate whole
-    // tensors that each rank holds only a block of.
+    // tensors that each rank holds only a block of — after reporting what
+    // its backward would get wrong, if anything.
+    if (std::optional<int64_t> worldSize = getWorldSize(module);
+        worldSize && *worldSize > 1) {
+      FailureOr<DenseMap<Value, LayoutAttr>> layouts = inferLayouts(target);
+      if (failed(layouts) ||
+          failed(inferGradientLayouts(target, *layouts)))
+        return signalPassFailure();
+    }
     for (BlockArgument argument : target.getArguments())
       if (LayoutAttr layout = getDeclaredLayout(argument);
           layout && layout.getKind() == LayoutKind::sharded) {

@@ -1,0 +1,34 @@
+//===- CheckGradientLayouts.cpp - Reject wrong backward layouts -----------===//
+
+#include "lamina/Lamina/Analysis/GradientLayouts.h"
+#include "lamina/Lamina/Analysis/LayoutAnalysis.h"
+#include "lamina/Lamina/Transforms/Passes.h"
+
+#include "mlir/IR/BuiltinOps.h"
+
+namespace mlir::lamina {
+#define GEN_PASS_DEF_LAMINACHECKGRADIENTLAYOUTS
+#include "lamina/Lamina/Transforms/Passes.h.inc"
+} // namespace mlir::lamina
+
+using namespace mlir;
+using namespace mlir::lamina;
+
+namespace {
+struct LaminaCheckGradientLayoutsPass
+    : mlir::lamina::impl::LaminaCheckGradientLayoutsBase<
+          LaminaCheckGradientLayoutsPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    std::optional<int64_t> worldSize = getWorldSize(module);
+    if (!worldSize || *worldSize == 1)
+      return; // one rank: every gradient is whole
+    FailureOr<FunctionLayouts> layouts = inferLayouts(module);
+    if (failed(layouts))
+      return signalPassFailure();
+    for (auto &[function, forward] : *layouts)
+      if (failed(inferGradientLayouts(function, forward)))
+        return signalPassFailure();
+  }
+};
+} // namespace
