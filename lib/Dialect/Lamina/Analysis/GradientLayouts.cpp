@@ -154,6 +154,11 @@ FailureOr<Gradient> GradientChecker::sync(Operation *op, StringRef path,
     if (spec.getMode() == SyncMode::bwd_post && isReplicated(dy.layout))
       diag << ": every rank already holds the whole gradient, which the "
               "all-reduce would multiply by the world size";
+    if (backward->kind == CollectiveKind::reduce_scatter &&
+        isReplicated(dy.layout))
+      diag << ": every rank holds the whole gradient; with "
+              "tensor_parallel_output_grad = false the backward keeps each "
+              "rank's block instead";
     return diag;
   };
   switch (backward->kind) {
