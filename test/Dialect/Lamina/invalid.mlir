@@ -548,3 +548,53 @@ module attributes {lamina.partitioned} {
 func.func @partial_result(%x: tensor<4x16xf32>) -> (tensor<4x16xf32> {lamina.layout = #lamina.layout<P>}) {
   return %x : tensor<4x16xf32>
 }
+
+// -----
+
+// The derivative ops: input, cotangent and result have one type.
+
+func.func @activation_grad_cotangent_shape(%x: tensor<4x8xf32>, %dy: tensor<4x16xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{'lamina.activation_grad' op failed to verify that all of {input, cotangent, result} have same type}}
+  %0 = "lamina.activation_grad"(%x, %dy) <{kind = #lamina<activation relu>}> : (tensor<4x8xf32>, tensor<4x16xf32>) -> tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @activation_grad_result_element(%x: tensor<4x8xf32>, %dy: tensor<4x8xf32>) -> tensor<4x8xf16> {
+  // expected-error @+1 {{'lamina.activation_grad' op failed to verify that all of {input, cotangent, result} have same type}}
+  %0 = "lamina.activation_grad"(%x, %dy) <{kind = #lamina<activation gelu_tanh>}> : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf16>
+  return %0 : tensor<4x8xf16>
+}
+
+// -----
+
+func.func @softmax_grad_cotangent_element(%y: tensor<4x8xf32>, %dy: tensor<4x8xf16>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{'lamina.softmax_grad' op failed to verify that all of {output, cotangent, result} have same type}}
+  %0 = "lamina.softmax_grad"(%y, %dy) <{dim = 1 : i64}> : (tensor<4x8xf32>, tensor<4x8xf16>) -> tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @softmax_grad_result_shape(%y: tensor<4x8xf32>, %dy: tensor<4x8xf32>) -> tensor<8x4xf32> {
+  // expected-error @+1 {{'lamina.softmax_grad' op failed to verify that all of {output, cotangent, result} have same type}}
+  %0 = "lamina.softmax_grad"(%y, %dy) <{dim = 1 : i64}> : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<8x4xf32>
+  return %0 : tensor<8x4xf32>
+}
+
+// -----
+
+func.func @softmax_grad_negative_dim(%y: tensor<4x8xf32>, %dy: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{'lamina.softmax_grad' op attribute 'dim' failed to satisfy constraint: 64-bit signless integer attribute whose value is non-negative}}
+  %0 = "lamina.softmax_grad"(%y, %dy) <{dim = -1 : i64}> : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @layer_norm_grad_f16(%x: tensor<4x8xf16>, %dy: tensor<4x8xf16>) -> tensor<4x8xf16> {
+  // expected-error @+1 {{'lamina.layer_norm_grad' op operand #0 must be ranked tensor of 32-bit float values, but got 'tensor<4x8xf16>'}}
+  %dx, %dw, %db = "lamina.layer_norm_grad"(%x, %dy) <{epsilon = 1.0e-05 : f64}> : (tensor<4x8xf16>, tensor<4x8xf16>) -> (tensor<4x8xf16>, tensor<8xf16>, tensor<8xf16>)
+  return %dx : tensor<4x8xf16>
+}

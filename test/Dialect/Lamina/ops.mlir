@@ -145,3 +145,26 @@ module attributes {lamina.world_size = 2 : i64} {
     return
   }
 }
+
+// The derivative ops lamina-generate-backward writes: activation_grad (with
+// or without a path, each kind), layer_norm_grad with or without a weight
+// (three results either way), softmax_grad on the softmax's output.
+// CHECK-LABEL: func.func @derivatives
+// CHECK-SAME: (%[[X:[a-z0-9]+]]: tensor<2x8x32xf32>, %[[DY:[a-z0-9]+]]: tensor<2x8x32xf32>, %[[W:[a-z0-9]+]]: tensor<32xf32>, %[[H:[a-z0-9]+]]: tensor<4x16xbf16>)
+func.func @derivatives(%x: tensor<2x8x32xf32>, %dy: tensor<2x8x32xf32>, %w: tensor<32xf32>, %h: tensor<4x16xbf16>) -> (tensor<2x8x32xf32>, tensor<4x16xbf16>) {
+  // CHECK: lamina.activation_grad "h.0.mlp.fc_in" gelu_tanh %[[X]], %[[DY]] : tensor<2x8x32xf32>
+  %0 = lamina.activation_grad "h.0.mlp.fc_in" gelu_tanh %x, %dy : tensor<2x8x32xf32>
+  // CHECK: lamina.activation_grad gelu_erf %[[X]], %[[DY]] : tensor<2x8x32xf32>
+  %1 = lamina.activation_grad gelu_erf %x, %dy : tensor<2x8x32xf32>
+  // CHECK: lamina.activation_grad relu %[[H]], %[[H]] : tensor<4x16xbf16>
+  %2 = lamina.activation_grad relu %h, %h : tensor<4x16xbf16>
+  // CHECK: %{{.+}}, %{{.+}}, %{{.+}} = lamina.layer_norm_grad %[[X]], %[[DY]] weight %[[W]] eps 1.000000e-05 : (tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<32xf32>) -> (tensor<2x8x32xf32>, tensor<32xf32>, tensor<32xf32>)
+  %dx, %dw, %db = lamina.layer_norm_grad %x, %dy weight %w eps 1.0e-05 : (tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<32xf32>) -> (tensor<2x8x32xf32>, tensor<32xf32>, tensor<32xf32>)
+  // CHECK: lamina.layer_norm_grad %[[X]], %[[DY]] eps 0.000000e+00 : (tensor<2x8x32xf32>, tensor<2x8x32xf32>) -> (tensor<2x8x32xf32>, tensor<32xf32>, tensor<32xf32>)
+  %dx2, %dw2, %db2 = lamina.layer_norm_grad %x, %dy eps 0.0 : (tensor<2x8x32xf32>, tensor<2x8x32xf32>) -> (tensor<2x8x32xf32>, tensor<32xf32>, tensor<32xf32>)
+  // CHECK: lamina.softmax_grad %[[X]], %[[DY]] dim 2 : tensor<2x8x32xf32>
+  %3 = lamina.softmax_grad %x, %dy dim 2 : tensor<2x8x32xf32>
+  // CHECK: lamina.softmax_grad %[[H]], %[[H]] dim 0 : tensor<4x16xbf16>
+  %4 = lamina.softmax_grad %h, %h dim 0 : tensor<4x16xbf16>
+  return %3, %4 : tensor<2x8x32xf32>, tensor<4x16xbf16>
+}

@@ -1,0 +1,91 @@
+// RUN: lamina-opt %s --lamina-generate-backward -split-input-file -verify-diagnostics
+
+// The function to differentiate (`function`, by default @main) does not
+// exist: an error on the module.
+
+// expected-error @+1 {{lamina-generate-backward: no function @main to differentiate}}
+module {
+  func.func @f(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+    return %x : tensor<4x8xf32>
+  }
+}
+
+// -----
+
+// A declaration has no body to differentiate.
+
+// expected-error @+1 {{no function @main to differentiate}}
+module {
+  func.func private @main(%x: tensor<4x8xf32>) -> tensor<4x8xf32>
+}
+
+// -----
+
+// math.exp on a tensor between the argument and the result has no rule.
+
+func.func @main(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{'math.exp' op has no reverse-mode rule (ReverseDifferentiableOpInterface), but a gradient flows through it}}
+  %e = math.exp %x : tensor<4x8xf32>
+  %y = arith.addf %x, %e : tensor<4x8xf32>
+  return %y : tensor<4x8xf32>
+}
+
+// -----
+
+// Nor does a linalg.generic (here a square) after a layer.
+
+func.func @main(%x: tensor<4x8xf32>, %w: tensor<16x8xf32>) -> tensor<4x16xf32> {
+  %h = lamina.linear "fc" %x, %w : (tensor<4x8xf32>, tensor<16x8xf32>) -> tensor<4x16xf32>
+  %init = tensor.empty() : tensor<4x16xf32>
+  // expected-error @+1 {{'linalg.generic' op has no reverse-mode rule}}
+  %y = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]} ins(%h : tensor<4x16xf32>) outs(%init : tensor<4x16xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %s = arith.mulf %a, %a : f32
+    linalg.yield %s : f32
+  } -> tensor<4x16xf32>
+  return %y : tensor<4x16xf32>
+}
+
+// -----
+
+// A sync of a program of two ranks: its backward would be a collective
+// (here the all_gather transposing a scatter of a replicated layer's
+// output; the layouts are consistent, no argument is sharded).
+
+module attributes {lamina.world_size = 2 : i64} {
+  func.func @main(%x: tensor<4x8xf32>, %w: tensor<16x8xf32>) -> tensor<4x16xf32> {
+    %y = lamina.linear "fc" %x, %w : (tensor<4x8xf32>, tensor<16x8xf32>) -> tensor<4x16xf32>
+    // expected-error @+1 {{'lamina.sync' op backward of a sync across 2 ranks: tensor-parallel backward generation is not available; differentiate the program of one rank}}
+    %s = lamina.sync "fc" %y <fwd_post, scatter, axis = 1> : tensor<4x16xf32>
+    return %s : tensor<4x16xf32>
+  }
+}
+
+// -----
+
+// bf16 layers (f32 accumulation) are not differentiated.
+
+func.func @main(%x: tensor<4x8xbf16>, %w: tensor<16x8xbf16>) -> tensor<4x16xf32> {
+  // expected-error @+1 {{'lamina.matmul' op backward is generated for f32 layers only, got 'tensor<4x8xbf16>' → 'tensor<4x16xf32>'}}
+  %y = lamina.linear "fc" %x, %w : (tensor<4x8xbf16>, tensor<16x8xbf16>) -> tensor<4x16xf32>
+  return %y : tensor<4x16xf32>
+}
+
+// -----
+
+func.func @main(%x: tensor<4x8xbf16>, %w: tensor<24x8xbf16>, %b: tensor<24xbf16>) -> tensor<4x2x4xbf16> {
+  // expected-error @+1 {{'lamina.fused_qkv' op backward is generated for f32 layers only, got 'tensor<4x8xbf16>'}}
+  %q, %k, %v = lamina.fused_qkv "qkv" %x, %w bias %b num_heads 2 world_size 1 : (tensor<4x8xbf16>, tensor<24x8xbf16>, tensor<24xbf16>) -> (tensor<4x2x4xbf16>, tensor<4x2x4xbf16>, tensor<4x2x4xbf16>)
+  return %q : tensor<4x2x4xbf16>
+}
+
+// -----
+
+// Control flow: the generator walks one block.
+
+// expected-error @+1 {{'func.func' op has control flow; backward generation takes functions of one block}}
+func.func @main(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  cf.br ^next(%x : tensor<4x8xf32>)
+^next(%y: tensor<4x8xf32>):
+  return %y : tensor<4x8xf32>
+}
