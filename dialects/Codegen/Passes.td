@@ -143,4 +143,25 @@ def LaminaExpandCopies : Pass<"lamina-expand-copies"> {
   let dependentDialects = ["::mlir::linalg::LinalgDialect"];
 }
 
+def LaminaDistinctResults : Pass<"lamina-distinct-results",
+                                  "::mlir::func::FuncOp"> {
+  let summary = "Give every result a function returns more than once a "
+                "tensor of its own";
+  let description = [{
+    One-shot bufferization with results as caller-provided out-parameters
+    needs one buffer per result: a value returned twice (`return %0, %0`,
+    as CSE leaves two equal results) would alias two out-parameters, and
+    upstream's buffer-results-to-out-params crashes on it. Each repetition
+    after the first becomes a copy:
+
+    ```mlir
+    return %y, %y : tensor<4x8xf32>, tensor<4x8xf32>
+    // becomes
+    %copy = bufferization.alloc_tensor() copy(%y) : tensor<4x8xf32>
+    return %y, %copy : tensor<4x8xf32>, tensor<4x8xf32>
+    ```
+  }];
+  let dependentDialects = ["::mlir::bufferization::BufferizationDialect"];
+}
+
 #endif // LAMINA_CODEGEN_PASSES_TD

@@ -51,7 +51,9 @@ void mlir::lamina::buildLaminaCpuPipeline(OpPassManager &pm,
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createLaminaApproximateMath());
 
-  // Tensors → buffers; results become caller-provided out-parameters.
+  // Tensors → buffers; results become caller-provided out-parameters, one
+  // per result.
+  pm.addNestedPass<func::FuncOp>(createLaminaDistinctResults());
   bufferization::OneShotBufferizePassOptions bufferize;
   bufferize.bufferizeFunctionBoundaries = true;
   bufferize.functionBoundaryTypeConversion =

@@ -3,6 +3,7 @@
 #ifndef LAMINA_CODEGEN_PASSES_H
 #define LAMINA_CODEGEN_PASSES_H
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Pass/Pass.h"
 
 namespace mlir::lamina {
