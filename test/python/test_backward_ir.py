@@ -337,13 +337,10 @@ def compiles_in_child(source, entry):
     return child.returncode == 0
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "@main_forward returns the softmax's output twice (the result, and "
-    "saved for softmax_grad); lamina-cpu-pipeline's "
-    "buffer-results-to-out-params{hoist-static-allocs} crashes on a "
-    "function returning one buffer twice"))
 @pytest.mark.parametrize("dim", [0, 1])
 def test_softmax_result_is_also_saved(dim):
+    # @main_forward returns the softmax's output twice (the result, and
+    # saved for softmax_grad): lamina-distinct-results gives it two buffers.
     shape = (6, 10)
     source = softmax_ir(shape, dim, then_linear=False)
     ir = lamina._lamina.transform_ir(source, "", "lamina-generate-backward")
