@@ -394,6 +394,7 @@ def Lamina_LayerNormGradOp : Lamina_Op<"layer_norm_grad"> {
     $input `,` $cotangent (`weight` $weight^)? `eps` $epsilon attr-dict `:`
     functional-type(operands, results)
   }];
+  let hasVerifier = 1;
 }
 
 def Lamina_SoftmaxGradOp
@@ -414,6 +415,7 @@ def Lamina_SoftmaxGradOp
   let assemblyFormat = [{
     $output `,` $cotangent `dim` $dim attr-dict `:` type($output)
   }];
+  let hasVerifier = 1;
 }
 
 //===----------------------------------------------------------------------===//

@@ -89,3 +89,35 @@ func.func @main(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
 ^next(%y: tensor<4x8xf32>):
   return %y : tensor<4x8xf32>
 }
+
+// -----
+
+// The pair's names are taken.
+// expected-error @+1 {{'func.func' op cannot be differentiated: the module already defines @main_forward}}
+func.func @main(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  return %x : tensor<4x8xf32>
+}
+func.func @main_forward(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  return %x : tensor<4x8xf32>
+}
+
+// -----
+
+// A matmul with its own indexing maps (B transposed) has no rule yet.
+func.func @main(%a: tensor<4x8xf32>, %b: tensor<3x8xf32>) -> tensor<4x3xf32> {
+  %cst = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4x3xf32>
+  %f = linalg.fill ins(%cst : f32) outs(%e : tensor<4x3xf32>) -> tensor<4x3xf32>
+  // expected-error @+1 {{'linalg.matmul' op backward is generated for plain tensor matmuls (default indexing maps) only}}
+  %c = linalg.matmul indexing_maps = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (n, k)>, affine_map<(m, n, k) -> (m, n)>] ins(%a, %b : tensor<4x8xf32>, tensor<3x8xf32>) outs(%f : tensor<4x3xf32>) -> tensor<4x3xf32>
+  return %c : tensor<4x3xf32>
+}
+
+// -----
+
+// LayerNorm over a dynamic feature dim.
+func.func @main(%x: tensor<4x?xf32>) -> tensor<4x?xf32> {
+  // expected-error @+1 {{'lamina.layer_norm' op backward needs a static normalized (last) dim, got 'tensor<4x?xf32>'}}
+  %y = lamina.layer_norm "ln" %x eps 1.0e-05 : (tensor<4x?xf32>) -> tensor<4x?xf32>
+  return %y : tensor<4x?xf32>
+}

@@ -598,3 +598,35 @@ func.func @layer_norm_grad_f16(%x: tensor<4x8xf16>, %dy: tensor<4x8xf16>) -> ten
   %dx, %dw, %db = "lamina.layer_norm_grad"(%x, %dy) <{epsilon = 1.0e-05 : f64}> : (tensor<4x8xf16>, tensor<4x8xf16>) -> (tensor<4x8xf16>, tensor<8xf16>, tensor<8xf16>)
   return %dx : tensor<4x8xf16>
 }
+
+// -----
+
+func.func @softmax_grad_dim(%y: tensor<4x8xf32>, %dy: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{'lamina.softmax_grad' op dim 5 is out of range for a value of rank 2}}
+  %0 = lamina.softmax_grad %y, %dy dim 5 : tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @layer_norm_grad_shapes(%x: tensor<4x8xf32>, %dy: tensor<4x16xf32>, %w: tensor<8xf32>) {
+  // expected-error @+1 {{'lamina.layer_norm_grad' op cotangent and input gradient must have the input's type 'tensor<4x8xf32>'}}
+  %a, %b, %c = lamina.layer_norm_grad %x, %dy weight %w eps 1.0e-05 : (tensor<4x8xf32>, tensor<4x16xf32>, tensor<8xf32>) -> (tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>)
+  return
+}
+
+// -----
+
+func.func @layer_norm_grad_parameters(%x: tensor<4x8xf32>, %dy: tensor<4x8xf32>, %w: tensor<3xf32>) {
+  // expected-error @+1 {{'lamina.layer_norm_grad' op weight and parameter gradients must be 'tensor<8xf32>', got 'tensor<3xf32>'}}
+  %a, %b, %c = lamina.layer_norm_grad %x, %dy weight %w eps 1.0e-05 : (tensor<4x8xf32>, tensor<4x8xf32>, tensor<3xf32>) -> (tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>)
+  return
+}
+
+// -----
+
+func.func @layer_norm_grad_dynamic(%x: tensor<4x?xf32>, %dy: tensor<4x?xf32>) {
+  // expected-error @+1 {{'lamina.layer_norm_grad' op needs a static normalized (last) dim, got 'tensor<4x?xf32>'}}
+  %a, %b, %c = lamina.layer_norm_grad %x, %dy eps 1.0e-05 : (tensor<4x?xf32>, tensor<4x?xf32>) -> (tensor<4x?xf32>, tensor<?xf32>, tensor<?xf32>)
+  return
+}

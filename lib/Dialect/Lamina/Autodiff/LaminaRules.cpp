@@ -126,6 +126,10 @@ struct LayerNormRule : Rule<LayerNormRule, LayerNormOp> {
     Value weight = norm.getWeight() ? state.getPrimal(norm.getWeight())
                                     : Value();
     auto type = cast<RankedTensorType>(norm.getType());
+    if (ShapedType::isDynamic(type.getShape().back()))
+      return op->emitOpError("backward needs a static normalized (last) dim, "
+                             "got ")
+             << type;
     auto features = RankedTensorType::get({type.getShape().back()},
                                           type.getElementType());
     auto grad = LayerNormGradOp::create(

@@ -138,9 +138,10 @@ struct MatmulLikeRule : Rule<MatmulLikeRule<Op, Batched>, Op> {
                                            ArrayRef<Value> dys,
                                            MutableArrayRef<Value> dxs) const {
     auto matmul = cast<Op>(op);
-    if (!matmul.hasPureTensorSemantics() || !matmul.getIndexingMaps() ||
+    if (!matmul.hasPureTensorSemantics() || matmul.hasUserDefinedMaps() ||
         matmul.getNumDpsInputs() != 2)
-      return op->emitOpError("backward needs a plain tensor matmul");
+      return op->emitOpError("backward is generated for plain tensor "
+                             "matmuls (default indexing maps) only");
     Location loc = op->getLoc();
     Value a = state.getPrimal(matmul.getDpsInputs()[0]);
     Value bm = state.getPrimal(matmul.getDpsInputs()[1]);

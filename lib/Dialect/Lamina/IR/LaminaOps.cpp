@@ -361,6 +361,34 @@ LogicalResult SoftmaxOp::verify() {
   return success();
 }
 
+LogicalResult SoftmaxGradOp::verify() {
+  int64_t rank = getOutput().getType().getRank();
+  if (static_cast<int64_t>(getDim()) >= rank)
+    return emitOpError("dim ")
+           << getDim() << " is out of range for a value of rank " << rank;
+  return success();
+}
+
+LogicalResult LayerNormGradOp::verify() {
+  auto inputType = cast<RankedTensorType>(getInput().getType());
+  if (getCotangent().getType() != inputType ||
+      getInputGrad().getType() != inputType)
+    return emitOpError("cotangent and input gradient must have the input's "
+                       "type ")
+           << inputType;
+  if (inputType.getRank() < 1 ||
+      ShapedType::isDynamic(inputType.getShape().back()))
+    return emitOpError("needs a static normalized (last) dim, got ")
+           << inputType;
+  auto features = RankedTensorType::get({inputType.getShape().back()},
+                                        inputType.getElementType());
+  for (Value value : {getWeight(), getWeightGrad(), getBiasGrad()})
+    if (value && value.getType() != features)
+      return emitOpError("weight and parameter gradients must be ")
+             << features << ", got " << value.getType();
+  return success();
+}
+
 LogicalResult SyncOp::verify() {
   std::optional<int64_t> axis = getSpec().getAxis();
   int64_t rank = getInput().getType().getRank();

@@ -22,6 +22,7 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/StringSet.h"
 
 namespace mlir::lamina {
@@ -73,8 +74,13 @@ private:
   Value zerosLike(Value value);
   LogicalResult differentiate(Operation *op);
 
+  /// Whether `value` depends on a differentiable argument: only such values
+  /// carry gradients back (masks and constants built in the program do not).
+  bool isActive(Value value) const { return active.contains(value); }
+
   func::FuncOp forward, backward;
   llvm::StringSet<> checkpointed;
+  llvm::SmallPtrSet<Value, 32> active;
   OpBuilder builder;
   /// Forward values → their primal in the backward function.
   IRMapping primals;
@@ -140,8 +146,10 @@ LogicalResult BackwardBuilder::differentiate(Operation *op) {
   if (llvm::none_of(op->getResults(),
                     [&](Value result) { return cotangents.count(result); }))
     return success(); // nothing flows back through it
-  if (llvm::none_of(op->getOperands(), isDifferentiable))
-    return success(); // constants, empty tensors
+  if (llvm::none_of(op->getOperands(), [&](Value operand) {
+        return isDifferentiable(operand) && isActive(operand);
+      }))
+    return success(); // constants, masks, empty tensors: no gradient path
   auto rule = dyn_cast<ReverseDifferentiableOpInterface>(op);
   if (!rule)
     return op->emitOpError(
@@ -160,7 +168,7 @@ LogicalResult BackwardBuilder::differentiate(Operation *op) {
     return failure();
   for (auto [operand, cotangent] :
        llvm::zip_equal(op->getOperands(), operandCotangents))
-    if (cotangent && isDifferentiable(operand))
+    if (cotangent && isDifferentiable(operand) && isActive(operand))
       accumulate(operand, cotangent);
   return success();
 }
@@ -168,6 +176,15 @@ LogicalResult BackwardBuilder::differentiate(Operation *op) {
 LogicalResult BackwardBuilder::run() {
   Block &body = forward.getBody().front();
   numArgs = body.getNumArguments();
+  for (BlockArgument argument : body.getArguments())
+    if (isDifferentiable(argument))
+      active.insert(argument);
+  for (Operation &op : body.without_terminator())
+    if (llvm::any_of(op.getOperands(),
+                     [&](Value operand) { return isActive(operand); }))
+      for (Value result : op.getResults())
+        if (isDifferentiable(result))
+          active.insert(result);
   Block *entry = backward.addEntryBlock();
   builder.setInsertionPointToStart(entry);
   for (BlockArgument argument : body.getArguments())
@@ -234,6 +251,13 @@ struct LaminaGenerateBackwardPass
                          << function << " to differentiate";
       return signalPassFailure();
     }
+    for (StringRef suffix : {"_forward", "_backward"})
+      if (SymbolTable::lookupSymbolIn(module, (function + suffix).str())) {
+        target.emitOpError("cannot be differentiated: the module already "
+                           "defines @")
+            << function << suffix;
+        return signalPassFailure();
+      }
     if (!target.getBody().hasOneBlock()) {
       target.emitOpError("has control flow; backward generation takes "
                          "functions of one block");
