@@ -15,6 +15,9 @@ Schedule a PyTorch model Slapo-style and run it compiled::
 - :func:`build`, :func:`verify` — compile for the CPU (JIT) and check
   against the eager model; :func:`manual_seed`, :func:`rank`,
   :func:`world_size` — dropout seed and MPI (MPICH) ranks;
+- :mod:`lamina.training` — what makes a built model trainable: its
+  parameters, and the autograd Function over the compiled forward /
+  backward pair (docs/training.md);
 - :class:`lamina.Program` — an IR module compiled with a named pipeline
   and called on NumPy arrays;
 - :mod:`lamina.op` — the Slapo linear family as torch modules with the
@@ -34,8 +37,9 @@ from .importer import UnsupportedOperationError, import_model
 from .schedule import Schedule, ScheduleError, create_schedule
 from .build import (CompiledModule, build, manual_seed, rank, verify,
                     world_size)
+from . import training
 
 __all__ = ["Program", "PreparedArguments", "lns", "lns_numpy", "op", "philox",
            "tools", "UnsupportedOperationError", "import_model", "Schedule",
            "ScheduleError", "create_schedule", "CompiledModule", "build",
-           "manual_seed", "rank", "verify", "world_size"]
+           "manual_seed", "rank", "training", "verify", "world_size"]

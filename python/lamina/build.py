@@ -1,14 +1,16 @@
 """Compiling scheduled models and running them: build, verify, seeds and
 MPI ranks."""
 
+import contextlib
 import pathlib
 import subprocess
 import tempfile
 
 import numpy as np
 import torch
+from torch import nn
 
-from . import _lamina, aot, tools
+from . import _lamina, aot, tools, training
 from .importer import import_model, ir, unsharded_fused_qkv
 from .schedule import Schedule, ScheduleError
 
@@ -18,7 +20,9 @@ _seed = 0
 def manual_seed(seed):
     """Seeds the dropout masks of every compiled program called from now on
     (masks depend on the seed, the dropout op and the element index only,
-    so every rank of a multi-rank run must use the same seed; default 0)."""
+    so every rank of a multi-rank run must use the same seed; default 0).
+    The backward of a call regenerates its forward's masks, from the seed
+    that forward used."""
     global _seed
     _seed = int(seed)
 
@@ -34,13 +38,15 @@ def world_size():
     return _lamina.world_size()
 
 
-_STAGES = ("imported", "scheduled", "partitioned", "lowered")
+_STAGES = ("imported", "scheduled", "partitioned", "lowered", "training")
 
 
 class _Compiled:
-    """One compiled program for one set of input shapes."""
+    """One compiled program for one set of input shapes: the scheduled
+    program, and its calls from torch (:class:`training.ProgramCall`) with
+    the tensor of every parameter argument."""
 
-    def __init__(self, imported, scheduled, pipeline):
+    def __init__(self, imported, scheduled, pipeline, parameters):
         self.imported = imported
         self.scheduled = scheduled
         try:
@@ -50,14 +56,21 @@ class _Compiled:
         except ValueError as error:
             raise ScheduleError(str(error)) from None
         self.pipeline = pipeline
-
-    def run(self, inputs):
-        """The results (NumPy arrays) on NumPy `inputs`."""
-        params = [t.detach().cpu().numpy() for _, t in self.imported.parameters]
-        args = list(inputs) + params
-        if self.imported.has_seed:
-            args.append(np.array(_seed, dtype=np.int64))
-        return self.program.run(self.program.prepare(args))
+        reason = None
+        if self.program.world_size > 1:
+            reason = (f"backward through a program of "
+                      f"{self.program.world_size} ranks (sharded or in "
+                      "pipeline stages) is not supported yet: "
+                      "lamina-generate-backward differentiates "
+                      "programs of one rank (docs/training.md); train a "
+                      "schedule of world_size=1, or call the model under "
+                      "torch.no_grad() for inference")
+        self.call = training.ProgramCall(
+            training.CachedProgram(self.program), imported, scheduled,
+            pipeline, parameters, reason)
+        # LNS layers compute on codes outside autograd, in eager PyTorch as
+        # compiled: their results carry no gradient.
+        self.autograd = "!lns.num" not in scheduled
 
     @property
     def world_size(self):
@@ -131,50 +144,124 @@ class _CompiledCuda:
         return [None] * len(self.results)
 
 
-def _to_numpy(x):
+def _dtype_name(x):
+    """float32, int64, ...: the same for a tensor and an array."""
     if isinstance(x, torch.Tensor):
-        return x.detach().cpu().contiguous().numpy()
-    return np.ascontiguousarray(x)
+        return str(x.dtype).removeprefix("torch.")
+    return np.dtype(x.dtype).name
 
 
-class CompiledModule:
-    """A scheduled model compiled for the host CPU or a GPU. Call it with
-    torch tensors or NumPy arrays (the same kind comes back; a tuple for
-    several results; on target='cuda', torch tensors on the GPU). A new
-    input shape compiles again (cached). In a multi-rank program every rank
-    passes the whole inputs and weights and keeps its blocks; a result
-    sharded over ranks comes back as this rank's block."""
+@contextlib.contextmanager
+def _training_flags(model, flags):
+    """`model`'s modules with `training` from `flags` (module name → bool),
+    as they were again afterwards."""
+    modules = dict(model.named_modules())
+    before = {name: module.training for name, module in modules.items()}
+    try:
+        for name, module in modules.items():
+            module.training = flags.get(name, module.training)
+        yield
+    finally:
+        for name, module in modules.items():
+            module.training = before[name]
+
+
+_NOT_DIFFERENTIATED_ON_GPU = (
+    "target='cuda' programs are not differentiated: train with "
+    "target='cpu', or call the model under torch.no_grad() for inference")
+
+
+class CompiledModule(nn.Module):
+    """A scheduled model compiled for the host CPU or a GPU, as a
+    torch.nn.Module.
+
+    Called with NumPy arrays it returns NumPy arrays; with torch tensors,
+    tensors (a tuple for several results; on target='cuda', on the GPU). A
+    new input shape compiles again (cached). In a multi-rank program every
+    rank passes the whole inputs and weights and keeps its blocks; a result
+    sharded over ranks comes back as this rank's block.
+
+    Training (docs/training.md): `named_parameters()` yields the model's
+    own Parameters under the model's names; with autograd on, results of
+    torch calls carry autograd through the compiled backward
+    (lamina-generate-backward) on a program of one rank. The module starts
+    in the model's mode; `train()` / `eval()` switch it, and a call in a
+    mode traces and compiles the model in that mode (dropout on or off)
+    once per input shape.
+    """
 
     def __init__(self, schedule, example_inputs, pipeline, target="cpu"):
+        super().__init__()
         self.schedule = schedule
         self.pipeline = pipeline
         self.target = target
-        self._cache = {}
+        # Per (input shapes and dtypes, mode) and per scheduled IR.
+        self._state = {"shapes": {}, "programs": {}, "last": None}
         self._workdir = (tempfile.TemporaryDirectory(prefix="lamina-")
                          if target == "cuda" else None)
+        model = schedule.model
+        self._flags = {model.training: {name: module.training for name,
+                                        module in model.named_modules()}}
+        self.train(model.training)
+        training.register_parameters(self, model)
         self._compile(tuple(example_inputs))
 
-    def _compile(self, inputs):
-        key = tuple((tuple(x.shape), str(x.dtype)) for x in inputs)
-        if key not in self._cache:
-            imported = self.schedule.trace(inputs)
-            scheduled = self.schedule.scheduled_ir()
-            self._cache[key] = (
-                _CompiledCuda(imported, scheduled, self._workdir.name)
-                if self.target == "cuda" else
-                _Compiled(imported, scheduled, self.pipeline))
-        self._last = self._cache[key]
-        return self._last
+    @property
+    def _last(self):
+        return self._state["last"]
 
-    def __call__(self, *inputs):
+    def _trace(self, inputs, mode):
+        """(imported, scheduled IR) of the model in `mode`: the schedule's
+        own import when it is the model in that mode, else a fresh import
+        with the schedule's script replayed on it."""
+        model = self.schedule.model
+        flags = self._flags.get(mode) or {
+            name: mode for name, _ in model.named_modules()}
+        inputs = tuple(torch.as_tensor(x) for x in inputs)
+        with _training_flags(model, flags):
+            imported = self.schedule.trace(inputs)
+            fresh = import_model(model, inputs, self.schedule.world_size)
+        if fresh.text == imported.text:
+            return imported, self.schedule.scheduled_ir()
+        try:
+            return fresh, _lamina.transform_ir(
+                fresh.text, self.schedule.transform_script())
+        except ValueError as error:
+            raise ScheduleError(str(error)) from None
+
+    def _compile(self, inputs):
+        key = (tuple((tuple(x.shape), _dtype_name(x)) for x in inputs),
+               self.training)
+        shapes, programs = self._state["shapes"], self._state["programs"]
+        if key not in shapes:
+            imported, scheduled = self._trace(inputs, self.training)
+            if scheduled not in programs:
+                programs[scheduled] = (
+                    _CompiledCuda(imported, scheduled, self._workdir.name)
+                    if self.target == "cuda" else
+                    _Compiled(imported, scheduled, self.pipeline,
+                              training.parameter_arguments(
+                                  self, self.schedule.model, imported)))
+            shapes[key] = programs[scheduled]
+        self._state["last"] = shapes[key]
+        return self._state["last"]
+
+    def forward(self, *inputs):
         compiled = self._compile(inputs)
         if self.target == "cuda":
-            results = compiled.run([torch.as_tensor(x) for x in inputs])
+            tensors = [torch.as_tensor(x) for x in inputs]
+            results = training.rejecting(
+                lambda: compiled.run(tensors),
+                tensors + list(self.parameters()),
+                _NOT_DIFFERENTIATED_ON_GPU)
+        elif not any(isinstance(x, torch.Tensor) for x in inputs):
+            results = compiled.call.run(inputs, _seed)
+        elif not compiled.autograd:
+            results = [torch.from_numpy(r) for r in
+                       compiled.call.run(inputs, _seed)]
         else:
-            as_torch = any(isinstance(x, torch.Tensor) for x in inputs)
-            results = compiled.run([_to_numpy(x) for x in inputs])
-            if as_torch:
-                results = [torch.from_numpy(r) for r in results]
+            results = compiled.call([torch.as_tensor(x) for x in inputs],
+                                    _seed, keep=self.training)
         if compiled.imported.single_result:
             return results[0]
         return tuple(results)
@@ -190,7 +277,9 @@ class CompiledModule:
 
     def ir(self, stage="scheduled"):
         """The IR at `stage`: imported, scheduled, partitioned (one rank's
-        program with its collectives) or lowered (LLVM dialect)."""
+        program with its collectives), lowered (LLVM dialect), or training
+        (the scheduled program with the forward / backward pair of
+        lamina-generate-backward; single-rank CPU programs)."""
         if stage not in _STAGES:
             raise ValueError(f"unknown stage {stage!r}; expected one of "
                              f"{', '.join(_STAGES)}")
@@ -199,6 +288,12 @@ class CompiledModule:
             return compiled.imported.text
         if stage == "scheduled":
             return compiled.scheduled
+        if stage == "training":
+            if self.target == "cuda":
+                raise ScheduleError(_NOT_DIFFERENTIATED_ON_GPU)
+            if compiled.call.reason is not None:
+                raise ScheduleError(compiled.call.reason)
+            return compiled.call.pair().module
         pipeline = ("lamina-decompose,lamina-partition" if stage ==
                     "partitioned" else compiled.pipeline)
         if stage == "lowered" and self.target == "cuda":
@@ -238,6 +333,9 @@ class _Replay:
         self.script = schedule.transform_script()
         self.imported = None
 
+    def transform_script(self):
+        return self.script
+
     def trace(self, example_inputs):
         self.imported = import_model(self.model, tuple(example_inputs),
                                      self.world_size)
@@ -265,7 +363,8 @@ def verify(sch, example_inputs, rtol=None, atol=None):
             expected = model(*example_inputs)
         compiled = CompiledModule(_Replay(sch), example_inputs,
                                   "lamina-cpu-pipeline")
-        actual = compiled(*[torch.as_tensor(x) for x in example_inputs])
+        with torch.no_grad():
+            actual = compiled(*[torch.as_tensor(x) for x in example_inputs])
     finally:
         model.train(was_training)
     expected = [expected] if isinstance(expected, torch.Tensor) else \

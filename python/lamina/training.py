@@ -1,0 +1,387 @@
+"""Training through compiled programs: the model's parameters on the
+compiled module, prepared arguments reused while nothing changed, and a
+torch.autograd.Function over the forward / backward pair that
+``lamina-generate-backward`` adds to the scheduled program.
+
+One traced program (one set of input shapes and one mode) is a
+:class:`ProgramCall`. With autograd off, or nothing requiring a gradient, it
+runs the scheduled program. Otherwise its results come from
+:class:`LaminaProgram`:
+
+- train mode: ``@f_forward`` runs and its saved values stay on the autograd
+  graph until ``@f_backward`` consumes them with the cotangents;
+- eval mode: the scheduled (inference) program runs, and a backward, if one
+  is asked for, first recomputes the saved values with ``@f_forward``;
+- a program that cannot be differentiated (several ranks, a GPU artefact, a
+  program the pass rejects) runs as scheduled and its backward raises
+  :class:`ScheduleError` with the reason.
+
+docs/training.md describes the contract.
+"""
+
+import re
+
+import numpy as np
+import torch
+from torch import nn
+
+from . import _lamina
+from .schedule import ScheduleError
+
+
+def prepare(program, arrays):
+    """Checks `arrays` against `program`'s signature and packs its weights:
+    the work :class:`CachedProgram` does not repeat while its arguments are
+    unchanged."""
+    return program.prepare(arrays)
+
+
+def _argument_key(argument):
+    """What identifies an argument's contents without reading them: a
+    tensor's storage, view and version counter (bumped by every in-place
+    op, optimizer steps included), a seed's value; None for a NumPy array,
+    which has no version counter."""
+    if isinstance(argument, torch.Tensor):
+        return (argument.data_ptr(), argument._version,
+                tuple(argument.shape), argument.stride(), argument.dtype,
+                argument.device)
+    if isinstance(argument, int):
+        return argument
+    return None
+
+
+def _array(argument):
+    if isinstance(argument, torch.Tensor):
+        return argument.detach().cpu().contiguous().numpy()
+    if isinstance(argument, int):
+        return np.array(argument, dtype=np.int64)
+    return np.ascontiguousarray(argument)
+
+
+class CachedProgram:
+    """A compiled program and the prepared arguments of its last call,
+    reused while every argument is the same tensor (storage, view and
+    version counter). The program's binding prepares all arguments
+    together, so a new input prepares the weights again too."""
+
+    def __init__(self, program):
+        self.program = program
+        self._key = None
+        self._held = []
+        self._prepared = None
+
+    def run(self, arguments):
+        """The results (NumPy arrays) on `arguments`: torch tensors, NumPy
+        arrays and int seeds."""
+        keys = [_argument_key(a) for a in arguments]
+        if any(key is None for key in keys):
+            return self.program.run(prepare(self.program,
+                                            [_array(a) for a in arguments]))
+        if keys != self._key:
+            self._prepared = prepare(self.program,
+                                     [_array(a) for a in arguments])
+            self._key = keys
+            # Held so that no other tensor takes their storage's address.
+            self._held = [a.detach() for a in arguments
+                          if isinstance(a, torch.Tensor)]
+        return self.program.run(self._prepared)
+
+
+# -- parameters --------------------------------------------------------------
+
+
+def register_parameters(module, model):
+    """Registers every one of `model.named_parameters()` on `module` under
+    the same dotted name (a tied parameter once, under its first name):
+    `module.named_parameters()` then yields the model's names and its very
+    Parameter objects. The entries go into `_modules` / `_parameters`
+    directly, as register_parameter would, because a top-level name of the
+    model may equal an attribute of `module` (`ir`, `schedule`)."""
+    for name, parameter in model.named_parameters():
+        *path, leaf = name.split(".")
+        owner = module
+        for part in path:
+            child = owner._modules.get(part)
+            if child is None:
+                child = nn.Module()
+                owner._modules[part] = child
+            owner = child
+        owner._parameters[leaf] = parameter
+
+
+def parameter_arguments(module, model, imported):
+    """The tensor each parameter argument of `imported` takes: the Parameter
+    registered on `module` under the model's name of the traced tensor, or
+    the traced tensor itself when the model has no such parameter (a
+    buffer)."""
+    names = {id(p): n for n, p in model.named_parameters()}
+    own = dict(module.named_parameters())
+    return [own.get(names.get(id(tensor)), tensor)
+            for _, tensor in imported.parameters]
+
+
+# -- the forward / backward pair ----------------------------------------------
+
+
+def _training_entry(module, entry):
+    """forward, backward, saved, gradients of `entry` in the module
+    attribute `lamina.training` of `module` (text)."""
+    header = next((line for line in module.splitlines()
+                   if line.startswith("module attributes")), "")
+    match = re.search(r"\blamina\.training = \{.*?\b" + re.escape(entry) +
+                      r" = \{([^{}]*)\}", header)
+    if match is None:
+        raise ScheduleError(f"lamina-generate-backward recorded no "
+                            f"lamina.training entry for @{entry}")
+    fields = match.group(1)
+
+    def field(pattern):
+        found = re.search(pattern, fields)
+        if found is None:
+            raise ScheduleError(f"lamina.training of @{entry} has no "
+                                f"{pattern!r}: {fields}")
+        return found.group(1)
+
+    gradients = field(r"gradients = array<i64:?([^>]*)>")
+    return {"forward": field(r"forward = @([\w$.]+)"),
+            "backward": field(r"backward = @([\w$.]+)"),
+            "saved": int(field(r"saved = (\d+)")),
+            "gradients": [int(i) for i in gradients.split(",") if i.strip()]}
+
+
+def _compile_function(module, function, pipeline):
+    """`function` of `module` compiled alone (the module's other public
+    functions made private and dropped first: each would be compiled
+    too)."""
+    try:
+        alone = _lamina.transform_ir(
+            module, "", f"symbol-privatize{{exclude={function}}},symbol-dce")
+        return CachedProgram(_lamina.Program(alone, entry=function,
+                                             pipeline=pipeline))
+    except ValueError as error:
+        raise ScheduleError(str(error)) from None
+
+
+class TrainingPair:
+    """`@f_forward` and `@f_backward` of the scheduled program, compiled."""
+
+    def __init__(self, scheduled, entry, pipeline):
+        try:
+            module = _lamina.transform_ir(
+                scheduled, "",
+                f"lamina-generate-backward{{function={entry}}}")
+        except ValueError as error:
+            raise ScheduleError(f"the program cannot be differentiated: "
+                                f"{str(error).strip()}") from None
+        self.module = module
+        info = _training_entry(module, entry)
+        self.saved = info["saved"]
+        self.gradients = info["gradients"]
+        self.forward = _compile_function(module, info["forward"], pipeline)
+        self.backward = _compile_function(module, info["backward"],
+                                          pipeline)
+
+
+# -- calls ------------------------------------------------------------------
+
+
+class LaminaProgram(torch.autograd.Function):
+    """Results of a compiled program on the autograd graph; `strategy`
+    computes them and their backward."""
+
+    @staticmethod
+    def forward(ctx, strategy, *tensors):
+        ctx.strategy = strategy
+        outputs = strategy.forward(ctx, tensors)
+        ctx.mark_non_differentiable(
+            *[o for o in outputs if not o.is_floating_point()])
+        return tuple(outputs)
+
+    @staticmethod
+    def backward(ctx, *cotangents):
+        return (None, *ctx.strategy.backward(ctx, cotangents))
+
+
+def _unique(tensors):
+    """The distinct tensors of `tensors` (by identity) and, per entry, the
+    index of its tensor among them."""
+    distinct, index = [], []
+    for tensor in tensors:
+        for i, seen in enumerate(distinct):
+            if seen is tensor:
+                index.append(i)
+                break
+        else:
+            index.append(len(distinct))
+            distinct.append(tensor)
+    return distinct, index
+
+
+class ProgramCall:
+    """Calls of one traced program from torch: its arguments (inputs, the
+    parameters, the dropout seed) and how its results carry autograd.
+
+    `parameters` holds the tensor of every parameter argument; `reason`,
+    when set, is why the program cannot be differentiated."""
+
+    def __init__(self, plain, imported, scheduled, pipeline, parameters,
+                 reason=None):
+        self.plain = plain
+        self.imported = imported
+        self.scheduled = scheduled
+        self.pipeline = pipeline
+        self.parameters = parameters
+        self.distinct, self._index = _unique(parameters)
+        self.reason = reason
+        self._pair = None
+
+    def pair(self):
+        """The compiled forward / backward pair (compiled on first use, at
+        most once; a program the pass rejects raises the same
+        ScheduleError each time)."""
+        if self._pair is None:
+            try:
+                self._pair = TrainingPair(self.scheduled,
+                                          self.imported.entry,
+                                          self.pipeline)
+            except ScheduleError as error:
+                self._pair = str(error)
+        if isinstance(self._pair, str):
+            raise ScheduleError(self._pair)
+        return self._pair
+
+    def arguments(self, inputs, parameters, seed):
+        seed = [seed] if self.imported.has_seed else []
+        return list(inputs) + list(parameters) + seed
+
+    def run(self, inputs, seed):
+        """The scheduled program's results (NumPy) on `inputs` (NumPy arrays
+        or tensors), no autograd."""
+        return self.plain.run(self.arguments(inputs, self.parameters, seed))
+
+    def __call__(self, inputs, seed, keep):
+        """The results as tensors on torch `inputs`; on the autograd graph
+        when autograd is on and an input or parameter requires a gradient.
+        `keep`: train mode, where the forward keeps the backward's saved
+        values; else they are recomputed if a backward is asked for."""
+        tensors = list(inputs) + self.distinct
+        if not (torch.is_grad_enabled() and
+                any(t.requires_grad for t in tensors)):
+            return self._plain_outputs(inputs, seed)
+        if self.reason is not None:
+            strategy = Rejecting(lambda: self._plain_outputs(inputs, seed),
+                                 self.reason)
+        elif keep:
+            try:
+                self.pair()
+                strategy = _Saving(self, len(inputs), seed)
+            except ScheduleError as error:
+                strategy = Rejecting(
+                    lambda: self._plain_outputs(inputs, seed), str(error))
+        else:
+            strategy = _Recomputing(self, len(inputs), seed)
+        return list(LaminaProgram.apply(strategy, *tensors))
+
+    def _plain_outputs(self, inputs, seed):
+        return [torch.from_numpy(r) for r in self.run(inputs, seed)]
+
+    def backward(self, ctx, saved, cotangents):
+        """The gradients of the distinct tensors the Function took."""
+        pair = self.pair()
+        tensors = ctx.saved_tensors
+        inputs = tensors[:ctx.num_inputs]
+        arguments = self.arguments(inputs, [tensors[ctx.num_inputs + i]
+                                            for i in self._index], ctx.seed)
+        if saved is None:
+            saved = pair.forward.run(arguments)[self.imported.num_results:]
+        cotangents = [g.to(dtype) for g, dtype in
+                      zip(cotangents, ctx.output_dtypes)]
+        results = pair.backward.run(arguments + list(saved) + cotangents)
+        gradients = [None] * len(tensors)
+        for argument, gradient in zip(pair.gradients, results):
+            if argument < ctx.num_inputs:
+                slot = argument
+            elif argument < ctx.num_inputs + len(self._index):
+                slot = ctx.num_inputs + self._index[argument -
+                                                    ctx.num_inputs]
+            else:
+                continue
+            if not ctx.needs_input_grad[1 + slot]:
+                continue
+            gradient = torch.from_numpy(gradient).to(tensors[slot].dtype)
+            gradients[slot] = gradient if gradients[slot] is None else \
+                gradients[slot] + gradient
+        return gradients
+
+
+class _Saving:
+    """Train mode: `@f_forward` runs; its saved values wait on the graph."""
+
+    def __init__(self, call, num_inputs, seed):
+        self.call, self.num_inputs, self.seed = call, num_inputs, seed
+
+    def forward(self, ctx, tensors):
+        call = self.call
+        inputs = tensors[:self.num_inputs]
+        results = call.pair().forward.run(
+            call.arguments(inputs, call.parameters, self.seed))
+        count = call.imported.num_results
+        _remember(ctx, tensors, self.num_inputs, self.seed)
+        ctx.saved_values = results[count:]
+        outputs = [torch.from_numpy(r) for r in results[:count]]
+        ctx.output_dtypes = [o.dtype for o in outputs]
+        return outputs
+
+    def backward(self, ctx, cotangents):
+        return self.call.backward(ctx, ctx.saved_values, cotangents)
+
+
+class _Recomputing:
+    """Eval mode: the scheduled program runs; a backward recomputes the
+    saved values with `@f_forward` first."""
+
+    def __init__(self, call, num_inputs, seed):
+        self.call, self.num_inputs, self.seed = call, num_inputs, seed
+
+    def forward(self, ctx, tensors):
+        _remember(ctx, tensors, self.num_inputs, self.seed)
+        outputs = self.call._plain_outputs(tensors[:self.num_inputs],
+                                           self.seed)
+        ctx.output_dtypes = [o.dtype for o in outputs]
+        return outputs
+
+    def backward(self, ctx, cotangents):
+        return self.call.backward(ctx, None, cotangents)
+
+
+def _remember(ctx, tensors, num_inputs, seed):
+    """What a backward needs of the call: its tensors (autograd checks that
+    none was changed in place since), how many are inputs, the seed."""
+    ctx.save_for_backward(*tensors)
+    ctx.num_inputs = num_inputs
+    ctx.seed = seed
+
+
+class Rejecting:
+    """Results of a program that cannot be differentiated: `run()` computes
+    them, and a backward through them raises ScheduleError(reason) instead
+    of leaving gradients out."""
+
+    def __init__(self, run, reason):
+        self.run, self.reason = run, reason
+
+    def forward(self, ctx, tensors):
+        return self.run()
+
+    def backward(self, ctx, cotangents):
+        raise ScheduleError(self.reason)
+
+
+def rejecting(run, tensors, reason):
+    """`run()`'s results on the autograd graph when autograd is on and one
+    of `tensors` requires a gradient (a backward raises ScheduleError with
+    `reason`); else `run()`'s results as they are."""
+    tensors = [t for t in tensors if isinstance(t, torch.Tensor)]
+    if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
+        return list(LaminaProgram.apply(Rejecting(run, reason), *tensors))
+    return run()
