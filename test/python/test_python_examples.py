@@ -31,3 +31,9 @@ def test_tensor_parallel_on_two_ranks():
 
 def test_lns_mlp():
     assert "LNS (f = 16) MLP" in run([sys.executable, "lns_mlp.py"])
+
+
+def test_train_mlp():
+    out = run([sys.executable, "train_mlp.py"])
+    assert "step 4: loss" in out
+    assert "every step equals eager PyTorch" in out
