@@ -121,3 +121,14 @@ func.func @main(%x: tensor<4x?xf32>) -> tensor<4x?xf32> {
   %y = lamina.layer_norm "ln" %x eps 1.0e-05 : (tensor<4x?xf32>) -> tensor<4x?xf32>
   return %y : tensor<4x?xf32>
 }
+
+// -----
+
+// LNS codes carry no float derivative: a gradient path through them is an
+// error, not a silent zero.
+func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %c = lns.encode %x : tensor<4xf32> -> tensor<4x!lns.num<f = 16>>
+  // expected-error @+1 {{'lns.decode' op has no reverse-mode rule (ReverseDifferentiableOpInterface), but a gradient flows through it}}
+  %y = lns.decode %c : tensor<4x!lns.num<f = 16>> -> tensor<4xf32>
+  return %y : tensor<4xf32>
+}

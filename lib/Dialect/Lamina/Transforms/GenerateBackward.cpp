@@ -146,9 +146,8 @@ LogicalResult BackwardBuilder::differentiate(Operation *op) {
   if (llvm::none_of(op->getResults(),
                     [&](Value result) { return cotangents.count(result); }))
     return success(); // nothing flows back through it
-  if (llvm::none_of(op->getOperands(), [&](Value operand) {
-        return isDifferentiable(operand) && isActive(operand);
-      }))
+  if (llvm::none_of(op->getOperands(),
+                    [&](Value operand) { return isActive(operand); }))
     return success(); // constants, masks, empty tensors: no gradient path
   auto rule = dyn_cast<ReverseDifferentiableOpInterface>(op);
   if (!rule)
@@ -179,12 +178,13 @@ LogicalResult BackwardBuilder::run() {
   for (BlockArgument argument : body.getArguments())
     if (isDifferentiable(argument))
       active.insert(argument);
+  // Through values of any type: a float result computed from active LNS
+  // codes still depends on the argument, and its op must have a rule.
   for (Operation &op : body.without_terminator())
     if (llvm::any_of(op.getOperands(),
                      [&](Value operand) { return isActive(operand); }))
       for (Value result : op.getResults())
-        if (isDifferentiable(result))
-          active.insert(result);
+        active.insert(result);
   Block *entry = backward.addEntryBlock();
   builder.setInsertionPointToStart(entry);
   for (BlockArgument argument : body.getArguments())
