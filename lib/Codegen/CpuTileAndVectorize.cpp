@@ -245,6 +245,25 @@ static std::string buildElementwiseSchedule(unsigned index,
 }
 
 
+/// Transposes (the backward's Wᵀ, dyᵀ, xᵀ) in 16×16 tiles, scheduled before
+/// any matmul: a matmul's fusion would otherwise pull a whole transposed
+/// panel (16 × K) into its tile and vectorize it as one huge vector
+/// transpose. Innermost two dims, static and multiples of 16.
+static std::optional<SmallVector<int64_t>>
+planTranspose(linalg::TransposeOp op) {
+  auto type = cast<ShapedType>(op.getInit().getType());
+  if (!op.hasPureTensorSemantics() || !type.hasStaticShape() ||
+      type.getRank() < 2)
+    return std::nullopt;
+  ArrayRef<int64_t> shape = type.getShape();
+  if (shape[shape.size() - 1] % 16 != 0 || shape[shape.size() - 2] % 16 != 0)
+    return std::nullopt;
+  SmallVector<int64_t> sizes(shape.size(), 1);
+  sizes[sizes.size() - 1] = 16;
+  sizes[sizes.size() - 2] = 16;
+  return sizes;
+}
+
 namespace {
 struct LaminaCpuTileAndVectorizePass
     : mlir::lamina::impl::LaminaCpuTileAndVectorizeBase<
@@ -255,6 +274,14 @@ struct LaminaCpuTileAndVectorizePass
     ModuleOp module = getOperation();
     std::string body;
     unsigned index = 0;
+    module.walk([&](linalg::TransposeOp op) {
+      if (std::optional<SmallVector<int64_t>> sizes = planTranspose(op)) {
+        op->setAttr(kTargetAttr,
+                    IntegerAttr::get(IntegerType::get(&getContext(), 64),
+                                     index));
+        body += buildElementwiseSchedule(index++, *sizes);
+      }
+    });
     module.walk([&](linalg::GenericOp op) {
       linalg::GenericOp matmul;
       bool targetIsMatmul = false;
