@@ -1,6 +1,7 @@
 """Compiling scheduled models and running them: build, verify, seeds and
 MPI ranks."""
 
+import numbers
 import contextlib
 import pathlib
 import subprocess
@@ -24,6 +25,14 @@ def manual_seed(seed):
     The backward of a call regenerates its forward's masks, from the seed
     that forward used."""
     global _seed
+    # The seed travels as the program's i64 argument: a non-negative
+    # integer below 2^63, never silently truncated or rounded.
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
+        raise ScheduleError(f"manual_seed takes an integer, got "
+                            f"{type(seed).__name__} {seed!r}")
+    if not 0 <= seed < 2**63:
+        raise ScheduleError(f"manual_seed takes a seed in [0, 2^63), got "
+                            f"{seed}")
     _seed = int(seed)
 
 

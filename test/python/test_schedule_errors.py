@@ -47,3 +47,15 @@ def test_find_with_an_invalid_regex_is_a_schedule_error():
     with pytest.raises(lamina.ScheduleError, match="not a valid regular "
                        "expression"):
         sch.find("(")
+
+
+@pytest.mark.parametrize("seed", [-1, 1.5, 2**70, True, "3"])
+def test_manual_seed_rejects_what_the_i64_seed_cannot_hold(seed):
+    with pytest.raises(lamina.ScheduleError, match="manual_seed takes"):
+        lamina.manual_seed(seed)
+
+
+def test_manual_seed_takes_the_whole_range():
+    for seed in (0, 7, 2**63 - 1):
+        lamina.manual_seed(seed)
+    lamina.manual_seed(0)
