@@ -4,6 +4,7 @@
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MathExtras.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -276,16 +277,25 @@ llvm::Expected<HostTensor> mlir::lamina::readNpy(StringRef path) {
     if (part.empty())
       continue;
     int64_t size;
-    if (part.getAsInteger(10, size))
+    if (part.getAsInteger(10, size) || size < 0)
       return fail("unreadable shape");
     tensor.shape.push_back(size);
   }
-  size_t expected = tensor.getNumElements() * getElementSize(tensor.kind);
+  // The header's byte size, unless it does not fit in 64 bits.
+  int64_t expected = getElementSize(tensor.kind);
+  for (int64_t size : tensor.shape)
+    if (llvm::MulOverflow(expected, size, expected))
+      return createStringError(std::errc::invalid_argument,
+                               "'%s' has a header shape (%s) whose byte size "
+                               "does not fit in 64 bits",
+                               path.str().c_str(), dims.str().c_str());
   StringRef payload = data.drop_front(headerStart + headerLength);
-  if (payload.size() != expected)
+  if (payload.size() != static_cast<uint64_t>(expected))
     return createStringError(std::errc::invalid_argument,
-                             "'%s' holds %zu data bytes, its header says %zu",
-                             path.str().c_str(), payload.size(), expected);
+                             "'%s' holds %zu data bytes, its header says "
+                             "%llu",
+                             path.str().c_str(), payload.size(),
+                             static_cast<unsigned long long>(expected));
   tensor.bytes.assign(payload.bytes_begin(), payload.bytes_end());
   return tensor;
 }

@@ -10,6 +10,8 @@
 // RUN: not lamina-run %s --input=%t --random-inputs 2>&1 | FileCheck %s --check-prefix=DIRECTORY
 // RUN: not lamina-run %s --input=%s --random-inputs 2>&1 | FileCheck %s --check-prefix=NOTNPY
 // RUN: not lamina-run %s --random-inputs --repeat=4294967295 2>&1 | FileCheck %s --check-prefix=REPEAT
+// RUN: %python -c "import struct; h = \"{'descr': '<f4', 'fortran_order': False, 'shape': (4611686018427387904, 8), }\".ljust(117) + '\\n'; open('%t/huge.npy', 'wb').write(b'\\x93NUMPY\\x01\\x00' + struct.pack('<H', len(h)) + h.encode() + bytes(16))"
+// RUN: not lamina-run %s --input=%t/huge.npy --random-inputs 2>&1 | FileCheck %s --check-prefix=OVERFLOW
 // RUN: not lamina-run %s --input=%t/result0.npy --random-inputs 2>&1 | FileCheck %s --check-prefix=SHAPE
 // RUN: not lamina-run %s --input=i64:3 --random-inputs 2>&1 | FileCheck %s --check-prefix=KIND
 // RUN: not lamina-run %s --random-inputs --pipeline=no-such-pass 2>&1 | FileCheck %s --check-prefix=PIPELINE
@@ -37,3 +39,4 @@ func.func @main(%x: tensor<4x8xf32>, %w: tensor<16x8xf32>, %b: tensor<16xf32>) -
 // DIRECTORY: error: --input '{{.*}}' is a directory; inputs are .npy files or scalars (i64:<n>, ...)
 // NOTNPY: error: --input '{{.*}}lamina-run.mlir' is not an .npy file; inputs are .npy files or scalars (i64:<n>, ...)
 // REPEAT: error: --repeat=4294967295 is more than the 1000000 timed calls lamina-run keeps
+// OVERFLOW: error: '{{.*}}huge.npy' has a header shape (4611686018427387904, 8) whose byte size does not fit in 64 bits
