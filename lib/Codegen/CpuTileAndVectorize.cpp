@@ -61,6 +61,11 @@ struct TilePlan {
 /// Every tile divides its extent and is smaller than it: a one-trip loop
 /// would be folded away under the schedule's handles.
 static std::optional<TilePlan> planTiles(int64_t m, int64_t n1, int64_t k) {
+  // A depth-1 matmul (in_features = 1) is an outer product: vectorized, its
+  // unit reduction dim sends the vector lowering's unit-dim patterns into a
+  // cycle that never ends. It stays a loop nest.
+  if (k == 1)
+    return std::nullopt;
   TilePlan plan;
   // Cache level (measured on Zen 3: see the CPU code-generation notes).
   if (m >= 1024 && m % 256 == 0 && n1 > 16 && n1 % 16 == 0) {
