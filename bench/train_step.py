@@ -27,13 +27,8 @@ OPENBLAS_DIR = "/usr/lib/x86_64-linux-gnu/openblas-pthread"
 HIDDEN, INTER = 1024, 4096
 TOKENS = [512, 2048]
 
-STEP = r"""
-import statistics, sys, time
-import torch
-from torch import nn
-torch.set_num_threads(1)
-tokens, steps, contender = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
-
+# The model both scripts run, as source.
+MODEL = r"""
 class MLP(nn.Module):
     def __init__(self):
         super().__init__()
@@ -42,7 +37,16 @@ class MLP(nn.Module):
         self.fc2 = nn.Linear(%(inter)d, %(hidden)d)
     def forward(self, x):
         return x + self.fc2(self.act(self.fc1(x)))
+""" % {"hidden": HIDDEN, "inter": INTER}
 
+STEP = r"""
+import statistics, sys, time
+import torch
+from torch import nn
+torch.set_num_threads(1)
+tokens, steps, contender = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+
+%(model)s
 torch.manual_seed(0)
 model = MLP()
 x = torch.randn(tokens, %(hidden)d)
@@ -66,7 +70,7 @@ for _ in range(steps):
     step()
     times.append(time.perf_counter() - start)
 print(statistics.median(times))
-""" % {"hidden": HIDDEN, "inter": INTER}
+""" % {"hidden": HIDDEN, "inter": INTER, "model": MODEL}
 
 SAVED = r"""
 import sys, torch
@@ -74,15 +78,7 @@ from torch import nn
 import lamina
 from lamina import _lamina
 
-class MLP(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.fc1 = nn.Linear(%(hidden)d, %(inter)d)
-        self.act = nn.GELU(approximate="tanh")
-        self.fc2 = nn.Linear(%(inter)d, %(hidden)d)
-    def forward(self, x):
-        return x + self.fc2(self.act(self.fc1(x)))
-
+%(model)s
 tokens, checkpoint = int(sys.argv[1]), sys.argv[2] == "1"
 sch = lamina.create_schedule(MLP(), example_inputs=(torch.randn(tokens, %(hidden)d),))
 if checkpoint:
@@ -99,7 +95,7 @@ for dtype, shape, _ in forward.results[imported.num_results:]:
         count *= dim
     saved += count * sizes.get(str(dtype), 4)
 print(saved)
-""" % {"hidden": HIDDEN, "inter": INTER}
+""" % {"hidden": HIDDEN, "inter": INTER, "model": MODEL}
 
 
 def run(code, args, openblas):

@@ -10,13 +10,17 @@
 using namespace mlir;
 using namespace mlir::lamina;
 
-Value autodiff::buildZerosLike(OpBuilder &b, Location loc, Value like) {
-  auto type = cast<RankedTensorType>(like.getType());
-  Value zero = arith::ConstantOp::create(
-      b, loc, b.getZeroAttr(type.getElementType()));
-  Value init = tensor::EmptyOp::create(
-      b, loc, tensor::getMixedSizes(b, loc, like), type.getElementType());
+/// A tensor of `sizes` and element type `elt` filled with zeros.
+static Value buildZeros(OpBuilder &b, Location loc,
+                        ArrayRef<OpFoldResult> sizes, Type elt) {
+  Value zero = arith::ConstantOp::create(b, loc, b.getZeroAttr(elt));
+  Value init = tensor::EmptyOp::create(b, loc, sizes, elt);
   return linalg::FillOp::create(b, loc, zero, init).getResult(0);
+}
+
+Value autodiff::buildZerosLike(OpBuilder &b, Location loc, Value like) {
+  return buildZeros(b, loc, tensor::getMixedSizes(b, loc, like),
+                    cast<RankedTensorType>(like.getType()).getElementType());
 }
 
 Value autodiff::buildTranspose(OpBuilder &b, Location loc, Value value,
@@ -51,16 +55,13 @@ Value autodiff::buildFlattenRows(OpBuilder &b, Location loc, Value value) {
 Value autodiff::buildSumLeadingDims(OpBuilder &b, Location loc, Value value) {
   auto type = cast<RankedTensorType>(value.getType());
   Type elt = type.getElementType();
-  SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, value);
-  Value zero = arith::ConstantOp::create(b, loc, b.getZeroAttr(elt));
-  Value init = tensor::EmptyOp::create(b, loc, ArrayRef(sizes).take_back(),
-                                       elt);
-  Value acc = linalg::FillOp::create(b, loc, zero, init).getResult(0);
   SmallVector<int64_t> dims;
   for (int64_t d = 0; d + 1 < type.getRank(); ++d)
     dims.push_back(d);
   if (dims.empty())
     return value;
+  SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, value);
+  Value acc = buildZeros(b, loc, ArrayRef(sizes).take_back(), elt);
   return linalg::ReduceOp::create(
              b, loc, ValueRange{value}, ValueRange{acc}, dims,
              [](OpBuilder &nb, Location nloc, ValueRange args) {

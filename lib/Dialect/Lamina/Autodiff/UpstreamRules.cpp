@@ -148,20 +148,17 @@ struct MatmulLikeRule : Rule<MatmulLikeRule<Op, Batched>, Op> {
     // The last two dims swapped (behind the batch dim, if any).
     SmallVector<int64_t> swap = Batched ? SmallVector<int64_t>{0, 2, 1}
                                         : SmallVector<int64_t>{1, 0};
-    auto product = [&](Value lhs, Value rhs, Type type) -> Value {
-      auto tensorType = cast<RankedTensorType>(type);
-      Value zero = arith::ConstantOp::create(
-          b, loc, b.getZeroAttr(tensorType.getElementType()));
-      Value empty = tensor::EmptyOp::create(b, loc, tensorType.getShape(),
-                                            tensorType.getElementType());
-      Value init = linalg::FillOp::create(b, loc, zero, empty).getResult(0);
-      return Op::create(b, loc, TypeRange{type}, ValueRange{lhs, rhs},
-                        ValueRange{init})
+    // lhs·rhs into zeros shaped like `like` (the operand it is the
+    // cotangent of).
+    auto product = [&](Value lhs, Value rhs, Value like) -> Value {
+      return Op::create(b, loc, TypeRange{like.getType()},
+                        ValueRange{lhs, rhs},
+                        ValueRange{buildZerosLike(b, loc, like)})
           .getResult(0);
     };
     Value dc = dys[0];
-    dxs[0] = product(dc, buildTranspose(b, loc, bm, swap), a.getType());
-    dxs[1] = product(buildTranspose(b, loc, a, swap), dc, bm.getType());
+    dxs[0] = product(dc, buildTranspose(b, loc, bm, swap), a);
+    dxs[1] = product(buildTranspose(b, loc, a, swap), dc, bm);
     dxs[2] = dc;
     return success();
   }
