@@ -479,7 +479,13 @@ JitProgram::prepare(llvm::ArrayRef<HostTensor> args) {
     return createStringError(std::errc::invalid_argument,
                              "@%s takes %zu inputs, got %zu", entry.c_str(),
                              inputs.size(), args.size());
+  // A sharded argument comes whole (each rank takes its block) or as this
+  // rank's block already: the two shapes differ on the sharded axis.
+  SmallVector<bool> isBlock;
   for (auto [index, arg, spec] : llvm::enumerate(args, inputs)) {
+    isBlock.push_back(spec.shardAxis && worldSize > 1 && stageCalls.empty() &&
+                      llvm::ArrayRef(arg.shape) ==
+                          llvm::ArrayRef(getLocalShape(spec)));
     if (arg.kind != spec.kind)
       return createStringError(std::errc::invalid_argument,
                                "input %zu must be %s (element %s), got "
@@ -489,15 +495,24 @@ JitProgram::prepare(llvm::ArrayRef<HostTensor> args) {
                                getElementName(arg.kind).str().c_str());
     bool shapeOk = spec.isScalar ? arg.getNumElements() == 1 &&
                                        arg.shape.size() <= 1
-                                 : llvm::ArrayRef(arg.shape) ==
-                                       llvm::ArrayRef(spec.shape);
+                                 : isBlock.back() ||
+                                       llvm::ArrayRef(arg.shape) ==
+                                           llvm::ArrayRef(spec.shape);
     if (!shapeOk) {
-      std::string got;
-      for (auto [i, size] : llvm::enumerate(arg.shape))
-        got += (i ? ", " : "") + std::to_string(size);
+      auto text = [](llvm::ArrayRef<int64_t> shape) {
+        std::string result;
+        for (auto [i, size] : llvm::enumerate(shape))
+          result += (i ? ", " : "") + std::to_string(size);
+        return result;
+      };
+      std::string block =
+          spec.shardAxis && worldSize > 1
+              ? " (or this rank's block [" + text(getLocalShape(spec)) + "])"
+              : "";
       return createStringError(std::errc::invalid_argument,
-                               "input %zu must be %s, got shape [%s]", index,
-                               spec.typeText.c_str(), got.c_str());
+                               "input %zu must be %s%s, got shape [%s]", index,
+                               spec.typeText.c_str(), block.c_str(),
+                               text(arg.shape).c_str());
     }
   }
   if (!stageCalls.empty() && !wholePipelineHere)
@@ -505,9 +520,11 @@ JitProgram::prepare(llvm::ArrayRef<HostTensor> args) {
   // Each rank takes its block of every sharded argument.
   PreparedArguments prepared;
   int64_t rank = wholePipelineHere ? 0 : getRank();
-  for (auto [arg, spec] : llvm::zip_equal(args, inputs))
-    prepared.tensors.push_back(
-        spec.shardAxis ? arg.getBlock(*spec.shardAxis, rank, worldSize) : arg);
+  for (auto [arg, spec, block] : llvm::zip_equal(args, inputs, isBlock))
+    prepared.tensors.push_back(spec.shardAxis && !block
+                                   ? arg.getBlock(*spec.shardAxis, rank,
+                                                  worldSize)
+                                   : arg);
   if (packedWeights.empty())
     return prepared;
   std::vector<HostTensor> packed;

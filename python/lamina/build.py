@@ -55,7 +55,9 @@ class _Compiled:
     program, and its calls from torch (:class:`training.ProgramCall`) with
     the tensor of every parameter argument."""
 
-    def __init__(self, imported, scheduled, pipeline, parameters):
+    def __init__(self, imported, scheduled, pipeline, parameters_for):
+        """`parameters_for(program)`: the tensor of every parameter argument
+        of the compiled `program` (its blocks on several ranks)."""
         self.imported = imported
         self.scheduled = scheduled
         try:
@@ -65,18 +67,9 @@ class _Compiled:
         except ValueError as error:
             raise ScheduleError(str(error)) from None
         self.pipeline = pipeline
-        reason = None
-        if self.program.world_size > 1:
-            reason = (f"backward through a program of "
-                      f"{self.program.world_size} ranks (sharded or in "
-                      "pipeline stages) is not supported yet: "
-                      "lamina-generate-backward differentiates "
-                      "programs of one rank (docs/training.md); train a "
-                      "schedule of world_size=1, or call the model under "
-                      "torch.no_grad() for inference")
         self.call = training.ProgramCall(
             training.CachedProgram(self.program), imported, scheduled,
-            pipeline, parameters, reason)
+            pipeline, parameters_for(self.program))
         # LNS layers compute on codes outside autograd, in eager PyTorch as
         # compiled: their results carry no gradient.
         self.autograd = "!lns.num" not in scheduled
@@ -187,13 +180,13 @@ class CompiledModule(nn.Module):
     Called with NumPy arrays it returns NumPy arrays; with torch tensors,
     tensors (a tuple for several results; on target='cuda', on the GPU). A
     new input shape compiles again (cached). In a multi-rank program every
-    rank passes the whole inputs and weights and keeps its blocks; a result
-    sharded over ranks comes back as this rank's block.
+    rank passes the whole inputs; a result sharded over ranks comes back as
+    this rank's block, and a sharded parameter is this rank's block of it.
 
     Training (docs/training.md): `named_parameters()` yields the model's
-    own Parameters under the model's names; with autograd on, results of
-    torch calls carry autograd through the compiled backward
-    (lamina-generate-backward) on a program of one rank. The module starts
+    Parameters under the model's names (on several ranks, this rank's block
+    of each sharded one); with autograd on, results of torch calls carry
+    autograd through the compiled backward (lamina-generate-backward). The module starts
     in the model's mode; `train()` / `eval()` switch it, and a call in a
     mode traces and compiles the model in that mode (dropout on or off)
     once per input shape.
@@ -249,11 +242,25 @@ class CompiledModule(nn.Module):
                     _CompiledCuda(imported, scheduled, self._workdir.name)
                     if self.target == "cuda" else
                     _Compiled(imported, scheduled, self.pipeline,
-                              training.parameter_arguments(
-                                  self, self.schedule.model, imported)))
+                              lambda program: self._parameters_for(
+                                  program, imported, scheduled)))
             shapes[key] = programs[scheduled]
         self._state["last"] = shapes[key]
         return self._state["last"]
+
+    def _parameters_for(self, program, imported, scheduled):
+        """The parameter arguments of `program`: on several ranks, a sharded
+        parameter becomes this rank's block (registered in place of the
+        model's whole Parameter at the first compile, kept after); then the
+        schedule's backward layouts are checked when the module trains."""
+        model = self.schedule.model
+        if program.world_size > 1:
+            training.register_parameter_blocks(self, model, imported,
+                                               program)
+            if torch.is_grad_enabled() and any(
+                    p.requires_grad for p in self.parameters()):
+                training.check_gradient_layouts(scheduled)
+        return training.parameter_arguments(self, model, imported)
 
     def forward(self, *inputs):
         compiled = self._compile(inputs)
@@ -288,7 +295,7 @@ class CompiledModule(nn.Module):
         """The IR at `stage`: imported, scheduled, partitioned (one rank's
         program with its collectives), lowered (LLVM dialect), or training
         (the scheduled program with the forward / backward pair of
-        lamina-generate-backward; single-rank CPU programs)."""
+        lamina-generate-backward; CPU programs)."""
         if stage not in _STAGES:
             raise ValueError(f"unknown stage {stage!r}; expected one of "
                              f"{', '.join(_STAGES)}")

@@ -12,8 +12,8 @@ runs the scheduled program. Otherwise its results come from
   graph until ``@f_backward`` consumes them with the cotangents;
 - eval mode: the scheduled (inference) program runs, and a backward, if one
   is asked for, first recomputes the saved values with ``@f_forward``;
-- a program that cannot be differentiated (several ranks, a GPU artefact, a
-  program the pass rejects) runs as scheduled and its backward raises
+- a program that cannot be differentiated (pipeline stages, a GPU artefact,
+  a program the pass rejects) runs as scheduled and its backward raises
   :class:`ScheduleError` with the reason.
 
 docs/training.md describes the contract.
@@ -107,6 +107,48 @@ def register_parameters(module, model):
                 owner._modules[part] = child
             owner = child
         owner._parameters[leaf] = parameter
+
+
+def register_parameter_blocks(module, model, imported, program):
+    """On several ranks: registers, in place of each of `model`'s Parameters
+    that `program` shards on an axis, a Parameter holding this rank's
+    contiguous block along that axis (the block the program computes with;
+    for a head-sharded QKV weight, this rank's heads). A name that already
+    holds a block (an earlier compile) keeps it: compiling again for
+    another shape keeps the Parameter objects."""
+    axes = program.input_shard_axes[imported.num_inputs:]
+    names = {id(p): n for n, p in model.named_parameters()}
+    own = dict(module.named_parameters())
+    ranks, rank = program.world_size, _lamina.rank()
+    for (_, tensor), axis in zip(imported.parameters, axes):
+        name = names.get(id(tensor))
+        if axis is None or name is None or own[name] is not tensor:
+            continue
+        size = tensor.shape[axis] // ranks
+        block = nn.Parameter(
+            tensor.detach().narrow(axis, rank * size, size).clone(),
+            requires_grad=tensor.requires_grad)
+        *path, leaf = name.split(".")
+        owner = module
+        for part in path:
+            owner = owner._modules[part]
+        owner._parameters[leaf] = block
+        own[name] = block
+
+
+def check_gradient_layouts(scheduled):
+    """Raises ScheduleError if the backward of the sharded `scheduled`
+    program would leave a gradient wrong on some rank (a partial gradient
+    without its bwd_post all-reduce), naming the layer and the missing
+    sync: lamina-check-gradient-layouts."""
+    try:
+        _lamina.transform_ir(scheduled, "", "lamina-check-gradient-layouts")
+    except ValueError as error:
+        raise ScheduleError(
+            "the schedule's backward pass is wrong on some rank: "
+            f"{str(error).strip()} (a model built for inference only, "
+            "under torch.no_grad() or with no parameter requiring a "
+            "gradient, is not checked)") from None
 
 
 def parameter_arguments(module, model, imported):

@@ -69,6 +69,14 @@ def Lamina_Dialect : Dialect {
     /// results have per-rank shapes.
     static constexpr ::llvm::StringLiteral kPartitionedAttrName =
         "lamina.partitioned";
+    /// The device grid (`shard.grid`) every collective of a partitioned
+    /// module runs on.
+    static constexpr ::llvm::StringLiteral kGridName = "lamina_grid";
+    /// Attribute on a collective lamina-partition made for
+    /// lamina-generate-backward: the sync it implements, whose backward
+    /// collective (the spec's §3 table) its reverse-mode rule applies.
+    static constexpr ::llvm::StringLiteral kFromSyncAttrName =
+        "lamina.from_sync";
     /// Attribute naming the role of a lowered linalg op ("matmul" or
     /// "epilogue"), which the code-generation pipelines match on.
     static constexpr ::llvm::StringLiteral kStageAttrName = "lamina.stage";

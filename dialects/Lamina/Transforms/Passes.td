@@ -121,8 +121,21 @@ def LaminaGenerateBackward : Pass<"lamina-generate-backward",
     saved = N, gradients = array<i64: argument indices>}}`.
 
     An op without a rule on the path from an argument to a result is an
-    error naming it. Tensor-parallel programs (world size > 1) are not
-    differentiated yet: their syncs are rejected.
+    error naming it.
+
+    A sharded program (world size > 1, not yet partitioned) is checked
+    first (`lamina-check-gradient-layouts`: a gradient left as partial sums
+    is an error naming the layer and the missing sync), then partitioned
+    (`lamina-partition`) and differentiated rank by rank: each collective's
+    rule applies its backward collective (the spec's §3 table: a fwd_post
+    all_reduce becomes the identity, all_gather a reduce_scatter or a split,
+    reduce_scatter and scatter an all_gather, a bwd_post sync an
+    all_reduce). The three functions are one rank's: sharded arguments,
+    saved values and cotangents have per-rank types. `@f_backward` returns
+    for a parameter this rank's block of its gradient (a replicated
+    parameter's partial sums all-reduced) and for an input the whole
+    gradient (a sharded input's blocks all-gathered). Programs cut into
+    pipeline stages are not differentiated.
 
     ```mlir
     func.func @f(%x: tensor<4x8xf32>, %w: tensor<16x8xf32>) -> tensor<4x16xf32> {
@@ -144,7 +157,7 @@ def LaminaGenerateBackward : Pass<"lamina-generate-backward",
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::func::FuncDialect",
     "::mlir::linalg::LinalgDialect", "::mlir::math::MathDialect",
-    "::mlir::tensor::TensorDialect",
+    "::mlir::shard::ShardDialect", "::mlir::tensor::TensorDialect",
   ];
 }
 

@@ -22,8 +22,8 @@ struct ArgumentSpec {
   /// The whole tensor's shape: what the host passes, or the whole result.
   llvm::SmallVector<int64_t> shape;
   /// In a program of several ranks, the axis on which each rank holds only
-  /// its block (layout S(axis)); the host passes whole arguments and the
-  /// program takes each rank's block itself.
+  /// its block (layout S(axis)); the host passes a whole argument, of which
+  /// the program takes each rank's block itself, or this rank's block.
   std::optional<int64_t> shardAxis;
   std::string typeText; // the MLIR type, for messages
 };

@@ -21,8 +21,14 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SmallPtrSet.h"
 
 namespace mlir::lamina {
+
+/// The arguments of `function` that are layer parameters (weights and
+/// biases of layer ops): their gradients may be partial sums, which are
+/// all-reduced as parameter gradients.
+llvm::SmallPtrSet<Value, 8> getLayerParameters(func::FuncOp function);
 
 /// The layout of the gradient of every value of `function` that receives
 /// one, given the forward layouts `layouts` (from inferLayouts), or failure

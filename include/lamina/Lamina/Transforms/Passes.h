@@ -5,6 +5,7 @@
 
 #include "lamina/Lamina/IR/Lamina.h"
 
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
 
 namespace mlir {
@@ -29,6 +30,14 @@ void populateFuseEpiloguePatterns(RewritePatternSet &patterns);
 /// with nothing changed, when no step follows the matmul.
 FailureOr<FusedLinearOp> fuseMatmulEpilogue(RewriterBase &rewriter,
                                             MatmulOp matmul);
+
+/// Rewrites every function of `module` (of world size > 1, layers
+/// decomposed) into what one rank computes, as lamina-partition does; a
+/// module of one rank or already partitioned is left as it is. With
+/// `keepBackwardSyncs`, bwd_post syncs stay (the identity, on per-rank
+/// types) and each collective records the sync it implements
+/// (kFromSyncAttrName): what lamina-generate-backward transposes.
+LogicalResult partitionModule(ModuleOp module, bool keepBackwardSyncs = false);
 
 #define GEN_PASS_REGISTRATION
 #include "lamina/Lamina/Transforms/Passes.h.inc"

@@ -332,12 +332,7 @@ LogicalResult GradientChecker::visit(Operation *op) {
 
 LogicalResult GradientChecker::run() {
   Block &body = function.getBody().front();
-  function.walk([&](LayerOpInterface layer) {
-    for (StringRef name : {"weight", "bias"})
-      if (Value value = layer.getLayerOperand(name))
-        if (isa<BlockArgument>(value))
-          parameters.insert(value);
-  });
+  parameters = getLayerParameters(function);
   Operation *terminator = body.getTerminator();
   for (Value result : terminator->getOperands())
     if (isa<RankedTensorType>(result.getType()) &&
@@ -361,6 +356,18 @@ LogicalResult GradientChecker::run() {
            << describeLayer(it->second.origin);
   }
   return success();
+}
+
+llvm::SmallPtrSet<Value, 8>
+mlir::lamina::getLayerParameters(func::FuncOp function) {
+  llvm::SmallPtrSet<Value, 8> parameters;
+  function.walk([&](LayerOpInterface layer) {
+    for (StringRef name : {"weight", "bias"})
+      if (Value value = layer.getLayerOperand(name))
+        if (isa<BlockArgument>(value))
+          parameters.insert(value);
+  });
+  return parameters;
 }
 
 FailureOr<DenseMap<Value, LayoutAttr>>

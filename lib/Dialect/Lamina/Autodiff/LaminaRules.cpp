@@ -100,19 +100,27 @@ struct DropoutRule : Rule<DropoutRule, DropoutOp> {
   }
 };
 
-/// A sync in a program of one rank: the identity both ways.
+/// A sync: the identity in a program of one rank; in a partitioned program
+/// (lamina-partition keeps only the bwd_post syncs for backward generation)
+/// its backward collective.
 struct SyncRule : Rule<SyncRule, SyncOp> {
-  LogicalResult buildVectorJacobianProduct(Operation *op, OpBuilder &,
+  LogicalResult buildVectorJacobianProduct(Operation *op, OpBuilder &b,
                                            ReverseState &,
                                            ArrayRef<Value> dys,
                                            MutableArrayRef<Value> dxs) const {
+    auto sync = cast<SyncOp>(op);
     std::optional<int64_t> worldSize = getWorldSize(op);
-    if (worldSize && *worldSize > 1)
+    if (!worldSize || *worldSize == 1) {
+      dxs[0] = dys[0];
+      return success();
+    }
+    if (!isPartitioned(op) || sync.getSpec().getMode() != SyncMode::bwd_post)
       return op->emitOpError("backward of a sync across ")
              << *worldSize
-             << " ranks: tensor-parallel backward generation is not available; "
-                "differentiate the program of one rank";
-    dxs[0] = dys[0];
+             << " ranks before partitioning: lamina-generate-backward "
+                "partitions sharded programs first";
+    dxs[0] = buildSyncBackward(b, op->getLoc(), sync.getSpec(), dys[0],
+                               sync.getInput().getType());
     return success();
   }
 };
@@ -242,4 +250,5 @@ void mlir::lamina::registerReverseDifferentiationModels(
     FusedQKVOp::attachInterface<FusedQKVRule>(*context);
   });
   registerUpstreamRules(registry);
+  registerCollectiveRules(registry);
 }

@@ -3,6 +3,8 @@
 #ifndef LAMINA_LIB_DIALECT_LAMINA_AUTODIFF_TENSORUTILS_H
 #define LAMINA_LIB_DIALECT_LAMINA_AUTODIFF_TENSORUTILS_H
 
+#include "lamina/Lamina/IR/Lamina.h"
+
 #include "mlir/IR/Builders.h"
 
 namespace mlir {
@@ -14,6 +16,16 @@ namespace mlir::lamina::autodiff {
 /// Attaches the rules of the upstream ops found between layers
 /// (UpstreamRules.cpp).
 void registerUpstreamRules(DialectRegistry &registry);
+
+/// Attaches the rules of the collectives of partitioned programs
+/// (CollectiveRules.cpp).
+void registerCollectiveRules(DialectRegistry &registry);
+
+/// The backward collective of `sync` (layout::syncBackward) applied to the
+/// gradient `dy` on the partitioned module's grid, giving a value of type
+/// `type`; `dy` itself for the identity.
+Value buildSyncBackward(OpBuilder &b, Location loc, lamina::SyncAttr sync,
+                        Value dy, Type type);
 
 /// A tensor of `like`'s type filled with zeros.
 Value buildZerosLike(OpBuilder &b, Location loc, Value like);

@@ -11,6 +11,7 @@
 
 #include "lamina/Lamina/Analysis/GradientLayouts.h"
 #include "lamina/Lamina/Analysis/LayoutAnalysis.h"
+#include "lamina/Lamina/Analysis/LayoutRules.h"
 #include "lamina/Lamina/IR/Lamina.h"
 #include "lamina/Lamina/Transforms/Passes.h"
 
@@ -18,6 +19,8 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Shard/IR/ShardDialect.h"
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
@@ -40,10 +43,14 @@ static bool isDifferentiable(Value value) {
 }
 
 /// Ops the backward recomputes rather than saves: their result costs no
-/// more than its operands (constants, empty tensors, reshapes).
+/// more than its operands (constants, empty tensors, reshapes, the rank,
+/// the bwd_post syncs a sharded forward keeps as the identity).
 static bool isCheapToRecompute(Operation *op) {
+  if (auto sync = dyn_cast<SyncOp>(op))
+    return sync.getSpec().getMode() == SyncMode::bwd_post && isPartitioned(op);
   return isa<arith::ConstantOp, tensor::EmptyOp, tensor::CollapseShapeOp,
-             tensor::ExpandShapeOp, linalg::FillOp>(op);
+             tensor::ExpandShapeOp, linalg::FillOp,
+             shard::ProcessLinearIndexOp>(op);
 }
 
 namespace {
@@ -220,6 +227,8 @@ static func::FuncOp buildForward(func::FuncOp function, ArrayRef<Value> saved,
                                       (function.getSymName() + "_forward").str(),
                                       function.getFunctionType());
   forward.setAllArgAttrs(function.getAllArgAttrs());
+  for (unsigned i = 0, e = function.getNumResults(); i < e; ++i)
+    forward.setResultAttrs(i, function.getResultAttrDict(i));
   IRMapping mapping;
   function.getBody().cloneInto(&forward.getBody(), mapping);
   auto terminator =
@@ -235,6 +244,119 @@ static func::FuncOp buildForward(func::FuncOp function, ArrayRef<Value> saved,
                                     function.getArgumentTypes(),
                                     ValueRange(results).getTypes()));
   return forward;
+}
+
+/// The first op of `function` that ends a pipeline stage, if any.
+static Operation *findPipelineCut(func::FuncOp function) {
+  Operation *cut = nullptr;
+  function.walk([&](Operation *op) {
+    if (op->hasAttr(LaminaDialect::kPipelineCutAttrName)) {
+      cut = op;
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  return cut;
+}
+
+namespace {
+/// What the backward of a sharded program needs to know of the program
+/// before partitioning: the layout each argument is declared with and its
+/// gradient gets (inferGradientLayouts), and which arguments are layer
+/// parameters.
+struct ShardedArguments {
+  int64_t worldSize = 1;
+  SmallVector<LayoutAttr> declared, gradient;
+  llvm::SmallPtrSet<Value, 8> parameters;
+};
+} // namespace
+
+/// Checks the backward layouts of the sharded `function` and records what
+/// finishShardedGradients needs, or fails after reporting the first gradient
+/// the backward would get wrong.
+static FailureOr<ShardedArguments> analyzeShardedArguments(func::FuncOp function,
+                                                           int64_t worldSize) {
+  FailureOr<DenseMap<Value, LayoutAttr>> layouts = inferLayouts(function);
+  if (failed(layouts))
+    return failure();
+  FailureOr<DenseMap<Value, LayoutAttr>> gradients =
+      inferGradientLayouts(function, *layouts);
+  if (failed(gradients))
+    return failure();
+  ShardedArguments result;
+  result.worldSize = worldSize;
+  result.parameters = getLayerParameters(function);
+  LayoutAttr replicated = layout::replicated(function.getContext());
+  for (BlockArgument argument : function.getArguments()) {
+    LayoutAttr declared = getDeclaredLayout(argument);
+    LayoutAttr gradient = gradients->lookup(argument);
+    result.declared.push_back(declared ? declared : replicated);
+    result.gradient.push_back(gradient ? gradient : result.declared.back());
+  }
+  return result;
+}
+
+/// The gradients a partitioned backward returns, as the host takes them: a
+/// parameter's is this rank's block of the whole gradient (partial sums of
+/// a replicated parameter all-reduced first), an input's the whole gradient
+/// on every rank (a sharded input's blocks all-gathered).
+static LogicalResult finishShardedGradients(func::FuncOp backward,
+                                            func::FuncOp target,
+                                            ArrayRef<unsigned> gradientArgs,
+                                            const ShardedArguments &args) {
+  auto ret = cast<func::ReturnOp>(backward.getBody().front().getTerminator());
+  OpBuilder builder(ret);
+  MLIRContext *context = backward.getContext();
+  auto grid = FlatSymbolRefAttr::get(context, LaminaDialect::kGridName);
+  auto axes = builder.getDenseI16ArrayAttr({0});
+  auto sum = shard::ReductionKindAttr::get(context, shard::ReductionKind::Sum);
+  SmallVector<Value> results(ret.getOperands());
+  for (auto [index, argNumber] : llvm::enumerate(gradientArgs)) {
+    LayoutAttr declared = args.declared[argNumber];
+    LayoutAttr gradient = args.gradient[argNumber];
+    bool isParameter = args.parameters.contains(target.getArgument(argNumber));
+    Value &result = results[index];
+    Location loc = result.getLoc();
+    if (gradient.getKind() == LayoutKind::partial && isParameter &&
+        declared.getKind() == LayoutKind::replicated) {
+      result = shard::AllReduceOp::create(builder, loc, result.getType(), grid,
+                                          axes, result, sum);
+      continue;
+    }
+    if (gradient != declared)
+      return target.emitOpError("the gradient of argument ")
+             << argNumber << " would have layout " << gradient
+             << " but the argument has layout " << declared;
+    if (declared.getKind() != LayoutKind::sharded)
+      continue;
+    if (isParameter) {
+      backward.setResultAttr(index, LaminaDialect::kLayoutAttrName, declared);
+      continue;
+    }
+    auto local = cast<RankedTensorType>(result.getType());
+    SmallVector<int64_t> shape(local.getShape());
+    shape[*declared.getAxis()] *= args.worldSize;
+    result = shard::AllGatherOp::create(builder, loc, local.clone(shape), grid,
+                                        axes, result,
+                                        builder.getIndexAttr(*declared.getAxis()));
+  }
+  func::ReturnOp::create(builder, ret.getLoc(), results);
+  ret.erase();
+  backward.setType(FunctionType::get(context, backward.getArgumentTypes(),
+                                     ValueRange(results).getTypes()));
+  return success();
+}
+
+/// Drops what partitionModule kept for backward generation: bwd_post syncs
+/// (the identity in the forward) and the records of collectives' syncs.
+static void dropBackwardSyncs(ModuleOp module) {
+  module.walk([](Operation *op) {
+    op->removeAttr(LaminaDialect::kFromSyncAttrName);
+    if (auto sync = dyn_cast<SyncOp>(op)) {
+      sync.getResult().replaceAllUsesWith(sync.getInput());
+      sync.erase();
+    }
+  });
 }
 
 namespace {
@@ -263,26 +385,30 @@ struct LaminaGenerateBackwardPass
                          "functions of one block");
       return signalPassFailure();
     }
-    // A sharded program's backward needs its collectives transposed, which
-    // is not generated yet: refuse it rather than differentiate whole
-    // tensors that each rank holds only a block of — after reporting what
-    // its backward would get wrong, if anything.
+    // A sharded program is checked, then partitioned, then differentiated
+    // rank by rank: each rule sees per-rank values and the collectives the
+    // partitioner made, which it transposes.
+    std::optional<ShardedArguments> sharded;
     if (std::optional<int64_t> worldSize = getWorldSize(module);
         worldSize && *worldSize > 1) {
-      FailureOr<DenseMap<Value, LayoutAttr>> layouts = inferLayouts(target);
-      if (failed(layouts) ||
-          failed(inferGradientLayouts(target, *layouts)))
-        return signalPassFailure();
-    }
-    for (BlockArgument argument : target.getArguments())
-      if (LayoutAttr layout = getDeclaredLayout(argument);
-          layout && layout.getKind() == LayoutKind::sharded) {
-        target.emitOpError("shards argument ")
-            << argument.getArgNumber() << " (" << layout
-            << "): backward generation for tensor-parallel programs is not "
-               "available; differentiate the program of one rank";
+      if (isPartitioned(module)) {
+        target.emitOpError("is already partitioned; lamina-generate-backward "
+                           "takes the sharded program before lamina-partition "
+                           "(it partitions it itself)");
         return signalPassFailure();
       }
+      if (Operation *cut = findPipelineCut(target)) {
+        cut->emitOpError("ends a pipeline stage: backward generation for "
+                         "programs split into pipeline stages is not "
+                         "supported; differentiate the unsplit program");
+        return signalPassFailure();
+      }
+      FailureOr<ShardedArguments> analysis =
+          analyzeShardedArguments(target, *worldSize);
+      if (failed(analysis))
+        return signalPassFailure();
+      sharded = std::move(*analysis);
+    }
     // Layers marked for recomputation, by path: their pieces keep it.
     llvm::StringSet<> checkpointed;
     target.walk([&](LayerOpInterface layer) {
@@ -294,6 +420,8 @@ struct LaminaGenerateBackwardPass
     populateLaminaDecomposePatterns(patterns);
     if (failed(applyPatternsGreedily(target, std::move(patterns))))
       return signalPassFailure();
+    if (sharded && failed(partitionModule(module, /*keepBackwardSyncs=*/true)))
+      return signalPassFailure();
 
     OpBuilder builder(module.getContext());
     builder.setInsertionPointAfter(target);
@@ -303,10 +431,16 @@ struct LaminaGenerateBackwardPass
         builder, target.getLoc(), (target.getSymName() + "_backward").str(),
         builder.getFunctionType(backwardInputs, {}));
     BackwardBuilder generator(target, backward, std::move(checkpointed));
-    if (failed(generator.run())) {
+    if (failed(generator.run()) ||
+        (sharded && failed(finishShardedGradients(
+                        backward, target, generator.getGradientArguments(),
+                        *sharded)))) {
       backward.erase();
       return signalPassFailure();
     }
+    // The forward's arguments come first, declared as in the forward.
+    for (unsigned i = 0, e = target.getNumArguments(); i < e; ++i)
+      backward.setArgAttrs(i, target.getArgAttrDict(i));
     builder.setInsertionPoint(backward);
     func::FuncOp forward = buildForward(target, generator.getSaved(), builder);
 
@@ -323,6 +457,8 @@ struct LaminaGenerateBackwardPass
     pairs.set(target.getSymName(), entry.getDictionary(&getContext()));
     module->setAttr(LaminaDialect::kTrainingAttrName,
                     pairs.getDictionary(&getContext()));
+    if (sharded)
+      dropBackwardSyncs(module);
   }
 };
 } // namespace

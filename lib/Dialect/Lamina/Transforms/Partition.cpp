@@ -20,17 +20,17 @@ namespace mlir::lamina {
 using namespace mlir;
 using namespace mlir::lamina;
 
-/// The grid every collective of a partitioned module runs on.
-static constexpr llvm::StringLiteral kGridName = "lamina_grid";
+static constexpr llvm::StringLiteral kGridName = LaminaDialect::kGridName;
 
 namespace {
 /// Rewrites one function into what one of `worldSize` ranks computes.
 class FunctionPartitioner {
 public:
   FunctionPartitioner(func::FuncOp function, int64_t worldSize,
-                      DenseMap<Value, LayoutAttr> layouts)
+                      DenseMap<Value, LayoutAttr> layouts,
+                      bool keepBackwardSyncs)
       : function(function), worldSize(worldSize), layouts(std::move(layouts)),
-        builder(function.getContext()) {}
+        keepBackwardSyncs(keepBackwardSyncs), builder(function.getContext()) {}
 
   LogicalResult run();
 
@@ -52,6 +52,7 @@ private:
   func::FuncOp function;
   int64_t worldSize;
   DenseMap<Value, LayoutAttr> layouts;
+  bool keepBackwardSyncs;
   OpBuilder builder;
   Value rankValue;
 };
@@ -96,8 +97,11 @@ static SmallVector<shard::GridAxis> gridAxes() { return {0}; }
 LogicalResult FunctionPartitioner::partitionSync(SyncOp sync) {
   Value input = sync.getInput();
   if (sync.getSpec().getMode() == SyncMode::bwd_post) {
-    // The identity in the forward pass; backward generation will need it.
-    replace(sync, input);
+    // The identity in the forward pass; backward generation transposes it.
+    if (keepBackwardSyncs)
+      sync.getResult().setType(cast<RankedTensorType>(input.getType()));
+    else
+      replace(sync, input);
     return success();
   }
   CollectiveKind collective = sync.getSpec().getCollective();
@@ -140,6 +144,9 @@ LogicalResult FunctionPartitioner::partitionSync(SyncOp sync) {
         builder.getIndexAttr(*sync.getSpec().getAxis()));
     break;
   }
+  if (keepBackwardSyncs)
+    replacement.getDefiningOp()->setAttr(LaminaDialect::kFromSyncAttrName,
+                                         sync.getSpec());
   replace(sync, replacement);
   return success();
 }
@@ -246,31 +253,38 @@ LogicalResult FunctionPartitioner::run() {
   return success();
 }
 
+LogicalResult mlir::lamina::partitionModule(ModuleOp module,
+                                            bool keepBackwardSyncs) {
+  std::optional<int64_t> worldSize = getWorldSize(module);
+  if (!worldSize || *worldSize == 1 || isPartitioned(module))
+    return success();
+  // Infer every function's layouts first: a rejected program is left as it
+  // was.
+  FailureOr<FunctionLayouts> plans = inferLayouts(module);
+  if (failed(plans))
+    return failure();
+  for (auto &[function, layouts] : *plans)
+    if (failed(FunctionPartitioner(function, *worldSize, std::move(layouts),
+                                   keepBackwardSyncs)
+                   .run()))
+      return failure();
+
+  OpBuilder builder(module.getBodyRegion());
+  if (!SymbolTable::lookupSymbolIn(module, kGridName)) {
+    auto grid = shard::GridOp::create(builder, module.getLoc(), kGridName,
+                                      ArrayRef<int64_t>{*worldSize});
+    grid.setPrivate();
+  }
+  module->setAttr(LaminaDialect::kPartitionedAttrName, builder.getUnitAttr());
+  return success();
+}
+
 namespace {
 struct LaminaPartitionPass
     : mlir::lamina::impl::LaminaPartitionBase<LaminaPartitionPass> {
   void runOnOperation() override {
-    ModuleOp module = getOperation();
-    std::optional<int64_t> worldSize = getWorldSize(module);
-    if (!worldSize || *worldSize == 1 || isPartitioned(module))
-      return;
-    // Infer every function's layouts first: a rejected program is left as
-    // it was.
-    FailureOr<FunctionLayouts> plans = inferLayouts(module);
-    if (failed(plans))
-      return signalPassFailure();
-    for (auto &[function, layouts] : *plans)
-      if (failed(FunctionPartitioner(function, *worldSize, std::move(layouts))
-                     .run()))
-        return signalPassFailure();
-
-    OpBuilder builder(module.getBodyRegion());
-    if (!SymbolTable::lookupSymbolIn(module, kGridName)) {
-      auto grid = shard::GridOp::create(builder, module.getLoc(), kGridName,
-                                        ArrayRef<int64_t>{*worldSize});
-      grid.setPrivate();
-    }
-    module->setAttr(LaminaDialect::kPartitionedAttrName, builder.getUnitAttr());
+    if (failed(partitionModule(getOperation())))
+      signalPassFailure();
   }
 };
 } // namespace
