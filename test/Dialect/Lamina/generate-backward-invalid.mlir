@@ -48,21 +48,6 @@ func.func @main(%x: tensor<4x8xf32>, %w: tensor<16x8xf32>) -> tensor<4x16xf32> {
 
 // -----
 
-// A sync of a program of two ranks: its backward would be a collective
-// (here the all_gather transposing a scatter of a replicated layer's
-// output; the layouts are consistent, no argument is sharded).
-
-module attributes {lamina.world_size = 2 : i64} {
-  func.func @main(%x: tensor<4x8xf32>, %w: tensor<16x8xf32>) -> tensor<4x16xf32> {
-    %y = lamina.linear "fc" %x, %w : (tensor<4x8xf32>, tensor<16x8xf32>) -> tensor<4x16xf32>
-    // expected-error @+1 {{'lamina.sync' op backward of a sync across 2 ranks: tensor-parallel backward generation is not available; differentiate the program of one rank}}
-    %s = lamina.sync "fc" %y <fwd_post, scatter, axis = 1> : tensor<4x16xf32>
-    return %s : tensor<4x16xf32>
-  }
-}
-
-// -----
-
 // bf16 layers (f32 accumulation) are not differentiated.
 
 func.func @main(%x: tensor<4x8xbf16>, %w: tensor<16x8xbf16>) -> tensor<4x16xf32> {

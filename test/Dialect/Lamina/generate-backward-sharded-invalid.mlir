@@ -1,16 +1,24 @@
 // RUN: lamina-opt %s --lamina-generate-backward -split-input-file -verify-diagnostics
 
-// The Megatron MLP, whose backward layouts are right: each rank holds a
-// block of the weights, so differentiating whole tensors would be wrong;
-// the pass refuses until tensor-parallel backward is generated.
+// A program already partitioned: its layers and layouts, which the
+// backward's checks need, are gone.
+module attributes {lamina.world_size = 2 : i64, lamina.partitioned} {
+  // expected-error @+1 {{'func.func' op is already partitioned; lamina-generate-backward takes the sharded program before lamina-partition (it partitions it itself)}}
+  func.func @main(%x: tensor<4x8xf32>, %w: tensor<8x8xf32> {lamina.layout = #lamina.layout<S(0)>}) -> tensor<4x8xf32> {
+    %0 = lamina.matmul "fc" %x, %w : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+    return %0 : tensor<4x8xf32>
+  }
+}
+
+// -----
+
+// Pipeline stages: the backward would run the stages in reverse order,
+// which is not generated.
 module attributes {lamina.world_size = 2 : i64} {
-  // expected-error @+1 {{'func.func' op shards argument 1 (#lamina.layout<S(0)>): backward generation for tensor-parallel programs is not available; differentiate the program of one rank}}
-  func.func @main(%x: tensor<4x8xf32>,
-      %w1: tensor<16x8xf32> {lamina.layout = #lamina.layout<S(0)>},
-      %w2: tensor<8x16xf32> {lamina.layout = #lamina.layout<S(1)>}) -> tensor<4x8xf32> {
-    %s = lamina.sync "fc1" %x <bwd_post, all_reduce> : tensor<4x8xf32>
-    %0 = lamina.linear "fc1" %s, %w1 : (tensor<4x8xf32>, tensor<16x8xf32>) -> tensor<4x16xf32>
-    %1 = lamina.linear_sync "fc2" %0, %w2 sync <fwd_post, all_reduce> : (tensor<4x16xf32>, tensor<8x16xf32>) -> tensor<4x8xf32>
+  func.func @main(%x: tensor<4x8xf32>, %w1: tensor<8x8xf32>, %w2: tensor<8x8xf32>) -> tensor<4x8xf32> {
+    // expected-error @+1 {{'lamina.linear' op ends a pipeline stage: backward generation for programs split into pipeline stages is not supported; differentiate the unsplit program}}
+    %0 = lamina.linear "fc1" %x, %w1 {lamina.pipeline_cut} : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+    %1 = lamina.linear "fc2" %0, %w2 : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
     return %1 : tensor<4x8xf32>
   }
 }

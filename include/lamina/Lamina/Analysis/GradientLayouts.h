@@ -26,8 +26,9 @@
 namespace mlir::lamina {
 
 /// The arguments of `function` that are layer parameters (weights and
-/// biases of layer ops): their gradients may be partial sums, which are
-/// all-reduced as parameter gradients.
+/// biases of layer ops and of their matmul and bias_add pieces): their
+/// gradients may be partial sums, which are all-reduced as parameter
+/// gradients.
 llvm::SmallPtrSet<Value, 8> getLayerParameters(func::FuncOp function);
 
 /// The layout of the gradient of every value of `function` that receives

@@ -361,11 +361,19 @@ LogicalResult GradientChecker::run() {
 llvm::SmallPtrSet<Value, 8>
 mlir::lamina::getLayerParameters(func::FuncOp function) {
   llvm::SmallPtrSet<Value, 8> parameters;
-  function.walk([&](LayerOpInterface layer) {
-    for (StringRef name : {"weight", "bias"})
-      if (Value value = layer.getLayerOperand(name))
-        if (isa<BlockArgument>(value))
-          parameters.insert(value);
+  auto add = [&](Value value) {
+    if (value && isa<BlockArgument>(value))
+      parameters.insert(value);
+  };
+  function.walk([&](Operation *op) {
+    if (auto layer = dyn_cast<LayerOpInterface>(op)) {
+      for (StringRef name : {"weight", "bias"})
+        add(layer.getLayerOperand(name));
+    } else if (auto matmul = dyn_cast<MatmulOp>(op)) {
+      add(matmul.getWeight()); // a decomposed layer's pieces
+    } else if (auto biasAdd = dyn_cast<BiasAddOp>(op)) {
+      add(biasAdd.getBias());
+    }
   });
   return parameters;
 }

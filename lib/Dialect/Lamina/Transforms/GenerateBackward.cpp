@@ -385,6 +385,12 @@ struct LaminaGenerateBackwardPass
                          "functions of one block");
       return signalPassFailure();
     }
+    if (Operation *cut = findPipelineCut(target)) {
+      cut->emitOpError("ends a pipeline stage: backward generation for "
+                       "programs split into pipeline stages is not "
+                       "supported; differentiate the unsplit program");
+      return signalPassFailure();
+    }
     // A sharded program is checked, then partitioned, then differentiated
     // rank by rank: each rule sees per-rank values and the collectives the
     // partitioner made, which it transposes.
@@ -395,12 +401,6 @@ struct LaminaGenerateBackwardPass
         target.emitOpError("is already partitioned; lamina-generate-backward "
                            "takes the sharded program before lamina-partition "
                            "(it partitions it itself)");
-        return signalPassFailure();
-      }
-      if (Operation *cut = findPipelineCut(target)) {
-        cut->emitOpError("ends a pipeline stage: backward generation for "
-                         "programs split into pipeline stages is not "
-                         "supported; differentiate the unsplit program");
         return signalPassFailure();
       }
       FailureOr<ShardedArguments> analysis =

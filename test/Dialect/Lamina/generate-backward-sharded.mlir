@@ -1,0 +1,108 @@
+// RUN: lamina-opt %s --lamina-generate-backward -split-input-file | FileCheck %s
+
+// Megatron's MLP on 2 ranks (fc1 column parallel with its bwd_post
+// all-reduce, fc2 row parallel with its fwd_post all-reduce). By hand, per
+// rank: dy is whole; fc2's fwd_post all_reduce transposes to the identity;
+// db2 = Σ dy is whole; dH = dy·W2ᵣ and dW2ᵣ = dyᵀ·Hᵣ are this rank's
+// columns; fc1's dXᵣ = dH'·W1ᵣ is a partial sum, all-reduced by the
+// transposed bwd_post sync; dW1ᵣ, db1ᵣ are this rank's rows. Every function
+// has per-rank types; the sharded parameters' gradients keep their layouts.
+
+// CHECK-LABEL: module attributes {lamina.partitioned, lamina.training = {main = {backward = @main_backward, forward = @main_forward, gradients = array<i64: 0, 1, 2, 3, 4>, saved = 2 : i64}}
+// CHECK: shard.grid @lamina_grid(shape = 2)
+
+// The bwd_post sync is gone from the forward (the identity there).
+// CHECK-LABEL: func.func @main_forward(
+// CHECK-SAME: %[[X:.*]]: tensor<4x8xf32>, %{{.*}}: tensor<8x8xf32> {lamina.layout = #lamina.layout<S(0)>}, %{{.*}}: tensor<8xf32> {lamina.layout = #lamina.layout<S(0)>}, %{{.*}}: tensor<8x8xf32> {lamina.layout = #lamina.layout<S(1)>}, %{{.*}}: tensor<8xf32>)
+// CHECK-NOT: lamina.sync
+// CHECK: %[[H1:.*]] = lamina.matmul "fc1" %[[X]]
+// CHECK: shard.all_reduce
+// CHECK-NOT: lamina.from_sync
+// CHECK: return
+
+// CHECK-LABEL: func.func @main_backward(
+// CHECK-SAME: %[[BX:[^:]*]]: tensor<4x8xf32>, %[[W1:[^:]*]]: tensor<8x8xf32> {lamina.layout = #lamina.layout<S(0)>}, %{{[^:]*}}: tensor<8xf32> {lamina.layout = #lamina.layout<S(0)>}, %[[W2:[^:]*]]: tensor<8x8xf32> {lamina.layout = #lamina.layout<S(1)>}, %{{[^:]*}}: tensor<8xf32>,
+// CHECK-SAME: %[[GELU:[^:]*]]: tensor<4x8xf32>, %[[PRE:[^:]*]]: tensor<4x8xf32>, %[[DY:[^:]*]]: tensor<4x8xf32>)
+// CHECK-SAME: -> (tensor<4x8xf32>, tensor<8x8xf32> {lamina.layout = #lamina.layout<S(0)>}, tensor<8xf32> {lamina.layout = #lamina.layout<S(0)>}, tensor<8x8xf32> {lamina.layout = #lamina.layout<S(1)>}, tensor<8xf32>)
+// No collective for fc2: its fwd_post all_reduce transposes to the identity.
+// CHECK: %[[DB2:.*]] = linalg.reduce ins(%[[DY]]
+// CHECK: %[[W2T:.*]] = linalg.transpose ins(%[[W2]]
+// CHECK: %[[DH:.*]] = lamina.matmul "fc2" %[[DY]], %[[W2T]]
+// CHECK: %[[DW2:.*]] = lamina.matmul "fc2"
+// CHECK: %[[DPRE:.*]] = lamina.activation_grad "fc1" gelu_tanh %[[PRE]], %[[DH]]
+// CHECK: %[[DB1:.*]] = linalg.reduce ins(%[[DPRE]]
+// CHECK: %[[W1T:.*]] = linalg.transpose ins(%[[W1]]
+// CHECK: %[[DXP:.*]] = lamina.matmul "fc1" %[[DPRE]], %[[W1T]]
+// CHECK: %[[DW1:.*]] = lamina.matmul "fc1"
+// CHECK: %[[DX:.*]] = shard.all_reduce %[[DXP]] on @lamina_grid grid_axes = [0] : tensor<4x8xf32> -> tensor<4x8xf32>
+// CHECK-NOT: shard.
+// CHECK: return %[[DX]], %[[DW1]], %[[DB1]], %[[DW2]], %[[DB2]]
+module attributes {lamina.world_size = 2 : i64} {
+  func.func @main(%x: tensor<4x8xf32>,
+      %w1: tensor<16x8xf32> {lamina.layout = #lamina.layout<S(0)>},
+      %b1: tensor<16xf32> {lamina.layout = #lamina.layout<S(0)>},
+      %w2: tensor<8x16xf32> {lamina.layout = #lamina.layout<S(1)>},
+      %b2: tensor<8xf32>) -> tensor<4x8xf32> {
+    %s = lamina.sync "fc1" %x <bwd_post, all_reduce> : tensor<4x8xf32>
+    %0 = lamina.linear_act "fc1" %s, %w1 bias %b1 activation gelu_tanh : (tensor<4x8xf32>, tensor<16x8xf32>, tensor<16xf32>) -> tensor<4x16xf32>
+    %1 = lamina.linear_sync "fc2" %0, %w2 sync <fwd_post, all_reduce> : (tensor<4x16xf32>, tensor<8x16xf32>) -> tensor<4x8xf32>
+    %2 = lamina.bias_add "fc2" %1, %b2 : tensor<4x8xf32>, tensor<8xf32>
+    return %2 : tensor<4x8xf32>
+  }
+}
+
+// -----
+
+// Sequence parallelism: the rows of x and of the result are split; fc1
+// all-gathers its input first, fc2 reduce-scatters its partial sums. By
+// hand: reduce_scatter transposes to all_gather, fc1's fwd_pre all_gather
+// to reduce_scatter; db2 = Σ over this rank's rows is partial, all-reduced
+// as a parameter gradient; x's gradient, this rank's rows, is gathered
+// whole for the caller.
+
+// CHECK-LABEL: func.func @main_backward(
+// CHECK-SAME: %{{[^:]*}}: tensor<4x4xf32> {lamina.layout = #lamina.layout<S(0)>}, %[[W1:[^:]*]]: tensor<8x4xf32> {lamina.layout = #lamina.layout<S(0)>}, %[[W2:[^:]*]]: tensor<4x8xf32> {lamina.layout = #lamina.layout<S(1)>}, %{{[^:]*}}: tensor<4xf32>,
+// CHECK-SAME: %[[DY:[^:]*]]: tensor<4x4xf32>)
+// CHECK-SAME: -> (tensor<8x4xf32>, tensor<8x4xf32> {lamina.layout = #lamina.layout<S(0)>}, tensor<4x8xf32> {lamina.layout = #lamina.layout<S(1)>}, tensor<4xf32>)
+// CHECK: %[[DB2P:.*]] = linalg.reduce ins(%[[DY]] : tensor<4x4xf32>)
+// CHECK: %[[DYW:.*]] = shard.all_gather %[[DY]] on @lamina_grid grid_axes = [0] gather_axis = 0 : tensor<4x4xf32> -> tensor<8x4xf32>
+// CHECK: %[[DH:.*]] = lamina.matmul "fc2" %[[DYW]]
+// CHECK: %[[DW2:.*]] = lamina.matmul "fc2"
+// CHECK: %[[DXP:.*]] = lamina.matmul "fc1" %[[DH]]
+// CHECK: %[[DW1:.*]] = lamina.matmul "fc1"
+// CHECK: %[[DXR:.*]] = shard.reduce_scatter %[[DXP]] on @lamina_grid grid_axes = [0] scatter_axis = 0 : tensor<8x4xf32> -> tensor<4x4xf32>
+// CHECK: %[[DX:.*]] = shard.all_gather %[[DXR]] on @lamina_grid grid_axes = [0] gather_axis = 0 : tensor<4x4xf32> -> tensor<8x4xf32>
+// CHECK: %[[DB2:.*]] = shard.all_reduce %[[DB2P]] on @lamina_grid grid_axes = [0] : tensor<4xf32> -> tensor<4xf32>
+// CHECK: return %[[DX]], %[[DW1]], %[[DW2]], %[[DB2]]
+module attributes {lamina.world_size = 2 : i64} {
+  func.func @main(%x: tensor<8x4xf32> {lamina.layout = #lamina.layout<S(0)>},
+      %w1: tensor<16x4xf32> {lamina.layout = #lamina.layout<S(0)>},
+      %w2: tensor<4x16xf32> {lamina.layout = #lamina.layout<S(1)>},
+      %b2: tensor<4xf32>) -> tensor<8x4xf32> {
+    %g = lamina.sync "fc1" %x <fwd_pre, all_gather, axis = 0> : tensor<8x4xf32>
+    %0 = lamina.linear "fc1" %g, %w1 : (tensor<8x4xf32>, tensor<16x4xf32>) -> tensor<8x16xf32>
+    %1 = lamina.linear_sync "fc2" %0, %w2 sync <fwd_post, reduce_scatter, axis = 0> : (tensor<8x16xf32>, tensor<4x16xf32>) -> tensor<8x4xf32>
+    %2 = lamina.bias_add "fc2" %1, %b2 : tensor<8x4xf32>, tensor<4xf32>
+    return %2 : tensor<8x4xf32>
+  }
+}
+
+// -----
+
+// A scatter of a replicated layer's output transposes to an all_gather; an
+// all_gather under tensor_parallel_output_grad = false to a split of the
+// whole gradient (shard.all_slice).
+
+// CHECK-LABEL: func.func @main_backward(
+// CHECK-SAME: %[[DY:[^:]*]]: tensor<4x16xf32>)
+// CHECK: %[[SPLIT:.*]] = shard.all_slice %[[DY]] on @lamina_grid grid_axes = [0] slice_axis = 1 : tensor<4x16xf32> -> tensor<4x8xf32>
+// CHECK: %[[WHOLE:.*]] = shard.all_gather %[[SPLIT]] on @lamina_grid grid_axes = [0] gather_axis = 1 : tensor<4x8xf32> -> tensor<4x16xf32>
+// CHECK: lamina.matmul "fc" %[[WHOLE]]
+module attributes {lamina.world_size = 2 : i64} {
+  func.func @main(%x: tensor<4x8xf32>, %w: tensor<16x8xf32>) -> tensor<4x16xf32> {
+    %y = lamina.linear "fc" %x, %w : (tensor<4x8xf32>, tensor<16x8xf32>) -> tensor<4x16xf32>
+    %s = lamina.sync "fc" %y <fwd_post, scatter, axis = 1> : tensor<4x16xf32>
+    %g = lamina.sync "fc" %s <fwd_post, all_gather, axis = 1, tensor_parallel_output_grad = false> : tensor<4x16xf32>
+    return %g : tensor<4x16xf32>
+  }
+}
