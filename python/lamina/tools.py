@@ -69,7 +69,7 @@ MPI_LAUNCHER = "mpirun.mpich"
 
 
 def run_ir_on_ranks(ranks, ir_path, inputs, workdir, entry="main",
-                    schedule=None, world_size=None, timeout=300):
+                    schedule=None, world_size=None, timeout=300, extra=()):
     """Runs `entry` of the IR file `ir_path` (after `schedule`, a transform
     script file) with `mpirun.mpich -np ranks lamina-run`.
 
@@ -77,7 +77,8 @@ def run_ir_on_ranks(ranks, ir_path, inputs, workdir, entry="main",
     reads them all and takes its blocks. Checks that every rank ran in a
     world of `ranks` processes and returns, per rank, the list of the
     arrays it returned (its blocks of sharded results). `world_size`
-    declares the module for that many ranks (lamina-run --world-size).
+    declares the module for that many ranks (lamina-run --world-size);
+    `extra` are more lamina-run options (e.g. --backward).
     """
     workdir = pathlib.Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
@@ -87,7 +88,7 @@ def run_ir_on_ranks(ranks, ir_path, inputs, workdir, entry="main",
         args.append(f"--schedule={schedule}")
     if world_size:
         args.append(f"--world-size={world_size}")
-    args += _input_arguments(inputs, workdir)
+    args += _input_arguments(inputs, workdir) + list(extra)
     completed = subprocess.run(args, capture_output=True, text=True,
                                timeout=timeout)
     if completed.returncode != 0:

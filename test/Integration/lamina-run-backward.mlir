@@ -1,34 +1,28 @@
-// The pair lamina-generate-backward adds compiles and runs end to end.
-// RUN: lamina-opt %s --lamina-generate-backward | lamina-run - --entry=main_backward --random-inputs --seed=2 | FileCheck %s --check-prefix=GRAD
-// RUN: lamina-opt %s --lamina-generate-backward | lamina-run - --entry=main_forward --random-inputs --seed=2 | FileCheck %s --check-prefix=FWD
-
-// @main_forward's first result is @main's result (the same seeded inputs:
-// the two functions take the same arguments).
+// lamina-run --backward: a training step of a layer, its gradients checked
+// against the formulas by hand in NumPy (h = x·Wᵀ + b, y = relu(h):
+// dh = dy·[h > 0], dx = dh·W, dW = dhᵀ·x, db = Σ_rows dh).
 // RUN: rm -rf %t && mkdir -p %t
-// RUN: lamina-run %s --random-inputs --seed=5 --output-dir=%t
-// RUN: lamina-opt %s --lamina-generate-backward | lamina-run - --entry=main_forward --random-inputs --seed=5 --reference=%t/result0.npy | FileCheck %s --check-prefix=SAME
+// RUN: %python -c "import numpy as n; r = n.random.default_rng(0); [n.save('%t/' + k + '.npy', r.standard_normal(s).astype(n.float32)) for k, s in (('x', (4, 8)), ('w', (16, 8)), ('b', (16,)), ('dy', (4, 16)))]"
+// RUN: lamina-run %s --backward --input=%t/x.npy --input=%t/w.npy --input=%t/b.npy --cotangent=%t/dy.npy --output-dir=%t/out | FileCheck %s --check-prefix=OUT
+// RUN: %python -c "import numpy as n; L = lambda k: n.load('%t/' + k + '.npy'); x, w, b, dy = L('x'), L('w'), L('b'), L('dy'); dh = dy * (x @ w.T + b > 0); g = [n.load('%t/out/result%%d.npy' %% i) for i in range(3)]; [n.testing.assert_allclose(a, e, rtol=1e-5, atol=1e-5) for a, e in zip(g, (dh @ w, dh.T @ x, dh.sum(0)))]"
+// Seeded cotangents without --cotangent.
+// RUN: lamina-run %s --backward --random-inputs | FileCheck %s --check-prefix=OUT
 
-// One gradient per float tensor argument, of its shape, in argument order;
-// none for the i64 seed.
-// GRAD: result 0: f32[4, 8]
-// GRAD-NEXT: result 1: f32[16, 8]
-// GRAD-NEXT: result 2: f32[16]
-// GRAD-NEXT: result 3: f32[8, 16]
-// GRAD-NEXT: result 4: f32[8]
-// GRAD-NOT: result 5
+// RUN: not lamina-run %s --cotangent=%t/dy.npy --random-inputs 2>&1 | FileCheck %s --check-prefix=NOTBACKWARD
+// RUN: not lamina-run %s --backward --random-inputs --cotangent=%t/dy.npy --cotangent=%t/dy.npy 2>&1 | FileCheck %s --check-prefix=TOOMANY
+// RUN: not lamina-run %s --backward --input=%t/x.npy --input=%t/w.npy --input=%t/b.npy 2>&1 | FileCheck %s --check-prefix=MISSING
+// RUN: not lamina-run %s --backward --target=cuda --random-inputs 2>&1 | FileCheck %s --check-prefix=CUDA
 
-// The result, then what the backward needs: fc1's output h (for dW2 =
-// dpᵀ·h) and fc1's pre-activation (for gelu'); the dropout saves no mask.
-// FWD: result 0: f32[4, 8]
-// FWD-NEXT: result 1: f32[4, 16]
-// FWD-NEXT: result 2: f32[4, 16]
-// FWD-NOT: result 3
+// OUT: results: the gradients of arguments 0, 1, 2
+// OUT-NEXT: result 0: f32[4, 8]
+// OUT-NEXT: result 1: f32[16, 8]
+// OUT-NEXT: result 2: f32[16]
+// NOTBACKWARD: lamina-run: error: --cotangent is for --backward
+// TOOMANY: lamina-run: error: @main has 1 results, 2 --cotangent given
+// MISSING: lamina-run: error: @main has 1 results, 0 --cotangent given (add --cotangent, or --random-inputs)
+// CUDA: lamina-run: error: --backward runs on --target=cpu
 
-// SAME: result 0 vs reference: max abs err 0, {{.*}}: ok
-
-func.func @main(%x: tensor<4x8xf32>, %w1: tensor<16x8xf32>, %b1: tensor<16xf32>, %w2: tensor<8x16xf32>, %b2: tensor<8xf32>, %s: i64) -> tensor<4x8xf32> {
-  %h = lamina.linear_act "fc1" %x, %w1 bias %b1 activation gelu_tanh : (tensor<4x8xf32>, tensor<16x8xf32>, tensor<16xf32>) -> tensor<4x16xf32>
-  %y = lamina.linear_dropout "fc2" %h, %w2 bias %b2 dropout <p = 0.1, training> seed %s : (tensor<4x16xf32>, tensor<8x16xf32>, tensor<8xf32>, i64) -> tensor<4x8xf32>
-  %r = arith.addf %x, %y : tensor<4x8xf32>
-  return %r : tensor<4x8xf32>
+func.func @main(%x: tensor<4x8xf32>, %w: tensor<16x8xf32>, %b: tensor<16xf32>) -> tensor<4x16xf32> {
+  %0 = lamina.linear_act "fc" %x, %w bias %b activation relu : (tensor<4x8xf32>, tensor<16x8xf32>, tensor<16xf32>) -> tensor<4x16xf32>
+  return %0 : tensor<4x16xf32>
 }

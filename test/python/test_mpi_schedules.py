@@ -82,6 +82,32 @@ def test_megatron_mlp(ranks, tmp_path):
 
 
 @pytest.mark.parametrize("ranks", [2, 4])
+def test_megatron_mlp_backward(ranks, tmp_path):
+    """lamina-run --backward: each rank's gradient blocks are the unsharded
+    program's (the same dropout masks), the input gradient whole."""
+    ir = EXAMPLES / "gpt2_mlp.mlir"
+    inputs = mlp_inputs()
+    dy = tmp_path / "dy.npy"
+    np.save(dy, torch.randn(2, 16, 64, generator=torch.Generator()
+                            .manual_seed(3)).numpy())
+    extra = ["--backward", f"--cotangent={dy}"]
+    (whole,) = run_ir_on_ranks(1, ir, inputs, tmp_path / "whole", entry="mlp",
+                               world_size=1, extra=extra)
+    assert [g.shape for g in whole] == [a.shape for a in inputs[:5]]
+    outputs = run_ir_on_ranks(
+        ranks, ir, inputs, tmp_path / "ranks", entry="mlp",
+        schedule=EXAMPLES / "megatron_mlp.schedule.mlir", world_size=ranks,
+        extra=extra)
+    axes = [None, 0, 0, 1, None]  # x, w_in, b_in, w_out, b_out
+    for rank, gradients in enumerate(outputs):
+        for gradient, expected, axis in zip(gradients, whole, axes):
+            if axis is not None:
+                expected = block(expected, axis, rank, ranks)
+            assert_close(gradient, expected)
+    assert len(outputs) == ranks and whole[1].any()
+
+
+@pytest.mark.parametrize("ranks", [2, 4])
 def test_sequence_parallel_mlp(ranks, tmp_path):
     ir = EXAMPLES / "gpt2_mlp.mlir"
     inputs = mlp_inputs(1)

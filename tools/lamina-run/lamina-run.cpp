@@ -3,8 +3,11 @@
 // lamina-run model.mlir --entry=f --input=x.npy --input=i64:7 \
 //     --reference=y.npy --repeat=20
 // mpirun.mpich -np 2 lamina-run model.mlir --schedule=megatron.mlir ...
+// lamina-run model.mlir --backward --random-inputs --output-dir=grads
 //
 //===----------------------------------------------------------------------===//
+
+#include "TrainingStep.h"
 
 #include "lamina/Execution/GpuProgram.h"
 #include "lamina/Execution/JitProgram.h"
@@ -82,6 +85,18 @@ static cl::opt<std::string>
            cl::init("cpu"));
 static cl::opt<std::string> chip("chip", cl::desc(gpuChipOptionHelp()),
                                  cl::init(kDefaultGpuChip.str()));
+static cl::opt<bool> backwardOption(
+    "backward",
+    cl::desc("run a training step of --entry instead (cpu): "
+             "lamina-generate-backward's forward on the arguments, then its "
+             "backward on them, the saved values and one cotangent per "
+             "result (--cotangent, else seeded random data); the results are "
+             "the gradients of the float arguments, in order"));
+static cl::list<std::string>
+    cotangentArgs("cotangent",
+                  cl::desc("with --backward: the cotangent of a result, in "
+                           "order (.npy; a sharded result's whole cotangent "
+                           "or this rank's block)"));
 static cl::opt<unsigned> repeat("repeat",
                                 cl::desc("time this many calls (after one "
                                          "warm-up call): median and min"),
@@ -217,6 +232,43 @@ static bool compare(unsigned index, const HostTensor &got,
   return bad == 0;
 }
 
+/// The cotangent of each result of `step`: --cotangent files in order (a
+/// sharded result's whole cotangent gives this rank's block), then random
+/// data from the --seed stream after the arguments'.
+static llvm::Error readCotangents(TrainingStep &step, int64_t rank,
+                                  int64_t worldSize,
+                                  std::vector<HostTensor> &cotangents) {
+  llvm::ArrayRef<ArgumentSpec> results = step.getResults();
+  if (cotangentArgs.size() > results.size())
+    return llvm::createStringError(
+        std::errc::invalid_argument, "@%s has %zu results, %zu --cotangent given",
+        entryName.c_str(), results.size(), cotangentArgs.size());
+  if (cotangentArgs.size() < results.size() && !randomInputs)
+    return llvm::createStringError(
+        std::errc::invalid_argument,
+        "@%s has %zu results, %zu --cotangent given (add --cotangent, or "
+        "--random-inputs)",
+        entryName.c_str(), results.size(), cotangentArgs.size());
+  std::mt19937_64 rng(randomSeed + 1);
+  cotangents.clear();
+  for (auto [index, spec] : llvm::enumerate(results)) {
+    HostTensor whole;
+    if (index < cotangentArgs.size()) {
+      auto read = readNpy(cotangentArgs[index]);
+      if (!read)
+        return read.takeError();
+      whole = std::move(*read);
+    } else {
+      whole = randomInput(spec, rng);
+    }
+    bool isWhole = llvm::ArrayRef(whole.shape) == llvm::ArrayRef(spec.shape);
+    if (spec.shardAxis && worldSize > 1 && isWhole)
+      whole = whole.getBlock(*spec.shardAxis, rank, worldSize);
+    cotangents.push_back(std::move(whole));
+  }
+  return llvm::Error::success();
+}
+
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   registerMLIRContextCLOptions();
@@ -264,6 +316,12 @@ int main(int argc, char **argv) {
   std::unique_ptr<GpuProgram> gpu;
   std::optional<JitProgram::PreparedArguments> prepared;
   std::vector<HostTensor> gpuArgs;
+  std::optional<TrainingStep> step;
+  std::vector<HostTensor> stepArgs, cotangents;
+  if (backwardOption && target != "cpu")
+    return fail("--backward runs on --target=cpu");
+  if (!cotangentArgs.empty() && !backwardOption)
+    return fail("--cotangent is for --backward");
 
   auto compileStart = std::chrono::steady_clock::now();
   if (target == "cuda") {
@@ -280,6 +338,26 @@ int main(int argc, char **argv) {
       return llvm::Error::success();
     };
     runOnce = [&] { return gpu->run(gpuArgs); };
+  } else if (target == "cpu" && backwardOption) {
+    auto compiled = TrainingStep::compile(*module, entryName, pipelineText);
+    if (!compiled)
+      return fail(compiled.takeError());
+    step.emplace(std::move(*compiled));
+    JitProgram &forward = step->getForward();
+    specs.assign(forward.getInputs().begin(), forward.getInputs().end());
+    resultSpecs.assign(step->getGradients().begin(),
+                       step->getGradients().end());
+    prepare = [&](std::vector<HostTensor> &args) -> llvm::Error {
+      auto ready = forward.prepare(args);
+      if (!ready)
+        return ready.takeError();
+      prepared.emplace(std::move(*ready));
+      stepArgs = args;
+      worldSize = forward.getActiveWorldSize();
+      rank = forward.getRank();
+      return readCotangents(*step, rank, worldSize, cotangents);
+    };
+    runOnce = [&] { return step->run(*prepared, stepArgs, cotangents); };
   } else if (target == "cpu") {
     auto program = JitProgram::compile(std::move(module), entryName,
                                        pipelineText);
@@ -376,6 +454,12 @@ int main(int argc, char **argv) {
     }
   }
 
+  if (step) {
+    llvm::outs() << rankPrefix << "results: the gradients of arguments";
+    for (auto [i, argument] : llvm::enumerate(step->getGradientArguments()))
+      llvm::outs() << (i ? ", " : " ") << argument;
+    llvm::outs() << "\n";
+  }
   for (auto [index, output] : llvm::enumerate(*outputs))
     summarize(index, output);
 

@@ -1,0 +1,89 @@
+//===- TrainingStep.cpp - lamina-run --backward ---------------------------===//
+
+#include "TrainingStep.h"
+
+#include "lamina/Lamina/IR/Lamina.h"
+
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+
+using namespace mlir;
+using namespace mlir::lamina;
+
+/// Runs the textual pass pipeline `pipeline` on `module`.
+static llvm::Error runPasses(ModuleOp module, llvm::StringRef pipeline) {
+  PassManager pm(module.getContext());
+  std::string errors;
+  llvm::raw_string_ostream os(errors);
+  if (failed(parsePassPipeline(pipeline, pm, os)))
+    return llvm::createStringError(std::errc::invalid_argument, "%s",
+                                   errors.c_str());
+  if (failed(pm.run(module)))
+    return llvm::createStringError(std::errc::invalid_argument,
+                                   "'%s' failed (diagnostics above)",
+                                   pipeline.str().c_str());
+  return llvm::Error::success();
+}
+
+/// `function` of `module` compiled alone: the other public functions are
+/// made private and dropped (each would be compiled too).
+static llvm::Expected<std::unique_ptr<JitProgram>>
+compileAlone(ModuleOp module, llvm::StringRef function,
+             llvm::StringRef pipeline) {
+  OwningOpRef<ModuleOp> alone(module.clone());
+  if (llvm::Error error = runPasses(
+          *alone, ("symbol-privatize{exclude=" + function + "},symbol-dce")
+                      .str()))
+    return std::move(error);
+  return JitProgram::compile(std::move(alone), function, pipeline);
+}
+
+llvm::Expected<TrainingStep> TrainingStep::compile(ModuleOp module,
+                                                   llvm::StringRef entry,
+                                                   llvm::StringRef pipeline) {
+  if (llvm::Error error = runPasses(
+          module, ("lamina-generate-backward{function=" + entry + "}").str()))
+    return std::move(error);
+  auto training = module->getAttrOfType<DictionaryAttr>(
+      LaminaDialect::kTrainingAttrName);
+  auto pair = training ? training.getAs<DictionaryAttr>(entry) : nullptr;
+  if (!pair)
+    return llvm::createStringError(std::errc::invalid_argument,
+                                   "lamina-generate-backward recorded no "
+                                   "pair for @%s",
+                                   entry.str().c_str());
+  TrainingStep step;
+  auto forwardName = pair.getAs<FlatSymbolRefAttr>("forward").getValue();
+  auto backwardName = pair.getAs<FlatSymbolRefAttr>("backward").getValue();
+  int64_t saved = pair.getAs<IntegerAttr>("saved").getInt();
+  llvm::append_range(step.gradientArgs,
+                     pair.getAs<DenseI64ArrayAttr>("gradients").asArrayRef());
+  auto forward = compileAlone(module, forwardName, pipeline);
+  if (!forward)
+    return forward.takeError();
+  auto backward = compileAlone(module, backwardName, pipeline);
+  if (!backward)
+    return backward.takeError();
+  step.forward = std::move(*forward);
+  step.backward = std::move(*backward);
+  step.numResults = step.forward->getResults().size() - saved;
+  return step;
+}
+
+llvm::Expected<std::vector<HostTensor>>
+TrainingStep::run(const JitProgram::PreparedArguments &prepared,
+                  llvm::ArrayRef<HostTensor> args,
+                  llvm::ArrayRef<HostTensor> cotangents) {
+  auto results = forward->run(prepared);
+  if (!results)
+    return results.takeError();
+  std::vector<HostTensor> backwardArgs(args.begin(), args.end());
+  for (size_t i = numResults; i < results->size(); ++i)
+    backwardArgs.push_back(std::move((*results)[i]));
+  backwardArgs.insert(backwardArgs.end(), cotangents.begin(), cotangents.end());
+  auto ready = backward->prepare(backwardArgs);
+  if (!ready)
+    return ready.takeError();
+  return backward->run(*ready);
+}
