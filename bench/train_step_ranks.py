@@ -1,0 +1,127 @@
+#!/usr/bin/env python3
+"""One training step of the GPT-2 MLP compiled by Lamina: Megatron's tensor
+parallelism on 2 ranks against the unsharded program on 1.
+
+The model and step of bench/train_step.py (hidden 1024, inter 4096, fp32,
+forward, loss, backward, SGD with momentum 0.9 on the parameters each rank
+holds), 512 and 2048 tokens. Each rank is one single-threaded process
+pinned to its own core (`mpirun.mpich -np 2 -bind-to core`); the one-rank
+run is pinned to one core. Each round runs both once; the table reports
+medians over rounds of rank 0's per-process median step time.
+
+usage: bench/train_step_ranks.py [--rounds 3] [--steps 5]
+                                 [--output bench/results/train_step_ranks.md]
+"""
+
+import argparse
+import datetime
+import os
+import pathlib
+import statistics
+import subprocess
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+BUILD = pathlib.Path(os.environ.get("LAMINA_BUILD_DIR", ROOT / "build"))
+HIDDEN, INTER = 1024, 4096
+TOKENS = [512, 2048]
+
+STEP = r"""
+import statistics, sys, time
+import torch
+from torch import nn
+import lamina
+torch.set_num_threads(1)
+tokens, steps = int(sys.argv[1]), int(sys.argv[2])
+
+class MLP(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(%(hidden)d, %(inter)d)
+        self.act = nn.GELU(approximate="tanh")
+        self.fc2 = nn.Linear(%(inter)d, %(hidden)d)
+    def forward(self, x):
+        return x + self.fc2(self.act(self.fc1(x)))
+
+torch.manual_seed(0)
+model = MLP()
+x = torch.randn(tokens, %(hidden)d)
+ranks = lamina.world_size()
+sch = lamina.create_schedule(model, world_size=ranks, example_inputs=(x,))
+if ranks > 1:
+    sch["fc1"].shard("weight", 0).shard("bias", 0).sync("bwd_post", "all_reduce")
+    sch["fc2"].shard("weight", 1).sync("fwd_post", "all_reduce")
+compiled = lamina.build(sch, (x,))
+optimizer = torch.optim.SGD(compiled.parameters(), lr=1e-3, momentum=0.9)
+
+def step():
+    optimizer.zero_grad()
+    loss = compiled(x).square().mean()
+    loss.backward()
+    optimizer.step()
+
+step()
+times = []
+for _ in range(steps):
+    start = time.perf_counter()
+    step()
+    times.append(time.perf_counter() - start)
+if lamina.rank() == 0:
+    print(statistics.median(times))
+""" % {"hidden": HIDDEN, "inter": INTER}
+
+
+def run(ranks, tokens, steps):
+    env = dict(os.environ, OMP_NUM_THREADS="1",
+               PYTHONPATH=str(BUILD / "python"))
+    script = [sys.executable, "-c", STEP, str(tokens), str(steps)]
+    command = (["mpirun.mpich", "-np", str(ranks), "-bind-to", "core",
+                *script] if ranks > 1 else ["taskset", "-c", "0", *script])
+    out = subprocess.run(command, env=env, check=True, capture_output=True,
+                         text=True).stdout
+    return float(out.strip().splitlines()[-1])
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--steps", type=int, default=5)
+    parser.add_argument("--output", type=pathlib.Path)
+    args = parser.parse_args()
+
+    rows = []
+    for tokens in TOKENS:
+        one, two = [], []
+        for _ in range(args.rounds):
+            one.append(run(1, tokens, args.steps))
+            two.append(run(2, tokens, args.steps))
+        a, b = statistics.median(one), statistics.median(two)
+        rows.append(f"| {tokens} | {a * 1e3:.1f} | {b * 1e3:.1f} | "
+                    f"{a / b:.2f}× |")
+        print(rows[-1], flush=True)
+
+    command = "/usr/bin/python3 bench/train_step_ranks.py " + " ".join(
+        f"--{k} {v}" for k, v in (("rounds", args.rounds),
+                                  ("steps", args.steps)))
+    table = "\n".join([
+        "# One training step: GPT-2 MLP, Megatron on 2 ranks vs 1 rank "
+        "(fp32, one thread per rank)",
+        "",
+        f"Command: `{command}` ({datetime.date.today()}; each rank a process "
+        "pinned to its own core).",
+        "",
+        f"Hidden {HIDDEN}, inter {INTER}: x + fc2(GELU(fc1(x))), loss = "
+        "mean(y²), backward, SGD with momentum 0.9 on each rank's "
+        "parameter blocks. Step times: medians over rounds of rank 0's "
+        "per-process median.",
+        "",
+        "| tokens | 1 rank ms | 2 ranks ms | speedup |",
+        "|---|---|---|---|",
+        *rows, ""])
+    print(table)
+    if args.output:
+        args.output.write_text(table)
+
+
+if __name__ == "__main__":
+    main()
