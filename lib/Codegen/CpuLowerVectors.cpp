@@ -14,7 +14,9 @@ namespace mlir::lamina {
 using namespace mlir;
 
 namespace {
-/// Lowers the vector ops of the scheduled tiles (after bufferization).
+/// Lowers the vector ops of the scheduled tiles (after bufferization); 8×8
+/// f32 transposes become AVX2 shuffles and blends (inline asm: the JIT
+/// initializes the native asm parser).
 constexpr StringLiteral kLowerVectorsScript = R"mlir(
 module attributes {transform.with_named_sequence} {
 transform.named_sequence @lower_vectors(%root: !transform.any_op {transform.readonly}) {
@@ -26,7 +28,7 @@ transform.named_sequence @lower_vectors(%root: !transform.any_op {transform.read
   } : !transform.any_op
   transform.apply_patterns to %f {
     transform.apply_patterns.vector.lower_outerproduct
-    transform.apply_patterns.vector.lower_transpose
+    transform.apply_patterns.vector.lower_transpose avx2_lowering_strategy = true
     transform.apply_patterns.vector.lower_broadcast
   } : !transform.any_op
   transform.apply_patterns to %f {

@@ -335,6 +335,8 @@ llvm::Error JitProgram::createEngine(ModuleOp module) {
 
   llvm::InitializeNativeTarget();
   llvm::InitializeNativeTargetAsmPrinter();
+  // The AVX2 transposes (lamina-cpu-lower-vectors) blend with inline asm.
+  llvm::InitializeNativeTargetAsmParser();
   auto machineBuilder = llvm::orc::JITTargetMachineBuilder::detectHost();
   if (!machineBuilder)
     return machineBuilder.takeError();
@@ -492,7 +494,7 @@ llvm::Error JitProgram::checkWorld() const {
 }
 
 llvm::Expected<JitProgram::PreparedArguments>
-JitProgram::prepare(llvm::ArrayRef<HostTensor> args) {
+JitProgram::prepare(std::vector<HostTensor> args) {
   // A pipeline runs one stage per rank, or every stage in a world of one.
   bool wholePipelineHere = !stageCalls.empty() && getActiveWorldSize() == 1;
   if (!wholePipelineHere)
@@ -547,7 +549,7 @@ JitProgram::prepare(llvm::ArrayRef<HostTensor> args) {
     prepared.tensors.push_back(spec.shardAxis && !block
                                    ? arg.getBlock(*spec.shardAxis, rank,
                                                   worldSize)
-                                   : arg);
+                                   : std::move(arg));
   if (packedWeights.empty())
     return prepared;
   std::vector<HostTensor> packed;

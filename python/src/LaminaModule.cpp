@@ -180,11 +180,11 @@ public:
       HostTensor tensor;
       tensor.kind = spec.kind;
       tensor.shape.assign(array.shape(), array.shape() + array.ndim());
-      tensor.bytes.resize(array.nbytes());
-      std::memcpy(tensor.bytes.data(), array.data(), array.nbytes());
+      auto *data = static_cast<const uint8_t *>(array.data());
+      tensor.bytes.assign(data, data + array.nbytes());
       tensors.push_back(std::move(tensor));
     }
-    auto prepared = program->prepare(tensors);
+    auto prepared = program->prepare(std::move(tensors));
     if (!prepared)
       raise(prepared.takeError());
     return std::make_shared<JitProgram::PreparedArguments>(

@@ -78,13 +78,13 @@ func.func @threaded(%x: tensor<512x1024xf32>, %w: tensor<4096x1024xf32>, %b: ten
 
 // -----
 
-// A transpose (the backward's Wᵀ) is tiled 16×16 and vectorized on its own,
-// before the matmul that consumes it is fused: no vector spans the whole
-// transposed panel.
+// A transpose (the backward's Wᵀ) is tiled 8×8 (AVX2's transpose, see
+// lamina-cpu-lower-vectors) and vectorized on its own, before the matmul that
+// consumes it is fused: no vector spans the whole transposed panel.
 // CHECK-LABEL: func.func @transpose_feeding_a_matmul
-// CHECK: scf.for %{{.*}} = %c0 to %c64 step %c16
-// CHECK: scf.for %{{.*}} = %c0 to %c512 step %c16
-// CHECK: vector.transfer_read %{{.*}} {in_bounds = [true, true], permutation_map = #{{.*}}} : tensor<16x16xf32>, vector<16x16xf32>
+// CHECK: scf.for %{{.*}} = %c0 to %c64 step %c8
+// CHECK: scf.for %{{.*}} = %c0 to %c512 step %c8
+// CHECK: vector.transfer_read %{{.*}} {in_bounds = [true, true], permutation_map = #{{.*}}} : tensor<8x8xf32>, vector<8x8xf32>
 // CHECK-NOT: vector<16x512xf32>
 // CHECK-NOT: vector<512x16xf32>
 func.func @transpose_feeding_a_matmul(%w: tensor<512x64xf32>) -> tensor<64x512xf32> {

@@ -82,7 +82,7 @@ TrainingStep::run(const JitProgram::PreparedArguments &prepared,
   for (size_t i = numResults; i < results->size(); ++i)
     backwardArgs.push_back(std::move((*results)[i]));
   backwardArgs.insert(backwardArgs.end(), cotangents.begin(), cotangents.end());
-  auto ready = backward->prepare(backwardArgs);
+  auto ready = backward->prepare(std::move(backwardArgs));
   if (!ready)
     return ready.takeError();
   return backward->run(*ready);

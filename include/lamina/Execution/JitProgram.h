@@ -70,7 +70,9 @@ public:
     /// `run`), packed weights last.
     std::vector<std::vector<HostTensor>> stageArguments;
   };
-  llvm::Expected<PreparedArguments> prepare(llvm::ArrayRef<HostTensor> args);
+  /// `args` are moved into the prepared arguments (a sharded one passed
+  /// whole gives way to this rank's block).
+  llvm::Expected<PreparedArguments> prepare(std::vector<HostTensor> args);
 
   /// Runs the entry once on prepared arguments. A result sharded over ranks
   /// (`shardAxis`) is this rank's block of it. A pipelined entry (split by
