@@ -328,20 +328,38 @@ static Value buildBlockedKeepMask(OpBuilder &b, Location loc, Value acc,
       ArrayRef<ReassociationIndices>{{0}, {1, 2}}, viewShape);
 }
 
+/// W[N, K] packed into Wp[N/B, K, B]. A weight that is the transpose of
+/// T[K, N] (the backward's dx = dy·W, dW = dyᵀ·x) is packed from T itself:
+/// Wp[n1, k, n0] = T[k, n1·B + n0] moves rows of B contiguous elements, and
+/// the transpose is left unused.
+static Value packWeight(OpBuilder &b, Location loc, Value weight,
+                        int64_t block) {
+  auto weightType = cast<RankedTensorType>(weight.getType());
+  int64_t n = weightType.getDimSize(0), k = weightType.getDimSize(1);
+  Value init = tensor::EmptyOp::create(
+      b, loc, ArrayRef<int64_t>{n / block, k, block},
+      weightType.getElementType());
+  OpFoldResult tile = b.getIndexAttr(block);
+  auto transpose = weight.getDefiningOp<linalg::TransposeOp>();
+  if (transpose && transpose.getPermutation() == ArrayRef<int64_t>{1, 0})
+    return linalg::PackOp::create(b, loc, transpose.getInput(), init,
+                                  /*innerDimsPos=*/{1}, {tile},
+                                  /*paddingValue=*/std::nullopt,
+                                  /*outerDimsPerm=*/{1, 0})
+        .getResult();
+  return linalg::PackOp::create(b, loc, weight, init, /*innerDimsPos=*/{0},
+                                {tile})
+      .getResult();
+}
+
 /// x[..., K]·W[N, K]ᵀ with W packed into Wp[N/B, K, B]: a [M, N/B, B]
 /// accumulator, the same memory as row-major [M, N].
 static Value buildBlockedMatmul(OpBuilder &b, Location loc, Value input,
                                 Value weight, Type accElt, int64_t block) {
   Value rows = flattenRows(b, loc, input);
   auto weightType = cast<RankedTensorType>(weight.getType());
-  int64_t n = weightType.getDimSize(0), k = weightType.getDimSize(1);
-  Value packedInit = tensor::EmptyOp::create(
-      b, loc, ArrayRef<int64_t>{n / block, k, block},
-      weightType.getElementType());
-  Value packed = linalg::PackOp::create(b, loc, weight, packedInit,
-                                        /*innerDimsPos=*/{0},
-                                        {b.getIndexAttr(block)})
-                     .getResult();
+  int64_t n = weightType.getDimSize(0);
+  Value packed = packWeight(b, loc, weight, block);
 
   Value acc = buildZeroAccumulator(b, loc,
                                    {tensor::getMixedSize(b, loc, rows, 0),

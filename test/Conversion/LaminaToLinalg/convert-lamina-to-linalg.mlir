@@ -152,6 +152,22 @@ func.func @blocked(%x: tensor<4x8xf32>, %w: tensor<32x8xf32>, %b: tensor<32xf32>
 
 // -----
 
+// A weight that is a transpose of T[K, N] (the backward's dx = dy·W) is
+// packed from T itself: Wp[n1, k, n0] = T[k, 16·n1 + n0], rows of 16
+// contiguous elements; the transpose is left unused.
+// BLOCK-LABEL: func.func @blocked_transposed_weight
+// BLOCK-SAME: (%[[DY:.+]]: tensor<4x8xf32>, %[[T:.+]]: tensor<8x32xf32>)
+func.func @blocked_transposed_weight(%dy: tensor<4x8xf32>, %t: tensor<8x32xf32>) -> tensor<4x32xf32> {
+  // BLOCK: %[[P:.+]] = linalg.pack %[[T]] outer_dims_perm = [1, 0] inner_dims_pos = [1] inner_tiles = [16] into %{{.*}} : tensor<8x32xf32> -> tensor<2x8x16xf32>
+  // BLOCK: linalg.generic {{.*}} ins(%[[DY]], %[[P]] : tensor<4x8xf32>, tensor<2x8x16xf32>)
+  %e = tensor.empty() : tensor<32x8xf32>
+  %w = linalg.transpose ins(%t : tensor<8x32xf32>) outs(%e : tensor<32x8xf32>) permutation = [1, 0]
+  %0 = lamina.matmul "fc" %dy, %w : (tensor<4x8xf32>, tensor<32x8xf32>) -> tensor<4x32xf32>
+  return %0 : tensor<4x32xf32>
+}
+
+// -----
+
 // With packed weights, the mask comes from one Philox call per four
 // elements: a generic over (m, N/4) with four i8 results, interleaved with
 // stride 4 and viewed like the [M, N/16, 16] accumulator.
