@@ -1,8 +1,7 @@
 """Training with lamina.build: the compiled module's parameters, torch.optim
 steps against eager PyTorch, prepared weights reused until a parameter
 changes, NumPy calls, the backward compiled once per shape, and programs
-the compiler does not differentiate (pipeline stages) raising at backward.
-Training on several ranks: test_training_ranks.py."""
+pipeline stages. Training on several ranks: test_training_ranks.py."""
 
 import copy
 
@@ -211,7 +210,10 @@ def test_lns_layers_carry_no_gradient_as_in_eager():
     assert not compiled(x).requires_grad
 
 
-def test_backward_through_pipeline_stages_raises():
+def test_backward_through_pipeline_stages():
+    """Two stages run whole in a world of one: the backward's stages (in
+    reverse order) give eager's gradients; on two ranks see
+    test_training_ranks.py."""
     torch.manual_seed(11)
     model = MLP()
     eager = copy.deepcopy(model)
@@ -219,10 +221,14 @@ def test_backward_through_pipeline_stages_raises():
     sch = lamina.create_schedule(model)
     sch["fc1"].cut_pipeline_stage()
     compiled = lamina.build(sch, (x,))
-    y = compiled(x)  # two stages run whole in a world of one
+    assert compiled.world_size == 2
+    leaf = x.clone().requires_grad_()
+    y = compiled(leaf)
     torch.testing.assert_close(y, eager(x), **TOL)
-    with pytest.raises(ScheduleError, match=r"ends a pipeline stage: backward "
-                       r"generation for programs split into pipeline stages "
-                       r"is not supported"):
-        y.sum().backward()
-    assert all(p.grad is None for p in compiled.parameters())
+    y.square().sum().backward()
+    x_ref = x.clone().requires_grad_()
+    eager(x_ref).square().sum().backward()
+    for (name, p), q in zip(compiled.named_parameters(), eager.parameters()):
+        torch.testing.assert_close(p.grad, q.grad, **TOL, msg=name)
+    torch.testing.assert_close(leaf.grad, x_ref.grad, **TOL)
+    assert "lamina.pipeline_reversed" in compiled.ir("training")

@@ -3,8 +3,9 @@
 blocks equal the matching blocks of eager PyTorch's gradients and input
 gradients are whole and equal (Megatron MLP, checkpointed, sequence
 parallel, head-sharded attention), train-mode dropout matches the unsharded
-program, a recipe without fc1's bwd_post is rejected at build, and 10 steps
-of SGD (momentum) and AdamW give eager's losses."""
+program, a recipe without fc1's bwd_post is rejected at build, 10 steps of
+SGD (momentum) and AdamW give eager's losses, and a two-stage pipeline
+trains (its backward stages in reverse order)."""
 
 import pathlib
 import subprocess
@@ -17,7 +18,8 @@ SCRIPT = pathlib.Path(__file__).with_name("training_on_ranks.py")
 CHECKS = {
     2: ["megatron_mlp", "megatron_mlp_checkpointed", "sequence_parallel_mlp",
         "megatron_attention", "dropout_in_train_mode",
-        "missing_bwd_post_is_rejected_at_build", "optimizer_steps"],
+        "missing_bwd_post_is_rejected_at_build", "optimizer_steps",
+        "pipeline_two_stages"],
     4: ["megatron_mlp", "sequence_parallel_mlp", "megatron_attention",
         "dropout_in_train_mode", "optimizer_steps"],
 }

@@ -45,6 +45,11 @@ def Lamina_Dialect : Dialect {
     /// Unit attribute on a layer: a pipeline stage ends after it.
     static constexpr ::llvm::StringLiteral kPipelineCutAttrName =
         "lamina.pipeline_cut";
+    /// Unit function attribute: the function's pipeline stages run in
+    /// reverse rank order, stage i of N on rank N - 1 - i (a backward pass,
+    /// whose first stage differentiates the forward's last).
+    static constexpr ::llvm::StringLiteral kPipelineReversedAttrName =
+        "lamina.pipeline_reversed";
     /// Function attribute: the pipeline stage a function computes.
     static constexpr ::llvm::StringLiteral kPipelineStageAttrName =
         "lamina.pipeline_stage";

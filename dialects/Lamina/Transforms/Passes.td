@@ -81,7 +81,10 @@ def LaminaSplitPipelineStages : Pass<"lamina-split-pipeline-stages",
     latter through, so stages exchange values with their neighbours only),
     and returns those that later stages use. `@f` calls the stages in
     order, so the single-process program is unchanged; on as many MPI ranks
-    as stages, Lamina's runtime runs stage i on rank i.
+    as stages, Lamina's runtime runs stage i on rank i — or on rank N − 1 − i
+    in a function marked `lamina.pipeline_reversed` (a generated backward,
+    whose first stage differentiates the forward's last). The cut may follow
+    any op (a layer, a layer's last piece, an op of a generated backward).
 
     ```mlir
     func.func @f(%x) { %h = lamina.linear "a" ... {lamina.pipeline_cut}
@@ -134,8 +137,14 @@ def LaminaGenerateBackward : Pass<"lamina-generate-backward",
     saved values and cotangents have per-rank types. `@f_backward` returns
     for a parameter this rank's block of its gradient (a replicated
     parameter's partial sums all-reduced) and for an input the whole
-    gradient (a sharded input's blocks all-gathered). Programs cut into
-    pipeline stages are not differentiated.
+    gradient (a sharded input's blocks all-gathered).
+
+    A program cut into pipeline stages (`lamina.pipeline_cut`) gets a
+    backward of as many stages in reverse order: a cut follows the last op
+    differentiating each forward stage, and `lamina.pipeline_reversed` on
+    `@f_backward` has lamina-split-pipeline-stages run its stage i of N on
+    rank N - 1 - i, where the forward's stage N - 1 - i ran. Tensor
+    parallelism inside pipeline stages is rejected.
 
     ```mlir
     func.func @f(%x: tensor<4x8xf32>, %w: tensor<16x8xf32>) -> tensor<4x16xf32> {

@@ -630,3 +630,24 @@ func.func @layer_norm_grad_dynamic(%x: tensor<4x?xf32>, %dy: tensor<4x?xf32>) {
   %a, %b, %c = lamina.layer_norm_grad %x, %dy eps 1.0e-05 : (tensor<4x?xf32>, tensor<4x?xf32>) -> (tensor<4x?xf32>, tensor<?xf32>, tensor<?xf32>)
   return
 }
+
+// -----
+
+// A pipeline stage ends after an op of a function.
+// expected-error @+1 {{'lamina.pipeline_cut' is a unit attribute of an op in a function}}
+module attributes {lamina.pipeline_cut} {
+}
+
+// -----
+
+// expected-error @+1 {{'lamina.pipeline_reversed' is a unit attribute of a function}}
+module attributes {lamina.pipeline_reversed} {
+}
+
+// -----
+
+func.func @from_sync_not_a_sync(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{'lamina.from_sync' must be a #lamina.sync}}
+  %0 = arith.negf %x {lamina.from_sync = 1 : i64} : tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}

@@ -321,11 +321,31 @@ LogicalResult LaminaDialect::verifyOperationAttribute(Operation *op,
                                 "function names to arrays of types";
     return success();
   }
-  if (attr.getName() == kCheckpointAttrName ||
-      attr.getName() == kPipelineCutAttrName) {
+  if (attr.getName() == kCheckpointAttrName) {
     if (!isa<UnitAttr>(attr.getValue()) || !isa<LaminaDialect>(op->getDialect()))
       return op->emitError() << "'" << attr.getName().getValue()
                              << "' is a unit attribute of lamina layers";
+    return success();
+  }
+  // A stage ends after a layer, a layer's last piece, or (in a generated
+  // backward) the last op differentiating a forward stage.
+  if (attr.getName() == kPipelineCutAttrName) {
+    if (!isa<UnitAttr>(attr.getValue()) ||
+        !isa_and_nonnull<FunctionOpInterface>(op->getParentOp()))
+      return op->emitError() << "'" << attr.getName().getValue()
+                             << "' is a unit attribute of an op in a function";
+    return success();
+  }
+  if (attr.getName() == kPipelineReversedAttrName) {
+    if (!isa<UnitAttr>(attr.getValue()) || !isa<FunctionOpInterface>(op))
+      return op->emitError() << "'" << kPipelineReversedAttrName
+                             << "' is a unit attribute of a function";
+    return success();
+  }
+  if (attr.getName() == kFromSyncAttrName) {
+    if (!isa<SyncAttr>(attr.getValue()))
+      return op->emitError() << "'" << kFromSyncAttrName
+                             << "' must be a #lamina.sync";
     return success();
   }
   if (attr.getName() == kResultLayoutsAttrName) {

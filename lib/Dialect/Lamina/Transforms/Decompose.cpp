@@ -15,7 +15,8 @@ using namespace mlir::lamina;
 
 namespace {
 /// Any linear layer → [fwd_pre sync] → matmul → [sync] → [bias_add] → [activation] →
-/// [dropout], every piece keeping the layer's path.
+/// [dropout], every piece keeping the layer's path (and the last one its
+/// pipeline cut).
 struct DecomposeLinearLayer
     : OpInterfaceRewritePattern<LinearLayerOpInterface> {
   using OpInterfaceRewritePattern::OpInterfaceRewritePattern;
@@ -45,6 +46,10 @@ struct DecomposeLinearLayer
     if (parts.dropout)
       value = DropoutOp::create(rewriter, loc, type, value, parts.dropout,
                                 parts.seed, parts.rank, parts.path);
+    // A pipeline stage that ended after the layer ends after its last piece.
+    if (op->hasAttr(LaminaDialect::kPipelineCutAttrName))
+      value.getDefiningOp()->setAttr(LaminaDialect::kPipelineCutAttrName,
+                                     rewriter.getUnitAttr());
     rewriter.replaceOp(op, value);
     return success();
   }

@@ -201,9 +201,29 @@ LogicalResult BackwardBuilder::run() {
     if (isDifferentiable(result))
       accumulate(result, entry->getArgument(numArgs + index));
 
-  for (Operation &op : llvm::reverse(body.without_terminator()))
+  // Pipeline stages: the backward of forward stage s is backward stage
+  // N - 1 - s; a cut follows the last op of each but the last.
+  DenseMap<Operation *, int64_t> stageOf;
+  int64_t numStages = 1;
+  for (Operation &op : body.without_terminator()) {
+    stageOf[&op] = numStages - 1;
+    if (op.hasAttr(LaminaDialect::kPipelineCutAttrName))
+      ++numStages;
+  }
+  int64_t current = numStages - 1;
+  for (Operation &op : llvm::reverse(body.without_terminator())) {
+    if (stageOf[&op] < current) {
+      if (!entry->empty())
+        entry->back().setAttr(LaminaDialect::kPipelineCutAttrName,
+                              builder.getUnitAttr());
+      current = stageOf[&op];
+    }
     if (failed(differentiate(&op)))
       return failure();
+  }
+  if (numStages > 1)
+    backward->setAttr(LaminaDialect::kPipelineReversedAttrName,
+                      builder.getUnitAttr());
 
   SmallVector<Value> gradients;
   for (BlockArgument argument : body.getArguments()) {
@@ -385,18 +405,18 @@ struct LaminaGenerateBackwardPass
                          "functions of one block");
       return signalPassFailure();
     }
-    if (Operation *cut = findPipelineCut(target)) {
-      cut->emitOpError("ends a pipeline stage: backward generation for "
-                       "programs split into pipeline stages is not "
-                       "supported; differentiate the unsplit program");
-      return signalPassFailure();
-    }
     // A sharded program is checked, then partitioned, then differentiated
     // rank by rank: each rule sees per-rank values and the collectives the
     // partitioner made, which it transposes.
     std::optional<ShardedArguments> sharded;
     if (std::optional<int64_t> worldSize = getWorldSize(module);
         worldSize && *worldSize > 1) {
+      if (Operation *cut = findPipelineCut(target)) {
+        cut->emitOpError("ends a pipeline stage of a sharded program: "
+                         "tensor parallelism inside pipeline stages is not "
+                         "supported");
+        return signalPassFailure();
+      }
       if (isPartitioned(module)) {
         target.emitOpError("is already partitioned; lamina-generate-backward "
                            "takes the sharded program before lamina-partition "

@@ -87,8 +87,10 @@ static LogicalResult splitFunction(func::FuncOp function) {
         builder, function.getLoc(),
         (function.getSymName() + "_stage" + Twine(index)).str(),
         builder.getFunctionType(argumentTypes, resultTypes));
+    bool reversed = function->hasAttr(LaminaDialect::kPipelineReversedAttrName);
     stage->setAttr(LaminaDialect::kPipelineStageAttrName,
-                   builder.getI64IntegerAttr(index));
+                   builder.getI64IntegerAttr(reversed ? count - 1 - index
+                                                      : index));
     Block *stageBody = stage.addEntryBlock();
     IRMapping mapping;
     mapping.map(inputs[index].getArrayRef(), stageBody->getArguments());
