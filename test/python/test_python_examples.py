@@ -37,3 +37,11 @@ def test_train_mlp():
     out = run([sys.executable, "train_mlp.py"])
     assert "step 4: loss" in out
     assert "every step equals eager PyTorch" in out
+
+
+def test_train_mlp_on_two_ranks():
+    out = run(["mpirun.mpich", "-np", "2", sys.executable,
+               "train_mlp_tensor_parallel.py"])
+    for rank in (0, 1):
+        assert f"rank {rank}, step 4: loss" in out
+        assert f"rank {rank}: every step equals eager PyTorch" in out

@@ -180,6 +180,61 @@ def check_dropout_in_train_mode():
     torch.testing.assert_close(x2.grad, x1.grad, **TOL)
 
 
+class Block(nn.Module):
+    """GPT-2's block as the importer takes it: LayerNorm, FusedQKV, q·kᵀ
+    scaled, softmax, ·v, the output projection, a residual; LayerNorm, the
+    MLP, a residual."""
+
+    def __init__(self, hidden=32, heads=4):
+        super().__init__()
+        self.hidden = hidden
+        self.ln_1 = nn.LayerNorm(hidden)
+        self.qkv = lamina.op.FusedQKV(hidden, heads, 1)
+        self.proj = nn.Linear(hidden, hidden)
+        self.scale = (hidden // heads) ** -0.5
+        self.ln_2 = nn.LayerNorm(hidden)
+        self.mlp = MLP(hidden, 4 * hidden)
+
+    def forward(self, x):
+        q, k, v = self.qkv(self.ln_1(x))
+        q = q.permute(0, 2, 1, 3)
+        k = k.permute(0, 2, 3, 1)
+        v = v.permute(0, 2, 1, 3)
+        probs = (torch.matmul(q, k) * self.scale).softmax(dim=-1)
+        heads = torch.matmul(probs, v).permute(0, 2, 1, 3)
+        merged = heads.reshape(x.shape[0], x.shape[1], self.hidden)
+        h = x + self.proj(merged)
+        return h + self.mlp(self.ln_2(h))
+
+
+def check_block_with_megatron_mlp():
+    """The block with its MLP Megatron-sharded (attention replicated):
+    gradients and 5 AdamW steps against eager."""
+    def make():
+        block = Block()
+        with torch.no_grad():  # LayerNorms with non-trivial parameters
+            for ln in (block.ln_1, block.ln_2):
+                ln.weight.uniform_(0.5, 1.5)
+                ln.bias.uniform_(-0.5, 0.5)
+        return block.eval()
+    gradients_vs_eager(seeded(make),
+                       lambda s: megatron(s, "mlp.fc_in", "mlp.fc_out"),
+                       (2, 8, 32))
+    model = seeded(make)
+    eager = copy.deepcopy(model)
+    batches = [inputs(2, 8, 32, seed=10 + i) for i in range(5)]
+    targets = [inputs(2, 8, 32, seed=30 + i) for i in range(5)]
+    sch = lamina.create_schedule(model, world_size=WORLD,
+                                 example_inputs=(batches[0],))
+    megatron(sch, "mlp.fc_in", "mlp.fc_out")
+    compiled = lamina.build(sch, (batches[0],))
+    adamw = lambda ps: torch.optim.AdamW(ps, lr=1e-3)
+    ours = losses(compiled, adamw, 5, batches, targets)
+    theirs = losses(eager, adamw, 5, batches, targets)
+    torch.testing.assert_close(torch.tensor(ours), torch.tensor(theirs),
+                               rtol=1e-4, atol=0)
+
+
 def check_pipeline_two_stages():
     """Two pipeline stages, one per rank: the backward runs them in reverse
     (rank 1 first), cotangents sent point to point; every rank gets every
