@@ -20,6 +20,12 @@ namespace lamina {
 void populateLaminaToLinalgPatterns(RewritePatternSet &patterns,
                                     int64_t weightBlock = 0);
 
+/// `activation_grad(x, matmul(dy, W))` (the backward's dH) → one matmul
+/// whose epilogue multiplies by the activation's derivative at x; applied
+/// by convert-lamina-to-linalg before the conversion.
+void populateActivationGradFusionPatterns(RewritePatternSet &patterns,
+                                          int64_t weightBlock = 0);
+
 #define GEN_PASS_REGISTRATION
 #include "lamina/Conversion/Passes.h.inc"
 

@@ -10,6 +10,7 @@
 #include "lamina/Lns/IR/Lns.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -97,9 +98,14 @@ struct EpilogueSteps {
   Value rank;                    // index: the process (partitioned programs)
   RankedTensorType valueType;    // the dropped value's (per-rank) type
   Value keepMask;                // i8, the source's shape: precomputed mask
+  /// The backward's `activation_grad` of a matmul (dy·W): the value times
+  /// `derivative`′(derivativeInput), the source's shape; first of all.
+  ActivationKindAttr derivative;
+  Value derivativeInput;
 
   bool empty() const {
-    return !bias && !activation && !(dropout && dropout.isActive());
+    return !bias && !activation && !(dropout && dropout.isActive()) &&
+           !derivative;
   }
 };
 } // namespace
@@ -183,6 +189,10 @@ static Value buildEpilogue(OpBuilder &b, Location loc, Value source,
     inputs.push_back(steps.keepMask);
     maps.push_back(identity);
   }
+  if (steps.derivative) {
+    inputs.push_back(steps.derivativeInput);
+    maps.push_back(identity);
+  }
   Value init = inPlace ? source : emptyLike(b, loc, source, resultElt);
   maps.push_back(identity);
 
@@ -204,6 +214,10 @@ static Value buildEpilogue(OpBuilder &b, Location loc, Value source,
         Value bias = steps.bias ? args[next++] : Value();
         Value value = toF32(inPlace ? args.back() : args[next++]);
         Value mask = steps.keepMask ? args[next++] : Value();
+        if (steps.derivative)
+          value = buildActivationDerivative(nb, nloc,
+                                            steps.derivative.getValue(),
+                                            toF32(args[next++]), value);
         if (bias)
           value = arith::AddFOp::create(nb, nloc, value, toF32(bias));
         if (steps.activation)
@@ -417,6 +431,24 @@ static Value buildFloatLinear(OpBuilder &b, Location loc, Value input,
       weightBlock % 4 == 0 &&
       (!steps.dropout.getShardAxis() || shardRunLength(steps) % 4 == 0))
     steps.keepMask = buildBlockedKeepMask(b, loc, acc, steps);
+  if (steps.derivative) {
+    // Viewed like the accumulator: [M, N], or [M, N/B, B] when blocked.
+    Value rows = flattenRows(b, loc, steps.derivativeInput);
+    if (blocked) {
+      auto rowsType = cast<RankedTensorType>(rows.getType());
+      int64_t n = weightType.getDimSize(0);
+      SmallVector<OpFoldResult> shape = {tensor::getMixedSize(b, loc, rows, 0),
+                                         b.getIndexAttr(n / weightBlock),
+                                         b.getIndexAttr(weightBlock)};
+      rows = tensor::ExpandShapeOp::create(
+          b, loc,
+          RankedTensorType::get({rowsType.getDimSize(0), n / weightBlock,
+                                 weightBlock},
+                                rowsType.getElementType()),
+          rows, ArrayRef<ReassociationIndices>{{0}, {1, 2}}, shape);
+    }
+    steps.derivativeInput = rows;
+  }
   if (blocked && steps.bias) {
     int64_t n = weightType.getDimSize(0);
     auto biasType = cast<RankedTensorType>(steps.bias.getType());
@@ -634,6 +666,13 @@ struct ConvertLaminaToLinalgPass
     if (unpartitioned.wasInterrupted())
       return signalPassFailure();
 
+    // The backward's activation derivatives join the matmuls producing
+    // their cotangents first.
+    RewritePatternSet fusion(&getContext());
+    populateActivationGradFusionPatterns(fusion, weightBlock);
+    if (failed(applyPatternsGreedily(root, std::move(fusion))))
+      return signalPassFailure();
+
     ConversionTarget target(getContext());
     target.addIllegalDialect<LaminaDialect>();
     target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
@@ -644,6 +683,39 @@ struct ConvertLaminaToLinalgPass
   }
 };
 } // namespace
+
+namespace {
+/// activation_grad(x, matmul(dy, Wᵀ)) — the backward's dH = (dY·W)·act′(x) —
+/// as one matmul whose epilogue multiplies by act′(x): no pass of its own
+/// over dH.
+struct FuseActivationGradIntoMatmul : OpRewritePattern<ActivationGradOp> {
+  FuseActivationGradIntoMatmul(MLIRContext *context, int64_t weightBlock)
+      : OpRewritePattern(context), weightBlock(weightBlock) {}
+  int64_t weightBlock;
+  LogicalResult matchAndRewrite(ActivationGradOp op,
+                                PatternRewriter &rewriter) const override {
+    auto matmul = op.getCotangent().getDefiningOp<MatmulOp>();
+    if (!matmul || !matmul->hasOneUse() || isLns(matmul.getInput()) ||
+        matmul.getType() != op.getType())
+      return failure();
+    EpilogueSteps steps;
+    steps.derivative = op.getKindAttr();
+    steps.derivativeInput = op.getInput();
+    Value fused = buildFloatLinear(rewriter, op.getLoc(), matmul.getInput(),
+                                   matmul.getWeight(), steps, op.getType(),
+                                   weightBlock);
+    rewriter.replaceOp(op, fused);
+    rewriter.eraseOp(matmul);
+    return success();
+  }
+};
+} // namespace
+
+void mlir::lamina::populateActivationGradFusionPatterns(
+    RewritePatternSet &patterns, int64_t weightBlock) {
+  patterns.add<FuseActivationGradIntoMatmul>(patterns.getContext(),
+                                             weightBlock);
+}
 
 void mlir::lamina::populateLaminaToLinalgPatterns(RewritePatternSet &patterns,
                                                   int64_t weightBlock) {

@@ -168,6 +168,29 @@ func.func @blocked_transposed_weight(%dy: tensor<4x8xf32>, %t: tensor<8x32xf32>)
 
 // -----
 
+// The backward's dH = (dY·W)·GELU′(x): the derivative is the epilogue of the
+// matmul (x viewed like the [M, N/16, 16] accumulator), no pass of its own.
+// A matmul whose result is used again keeps its own epilogue-free form.
+// BLOCK-LABEL: func.func @activation_grad_of_matmul
+// BLOCK-SAME: (%[[DY:.+]]: tensor<4x8xf32>, %[[W:.+]]: tensor<32x8xf32>, %[[X:.+]]: tensor<4x32xf32>)
+func.func @activation_grad_of_matmul(%dy: tensor<4x8xf32>, %w: tensor<32x8xf32>, %x: tensor<4x32xf32>) -> (tensor<4x32xf32>, tensor<4x32xf32>, tensor<4x32xf32>) {
+  // BLOCK: %[[MM:.+]] = linalg.generic {{.*}} ins(%[[DY]], %{{.*}} : tensor<4x8xf32>, tensor<2x8x16xf32>) {{.*}} attrs = {lamina.stage = "matmul"}
+  // BLOCK: %[[XV:.+]] = tensor.expand_shape %[[X]] {{\[\[}}0], [1, 2]] output_shape [4, 2, 16] : tensor<4x32xf32> into tensor<4x2x16xf32>
+  // BLOCK: %[[E:.+]] = linalg.generic {{.*}} ins(%[[XV]] : tensor<4x2x16xf32>) outs(%[[MM]] : tensor<4x2x16xf32>) attrs = {lamina.stage = "epilogue"}
+  // BLOCK: math.tanh
+  // BLOCK: tensor.collapse_shape %[[E]]
+  // BLOCK-NOT: lamina.activation_grad
+  %dh = lamina.matmul "fc2" %dy, %w : (tensor<4x8xf32>, tensor<32x8xf32>) -> tensor<4x32xf32>
+  %g = lamina.activation_grad "fc1" gelu_tanh %x, %dh : tensor<4x32xf32>
+  // BLOCK: linalg.generic {{.*}} attrs = {lamina.stage = "matmul"}
+  // BLOCK: linalg.generic {{.*}} ins(%[[X]], %{{.*}} : tensor<4x32xf32>, tensor<4x32xf32>)
+  %dh2 = lamina.matmul "fc2" %dy, %w : (tensor<4x8xf32>, tensor<32x8xf32>) -> tensor<4x32xf32>
+  %g2 = lamina.activation_grad "fc1" relu %x, %dh2 : tensor<4x32xf32>
+  return %g, %g2, %dh2 : tensor<4x32xf32>, tensor<4x32xf32>, tensor<4x32xf32>
+}
+
+// -----
+
 // With packed weights, the mask comes from one Philox call per four
 // elements: a generic over (m, N/4) with four i8 results, interleaved with
 // stride 4 and viewed like the [M, N/16, 16] accumulator.
