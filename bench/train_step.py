@@ -2,7 +2,9 @@
 """One training step compiled by Lamina against eager PyTorch on OpenBLAS.
 
 The GPT-2 MLP (hidden 1024, inter 4096: fc1 + GELU(tanh), fc2, residual),
-fp32, one thread, 512 and 2048 tokens. A step is forward, loss, backward and
+fp32, one thread, 512 and 2048 tokens; and a GPT-2 block (LayerNorm,
+FusedQKV, softmax attention, output projection, MLP; hidden 256, 4 heads,
+batch 8 of 64 tokens). A step is forward, loss, backward and
 an SGD (momentum 0.9) step on the parameters. Each round runs both
 contenders once, in separate processes pinned to one core (PyTorch with
 LD_LIBRARY_PATH=.../openblas-pthread), and the table reports medians over
@@ -27,7 +29,11 @@ OPENBLAS_DIR = "/usr/lib/x86_64-linux-gnu/openblas-pthread"
 HIDDEN, INTER = 1024, 4096
 TOKENS = [512, 2048]
 
-# The model both scripts run, as source.
+# A GPT-2 block as the importer takes it: hidden 256, 4 heads, batch 8 of
+# 64 tokens.
+BLOCK_SHAPE = (8, 64, 256)
+
+# The models both scripts run, as source: MLP(tokens) and Block.
 MODEL = r"""
 class MLP(nn.Module):
     def __init__(self):
@@ -37,19 +43,49 @@ class MLP(nn.Module):
         self.fc2 = nn.Linear(%(inter)d, %(hidden)d)
     def forward(self, x):
         return x + self.fc2(self.act(self.fc1(x)))
-""" % {"hidden": HIDDEN, "inter": INTER}
+
+class Block(nn.Module):
+    def __init__(self, hidden=%(block_hidden)d, heads=4):
+        super().__init__()
+        import lamina
+        self.hidden = hidden
+        self.ln_1 = nn.LayerNorm(hidden)
+        self.qkv = lamina.op.FusedQKV(hidden, heads, 1)
+        self.proj = nn.Linear(hidden, hidden)
+        self.scale = (hidden // heads) ** -0.5
+        self.ln_2 = nn.LayerNorm(hidden)
+        self.fc1 = nn.Linear(hidden, 4 * hidden)
+        self.act = nn.GELU(approximate="tanh")
+        self.fc2 = nn.Linear(4 * hidden, hidden)
+    def forward(self, x):
+        q, k, v = self.qkv(self.ln_1(x))
+        q = q.permute(0, 2, 1, 3)
+        k = k.permute(0, 2, 3, 1)
+        v = v.permute(0, 2, 1, 3)
+        probs = (torch.matmul(q, k) * self.scale).softmax(dim=-1)
+        heads = torch.matmul(probs, v).permute(0, 2, 1, 3)
+        merged = heads.reshape(x.shape[0], x.shape[1], self.hidden)
+        h = x + self.proj(merged)
+        return h + self.fc2(self.act(self.fc1(self.ln_2(h))))
+
+def make(model_name, tokens):
+    if model_name == "block":
+        return Block(), torch.randn(*%(block_shape)r)
+    return MLP(), torch.randn(tokens, %(hidden)d)
+""" % {"hidden": HIDDEN, "inter": INTER, "block_hidden": BLOCK_SHAPE[2],
+       "block_shape": BLOCK_SHAPE}
 
 STEP = r"""
 import statistics, sys, time
 import torch
 from torch import nn
 torch.set_num_threads(1)
-tokens, steps, contender = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+model_name, tokens, steps, contender = (sys.argv[1], int(sys.argv[2]),
+                                        int(sys.argv[3]), sys.argv[4])
 
 %(model)s
 torch.manual_seed(0)
-model = MLP()
-x = torch.randn(tokens, %(hidden)d)
+model, x = make(model_name, tokens)
 if contender == "lamina":
     import lamina
     sch = lamina.create_schedule(model)
@@ -70,7 +106,7 @@ for _ in range(steps):
     step()
     times.append(time.perf_counter() - start)
 print(statistics.median(times))
-""" % {"hidden": HIDDEN, "inter": INTER, "model": MODEL}
+""" % {"model": MODEL}
 
 SAVED = r"""
 import sys, torch
@@ -79,11 +115,13 @@ import lamina
 from lamina import _lamina
 
 %(model)s
-tokens, checkpoint = int(sys.argv[1]), sys.argv[2] == "1"
-sch = lamina.create_schedule(MLP(), example_inputs=(torch.randn(tokens, %(hidden)d),))
+model_name, tokens, checkpoint = (sys.argv[1], int(sys.argv[2]),
+                                  sys.argv[3] == "1")
+model, x = make(model_name, tokens)
+sch = lamina.create_schedule(model, example_inputs=(x,))
 if checkpoint:
     sch["fc1"].checkpoint()
-imported = sch.trace((torch.randn(tokens, %(hidden)d),))
+imported = sch.trace((x,))
 ir = _lamina.transform_ir(sch.scheduled_ir(), "",
                           "lamina-generate-backward{function=%%s}" %% imported.entry)
 forward = _lamina.Program(ir, imported.entry + "_forward", "lamina-cpu-pipeline")
@@ -95,7 +133,7 @@ for dtype, shape, _ in forward.results[imported.num_results:]:
         count *= dim
     saved += count * sizes.get(str(dtype), 4)
 print(saved)
-""" % {"hidden": HIDDEN, "inter": INTER, "model": MODEL}
+""" % {"model": MODEL}
 
 
 def run(code, args, openblas):
@@ -118,15 +156,19 @@ def main():
     args = parser.parse_args()
 
     rows = []
-    for tokens in TOKENS:
+    cases = [("mlp", tokens, f"MLP, {tokens} tokens") for tokens in TOKENS]
+    cases.append(("block", 0, "block, {} × {} tokens, hidden {}".format(
+        *BLOCK_SHAPE)))
+    for model, tokens, label in cases:
         eager, compiled = [], []
         for _ in range(args.rounds):
-            eager.append(run(STEP, [tokens, args.steps, "eager"], True))
-            compiled.append(run(STEP, [tokens, args.steps, "lamina"], False))
-        plain = int(run(SAVED, [tokens, 0], False))
-        checkpointed = int(run(SAVED, [tokens, 1], False))
+            eager.append(run(STEP, [model, tokens, args.steps, "eager"], True))
+            compiled.append(run(STEP, [model, tokens, args.steps, "lamina"],
+                                False))
+        plain = int(run(SAVED, [model, tokens, 0], False))
+        checkpointed = int(run(SAVED, [model, tokens, 1], False))
         e, c = statistics.median(eager), statistics.median(compiled)
-        rows.append(f"| {tokens} | {e * 1e3:.1f} | {c * 1e3:.1f} | "
+        rows.append(f"| {label} | {e * 1e3:.1f} | {c * 1e3:.1f} | "
                     f"{e / c:.2f}× | {plain / 2**20:.1f} | "
                     f"{checkpointed / 2**20:.1f} |")
         print(rows[-1], flush=True)
@@ -135,18 +177,22 @@ def main():
         f"--{k} {v}" for k, v in (("rounds", args.rounds),
                                   ("steps", args.steps)))
     table = "\n".join([
-        "# One training step: GPT-2 MLP, compiled vs eager (fp32, one thread)",
+        "# One training step: GPT-2 MLP and block, compiled vs eager (fp32, "
+        "one thread)",
         "",
         f"Command: `{command}` ({datetime.date.today()}, one core pinned per "
         "process).",
         "",
-        f"Hidden {HIDDEN}, inter {INTER}: x + fc2(GELU(fc1(x))), loss = "
-        "mean(y²), backward, SGD with momentum 0.9. Step times are medians "
+        f"MLP: hidden {HIDDEN}, inter {INTER}, x + fc2(GELU(fc1(x))). "
+        "Block: LayerNorm, FusedQKV (4 heads), q·kᵀ scaled, softmax, ·v, the "
+        "output projection, residual; LayerNorm, MLP (4× hidden), residual. "
+        "loss = mean(y²), backward, SGD with momentum 0.9. Step times are "
+        "medians "
         "over rounds of per-process medians; eager PyTorch runs on OpenBLAS. "
         "Saved: the bytes the compiled forward keeps for the backward, "
         "without and with `checkpoint()` on fc1.",
         "",
-        "| tokens | eager ms | Lamina ms | speedup | saved MiB | saved MiB, "
+        "| model | eager ms | Lamina ms | speedup | saved MiB | saved MiB, "
         "fc1 checkpointed |",
         "|---|---|---|---|---|---|",
         *rows, ""])

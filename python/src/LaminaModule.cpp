@@ -58,7 +58,10 @@ py::dtype dtypeOf(ElementKind kind) {
 std::unique_ptr<MLIRContext> makeContext() {
   DialectRegistry registry;
   registerAllDialects(registry);
-  return std::make_unique<MLIRContext>(registry);
+  auto context = std::make_unique<MLIRContext>(registry);
+  // A Python user reads the diagnostic, not a dump of the op it is on.
+  context->printOpOnDiagnostic(false);
+  return context;
 }
 
 /// Parses `source`, raising ValueError with the parser's diagnostics.
