@@ -117,3 +117,30 @@ func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
   %y = lns.decode %c : tensor<4x!lns.num<f = 16>> -> tensor<4xf32>
   return %y : tensor<4xf32>
 }
+
+// -----
+
+// Only sums are differentiated among reductions.
+
+func.func @main(%x: tensor<4x8xf32>) -> tensor<4xf32> {
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<4xf32>) -> tensor<4xf32>
+  // expected-error @+1 {{'linalg.reduce' op backward is generated for sums (a single arith.addf of the element and the accumulator) only}}
+  %r = linalg.reduce ins(%x : tensor<4x8xf32>) outs(%f : tensor<4xf32>) dimensions = [1]
+    (%in: f32, %acc: f32) {
+      %a = arith.maximumf %in, %acc : f32
+      linalg.yield %a : f32
+    }
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+// A concatenation along a dynamic dim has no static offsets.
+
+func.func @main(%x: tensor<4x?xf32>, %y: tensor<4x8xf32>) -> tensor<4x?xf32> {
+  // expected-error @+1 {{'tensor.concat' op backward of a concatenation needs static sizes along the concatenated dim}}
+  %c = tensor.concat dim(1) %x, %y : (tensor<4x?xf32>, tensor<4x8xf32>) -> tensor<4x?xf32>
+  return %c : tensor<4x?xf32>
+}

@@ -1,8 +1,9 @@
 //===- UpstreamRules.cpp - Reverse-mode rules of upstream ops -------------===//
 //
 // The upstream ops the importer writes between layers: element-wise arith
-// on tensors (residuals, scaling), reshapes, transposes, the attention
-// batch matmuls, and fills (whose cotangent stops there).
+// on tensors (residuals, scaling), reshapes, slices, concatenations,
+// transposes, the attention batch matmuls, sums, and fills (whose cotangent
+// stops there).
 //
 //===----------------------------------------------------------------------===//
 
@@ -164,6 +165,125 @@ struct MatmulLikeRule : Rule<MatmulLikeRule<Op, Batched>, Op> {
   }
 };
 
+/// Sizes of the forward value `value`: its static shape, or (dynamic) those
+/// of its primal, which the backward then keeps.
+SmallVector<OpFoldResult> sizesOf(OpBuilder &b, Location loc,
+                                  ReverseState &state, Value value) {
+  auto type = cast<RankedTensorType>(value.getType());
+  if (type.hasStaticShape())
+    return getAsIndexOpFoldResult(b.getContext(), type.getShape());
+  return tensor::getMixedSizes(b, loc, state.getPrimal(value));
+}
+
+/// Zeros of the forward value `value`'s type.
+Value zerosOf(OpBuilder &b, Location loc, ReverseState &state, Value value) {
+  Type elt = cast<RankedTensorType>(value.getType()).getElementType();
+  Value zero = arith::ConstantOp::create(b, loc, b.getZeroAttr(elt));
+  Value empty =
+      tensor::EmptyOp::create(b, loc, sizesOf(b, loc, state, value), elt);
+  return linalg::FillOp::create(b, loc, zero, empty).getResult(0);
+}
+
+/// A slice: its cotangent placed where it was taken, zeros elsewhere.
+struct ExtractSliceRule : Rule<ExtractSliceRule, tensor::ExtractSliceOp> {
+  LogicalResult buildVectorJacobianProduct(Operation *op, OpBuilder &b,
+                                           ReverseState &state,
+                                           ArrayRef<Value> dys,
+                                           MutableArrayRef<Value> dxs) const {
+    auto slice = cast<tensor::ExtractSliceOp>(op);
+    Location loc = op->getLoc();
+    Value zeros = zerosOf(b, loc, state, slice.getSource());
+    dxs[0] = tensor::InsertSliceOp::create(
+        b, loc, dys[0], zeros, slice.getMixedOffsets(), slice.getMixedSizes(),
+        slice.getMixedStrides());
+    return success(); // offsets, sizes and strides are indices
+  }
+};
+
+/// dest with src written into a region: src's cotangent is that region of
+/// the cotangent, dest's the cotangent with the region zeroed (overwritten).
+struct InsertSliceRule : Rule<InsertSliceRule, tensor::InsertSliceOp> {
+  LogicalResult buildVectorJacobianProduct(Operation *op, OpBuilder &b,
+                                           ReverseState &state,
+                                           ArrayRef<Value> dys,
+                                           MutableArrayRef<Value> dxs) const {
+    auto insert = cast<tensor::InsertSliceOp>(op);
+    Location loc = op->getLoc();
+    auto offsets = insert.getMixedOffsets();
+    auto sizes = insert.getMixedSizes();
+    auto strides = insert.getMixedStrides();
+    dxs[0] = tensor::ExtractSliceOp::create(b, loc, insert.getSourceType(),
+                                            dys[0], offsets, sizes, strides);
+    Value zeros = zerosOf(b, loc, state, insert.getSource());
+    dxs[1] = tensor::InsertSliceOp::create(b, loc, zeros, dys[0], offsets,
+                                           sizes, strides);
+    return success();
+  }
+};
+
+/// Each input's cotangent is its part of the result's, along `dim`.
+struct ConcatRule : Rule<ConcatRule, tensor::ConcatOp> {
+  LogicalResult buildVectorJacobianProduct(Operation *op, OpBuilder &b,
+                                           ReverseState &state,
+                                           ArrayRef<Value> dys,
+                                           MutableArrayRef<Value> dxs) const {
+    auto concat = cast<tensor::ConcatOp>(op);
+    Location loc = op->getLoc();
+    int64_t dim = concat.getDim();
+    int64_t rank = concat.getResultType().getRank();
+    int64_t offset = 0;
+    for (auto [index, input] : llvm::enumerate(concat.getInputs())) {
+      auto type = cast<RankedTensorType>(input.getType());
+      if (type.isDynamicDim(dim))
+        return op->emitOpError("backward of a concatenation needs static "
+                               "sizes along the concatenated dim");
+      SmallVector<OpFoldResult> offsets(rank, b.getIndexAttr(0));
+      offsets[dim] = b.getIndexAttr(offset);
+      SmallVector<OpFoldResult> sizes = sizesOf(b, loc, state, input);
+      SmallVector<OpFoldResult> strides(rank, b.getIndexAttr(1));
+      dxs[index] = tensor::ExtractSliceOp::create(b, loc, type, dys[0],
+                                                  offsets, sizes, strides);
+      offset += type.getDimSize(dim);
+    }
+    return success();
+  }
+};
+
+/// A sum over `dimensions` into its init: the cotangent broadcast back over
+/// them to the input, and passed whole to the init.
+struct ReduceRule : Rule<ReduceRule, linalg::ReduceOp> {
+  LogicalResult buildVectorJacobianProduct(Operation *op, OpBuilder &b,
+                                           ReverseState &state,
+                                           ArrayRef<Value> dys,
+                                           MutableArrayRef<Value> dxs) const {
+    auto reduce = cast<linalg::ReduceOp>(op);
+    Block &body = reduce.getCombiner().front();
+    auto add = dyn_cast<arith::AddFOp>(&body.front());
+    bool isSum = reduce.getNumDpsInputs() == 1 && add &&
+                 body.getOperations().size() == 2 &&
+                 llvm::is_contained(
+                     ArrayRef<Value>{add.getLhs(), add.getRhs()},
+                     body.getArgument(0)) &&
+                 llvm::is_contained(
+                     ArrayRef<Value>{add.getLhs(), add.getRhs()},
+                     body.getArgument(1));
+    if (!isSum)
+      return op->emitOpError("backward is generated for sums (a single "
+                             "arith.addf of the element and the "
+                             "accumulator) only");
+    Location loc = op->getLoc();
+    Value input = reduce.getInputs()[0];
+    Value init = tensor::EmptyOp::create(
+        b, loc, sizesOf(b, loc, state, input),
+        cast<RankedTensorType>(input.getType()).getElementType());
+    dxs[0] = linalg::BroadcastOp::create(b, loc, dys[0], init,
+                                         reduce.getDimensions())
+                 .getResult()[0];
+    dxs[1] = dys[0];
+    return success();
+  }
+};
+
 /// A fill overwrites its init; nothing flows back.
 struct FillRule : Rule<FillRule, linalg::FillOp> {
   LogicalResult buildVectorJacobianProduct(Operation *, OpBuilder &,
@@ -185,6 +305,9 @@ void mlir::lamina::autodiff::registerUpstreamRules(DialectRegistry &registry) {
   registry.addExtension(+[](MLIRContext *context, tensor::TensorDialect *) {
     tensor::CollapseShapeOp::attachInterface<CollapseShapeRule>(*context);
     tensor::ExpandShapeOp::attachInterface<ExpandShapeRule>(*context);
+    tensor::ExtractSliceOp::attachInterface<ExtractSliceRule>(*context);
+    tensor::InsertSliceOp::attachInterface<InsertSliceRule>(*context);
+    tensor::ConcatOp::attachInterface<ConcatRule>(*context);
   });
   registry.addExtension(+[](MLIRContext *context, linalg::LinalgDialect *) {
     linalg::TransposeOp::attachInterface<TransposeRule>(*context);
@@ -193,5 +316,6 @@ void mlir::lamina::autodiff::registerUpstreamRules(DialectRegistry &registry) {
     linalg::BatchMatmulOp::attachInterface<
         MatmulLikeRule<linalg::BatchMatmulOp, true>>(*context);
     linalg::FillOp::attachInterface<FillRule>(*context);
+    linalg::ReduceOp::attachInterface<ReduceRule>(*context);
   });
 }
