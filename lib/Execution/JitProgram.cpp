@@ -28,6 +28,7 @@
 #include <cstdlib>
 #include <malloc.h>
 #include <mutex>
+#include <unistd.h>
 
 using namespace mlir;
 using namespace mlir::lamina;
@@ -83,7 +84,57 @@ llvm::Expected<ArgumentSpec> mlir::lamina::describeHostValue(Type type,
                              "%s has unsupported element type %s",
                              role.str().c_str(), spec.typeText.c_str());
   spec.kind = *kind;
+  if (auto tensor = dyn_cast<RankedTensorType>(type))
+    if (llvm::Error error = checkFitsInMemory(tensor, role))
+      return std::move(error);
   return spec;
+}
+
+llvm::Error mlir::lamina::checkFitsInMemory(RankedTensorType type,
+                                            StringRef role) {
+  if (!type.hasStaticShape() || !type.getElementType().isIntOrFloat())
+    return llvm::Error::success();
+  uint64_t bytes =
+      std::max<uint64_t>(1, type.getElementTypeBitWidth() / 8);
+  for (int64_t size : type.getShape())
+    if (__builtin_mul_overflow(bytes, static_cast<uint64_t>(size), &bytes))
+      return createStringError(std::errc::value_too_large,
+                               "%s of type %s: its size in bytes does not "
+                               "fit in 64 bits",
+                               role.str().c_str(),
+                               typeToString(type).c_str());
+  uint64_t memory = static_cast<uint64_t>(sysconf(_SC_PHYS_PAGES)) *
+                    static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  if (bytes > memory)
+    return createStringError(
+        std::errc::not_enough_memory,
+        "%s of type %s needs %.1f GiB, more than this machine's %.1f GiB of "
+        "memory",
+        role.str().c_str(), typeToString(type).c_str(),
+        bytes / double(1 << 30), memory / double(1 << 30));
+  return llvm::Error::success();
+}
+
+/// The first value of `function` (an argument, or an op's result) too
+/// large for this machine, as an error naming its op and location.
+static llvm::Error checkValuesFitInMemory(func::FuncOp function) {
+  llvm::Error found = llvm::Error::success();
+  function.walk([&](Operation *op) {
+    for (Value result : op->getResults()) {
+      auto type = dyn_cast<RankedTensorType>(result.getType());
+      if (!type)
+        continue;
+      std::string role;
+      llvm::raw_string_ostream os(role);
+      os << "the result of '" << op->getName() << "' at " << op->getLoc();
+      if (llvm::Error error = checkFitsInMemory(type, role)) {
+        found = std::move(error);
+        return WalkResult::interrupt();
+      }
+    }
+    return WalkResult::advance();
+  });
+  return found;
 }
 
 /// The calls of `function`'s body when it only calls pipeline stages (as
@@ -417,6 +468,8 @@ JitProgram::compile(OwningOpRef<ModuleOp> module, StringRef entry,
           program->describeSignature(function, isPartitioned(*module)))
     return std::move(error);
   if (llvm::Error error = program->describePipelineStages(function))
+    return std::move(error);
+  if (llvm::Error error = checkValuesFitInMemory(function))
     return std::move(error);
 
   // The host owns the inputs (weights are reused across calls): the

@@ -59,3 +59,23 @@ def test_errors():
         lamina.Program(linear_layer("linear", (4, 8), 16), entry="nope")
     with pytest.raises(ValueError, match="bad pipeline"):
         lamina.Program(linear_layer("linear", (4, 8), 16), pipeline="no-such")
+
+
+def test_values_too_large_for_memory_are_errors():
+    """A signature or a temporary that cannot be allocated is a ValueError
+    naming it when the program is compiled, not a crash when it runs."""
+    huge = "tensor<4611686018427387904x8xf32>"
+    with pytest.raises(ValueError, match=r"argument 0 of type tensor<4611686"
+                       r"018427387904x8xf32>: its size in bytes does not fit"):
+        lamina.Program(f"func.func @main(%x: {huge}) -> {huge} {{\n"
+                       f"  return %x : {huge}\n}}\n", "main",
+                       "lamina-cpu-pipeline")
+    big = "tensor<8x1000000x1000000xf32>"
+    with pytest.raises(ValueError, match=r"the result of 'tensor.empty' at "
+                       r".* needs 29802.3 GiB, more than this machine's"):
+        lamina.Program(
+            "func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {\n"
+            "  %z = arith.constant 0.0 : f32\n"
+            f"  %e = tensor.empty() : {big}\n"
+            f"  %f = linalg.fill ins(%z : f32) outs(%e : {big}) -> {big}\n"
+            "  return %x : tensor<4xf32>\n}\n", "main", "lamina-cpu-pipeline")

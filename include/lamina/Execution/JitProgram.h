@@ -33,6 +33,11 @@ struct ArgumentSpec {
 /// the message ("argument 2").
 llvm::Expected<ArgumentSpec> describeHostValue(Type type, llvm::StringRef role);
 
+/// Fails, naming `role`, when a static tensor of `type` does not fit in 64
+/// bits of bytes or in this machine's memory: what the host or the program
+/// would allocate is checked before anything runs.
+llvm::Error checkFitsInMemory(RankedTensorType type, llvm::StringRef role);
+
 /// A module compiled for the host CPU with a named pipeline and loaded with
 /// the MLIR ExecutionEngine. Inputs are never written; results are returned
 /// in fresh host tensors.
