@@ -14,6 +14,7 @@
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 
 namespace mlir::lamina {
 #define GEN_PASS_DEF_CONVERTLAMINATOGPU
@@ -293,6 +294,50 @@ static LogicalResult convertFunction(func::FuncOp func, KernelFamily family,
   return success();
 }
 
+/// Longest vector lamina-gpu-pipeline takes: a vector lives in a thread's
+/// registers (255 of 32 bits), and LLVM's NVPTX back end scalarizes longer
+/// ones element by element (vector<65536xf64> took minutes; absurd sizes
+/// ran out of memory).
+static constexpr int64_t kMaxGpuVectorElements = 1024;
+
+/// What the NVVM translation cannot handle in input IR, reported on the op
+/// instead of crashing LLVM: ops directly in a gpu.module that are neither
+/// functions nor globals, and vectors longer than kMaxGpuVectorElements.
+static LogicalResult checkTranslatable(ModuleOp module) {
+  WalkResult result = module.walk<WalkOrder::PreOrder>(
+      [](Operation *op) -> WalkResult {
+    if (auto kernels = dyn_cast_or_null<gpu::GPUModuleOp>(op->getParentOp()))
+      if (!isa<SymbolOpInterface>(op)) {
+        op->emitOpError("is directly in gpu.module @")
+            << kernels.getName()
+            << ": only functions and globals there can be translated to "
+               "PTX; put it inside a kernel";
+        return WalkResult::interrupt();
+      }
+    auto tooLong = [](Type type) {
+      auto vector = dyn_cast<VectorType>(type);
+      return vector && vector.getNumElements() > kMaxGpuVectorElements;
+    };
+    SmallVector<Type> types(op->getResultTypes());
+    llvm::append_range(types, op->getOperandTypes());
+    for (Region &region : op->getRegions())
+      for (Block &block : region)
+        llvm::append_range(types, block.getArgumentTypes());
+    if (auto function = dyn_cast<FunctionOpInterface>(op))
+      llvm::append_range(types, function.getArgumentTypes());
+    for (Type type : types)
+      if (tooLong(type)) {
+        op->emitOpError("uses ")
+            << type << ", longer than the " << kMaxGpuVectorElements
+            << " elements lamina-gpu-pipeline takes (a vector lives in a "
+               "thread's registers)";
+        return WalkResult::interrupt();
+      }
+    return WalkResult::advance();
+  });
+  return failure(result.wasInterrupted());
+}
+
 namespace {
 struct ConvertLaminaToGPUPass
     : lamina::impl::ConvertLaminaToGPUBase<ConvertLaminaToGPUPass> {
@@ -300,6 +345,8 @@ struct ConvertLaminaToGPUPass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    if (failed(checkTranslatable(module)))
+      return signalPassFailure();
     std::optional<KernelFamily> family = lookupGpuChip(chip);
     if (!family) {
       module.emitError() << "unknown GPU chip '" << chip << "': expected "

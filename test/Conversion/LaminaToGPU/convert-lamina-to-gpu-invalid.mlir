@@ -78,3 +78,26 @@ func.func @scalar_result(%x: tensor<16x64xbf16>, %w: tensor<64x64xbf16>, %seed: 
   %y = lamina.fused_linear "fc" %x, %w : (tensor<16x64xbf16>, tensor<64x64xbf16>) -> tensor<16x64xbf16>
   return %y, %seed : tensor<16x64xbf16>, i64
 }
+
+// -----
+
+// Only functions and globals directly in a gpu.module translate to PTX.
+module attributes {gpu.container_module} {
+  gpu.module @kernels {
+    // expected-error @below {{'nvvm.setmaxregister' op is directly in gpu.module @kernels: only functions and globals there can be translated to PTX; put it inside a kernel}}
+    nvvm.setmaxregister increase 232
+  }
+}
+
+// -----
+
+// Vectors live in a thread's registers: absurd lengths are rejected.
+module attributes {gpu.container_module} {
+  gpu.module @kernels {
+    // expected-error @below {{'gpu.func' op uses 'vector<65536xf64>', longer than the 1024 elements lamina-gpu-pipeline takes (a vector lives in a thread's registers)}}
+    gpu.func @k(%x: vector<65536xf64>) kernel {
+      %y = math.absf %x : vector<65536xf64>
+      gpu.return
+    }
+  }
+}
