@@ -66,6 +66,10 @@ static std::optional<TilePlan> planTiles(int64_t m, int64_t n1, int64_t k) {
   // cycle that never ends. It stays a loop nest.
   if (k == 1)
     return std::nullopt;
+  // An empty dim (no rows, no features, in_features = 0: a sum of nothing)
+  // has no tile; upstream's tiling divides by it. Loops of no iterations.
+  if (m == 0 || n1 == 0 || k == 0)
+    return std::nullopt;
   TilePlan plan;
   // Cache level (measured on Zen 3: see the CPU code-generation notes).
   if (m >= 1024 && m % 256 == 0 && n1 > 16 && n1 % 16 == 0) {
@@ -224,7 +228,7 @@ planElementwise(linalg::GenericOp op) {
     return std::nullopt;
   SmallVector<int64_t> ranges = op.getStaticLoopRanges();
   if (ranges.empty() || llvm::any_of(ranges, ShapedType::isDynamic) ||
-      ranges.back() % 16 != 0)
+      llvm::is_contained(ranges, 0) || ranges.back() % 16 != 0)
     return std::nullopt;
   Type element = getElementTypeOrSelf(op.getDpsInits()[0].getType());
   bool codes = element.isSignlessInteger(64) || element.isSignlessInteger(32);
@@ -264,7 +268,8 @@ planTranspose(linalg::TransposeOp op) {
       type.getRank() < 2)
     return std::nullopt;
   ArrayRef<int64_t> shape = type.getShape();
-  if (shape[shape.size() - 1] % 8 != 0 || shape[shape.size() - 2] % 8 != 0)
+  if (llvm::is_contained(shape, 0) || shape[shape.size() - 1] % 8 != 0 ||
+      shape[shape.size() - 2] % 8 != 0)
     return std::nullopt;
   SmallVector<int64_t> sizes(shape.size(), 1);
   sizes[sizes.size() - 1] = 8;
