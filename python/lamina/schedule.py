@@ -252,8 +252,27 @@ class SubSchedule:
                         "!transform.any_op")
 
 
-def create_schedule(model, world_size=1, example_inputs=None):
+def create_schedule(model, world_size=None, example_inputs=None):
     """A schedule of `model` for `world_size` ranks (Slapo's
     create_schedule). With `example_inputs` (a tuple of tensors fixing the
-    shapes) every primitive is checked by Lamina as it is applied."""
+    shapes) every primitive is checked by Lamina as it is applied.
+
+    `world_size` defaults to the size of the MPI world the process was
+    launched in (1 outside mpirun), as Slapo takes it from the launched
+    world. Under mpirun, an explicit world size must be that world's or 1
+    (the model replicated on every rank); any other raises ScheduleError.
+    Outside mpirun a schedule may name any world size, to be inspected or
+    compiled (running it needs `mpirun.mpich -np world_size`)."""
+    launched = _lamina.world_size()
+    if world_size is None:
+        world_size = launched
+    if isinstance(world_size, bool) or not isinstance(world_size, int):
+        raise ScheduleError(f"world_size must be an integer, got "
+                            f"{world_size!r}")
+    if launched > 1 and world_size not in (1, launched):
+        raise ScheduleError(
+            f"world_size={world_size} in an MPI world of {launched} ranks: a "
+            f"schedule runs on the launched world ({launched}) or replicated "
+            f"on every rank (1); launch with mpirun.mpich -np {world_size} "
+            f"or leave world_size out")
     return Schedule(model, world_size, example_inputs)

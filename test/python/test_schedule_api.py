@@ -445,3 +445,50 @@ def test_layer_norm_without_affine_and_scaled_matrices():
     model = Model().eval()
     compiled = lamina.build(lamina.create_schedule(model), (x, y))
     torch.testing.assert_close(compiled(x, y), model(x, y))
+
+
+WORLD_SIZE_SCRIPT = """
+import sys
+sys.path.insert(0, {python!r})
+import torch
+from torch import nn
+import lamina
+model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 16)).eval()
+x = torch.randn(4, 16)
+assert lamina.create_schedule(model).world_size == 2  # the launched world
+assert lamina.create_schedule(model, world_size=1).world_size == 1
+with torch.no_grad():
+    torch.testing.assert_close(
+        lamina.build(lamina.create_schedule(model, world_size=1), (x,))(x),
+        model(x))
+try:
+    lamina.create_schedule(model, world_size=4)
+except lamina.ScheduleError as error:
+    assert "world_size=4 in an MPI world of 2 ranks" in str(error), error
+else:
+    raise AssertionError("world_size=4 under mpirun -np 2 was accepted")
+print(f"rank {{lamina.rank()}}: world sizes ok", flush=True)
+"""
+
+
+def test_world_size_defaults_to_the_launched_world(tmp_path):
+    script = tmp_path / "world_size.py"
+    script.write_text(WORLD_SIZE_SCRIPT.format(
+        python=str(build_dir() / "python")))
+    completed = subprocess.run(
+        ["mpirun.mpich", "-np", "2", sys.executable, str(script)],
+        capture_output=True, text=True, timeout=300)
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    for rank in (0, 1):
+        assert f"rank {rank}: world sizes ok" in completed.stdout
+
+
+def test_world_size_outside_mpirun():
+    model = nn.Linear(16, 16)
+    assert lamina.create_schedule(model).world_size == 1
+    # A schedule for more ranks can be built and inspected here.
+    assert lamina.create_schedule(model, world_size=2).world_size == 2
+    for bad in (1.5, "2", True):
+        with pytest.raises(ScheduleError, match="world_size must be an "
+                           "integer"):
+            lamina.create_schedule(model, world_size=bad)

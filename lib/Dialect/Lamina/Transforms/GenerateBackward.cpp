@@ -266,6 +266,23 @@ static func::FuncOp buildForward(func::FuncOp function, ArrayRef<Value> saved,
   return forward;
 }
 
+/// Whether `function` shards a value: a sharded argument or a sync point.
+/// Without one, a program of several ranks computes the same on each (as a
+/// pipeline of stages does) and is differentiated as a program of one.
+static bool shardsValues(func::FuncOp function) {
+  for (BlockArgument argument : function.getArguments())
+    if (LayoutAttr layout = getDeclaredLayout(argument);
+        layout && layout.getKind() == LayoutKind::sharded)
+      return true;
+  WalkResult found = function.walk([](Operation *op) {
+    auto layer = dyn_cast<LinearLayerOpInterface>(op);
+    return isa<SyncOp>(op) || (layer && layer.getLayerSync())
+               ? WalkResult::interrupt()
+               : WalkResult::advance();
+  });
+  return found.wasInterrupted();
+}
+
 /// The first op of `function` that ends a pipeline stage, if any.
 static Operation *findPipelineCut(func::FuncOp function) {
   Operation *cut = nullptr;
@@ -410,7 +427,7 @@ struct LaminaGenerateBackwardPass
     // partitioner made, which it transposes.
     std::optional<ShardedArguments> sharded;
     if (std::optional<int64_t> worldSize = getWorldSize(module);
-        worldSize && *worldSize > 1) {
+        worldSize && *worldSize > 1 && shardsValues(target)) {
       if (Operation *cut = findPipelineCut(target)) {
         cut->emitOpError("ends a pipeline stage of a sharded program: "
                          "tensor parallelism inside pipeline stages is not "
