@@ -87,3 +87,56 @@ def test_pairwise_sum_is_an_explicit_other_order(name):
     np.testing.assert_array_equal(sequential, d["out_lastdim"])
     with pytest.raises(ValueError, match="order must be"):
         lns.sum(d["x"], f=f, order="tree")
+
+
+def test_base_f_is_validated():
+    """f is a whole number of fractional bits in [0, 52]: 10.5 is not
+    truncated, -1 is not wrapped to 4294967295."""
+    x = np.zeros(3, np.int64)
+    for bad in (10.5, "10", True):
+        with pytest.raises(ValueError, match=r"must be an integer, got "
+                           + repr(bad).replace(".", r"\.")):
+            lns.neg(x, f=bad)
+    for bad in (-1, 53):
+        with pytest.raises(ValueError, match=rf"must be in \[0, 52\], got "
+                           rf"{bad}$"):
+            lns.neg(x, f=bad)
+    assert np.array_equal(lns.neg(x, f=np.int64(10)), lns.neg(x, f=10))
+    with pytest.raises(ValueError, match="finite number greater than 1"):
+        lns.neg(x, b=float("inf"))
+
+
+def test_sum_axis_is_validated_as_numpy_does():
+    codes = lns.encode(np.arange(1.0, 7.0).reshape(2, 3), f=10)
+    for axis in (5, -3, (0, 2)):
+        with pytest.raises(np.AxisError):
+            lns.sum(codes, axis=axis, f=10)
+        with pytest.raises(np.AxisError):
+            np.sum(np.zeros((2, 3)), axis=axis)
+    with pytest.raises(ValueError, match="duplicate value in 'axis'"):
+        lns.sum(codes, axis=(1, -1), f=10)
+    with pytest.raises(TypeError, match="axis must be an integer"):
+        lns.sum(codes, axis=1.0, f=10)
+    # Negative axes within range are NumPy's.
+    assert np.array_equal(lns.sum(codes, axis=-1, f=10),
+                          lns.sum(codes, axis=1, f=10))
+
+
+def test_non_finite_numbers_have_no_code_in_either_path():
+    for value in (np.nan, np.inf, -np.inf):
+        x = np.array([1.0, value, 2.0])
+        with pytest.raises(ValueError, match=r"cannot encode .* \(at index "
+                           r"\(1,\)\) in LNS: only finite numbers"):
+            lns.encode(x, f=10)
+        with pytest.raises(ValueError, match="only finite numbers"):
+            lns_numpy.encode(x, 10)
+
+
+def test_division_by_zero_raises():
+    x = lns.encode(np.array([[1.0, 2.0], [3.0, 4.0]]), f=10)
+    y = lns.encode(np.array([[1.0, 0.0], [2.0, 5.0]]), f=10)
+    with pytest.raises(ZeroDivisionError, match=r"divisor is zero at index "
+                       r"\(0, 1\)"):
+        lns.div(x, y, f=10)
+    ones = lns.encode(np.ones((2, 2)), f=10)
+    assert np.array_equal(lns.div(x, ones, f=10), x)

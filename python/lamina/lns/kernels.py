@@ -15,6 +15,11 @@ import numpy as np
 from .._lamina import Program
 
 DEFAULT_F = 23
+# The largest f whose base 2^(2^-f) is not 1.0 in double (the lns dialect's
+# bound).
+MAX_F = 52
+# The code of zero: -(2^53) | 1.
+_ZERO = np.int64(-(2**53) | 1)
 
 
 def num_type(f=None, b=None):
@@ -28,10 +33,19 @@ def _num(f=None, b=None):
     if f is not None and b is not None:
         raise ValueError("give the base as f= or b=, not both")
     if b is not None:
-        if not b > 1.0:
-            raise ValueError(f"an LNS base must be greater than 1, got {b}")
+        if not (b > 1.0 and np.isfinite(b)):
+            raise ValueError(f"an LNS base must be a finite number greater "
+                             f"than 1, got {b}")
         return f"!lns.num<b = {float(b)!r}>"
-    return f"!lns.num<f = {DEFAULT_F if f is None else int(f)}>"
+    if f is None:
+        f = DEFAULT_F
+    if isinstance(f, (bool, np.bool_)) or not isinstance(f, (int, np.integer)):
+        raise ValueError(f"f (the fractional bits of the base) must be an "
+                         f"integer, got {f!r}")
+    if not 0 <= f <= MAX_F:
+        raise ValueError(f"f (the fractional bits of the base) must be in "
+                         f"[0, {MAX_F}], got {f}")
+    return f"!lns.num<f = {int(f)}>"
 
 
 def _tensor(shape, element):
@@ -53,9 +67,21 @@ def _codes(array):
     return np.ascontiguousarray(array, dtype=np.int64)
 
 
+def _check_finite(x):
+    """NaN and ±inf have no LNS code (the spec's encoding takes finite
+    numbers): a ValueError naming the first one, in every path alike."""
+    bad = ~np.isfinite(x)
+    if bad.any():
+        index = tuple(int(i) for i in np.argwhere(bad)[0])
+        raise ValueError(f"cannot encode {x[index]} (at index {index}) in "
+                         f"LNS: only finite numbers have codes")
+
+
 def encode(x, f=None, b=None):
-    """Floats → codes: x == 0 → zero, else roundHalfEven(log|x| / log b)."""
+    """Floats → codes: x == 0 → zero, else roundHalfEven(log|x| / log b).
+    NaN and ±inf raise ValueError (they have no code)."""
     x = np.ascontiguousarray(x, dtype=np.float64)
+    _check_finite(x)
     t = _tensor(x.shape, _num(f, b))
     source = f"""func.func @main(%x: {_tensor(x.shape, 'f64')}) -> {t} {{
   %0 = lns.encode %x : {_tensor(x.shape, 'f64')} -> {t}
@@ -118,6 +144,14 @@ def mul(x, y, f=None, b=None, y_f=None, y_b=None):
 
 
 def div(x, y, f=None, b=None, y_f=None, y_b=None):
+    """x / y; a zero in y raises ZeroDivisionError (the spec's error; the
+    IR's lns.div returns an unspecified code there)."""
+    zeros = (_codes(y) | 1) == _ZERO
+    if zeros.any():
+        index = tuple(int(i) for i in np.argwhere(zeros)[0]) \
+            if zeros.ndim else ()
+        raise ZeroDivisionError(f"LNS division by zero (the divisor is zero "
+                                f"at index {index})")
     return _binary("div", x, y, f, b, y_f, y_b, "ideal")
 
 
@@ -138,8 +172,19 @@ def sum(codes, axis=None, f=None, b=None, sbdb="ideal",  # noqa: A001
                          f"{order!r}")
     codes = _codes(codes)
     rank = codes.ndim
-    dims = list(range(rank)) if axis is None else sorted(
-        a % rank for a in np.atleast_1d(axis))
+    if axis is None:
+        dims = list(range(rank))
+    else:
+        axes = np.atleast_1d(axis)
+        if axes.dtype.kind not in "iu":
+            raise TypeError(f"axis must be an integer or a tuple of "
+                            f"integers, got {axis!r}")
+        for a in axes:
+            if not -rank <= a < rank:
+                raise np.AxisError(int(a), rank)
+        dims = sorted(int(a) % rank for a in axes)
+        if len(set(dims)) != len(dims):
+            raise ValueError(f"duplicate value in 'axis': {axis!r}")
     kept = [s for d, s in enumerate(codes.shape) if d not in dims]
     element = _num(f, b)
     t = _tensor(codes.shape, element)

@@ -19,7 +19,10 @@ def is_zero(p):
 
 
 def encode(x, f):
+    """NaN and ±inf have no code: ValueError, as lamina.lns.encode."""
     x = np.asarray(x, dtype=np.float64)
+    if not np.isfinite(x).all():
+        raise ValueError("only finite numbers have LNS codes")
     b = base_of(f)
     with np.errstate(divide="ignore"):
         e = np.rint(np.log(np.abs(x)) / np.log(b))
