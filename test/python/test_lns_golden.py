@@ -135,12 +135,25 @@ def test_golden(tmp_path, path):
         pytest.fail(f"unknown golden op {op}")
 
 
-@pytest.mark.parametrize("f", [4, 8, 10, 12])
+def first_zero_sbdb_row(f):
+    """The first z = −i (i ≥ 1) where the ideal sbdb is 0 for both signs,
+    in NumPy: the extent of the table."""
+    base = 2.0 ** (2.0 ** -f)
+    i = 1
+    while True:
+        sums = 1.0 + np.array([1.0, -1.0]) * base ** -float(i)
+        if not np.rint(np.log(np.abs(sums)) / np.log(base)).any():
+            return i
+        i += 1
+
+
+@pytest.mark.parametrize("f", [0, 1, 2, 4, 8, 10, 12])
 def test_table_equals_ideal_everywhere(tmp_path, f):
     """table mode against ideal for every z of the table and beyond, both
-    signs: x = +1 (code 0), y = ±b^e for e = 0 down to past the table."""
-    base = 2.0 ** (2.0 ** -f)
-    extent = int(-2.0 * round(np.log(base - 1.0) / np.log(base))) + 1
+    signs: x = +1 (code 0), y = ±b^e for e = 0 down to past the table. At
+    f = 0 the reference's table bound, 2·round(log_b(b − 1)) = 0, would miss
+    z = −1, where sbdb is +1 or −1."""
+    extent = first_zero_sbdb_row(f)
     exponents = np.arange(0, -(extent + 1000), -1, dtype=np.int64)
     y = np.concatenate([exponents * 2, exponents * 2 + 1])
     x = np.zeros_like(y)

@@ -114,25 +114,38 @@ bool mlir::lamina::lns::isNarrowSbdb(NumType type) {
   return largest < std::ldexp(1.0, 29) - 2;
 }
 
+/// The ideal sbdb at z = −i for operands of equal or opposite signs, as
+/// `ideal` mode computes it (z = 0 with opposite signs is an exact
+/// cancellation, handled before any table is read: 0 here).
+static int32_t idealSbdbAt(NumType type, int64_t i, bool oppositeSigns) {
+  double sum = (oppositeSigns ? -1.0 : 1.0) +
+               std::pow(type.getBase(), -static_cast<double>(i));
+  return sum == 0.0 ? 0
+                    : static_cast<int32_t>(std::nearbyint(
+                          std::log(std::fabs(sum)) / type.getLogBase()));
+}
+
 int64_t mlir::lamina::lns::getSbdbTableSize(NumType type) {
+  // The reference's bound, 2·round(log_b(b − 1)), misses rows where sbdb
+  // is not yet 0 when it is small (f = 0: z = −1, sbdb ±1): the table ends
+  // at the first z < 0 where both signs' sbdb is 0, as |sbdb| only
+  // decreases from there.
   double base = type.getBase();
   double lowest = 2.0 * std::round(std::log(base - 1.0) / type.getLogBase());
-  return static_cast<int64_t>(-lowest) + 1;
+  int64_t size = static_cast<int64_t>(-lowest) + 1;
+  auto isZeroRow = [&](int64_t i) {
+    return idealSbdbAt(type, i, false) == 0 && idealSbdbAt(type, i, true) == 0;
+  };
+  while (!isZeroRow(size))
+    ++size;
+  return size;
 }
 
 /// One sign's ideal sbdb values for z = 0, −1, ..., −(size − 1).
 static std::vector<int32_t> computeSbdbTable(NumType type, bool oppositeSigns) {
-  double base = type.getBase(), logBase = type.getLogBase();
-  double one = oppositeSigns ? -1.0 : 1.0;
   std::vector<int32_t> table(getSbdbTableSize(type));
-  for (size_t i = 0; i < table.size(); ++i) {
-    double sum = one + std::pow(base, -static_cast<double>(i));
-    // z = 0 with opposite signs is an exact cancellation, handled before
-    // the table is read.
-    table[i] = sum == 0.0 ? 0
-                          : static_cast<int32_t>(std::nearbyint(
-                                std::log(std::fabs(sum)) / logBase));
-  }
+  for (size_t i = 0; i < table.size(); ++i)
+    table[i] = idealSbdbAt(type, i, oppositeSigns);
   return table;
 }
 

@@ -26,8 +26,9 @@ struct SbdbTables {
   int64_t size = 0;
 };
 
-/// The number of table entries for `type`: z from 0 down to
-/// 2·round(log_b(b − 1)), past which sbdb is 0 for both signs.
+/// The number of table entries for `type`: z from 0 down to the last z
+/// where sbdb is not 0 for some sign (at least the reference's bound,
+/// 2·round(log_b(b − 1))); past it sbdb is 0 for both signs.
 int64_t getSbdbTableSize(NumType type);
 
 /// The ideal sbdb values of `type`'s table in the layout of SbdbTables
