@@ -151,8 +151,8 @@ def first_zero_sbdb_row(f):
 def test_table_equals_ideal_everywhere(tmp_path, f):
     """table mode against ideal for every z of the table and beyond, both
     signs: x = +1 (code 0), y = ±b^e for e = 0 down to past the table. At
-    f = 0 the reference's table bound, 2·round(log_b(b − 1)) = 0, would miss
-    z = −1, where sbdb is +1 or −1."""
+    f = 0 the closed-form bound 2·round(log_b(b − 1)) = 0 would miss z = −1,
+    where sbdb is +1 or −1."""
     extent = first_zero_sbdb_row(f)
     exponents = np.arange(0, -(extent + 1000), -1, dtype=np.int64)
     y = np.concatenate([exponents * 2, exponents * 2 + 1])

@@ -126,10 +126,10 @@ static int32_t idealSbdbAt(NumType type, int64_t i, bool oppositeSigns) {
 }
 
 int64_t mlir::lamina::lns::getSbdbTableSize(NumType type) {
-  // The reference's bound, 2·round(log_b(b − 1)), misses rows where sbdb
-  // is not yet 0 when it is small (f = 0: z = −1, sbdb ±1): the table ends
-  // at the first z < 0 where both signs' sbdb is 0, as |sbdb| only
-  // decreases from there.
+  // The closed-form bound 2·round(log_b(b − 1)) misses rows where sbdb is
+  // not yet 0 when it is small (f = 0: z = −1, sbdb ±1): the table ends at
+  // the first z < 0 where both signs' sbdb is 0, as |sbdb| only decreases
+  // from there.
   double base = type.getBase();
   double lowest = 2.0 * std::round(std::log(base - 1.0) / type.getLogBase());
   int64_t size = static_cast<int64_t>(-lowest) + 1;
