@@ -2,6 +2,8 @@
 compiled kernels against the NumPy spec, lazy shapes, and the same layers
 imported into lamina IR and built."""
 
+import warnings
+
 import numpy as np
 import pytest
 import torch
@@ -126,3 +128,28 @@ def test_tables_give_the_codes_of_ideal_mode():
         pipeline="lamina-decompose,lamina-fuse-epilogues,"
                  "convert-lamina-to-linalg,lamina-lns-tables")
     assert torch.equal(tables(x), ideal(x))
+
+
+def test_float32_outputs_warn_where_they_lose_codes():
+    """float32 holds every LNS value up to f = 22 (its 24-bit significand);
+    at f = 23 a float32 output re-encodes to other codes, so the layer
+    warns, once; float64 between layers keeps the codes."""
+    torch.manual_seed(1)
+    x = torch.randn(64, 16)
+    exact = lns.LNSLinear(16, 16, weight_f=16)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        exact(x)  # f = 16 in float32: exact, no warning
+    lossy = lns.LNSLinear(16, 16, weight_f=23)
+    with pytest.warns(lns.LNSPrecisionWarning, match=r"f = 23 returns "
+                      r"torch.float32.*x\.double\(\)"):
+        y32 = lossy(x)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        lossy(x)  # once per layer and dtype
+        y64 = lossy(x.double())
+    codes = lns.encode(y64.numpy(), f=23)
+    np.testing.assert_array_equal(
+        lns.encode(lns.decode(codes, f=23), f=23), codes)
+    lost = lns.encode(y32.double().numpy(), f=23) != codes
+    assert lost.any()  # what the warning is about

@@ -13,8 +13,8 @@ The kernels and layers are importable from here: ``lamina.lns.encode``,
 
 from .kernels import (DEFAULT_F, abs, add, decode, div, encode, linear,
                       matmul, mul, neg, num_type, sqrt, sub, sum)
-from .layers import LNSLazyLinear, LNSLinear
+from .layers import LNSLazyLinear, LNSLinear, LNSPrecisionWarning
 
 __all__ = ["DEFAULT_F", "abs", "add", "decode", "div", "encode", "linear",
            "matmul", "mul", "neg", "num_type", "sqrt", "sub", "sum",
-           "LNSLazyLinear", "LNSLinear"]
+           "LNSLazyLinear", "LNSLinear", "LNSPrecisionWarning"]

@@ -3,11 +3,44 @@ kernels of :mod:`lamina.lns.kernels`, bit-exact with the xlnstorch
 reference."""
 
 import math
+import warnings
 
 import torch
 from torch import nn
 
 from .kernels import DEFAULT_F, decode, encode, linear, num_type
+
+# Significand bits of the float types a layer may return.
+_SIGNIFICAND_BITS = {torch.float64: 53, torch.float32: 24, torch.float16: 11,
+                     torch.bfloat16: 8}
+
+
+class LNSPrecisionWarning(UserWarning):
+    """A layer's float output cannot hold its LNS values exactly: chained
+    LNS layers would re-encode other codes than the reference's."""
+
+
+def _fractional_bits(f, b):
+    """The base's fractional bits: f, or log2(1 / log2(b)) for b."""
+    return f if f is not None else -math.log2(math.log2(b))
+
+
+def _check_round_trip(layer, dtype):
+    """Warns once per layer when `dtype` loses codes of the layer's base:
+    a float of p significand bits holds every value of base 2^(2^-f) only
+    for f ≤ p − 2 (measured: float32 keeps all codes up to f = 22, loses
+    8% at f = 23)."""
+    bits = _SIGNIFICAND_BITS.get(dtype)
+    f = _fractional_bits(layer.weight_f, layer.weight_b)
+    if bits is None or f <= bits - 2 or layer._warned_dtype == dtype:
+        return
+    layer._warned_dtype = dtype
+    warnings.warn(
+        f"{type(layer).__name__} with f = {f:g} returns {dtype}, whose "
+        f"{bits}-bit significand cannot hold every LNS value of that base: "
+        f"the next LNS layer would encode other codes than the reference. "
+        f"Pass float64 inputs (x.double()) between LNS layers",
+        LNSPrecisionWarning, stacklevel=3)
 
 
 def _base(f, b, what):
@@ -40,6 +73,7 @@ class LNSLinear(nn.Module):
         num_type(self.bias_f, self.bias_b)
         self.in_features = in_features
         self.out_features = out_features
+        self._warned_dtype = None
         self.weight = None
         self.bias = None
         self._has_bias = bias
@@ -76,6 +110,7 @@ class LNSLinear(nn.Module):
         y = linear(x_codes, codes["weight"], codes.get("bias"),
                    f=self.weight_f, b=self.weight_b, bias_f=self.bias_f,
                    bias_b=self.bias_b)
+        _check_round_trip(self, x.dtype)
         return torch.from_numpy(
             decode(y, f=self.weight_f, b=self.weight_b)).to(x.dtype)
 
