@@ -173,7 +173,11 @@ def Lns_DivOp : Lns_BinaryOp<"div"> {
   let summary = "division: exponents subtract, signs xor";
   let description = [{
     `isZero(x) → Z`, else `(x − y + (y & 1)) ^ (y & 1)`. Dividing by zero is
-    an error (a constant zero divisor is rejected by the verifier).
+    an error: a constant zero divisor is rejected by the verifier; a zero
+    divisor at run time is not checked (the kernels stay branch-free) and
+    gives the formula's code `(x − Z + 1) ^ 1` for `y = Z`, which stands for
+    no value of the spec — callers that cannot rule it out check first, as
+    `lamina.lns.div` does (ZeroDivisionError).
 
     ```mlir
     %z = lns.div %x, %y : !lns.num<f = 23>, !lns.num<f = 23>

@@ -145,7 +145,7 @@ def mul(x, y, f=None, b=None, y_f=None, y_b=None):
 
 def div(x, y, f=None, b=None, y_f=None, y_b=None):
     """x / y; a zero in y raises ZeroDivisionError (the spec's error; the
-    IR's lns.div returns an unspecified code there)."""
+    IR's lns.div does not check at run time, see its documentation)."""
     zeros = (_codes(y) | 1) == _ZERO
     if zeros.any():
         index = tuple(int(i) for i in np.argwhere(zeros)[0]) \
