@@ -201,9 +201,7 @@ static llvm::Expected<func::FuncOp> lookupEntry(ModuleOp module,
                            entry.str().c_str(), known.c_str());
 }
 
-/// Runs the textual pipeline `pipeline` on `module`, with the pass manager
-/// and timing flags the tool registered (lamina-run does; Python does not).
-static llvm::Error runPasses(ModuleOp module, StringRef pipeline) {
+llvm::Error mlir::lamina::runPassPipeline(ModuleOp module, StringRef pipeline) {
   PassManager pm(module.getContext());
   (void)applyPassManagerCLOptions(pm);
   // The pass manager is anchored on the module: "builtin.module(a,b)" would
@@ -460,7 +458,7 @@ JitProgram::compile(OwningOpRef<ModuleOp> module, StringRef entry,
     return std::move(error);
   // The signature the host sees is read before compiling, on the whole
   // (or partitioned) program.
-  if (llvm::Error error = runPasses(*module, kHostPreparePipeline))
+  if (llvm::Error error = runPassPipeline(*module, kHostPreparePipeline))
     return std::move(error);
   func::FuncOp function = module->lookupSymbol<func::FuncOp>(entry);
   program->worldSize = mlir::lamina::getWorldSize(*module).value_or(1);
@@ -476,7 +474,7 @@ JitProgram::compile(OwningOpRef<ModuleOp> module, StringRef entry,
   // compiled code must never write them. Results come back through
   // out-parameters of a C-callable wrapper.
   makeHostCallable(function);
-  if (llvm::Error error = runPasses(*module, pipeline))
+  if (llvm::Error error = runPassPipeline(*module, pipeline))
     return std::move(error);
 
   // A program that declares several ranks but neither shards a value nor

@@ -98,15 +98,21 @@ def register_parameters(module, model):
     directly, as register_parameter would, because a top-level name of the
     model may equal an attribute of `module` (`ir`, `schedule`)."""
     for name, parameter in model.named_parameters():
-        *path, leaf = name.split(".")
-        owner = module
-        for part in path:
-            child = owner._modules.get(part)
-            if child is None:
-                child = nn.Module()
-                owner._modules[part] = child
-            owner = child
-        owner._parameters[leaf] = parameter
+        _set_parameter(module, name, parameter)
+
+
+def _set_parameter(module, name, parameter):
+    """`parameter` under the dotted `name` of `module`, through plain
+    submodules created where missing."""
+    *path, leaf = name.split(".")
+    owner = module
+    for part in path:
+        child = owner._modules.get(part)
+        if child is None:
+            child = nn.Module()
+            owner._modules[part] = child
+        owner = child
+    owner._parameters[leaf] = parameter
 
 
 def register_parameter_blocks(module, model, imported, program):
@@ -128,11 +134,7 @@ def register_parameter_blocks(module, model, imported, program):
         block = nn.Parameter(
             tensor.detach().narrow(axis, rank * size, size).clone(),
             requires_grad=tensor.requires_grad)
-        *path, leaf = name.split(".")
-        owner = module
-        for part in path:
-            owner = owner._modules[part]
-        owner._parameters[leaf] = block
+        _set_parameter(module, name, block)
         own[name] = block
 
 

@@ -12,6 +12,7 @@ import torch.nn.functional as F
 from torch import nn
 
 import lamina
+from test_training import GPT2Block
 
 TOL = dict(rtol=1e-5, atol=1e-5)
 RANK, WORLD = lamina.rank(), lamina.world_size()
@@ -180,45 +181,18 @@ def check_dropout_in_train_mode():
     torch.testing.assert_close(x2.grad, x1.grad, **TOL)
 
 
-class Block(nn.Module):
-    """GPT-2's block as the importer takes it: LayerNorm, FusedQKV, q·kᵀ
-    scaled, softmax, ·v, the output projection, a residual; LayerNorm, the
-    MLP, a residual."""
-
-    def __init__(self, hidden=32, heads=4):
-        super().__init__()
-        self.hidden = hidden
-        self.ln_1 = nn.LayerNorm(hidden)
-        self.qkv = lamina.op.FusedQKV(hidden, heads, 1)
-        self.proj = nn.Linear(hidden, hidden)
-        self.scale = (hidden // heads) ** -0.5
-        self.ln_2 = nn.LayerNorm(hidden)
-        self.mlp = MLP(hidden, 4 * hidden)
-
-    def forward(self, x):
-        q, k, v = self.qkv(self.ln_1(x))
-        q = q.permute(0, 2, 1, 3)
-        k = k.permute(0, 2, 3, 1)
-        v = v.permute(0, 2, 1, 3)
-        probs = (torch.matmul(q, k) * self.scale).softmax(dim=-1)
-        heads = torch.matmul(probs, v).permute(0, 2, 1, 3)
-        merged = heads.reshape(x.shape[0], x.shape[1], self.hidden)
-        h = x + self.proj(merged)
-        return h + self.mlp(self.ln_2(h))
-
-
 def check_block_with_megatron_mlp():
     """The block with its MLP Megatron-sharded (attention replicated):
     gradients and 5 AdamW steps against eager."""
     def make():
-        block = Block()
+        block = GPT2Block()
         with torch.no_grad():  # LayerNorms with non-trivial parameters
             for ln in (block.ln_1, block.ln_2):
                 ln.weight.uniform_(0.5, 1.5)
                 ln.bias.uniform_(-0.5, 0.5)
         return block.eval()
     gradients_vs_eager(seeded(make),
-                       lambda s: megatron(s, "mlp.fc_in", "mlp.fc_out"),
+                       lambda s: megatron(s, "mlp.fc1", "mlp.fc2"),
                        (2, 8, 32))
     model = seeded(make)
     eager = copy.deepcopy(model)
@@ -226,7 +200,7 @@ def check_block_with_megatron_mlp():
     targets = [inputs(2, 8, 32, seed=30 + i) for i in range(5)]
     sch = lamina.create_schedule(model, world_size=WORLD,
                                  example_inputs=(batches[0],))
-    megatron(sch, "mlp.fc_in", "mlp.fc_out")
+    megatron(sch, "mlp.fc1", "mlp.fc2")
     compiled = lamina.build(sch, (batches[0],))
     adamw = lambda ps: torch.optim.AdamW(ps, lr=1e-3)
     ours = losses(compiled, adamw, 5, batches, targets)

@@ -5,26 +5,9 @@
 #include "lamina/Lamina/IR/Lamina.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
-#include "mlir/Pass/PassManager.h"
-#include "mlir/Pass/PassRegistry.h"
 
 using namespace mlir;
 using namespace mlir::lamina;
-
-/// Runs the textual pass pipeline `pipeline` on `module`.
-static llvm::Error runPasses(ModuleOp module, llvm::StringRef pipeline) {
-  PassManager pm(module.getContext());
-  std::string errors;
-  llvm::raw_string_ostream os(errors);
-  if (failed(parsePassPipeline(pipeline, pm, os)))
-    return llvm::createStringError(std::errc::invalid_argument, "%s",
-                                   errors.c_str());
-  if (failed(pm.run(module)))
-    return llvm::createStringError(std::errc::invalid_argument,
-                                   "'%s' failed (diagnostics above)",
-                                   pipeline.str().c_str());
-  return llvm::Error::success();
-}
 
 /// `function` of `module` compiled alone: the other public functions are
 /// made private and dropped (each would be compiled too).
@@ -32,7 +15,7 @@ static llvm::Expected<std::unique_ptr<JitProgram>>
 compileAlone(ModuleOp module, llvm::StringRef function,
              llvm::StringRef pipeline) {
   OwningOpRef<ModuleOp> alone(module.clone());
-  if (llvm::Error error = runPasses(
+  if (llvm::Error error = runPassPipeline(
           *alone, ("symbol-privatize{exclude=" + function + "},symbol-dce")
                       .str()))
     return std::move(error);
@@ -42,7 +25,7 @@ compileAlone(ModuleOp module, llvm::StringRef function,
 llvm::Expected<TrainingStep> TrainingStep::compile(ModuleOp module,
                                                    llvm::StringRef entry,
                                                    llvm::StringRef pipeline) {
-  if (llvm::Error error = runPasses(
+  if (llvm::Error error = runPassPipeline(
           module, ("lamina-generate-backward{function=" + entry + "}").str()))
     return std::move(error);
   auto training = module->getAttrOfType<DictionaryAttr>(

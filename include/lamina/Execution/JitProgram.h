@@ -38,6 +38,11 @@ llvm::Expected<ArgumentSpec> describeHostValue(Type type, llvm::StringRef role);
 /// would allocate is checked before anything runs.
 llvm::Error checkFitsInMemory(RankedTensorType type, llvm::StringRef role);
 
+/// Runs the textual pass pipeline `pipeline` on `module`, with the pass
+/// manager and timing flags the tool registered (lamina-run does; Python
+/// does not); the passes must be registered.
+llvm::Error runPassPipeline(ModuleOp module, llvm::StringRef pipeline);
+
 /// A module compiled for the host CPU with a named pipeline and loaded with
 /// the MLIR ExecutionEngine. Inputs are never written; results are returned
 /// in fresh host tensors.

@@ -11,7 +11,7 @@
 
 #include "TensorUtils.h"
 
-#include "lamina/Lamina/Analysis/LayoutRules.h"
+#include "lamina/Lamina/Analysis/Collectives.h"
 #include "lamina/Lamina/IR/Lamina.h"
 #include "lamina/Lamina/IR/LaminaAutodiffInterface.h"
 
@@ -26,37 +26,16 @@ namespace {
 template <typename Model, typename Op>
 using Rule = ReverseDifferentiableOpInterface::ExternalModel<Model, Op>;
 
-/// Where a collective runs: the grid and its axes.
-struct GridPlace {
-  FlatSymbolRefAttr grid;
-  DenseI16ArrayAttr axes;
-};
-
-/// `collective` of `dy` on `place`, giving a value of type `type`; null for
-/// the identity.
-Value buildCollective(OpBuilder &b, Location loc, GridPlace place,
-                      std::optional<layout::Collective> collective, Value dy,
-                      Type type) {
+/// `collective` of `dy` giving `type` on the grid and axes of the forward
+/// collective `op`; `dy` itself for the identity.
+template <typename Op>
+Value buildBackwardCollective(OpBuilder &b, Op op, std::optional<layout::Collective> collective,
+                Value dy, Type type) {
   if (!collective)
     return dy;
-  auto sum = shard::ReductionKindAttr::get(b.getContext(),
-                                           shard::ReductionKind::Sum);
-  auto axis = [&] { return b.getIndexAttr(*collective->axis); };
-  switch (collective->kind) {
-  case CollectiveKind::all_reduce:
-    return shard::AllReduceOp::create(b, loc, type, place.grid, place.axes,
-                                      dy, sum);
-  case CollectiveKind::all_gather:
-    return shard::AllGatherOp::create(b, loc, type, place.grid, place.axes,
-                                      dy, axis());
-  case CollectiveKind::reduce_scatter:
-    return shard::ReduceScatterOp::create(b, loc, type, place.grid,
-                                          place.axes, dy, sum, axis());
-  case CollectiveKind::scatter:
-    return shard::AllSliceOp::create(b, loc, type, place.grid, place.axes, dy,
-                                     axis());
-  }
-  llvm_unreachable("unknown collective");
+  return layout::buildCollective(
+      b, op.getLoc(), *collective, dy, type, op.getGridAttr(),
+      DenseI16ArrayAttr::get(op.getContext(), op.getGridAxes()));
 }
 
 /// The backward collective of `op`: the recorded sync's, else `fallback`.
@@ -67,73 +46,38 @@ backwardOf(Operation *op, std::optional<layout::Collective> fallback) {
   return fallback;
 }
 
-template <typename Op>
-GridPlace placeOf(Op op) {
-  return {op.getGridAttr(),
-          DenseI16ArrayAttr::get(op.getContext(), op.getGridAxes())};
+/// The spec's table for a collective that records no sync: a forward
+/// all_reduce of partial sums → the identity, all_gather(a) →
+/// reduce_scatter(a), reduce_scatter(a) and a split (scatter(a)) →
+/// all_gather(a).
+std::optional<layout::Collective> defaultBackward(shard::AllReduceOp) {
+  return std::nullopt;
+}
+std::optional<layout::Collective> defaultBackward(shard::AllGatherOp op) {
+  return layout::Collective{CollectiveKind::reduce_scatter,
+                            op.getGatherAxis().getSExtValue()};
+}
+std::optional<layout::Collective> defaultBackward(shard::ReduceScatterOp op) {
+  return layout::Collective{CollectiveKind::all_gather,
+                            op.getScatterAxis().getSExtValue()};
+}
+std::optional<layout::Collective> defaultBackward(shard::AllSliceOp op) {
+  return layout::Collective{CollectiveKind::all_gather,
+                            op.getSliceAxis().getSExtValue()};
 }
 
-int64_t axisOf(const APInt &axis) { return axis.getSExtValue(); }
-
-/// Forward all_reduce of partial sums → the identity.
-struct AllReduceRule : Rule<AllReduceRule, shard::AllReduceOp> {
+/// dx = the backward collective of `Op` applied to dy, shaped like the
+/// forward's input.
+template <typename Op>
+struct CollectiveRule : Rule<CollectiveRule<Op>, Op> {
   LogicalResult buildVectorJacobianProduct(Operation *op, OpBuilder &b,
                                            ReverseState &,
                                            ArrayRef<Value> dys,
                                            MutableArrayRef<Value> dxs) const {
-    auto reduce = cast<shard::AllReduceOp>(op);
-    dxs[0] = buildCollective(b, op->getLoc(), placeOf(reduce),
-                             backwardOf(op, std::nullopt), dys[0],
-                             reduce.getInput().getType());
-    return success();
-  }
-};
-
-/// all_gather(a) → reduce_scatter(a), or a split under
-/// tensor_parallel_output_grad = false.
-struct AllGatherRule : Rule<AllGatherRule, shard::AllGatherOp> {
-  LogicalResult buildVectorJacobianProduct(Operation *op, OpBuilder &b,
-                                           ReverseState &,
-                                           ArrayRef<Value> dys,
-                                           MutableArrayRef<Value> dxs) const {
-    auto gather = cast<shard::AllGatherOp>(op);
-    layout::Collective fallback{CollectiveKind::reduce_scatter,
-                                axisOf(gather.getGatherAxis())};
-    dxs[0] = buildCollective(b, op->getLoc(), placeOf(gather),
-                             backwardOf(op, fallback), dys[0],
-                             gather.getInput().getType());
-    return success();
-  }
-};
-
-/// reduce_scatter(a) → all_gather(a).
-struct ReduceScatterRule : Rule<ReduceScatterRule, shard::ReduceScatterOp> {
-  LogicalResult buildVectorJacobianProduct(Operation *op, OpBuilder &b,
-                                           ReverseState &,
-                                           ArrayRef<Value> dys,
-                                           MutableArrayRef<Value> dxs) const {
-    auto scatter = cast<shard::ReduceScatterOp>(op);
-    layout::Collective fallback{CollectiveKind::all_gather,
-                                axisOf(scatter.getScatterAxis())};
-    dxs[0] = buildCollective(b, op->getLoc(), placeOf(scatter),
-                             backwardOf(op, fallback), dys[0],
-                             scatter.getInput().getType());
-    return success();
-  }
-};
-
-/// A split of a replicated value (scatter(a)) → all_gather(a).
-struct AllSliceRule : Rule<AllSliceRule, shard::AllSliceOp> {
-  LogicalResult buildVectorJacobianProduct(Operation *op, OpBuilder &b,
-                                           ReverseState &,
-                                           ArrayRef<Value> dys,
-                                           MutableArrayRef<Value> dxs) const {
-    auto slice = cast<shard::AllSliceOp>(op);
-    layout::Collective fallback{CollectiveKind::all_gather,
-                                axisOf(slice.getSliceAxis())};
-    dxs[0] = buildCollective(b, op->getLoc(), placeOf(slice),
-                             backwardOf(op, fallback), dys[0],
-                             slice.getInput().getType());
+    auto collective = cast<Op>(op);
+    dxs[0] = buildBackwardCollective(b, collective,
+                       backwardOf(op, defaultBackward(collective)), dys[0],
+                       collective.getInput().getType());
     return success();
   }
 };
@@ -141,17 +85,20 @@ struct AllSliceRule : Rule<AllSliceRule, shard::AllSliceOp> {
 
 Value autodiff::buildSyncBackward(OpBuilder &b, Location loc, SyncAttr sync,
                                   Value dy, Type type) {
-  GridPlace place{FlatSymbolRefAttr::get(b.getContext(),
-                                         LaminaDialect::kGridName),
-                  b.getDenseI16ArrayAttr({0})};
-  return buildCollective(b, loc, place, layout::syncBackward(sync), dy, type);
+  std::optional<layout::Collective> collective = layout::syncBackward(sync);
+  return collective ? layout::buildCollective(b, loc, *collective, dy, type)
+                    : dy;
 }
 
 void autodiff::registerCollectiveRules(DialectRegistry &registry) {
   registry.addExtension(+[](MLIRContext *context, shard::ShardDialect *) {
-    shard::AllReduceOp::attachInterface<AllReduceRule>(*context);
-    shard::AllGatherOp::attachInterface<AllGatherRule>(*context);
-    shard::ReduceScatterOp::attachInterface<ReduceScatterRule>(*context);
-    shard::AllSliceOp::attachInterface<AllSliceRule>(*context);
+    shard::AllReduceOp::attachInterface<CollectiveRule<shard::AllReduceOp>>(
+        *context);
+    shard::AllGatherOp::attachInterface<CollectiveRule<shard::AllGatherOp>>(
+        *context);
+    shard::ReduceScatterOp::attachInterface<
+        CollectiveRule<shard::ReduceScatterOp>>(*context);
+    shard::AllSliceOp::attachInterface<CollectiveRule<shard::AllSliceOp>>(
+        *context);
   });
 }

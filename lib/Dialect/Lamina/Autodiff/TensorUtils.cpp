@@ -10,9 +10,8 @@
 using namespace mlir;
 using namespace mlir::lamina;
 
-/// A tensor of `sizes` and element type `elt` filled with zeros.
-static Value buildZeros(OpBuilder &b, Location loc,
-                        ArrayRef<OpFoldResult> sizes, Type elt) {
+Value autodiff::buildZeros(OpBuilder &b, Location loc,
+                           ArrayRef<OpFoldResult> sizes, Type elt) {
   Value zero = arith::ConstantOp::create(b, loc, b.getZeroAttr(elt));
   Value init = tensor::EmptyOp::create(b, loc, sizes, elt);
   return linalg::FillOp::create(b, loc, zero, init).getResult(0);

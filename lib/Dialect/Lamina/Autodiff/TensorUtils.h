@@ -27,6 +27,10 @@ void registerCollectiveRules(DialectRegistry &registry);
 Value buildSyncBackward(OpBuilder &b, Location loc, lamina::SyncAttr sync,
                         Value dy, Type type);
 
+/// A tensor of `sizes` and element type `elt` filled with zeros.
+Value buildZeros(OpBuilder &b, Location loc, ArrayRef<OpFoldResult> sizes,
+                 Type elt);
+
 /// A tensor of `like`'s type filled with zeros.
 Value buildZerosLike(OpBuilder &b, Location loc, Value like);
 

@@ -177,11 +177,8 @@ SmallVector<OpFoldResult> sizesOf(OpBuilder &b, Location loc,
 
 /// Zeros of the forward value `value`'s type.
 Value zerosOf(OpBuilder &b, Location loc, ReverseState &state, Value value) {
-  Type elt = cast<RankedTensorType>(value.getType()).getElementType();
-  Value zero = arith::ConstantOp::create(b, loc, b.getZeroAttr(elt));
-  Value empty =
-      tensor::EmptyOp::create(b, loc, sizesOf(b, loc, state, value), elt);
-  return linalg::FillOp::create(b, loc, zero, empty).getResult(0);
+  return buildZeros(b, loc, sizesOf(b, loc, state, value),
+                    cast<RankedTensorType>(value.getType()).getElementType());
 }
 
 /// A slice: its cotangent placed where it was taken, zeros elsewhere.

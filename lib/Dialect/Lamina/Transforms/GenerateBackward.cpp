@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "lamina/Lamina/Analysis/Collectives.h"
 #include "lamina/Lamina/Analysis/GradientLayouts.h"
 #include "lamina/Lamina/Analysis/LayoutAnalysis.h"
 #include "lamina/Lamina/Analysis/LayoutRules.h"
@@ -344,9 +345,6 @@ static LogicalResult finishShardedGradients(func::FuncOp backward,
   auto ret = cast<func::ReturnOp>(backward.getBody().front().getTerminator());
   OpBuilder builder(ret);
   MLIRContext *context = backward.getContext();
-  auto grid = FlatSymbolRefAttr::get(context, LaminaDialect::kGridName);
-  auto axes = builder.getDenseI16ArrayAttr({0});
-  auto sum = shard::ReductionKindAttr::get(context, shard::ReductionKind::Sum);
   SmallVector<Value> results(ret.getOperands());
   for (auto [index, argNumber] : llvm::enumerate(gradientArgs)) {
     LayoutAttr declared = args.declared[argNumber];
@@ -356,8 +354,9 @@ static LogicalResult finishShardedGradients(func::FuncOp backward,
     Location loc = result.getLoc();
     if (gradient.getKind() == LayoutKind::partial && isParameter &&
         declared.getKind() == LayoutKind::replicated) {
-      result = shard::AllReduceOp::create(builder, loc, result.getType(), grid,
-                                          axes, result, sum);
+      result = layout::buildCollective(
+          builder, loc, {CollectiveKind::all_reduce, std::nullopt}, result,
+          result.getType());
       continue;
     }
     if (gradient != declared)
@@ -373,9 +372,9 @@ static LogicalResult finishShardedGradients(func::FuncOp backward,
     auto local = cast<RankedTensorType>(result.getType());
     SmallVector<int64_t> shape(local.getShape());
     shape[*declared.getAxis()] *= args.worldSize;
-    result = shard::AllGatherOp::create(builder, loc, local.clone(shape), grid,
-                                        axes, result,
-                                        builder.getIndexAttr(*declared.getAxis()));
+    result = layout::buildCollective(
+        builder, loc, {CollectiveKind::all_gather, declared.getAxis()}, result,
+        local.clone(shape));
   }
   func::ReturnOp::create(builder, ret.getLoc(), results);
   ret.erase();

@@ -1,5 +1,6 @@
 //===- Partition.cpp - One rank's part of a sharded program ---------------===//
 
+#include "lamina/Lamina/Analysis/Collectives.h"
 #include "lamina/Lamina/Analysis/LayoutAnalysis.h"
 #include "lamina/Lamina/Transforms/Passes.h"
 
@@ -91,9 +92,6 @@ void FunctionPartitioner::replace(Operation *op, Value value) {
   op->erase();
 }
 
-/// Every collective names the module's grid and its only axis.
-static SmallVector<shard::GridAxis> gridAxes() { return {0}; }
-
 LogicalResult FunctionPartitioner::partitionSync(SyncOp sync) {
   Value input = sync.getInput();
   if (sync.getSpec().getMode() == SyncMode::bwd_post) {
@@ -116,34 +114,8 @@ LogicalResult FunctionPartitioner::partitionSync(SyncOp sync) {
   builder.setInsertionPoint(sync);
   Location loc = sync.getLoc();
   auto resultType = localType(sync.getType(), layoutOf(sync.getResult()));
-  auto flatGrid = FlatSymbolRefAttr::get(builder.getContext(), kGridName);
-  auto axes = builder.getDenseI16ArrayAttr(gridAxes());
-  Value replacement;
-  switch (collective) {
-  case CollectiveKind::all_reduce:
-    replacement = shard::AllReduceOp::create(
-        builder, loc, resultType, flatGrid, axes, input,
-        shard::ReductionKindAttr::get(builder.getContext(),
-                                      shard::ReductionKind::Sum));
-    break;
-  case CollectiveKind::all_gather:
-    replacement = shard::AllGatherOp::create(
-        builder, loc, resultType, flatGrid, axes, input,
-        builder.getIndexAttr(*sync.getSpec().getAxis()));
-    break;
-  case CollectiveKind::reduce_scatter:
-    replacement = shard::ReduceScatterOp::create(
-        builder, loc, resultType, flatGrid, axes, input,
-        shard::ReductionKindAttr::get(builder.getContext(),
-                                      shard::ReductionKind::Sum),
-        builder.getIndexAttr(*sync.getSpec().getAxis()));
-    break;
-  case CollectiveKind::scatter:
-    replacement = shard::AllSliceOp::create(
-        builder, loc, resultType, flatGrid, axes, input,
-        builder.getIndexAttr(*sync.getSpec().getAxis()));
-    break;
-  }
+  Value replacement = layout::buildCollective(
+      builder, loc, {collective, sync.getSpec().getAxis()}, input, resultType);
   if (keepBackwardSyncs)
     replacement.getDefiningOp()->setAttr(LaminaDialect::kFromSyncAttrName,
                                          sync.getSpec());

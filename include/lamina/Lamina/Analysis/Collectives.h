@@ -1,0 +1,27 @@
+//===- Collectives.h - The shard op of a collective -------------*- C++ -*-===//
+//
+// One builder of the `shard` ops that implement a layout::Collective, for
+// the partitioner (forward syncs), the reverse-mode rules (their backward
+// collectives) and backward generation (parameter and input gradients).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LAMINA_LAMINA_ANALYSIS_COLLECTIVES_H
+#define LAMINA_LAMINA_ANALYSIS_COLLECTIVES_H
+
+#include "lamina/Lamina/Analysis/LayoutRules.h"
+
+#include "mlir/IR/Builders.h"
+
+namespace mlir::lamina::layout {
+
+/// `collective` of `input` (sums for the reductions), giving a value of
+/// `resultType`, on `grid`'s `axes`: by default the partitioned module's
+/// grid (LaminaDialect::kGridName) and its only axis.
+Value buildCollective(OpBuilder &b, Location loc, Collective collective,
+                      Value input, Type resultType,
+                      FlatSymbolRefAttr grid = {}, DenseI16ArrayAttr axes = {});
+
+} // namespace mlir::lamina::layout
+
+#endif // LAMINA_LAMINA_ANALYSIS_COLLECTIVES_H

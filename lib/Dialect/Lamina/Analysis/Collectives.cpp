@@ -1,0 +1,35 @@
+//===- Collectives.cpp - The shard op of a collective ---------------------===//
+
+#include "lamina/Lamina/Analysis/Collectives.h"
+
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
+
+using namespace mlir;
+using namespace mlir::lamina;
+
+Value layout::buildCollective(OpBuilder &b, Location loc, Collective collective,
+                              Value input, Type resultType,
+                              FlatSymbolRefAttr grid, DenseI16ArrayAttr axes) {
+  MLIRContext *context = b.getContext();
+  if (!grid)
+    grid = FlatSymbolRefAttr::get(context, LaminaDialect::kGridName);
+  if (!axes)
+    axes = b.getDenseI16ArrayAttr({0});
+  auto sum = shard::ReductionKindAttr::get(context, shard::ReductionKind::Sum);
+  auto axis = [&] { return b.getIndexAttr(*collective.axis); };
+  switch (collective.kind) {
+  case CollectiveKind::all_reduce:
+    return shard::AllReduceOp::create(b, loc, resultType, grid, axes, input,
+                                      sum);
+  case CollectiveKind::all_gather:
+    return shard::AllGatherOp::create(b, loc, resultType, grid, axes, input,
+                                      axis());
+  case CollectiveKind::reduce_scatter:
+    return shard::ReduceScatterOp::create(b, loc, resultType, grid, axes,
+                                          input, sum, axis());
+  case CollectiveKind::scatter:
+    return shard::AllSliceOp::create(b, loc, resultType, grid, axes, input,
+                                     axis());
+  }
+  llvm_unreachable("unknown collective");
+}
