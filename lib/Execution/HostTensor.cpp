@@ -212,7 +212,11 @@ llvm::Expected<HostTensor> mlir::lamina::readNpy(StringRef path) {
     return createStringError(buffer.getError(), "cannot read '%s': %s",
                              path.str().c_str(),
                              buffer.getError().message().c_str());
-  StringRef data = (*buffer)->getBuffer();
+  return parseNpy((*buffer)->getBuffer(), path);
+}
+
+llvm::Expected<HostTensor> mlir::lamina::parseNpy(StringRef data,
+                                                  StringRef path) {
   auto fail = [&](const char *what) {
     return createStringError(std::errc::invalid_argument,
                              "'%s' is not a supported .npy file: %s",

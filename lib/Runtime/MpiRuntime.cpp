@@ -2,11 +2,14 @@
 
 #include "lamina/Runtime/MpiRuntime.h"
 
+#include "MpiPeerWatch.h"
+
 #include <mpi.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 #include <vector>
 
 namespace {
@@ -20,6 +23,10 @@ void ensureInitialized() {
     return;
   int provided = 0;
   MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
+  // Failures come back to check(), which names a rank that died, instead
+  // of ending the process inside MPI.
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  mlir::lamina::peer_watch::start();
   std::atexit([] {
     int finalized = 0;
     MPI_Finalized(&finalized);
@@ -37,12 +44,34 @@ void ensureInitialized() {
 void check(int status, const char *call) {
   if (status == MPI_SUCCESS)
     return;
+  int rank = 0, size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  // A rank that died is named, and this one exits: MPI_Abort could wait for
+  // the dead rank.
+  std::string dead = mlir::lamina::peer_watch::describeDeadPeers();
+  if (!dead.empty()) {
+    std::fprintf(stderr,
+                 "lamina MPI runtime: rank %d of %d: %s failed: %s died; "
+                 "exiting\n",
+                 rank, size, call, dead.c_str());
+    std::fflush(stderr);
+    std::_Exit(EXIT_FAILURE);
+  }
   char text[MPI_MAX_ERROR_STRING];
   int length = 0;
   MPI_Error_string(status, text, &length);
-  std::fprintf(stderr, "lamina MPI runtime: %s failed: %s\n", call, text);
+  std::fprintf(stderr, "lamina MPI runtime: rank %d of %d: %s failed: %s\n",
+               rank, size, call, text);
   MPI_Abort(MPI_COMM_WORLD, 1);
   std::abort();
+}
+
+/// Calls the blocking MPI function `name` (`call` returns its status)
+/// under the peer watch.
+template <typename CallT> void callMpi(const char *name, CallT &&call) {
+  mlir::lamina::peer_watch::BlockingCall blocking(name);
+  check(call(), name);
 }
 
 /// A contiguous row-major buffer seen through a memref descriptor
@@ -132,8 +161,8 @@ struct BF16 {
   }
 };
 
-template <typename T> constexpr bool kNative = !std::is_same_v<T, F16> &&
-                                               !std::is_same_v<T, BF16>;
+template <typename T>
+constexpr bool kNative = !std::is_same_v<T, F16> && !std::is_same_v<T, BF16>;
 
 /// Sum-reduces `count` elements of every rank's `send` into `receive`
 /// (all-reduce) or, with `perRank` set, scatters the sum's blocks of
@@ -142,13 +171,15 @@ template <typename T>
 void reduce(const void *send, void *receive, int64_t count, int64_t perRank) {
   if constexpr (kNative<T>) {
     if (perRank)
-      check(MPI_Reduce_scatter_block(send, receive, int(perRank), T::type(),
-                                     MPI_SUM, MPI_COMM_WORLD),
-            "MPI_Reduce_scatter_block");
+      callMpi("MPI_Reduce_scatter_block", [&] {
+        return MPI_Reduce_scatter_block(send, receive, int(perRank), T::type(),
+                                        MPI_SUM, MPI_COMM_WORLD);
+      });
     else
-      check(MPI_Allreduce(send, receive, int(count), T::type(), MPI_SUM,
-                          MPI_COMM_WORLD),
-            "MPI_Allreduce");
+      callMpi("MPI_Allreduce", [&] {
+        return MPI_Allreduce(send, receive, int(count), T::type(), MPI_SUM,
+                             MPI_COMM_WORLD);
+      });
   } else {
     using S = typename T::Storage;
     const S *in = static_cast<const S *>(send);
@@ -162,7 +193,8 @@ void reduce(const void *send, void *receive, int64_t count, int64_t perRank) {
   }
 }
 
-template <typename T> void allReduce(int64_t r0, void *d0, int64_t r1, void *d1) {
+template <typename T>
+void allReduce(int64_t r0, void *d0, int64_t r1, void *d1) {
   Buffer in(r0, d0, sizeof(typename T::Storage));
   Buffer out(r1, d1, sizeof(typename T::Storage));
   worldSize();
@@ -184,10 +216,11 @@ void allGather(int64_t r0, void *d0, int64_t r1, void *d1, int64_t axis) {
   // Blocks of the leading axis land in place; others are gathered, then
   // interleaved.
   std::vector<char> gathered(outer == 1 ? 0 : bytes * ranks);
-  check(MPI_Allgather(in.data, int(bytes), MPI_BYTE,
-                      outer == 1 ? out.data : gathered.data(), int(bytes),
-                      MPI_BYTE, MPI_COMM_WORLD),
-        "MPI_Allgather");
+  callMpi("MPI_Allgather", [&] {
+    return MPI_Allgather(in.data, int(bytes), MPI_BYTE,
+                         outer == 1 ? out.data : gathered.data(), int(bytes),
+                         MPI_BYTE, MPI_COMM_WORLD);
+  });
   if (outer == 1)
     return;
   for (int r = 0; r < ranks; ++r)
@@ -260,8 +293,10 @@ mlir::lamina::getMpiRuntimeSymbols() {
    reinterpret_cast<void *>(&laminaMpiAllReduce_##suffix)},                    \
       {"laminaMpiAllGather_" #suffix,                                          \
        reinterpret_cast<void *>(&laminaMpiAllGather_##suffix)},                \
-      {"laminaMpiReduceScatter_" #suffix,                                      \
-       reinterpret_cast<void *>(&laminaMpiReduceScatter_##suffix)}
+  {                                                                            \
+    "laminaMpiReduceScatter_" #suffix,                                         \
+        reinterpret_cast<void *>(&laminaMpiReduceScatter_##suffix)             \
+  }
   static const std::pair<const char *, void *> symbols[] = {
       {"laminaMpiRank", reinterpret_cast<void *>(&laminaMpiRank)},
       {"laminaMpiWorldSize", reinterpret_cast<void *>(&laminaMpiWorldSize)},
@@ -279,22 +314,24 @@ double mlir::lamina::getMpiCollectiveSeconds() { return collectiveSeconds; }
 void mlir::lamina::mpiSendBytes(const void *data, int64_t bytes,
                                 int64_t destination, int64_t tag) {
   ensureInitialized();
-  check(MPI_Send(data, int(bytes), MPI_BYTE, int(destination), int(tag),
-                 MPI_COMM_WORLD),
-        "MPI_Send");
+  callMpi("MPI_Send", [&] {
+    return MPI_Send(data, int(bytes), MPI_BYTE, int(destination), int(tag),
+                    MPI_COMM_WORLD);
+  });
 }
 
 void mlir::lamina::mpiRecvBytes(void *data, int64_t bytes, int64_t source,
                                 int64_t tag) {
   ensureInitialized();
-  check(MPI_Recv(data, int(bytes), MPI_BYTE, int(source), int(tag),
-                 MPI_COMM_WORLD, MPI_STATUS_IGNORE),
-        "MPI_Recv");
+  callMpi("MPI_Recv", [&] {
+    return MPI_Recv(data, int(bytes), MPI_BYTE, int(source), int(tag),
+                    MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+  });
 }
 
-void mlir::lamina::mpiBroadcastBytes(void *data, int64_t bytes,
-                                     int64_t root) {
+void mlir::lamina::mpiBroadcastBytes(void *data, int64_t bytes, int64_t root) {
   ensureInitialized();
-  check(MPI_Bcast(data, int(bytes), MPI_BYTE, int(root), MPI_COMM_WORLD),
-        "MPI_Bcast");
+  callMpi("MPI_Bcast", [&] {
+    return MPI_Bcast(data, int(bytes), MPI_BYTE, int(root), MPI_COMM_WORLD);
+  });
 }

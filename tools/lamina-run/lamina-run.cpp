@@ -11,6 +11,7 @@
 
 #include "lamina/Execution/GpuProgram.h"
 #include "lamina/Execution/JitProgram.h"
+#include "lamina/Execution/RunInputs.h"
 #include "lamina/Support/TransformScript.h"
 #include "lamina/Runtime/MpiRuntime.h"
 #include "lamina/InitAll.h"
@@ -114,46 +115,6 @@ static int fail(llvm::Error error) {
 /// Most timed calls `--repeat` takes: every call's time is kept for the
 /// median.
 static constexpr unsigned kMaxRepeat = 1000000;
-
-/// A scalar given on the command line as `<type>:<value>`.
-static llvm::Expected<HostTensor> parseScalar(llvm::StringRef text) {
-  auto [type, value] = text.split(':');
-  HostTensor scalar;
-  double number;
-  int64_t integer;
-  if (type == "i64" && !value.getAsInteger(10, integer)) {
-    scalar = HostTensor::zeros(ElementKind::I64, {});
-    std::memcpy(scalar.bytes.data(), &integer, 8);
-    return scalar;
-  }
-  if (type == "i32" && !value.getAsInteger(10, integer)) {
-    scalar = HostTensor::zeros(ElementKind::I32, {});
-    scalar.setFromDouble(0, static_cast<double>(integer));
-    return scalar;
-  }
-  if ((type == "f32" || type == "f64") && !value.getAsDouble(number)) {
-    scalar = HostTensor::zeros(type == "f32" ? ElementKind::F32
-                                             : ElementKind::F64,
-                               {});
-    scalar.setFromDouble(0, number);
-    return scalar;
-  }
-  // A path that names something else than an .npy file is not a scalar.
-  if (llvm::sys::fs::is_directory(text))
-    return llvm::createStringError(std::errc::invalid_argument,
-                                   "--input '%s' is a directory; inputs are "
-                                   ".npy files or scalars (i64:<n>, ...)",
-                                   text.str().c_str());
-  if (llvm::sys::fs::exists(text))
-    return llvm::createStringError(std::errc::invalid_argument,
-                                   "--input '%s' is not an .npy file; inputs "
-                                   "are .npy files or scalars (i64:<n>, ...)",
-                                   text.str().c_str());
-  return llvm::createStringError(std::errc::invalid_argument,
-                                 "cannot read scalar '%s' (expected "
-                                 "i64:<n>, i32:<n>, f32:<x> or f64:<x>)",
-                                 text.str().c_str());
-}
 
 /// "[rank r/N] " before every line a process of a multi-rank run prints.
 static std::string rankPrefix;
@@ -388,9 +349,7 @@ int main(int argc, char **argv) {
                 " --input given");
   std::vector<HostTensor> args;
   for (const std::string &text : inputArgs) {
-    llvm::Expected<HostTensor> arg = llvm::StringRef(text).ends_with(".npy")
-                                         ? readNpy(text)
-                                         : parseScalar(text);
+    llvm::Expected<HostTensor> arg = readRunInput(text);
     if (!arg)
       return fail(arg.takeError());
     args.push_back(std::move(*arg));

@@ -60,6 +60,9 @@ struct HostTensor {
 /// Reads a C-ordered .npy file (format 1.0–3.0) of a supported dtype.
 llvm::Expected<HostTensor> readNpy(llvm::StringRef path);
 
+/// Parses the bytes of a .npy file; `name` names it in errors.
+llvm::Expected<HostTensor> parseNpy(llvm::StringRef data, llvm::StringRef name);
+
 /// Writes `tensor` as a .npy 1.0 file (bf16 as '<u2').
 llvm::Error writeNpy(llvm::StringRef path, const HostTensor &tensor);
 

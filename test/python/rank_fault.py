@@ -1,0 +1,54 @@
+"""A rank that dies in the middle of a tensor-parallel run, run by
+test_mpi_faults.py under `mpirun.mpich -np W`: `python3 rank_fault.py HOW`.
+Every rank compiles the Megatron MLP and runs it once ("rank R: ready"),
+then the last rank dies (HOW: abort, kill or segfault) while the others
+wait for it in the next run's all-reduce."""
+
+import ctypes
+import os
+import signal
+import sys
+import time
+
+import torch
+from torch import nn
+
+import lamina
+
+RANK, WORLD = lamina.rank(), lamina.world_size()
+
+
+class MLP(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc_in = nn.Linear(16, 32)
+        self.fc_out = nn.Linear(32, 16)
+
+    def forward(self, x):
+        return self.fc_out(torch.relu(self.fc_in(x)))
+
+
+torch.manual_seed(0)
+model = MLP().eval()
+x = torch.randn(4, 16)
+sch = lamina.create_schedule(model, world_size=WORLD, example_inputs=(x,))
+sch["fc_in"].shard("weight", 0).shard("bias", 0).sync("bwd_post", "all_reduce")
+sch["fc_out"].shard("weight", 1).sync("fwd_post", "all_reduce")
+compiled = lamina.build(sch, (x,))
+with torch.no_grad():
+    compiled(x)
+print(f"rank {RANK}: ready, process {os.getpid()}", flush=True)
+
+if RANK == WORLD - 1:
+    time.sleep(1)  # the others are inside the all-reduce by now
+    how = sys.argv[1]
+    print(f"rank {RANK}: dies at {time.time():.3f}", flush=True)
+    if how == "abort":
+        os.abort()
+    elif how == "kill":
+        os.kill(os.getpid(), signal.SIGKILL)
+    elif how == "segfault":
+        ctypes.string_at(0)
+with torch.no_grad():
+    compiled(x)
+print(f"rank {RANK}: finished", flush=True)

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Runs Lamina's fuzzers, as many at a time as there are cores.
+#   utils/fuzz/run-fuzzers.sh BUILD_DIR SECONDS [NAME...]
+# Each lamina-NAME-fuzzer (all of them by default) runs SECONDS on the
+# committed corpus test/fuzz/corpus/NAME; what it adds goes to
+# BUILD_DIR/fuzz/NAME/corpus, its log and any crash to BUILD_DIR/fuzz/NAME.
+# Fails, naming the fuzzers, if any finds a crash, a hang or a leak.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+build_dir=$(realpath "$1")
+seconds=$2
+shift 2
+names=("$@")
+if [[ ${#names[@]} -eq 0 ]]; then
+  names=(parse decompose partition cpu lns gpu backward schedule npy run-args)
+fi
+
+run_one() {
+  local name=$1 build_dir=$2 seconds=$3
+  local work=$build_dir/fuzz/$name
+  mkdir -p "$work/corpus" test/fuzz/corpus/"$name"
+  local options=(-max_total_time="$seconds" -timeout=30 -rss_limit_mb=4096
+                 -max_len=16384 -print_final_stats=1
+                 -artifact_prefix="$work/")
+  case $name in
+    npy | run-args) ;;
+    *) options+=(-dict=test/fuzz/mlir.dict) ;;
+  esac
+  if "$build_dir/bin/lamina-$name-fuzzer" "${options[@]}" "$work/corpus" \
+      test/fuzz/corpus/"$name" >"$work/log" 2>&1; then
+    echo "$name: ok, $(grep -o 'cov: [0-9]* ft: [0-9]*' "$work/log" | tail -1)"
+  else
+    echo "$name: FAILED (log: $work/log)"
+    grep -m1 -E 'ERROR: |lamina fuzzer: bug' "$work/log" || tail -5 "$work/log"
+    return 1
+  fi
+}
+export -f run_one
+
+printf '%s\n' "${names[@]}" |
+  xargs -P "$(nproc)" -I{} bash -c 'run_one "$@"' _ {} "$build_dir" "$seconds"
