@@ -7,6 +7,8 @@ packages=(
   # compiler toolchain and MLIR 22
   clang-22 lld llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools
   libomp-22-dev cmake ninja-build ccache
+  # libFuzzer, ASan and UBSan runtimes for the fuzzing build
+  libclang-rt-22-dev
   # Python side: tests, reference numerics, bindings
   python3-dev python3-numpy python3-pytest python3-torch pybind11-dev
   # MPI for tensor parallelism (MPICH: its ABI is what upstream's lowering emits)

@@ -6,7 +6,7 @@
 // op's attributes, a tensor's shape or element type, an operand replaced by
 // another value, an op bypassed, erased or duplicated. The result is printed
 // back (generic form when it no longer verifies, which exercises the
-// verifiers). Inputs that do not parse, and one mutation in four, get
+// verifiers). Inputs that are not valid IR, and one mutation in four, get
 // libFuzzer's own byte-level mutations (with the dictionary).
 //
 //===----------------------------------------------------------------------===//
@@ -19,6 +19,7 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Dominance.h"
+#include "mlir/IR/Verifier.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <cstring>
@@ -89,11 +90,13 @@ private:
     static const int64_t kValues[] = {
         0,  1,  -1,  2,         3,         4,         7,        8,
         16, 64, 255, INT32_MAX, 1LL << 32, INT64_MAX, INT64_MIN};
+    // Wrapping arithmetic: the values are meant to reach the edges.
+    uint64_t bits = static_cast<uint64_t>(value);
     switch (pick(4)) {
     case 0:
-      return value + (pick(2) ? 1 : -1);
+      return static_cast<int64_t>(pick(2) ? bits + 1 : bits - 1);
     case 1:
-      return value * 2;
+      return static_cast<int64_t>(bits * 2);
     default:
       return kValues[pick(std::size(kValues))];
     }
@@ -309,7 +312,9 @@ extern "C" size_t LLVMFuzzerCustomMutator(uint8_t *data, size_t size,
                                   [](Diagnostic &) { return success(); });
   OwningOpRef<ModuleOp> module = mlir::lamina::fuzz::parseModule(
       *context, mlir::lamina::fuzz::asText(data, size));
-  if (!module)
+  // Only valid IR is mutated structurally: the mutations read what the
+  // verifiers guarantee (a function's type, dominance).
+  if (!module || failed(verify(*module)))
     return LLVMFuzzerMutate(data, size, maxSize);
 
   IrMutator mutator(*module, seed);

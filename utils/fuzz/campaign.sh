@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# A fuzzing campaign (bench/results/fuzz.md), as many fuzzers at a time as
+# there are cores:
+#   utils/fuzz/campaign.sh BUILD_DIR SECONDS [NAME...]
+# Each lamina-NAME-fuzzer runs SECONDS in libFuzzer's fork mode, going on
+# after crashes, from the seeds (utils/fuzz/make-seed-corpus.py) and the
+# committed corpus; its corpus, crashes and log land in
+# BUILD_DIR/campaign/NAME. Then `merge` minimises each corpus into
+# test/fuzz/corpus/NAME:
+#   utils/fuzz/campaign.sh BUILD_DIR merge [NAME...]
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+build_dir=$(realpath "$1")
+seconds=$2
+shift 2
+names=("$@")
+if [[ ${#names[@]} -eq 0 ]]; then
+  names=(parse decompose partition cpu lns gpu backward schedule npy run-args)
+fi
+# MPICH's UCX patches mmap at load time, which ASan's interceptor forbids.
+export UCX_MEM_MMAP_HOOK_MODE=none
+
+if [[ $seconds == merge ]]; then
+  for name in "${names[@]}"; do
+    rm -rf test/fuzz/corpus/"$name"
+    mkdir -p test/fuzz/corpus/"$name"
+    "$build_dir/bin/lamina-$name-fuzzer" -merge=1 -timeout=30 \
+      -rss_limit_mb=4096 -max_len=16384 test/fuzz/corpus/"$name" \
+      "$build_dir/campaign/$name/corpus" >"$build_dir/campaign/$name/merge.log" 2>&1
+    echo "$name: $(ls test/fuzz/corpus/"$name" | wc -l) inputs," \
+         "$(grep -o 'cov: [0-9]* ft: [0-9]*' "$build_dir/campaign/$name/merge.log" | tail -1)"
+  done
+  exit 0
+fi
+
+[[ -d $build_dir/seeds ]] || utils/fuzz/make-seed-corpus.py "$build_dir/seeds"
+
+campaign_one() {
+  local name=$1 build_dir=$2 seconds=$3
+  local work=$build_dir/campaign/$name
+  mkdir -p "$work/corpus" "$work/crashes" test/fuzz/corpus/"$name"
+  local options=(-fork=1 -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1
+                 -max_total_time="$seconds" -timeout=30 -rss_limit_mb=4096
+                 -max_len=16384 -artifact_prefix="$work/crashes/")
+  case $name in
+    npy | run-args) ;;
+    *) options+=(-dict=test/fuzz/mlir.dict) ;;
+  esac
+  "$build_dir/bin/lamina-$name-fuzzer" "${options[@]}" "$work/corpus" \
+    "$build_dir/seeds/$name" test/fuzz/corpus/"$name" >"$work/log" 2>&1 || true
+  echo "$name: $(grep -o 'cov: [0-9]* ft: [0-9]*' "$work/log" | tail -1)," \
+       "$(ls "$work/crashes" | wc -l) crash/timeout/oom inputs"
+}
+export -f campaign_one
+
+printf '%s\n' "${names[@]}" |
+  xargs -P "$(nproc)" -I{} bash -c 'campaign_one "$@"' _ {} "$build_dir" "$seconds"
