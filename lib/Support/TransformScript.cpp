@@ -2,6 +2,8 @@
 
 #include "lamina/Support/TransformScript.h"
 
+#include "lamina/Support/ParseModule.h"
+
 #include "mlir/Dialect/Transform/IR/TransformOps.h"
 #include "mlir/Dialect/Transform/Transforms/TransformInterpreterUtils.h"
 #include "mlir/Parser/Parser.h"
@@ -31,8 +33,7 @@ FailureOr<TransformScript>
 mlir::lamina::parseTransformScript(MLIRContext *context, StringRef text,
                                    StringRef entry, StringRef sourceName) {
   TransformScript script;
-  script.library =
-      parseSourceString<ModuleOp>(text, ParserConfig(context), sourceName);
+  script.library = parseVerifiedModule(text, context, sourceName);
   if (!script.library)
     return failure(); // the parser reported why
   script.entry = script.library->lookupSymbol(entry);

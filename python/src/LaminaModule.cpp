@@ -8,6 +8,7 @@
 #include "ScheduleSession.h"
 
 #include "lamina/Execution/JitProgram.h"
+#include "lamina/Support/ParseModule.h"
 #include "lamina/Support/TransformScript.h"
 #include "lamina/InitAll.h"
 #include "lamina/Runtime/MpiRuntime.h"
@@ -72,7 +73,7 @@ OwningOpRef<ModuleOp> parseModule(const std::string &source,
   llvm::SourceMgr sourceMgr;
   SourceMgrDiagnosticHandler handler(sourceMgr, context, stream);
   OwningOpRef<ModuleOp> module =
-      parseSourceString<ModuleOp>(source, context, "program.mlir");
+      parseVerifiedModule(source, context, "program.mlir");
   if (!module)
     throw py::value_error("cannot parse the program:\n" + diagnostics);
   return module;

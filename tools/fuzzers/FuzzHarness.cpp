@@ -3,6 +3,7 @@
 #include "FuzzHarness.h"
 
 #include "lamina/InitAll.h"
+#include "lamina/Support/ParseModule.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/Verifier.h"
@@ -99,7 +100,7 @@ OwningOpRef<ModuleOp> mlir::lamina::fuzz::parseValidModule(
     diagnostics.expectReported(failure(), "parsing");
     return nullptr;
   }
-  if (failed(verify(*module))) {
+  if (failed(verifyGuarded(*module))) {
     diagnostics.expectReported(failure(), "verification");
     return nullptr;
   }

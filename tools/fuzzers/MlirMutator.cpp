@@ -5,13 +5,15 @@
 // and changes the IR instead: an integer, float or string somewhere in an
 // op's attributes, a tensor's shape or element type, an operand replaced by
 // another value, an op bypassed, erased or duplicated. The result is printed
-// back (generic form when it no longer verifies, which exercises the
-// verifiers). Inputs that are not valid IR, and one mutation in four, get
-// libFuzzer's own byte-level mutations (with the dictionary).
+// back in generic form, unverified (the harness's verifiers see it). Inputs
+// that are not valid IR, and one mutation in four, get libFuzzer's own
+// byte-level mutations (with the dictionary).
 //
 //===----------------------------------------------------------------------===//
 
 #include "FuzzHarness.h"
+
+#include "lamina/Support/ParseModule.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/AttrTypeSubElements.h"
@@ -26,6 +28,7 @@
 #include <random>
 
 using namespace mlir;
+using mlir::lamina::verifyGuarded;
 
 extern "C" size_t LLVMFuzzerMutate(uint8_t *data, size_t size, size_t maxSize);
 
@@ -314,7 +317,7 @@ extern "C" size_t LLVMFuzzerCustomMutator(uint8_t *data, size_t size,
       *context, mlir::lamina::fuzz::asText(data, size));
   // Only valid IR is mutated structurally: the mutations read what the
   // verifiers guarantee (a function's type, dominance).
-  if (!module || failed(verify(*module)))
+  if (!module || failed(verifyGuarded(*module)))
     return LLVMFuzzerMutate(data, size, maxSize);
 
   IrMutator mutator(*module, seed);
@@ -325,7 +328,10 @@ extern "C" size_t LLVMFuzzerCustomMutator(uint8_t *data, size_t size,
     return LLVMFuzzerMutate(data, size, maxSize);
   std::string text;
   llvm::raw_string_ostream stream(text);
-  module->print(stream);
+  // Generic form, unverified: the mutated IR is verified by the harness,
+  // where a crashing verifier leaves the input behind.
+  module->print(stream,
+                OpPrintingFlags().printGenericOpForm().assumeVerified());
   if (text.size() > maxSize)
     return LLVMFuzzerMutate(data, size, maxSize);
   std::memcpy(data, text.data(), text.size());

@@ -18,6 +18,7 @@
 
 #include "lamina/Execution/GpuArtefact.h"
 #include "lamina/InitAll.h"
+#include "lamina/Support/ParseModule.h"
 #include "lamina/Support/TransformScript.h"
 
 #include "mlir/IR/MLIRContext.h"
@@ -93,7 +94,8 @@ int main(int argc, char **argv) {
   }
   sourceMgr.AddNewSourceBuffer(std::move(input), llvm::SMLoc());
   SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
-  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &context);
+  OwningOpRef<ModuleOp> module =
+      lamina::parseVerifiedModule(sourceMgr, &context);
   if (!module)
     return 1;
   if (!scheduleFile.empty() &&

@@ -12,6 +12,7 @@
 #include "lamina/Execution/GpuProgram.h"
 #include "lamina/Execution/JitProgram.h"
 #include "lamina/Execution/RunInputs.h"
+#include "lamina/Support/ParseModule.h"
 #include "lamina/Support/TransformScript.h"
 #include "lamina/Runtime/MpiRuntime.h"
 #include "lamina/InitAll.h"
@@ -254,7 +255,7 @@ int main(int argc, char **argv) {
                 buffer.getError().message());
   sourceMgr.AddNewSourceBuffer(std::move(*buffer), llvm::SMLoc());
   SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
-  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &context);
+  OwningOpRef<ModuleOp> module = parseVerifiedModule(sourceMgr, &context);
   if (!module)
     return fail("cannot parse '" + inputFile + "'");
   if (worldSizeOption < 0)

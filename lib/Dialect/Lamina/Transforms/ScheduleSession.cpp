@@ -1,6 +1,7 @@
 //===- ScheduleSession.cpp - Apply schedule primitives one by one ---------===//
 
 #include "lamina/Lamina/Transforms/ScheduleSession.h"
+#include "lamina/Support/ParseModule.h"
 #include "lamina/Support/TransformScript.h"
 
 #include "mlir/Dialect/Transform/Transforms/TransformInterpreterUtils.h"
@@ -50,8 +51,7 @@ ScheduleSession::create(const DialectRegistry &registry, StringRef source,
   OwningOpRef<ModuleOp> payload;
   {
     DiagnosticCapture capture(context.get(), diagnostics);
-    payload =
-        parseSourceString<ModuleOp>(source, context.get(), "program.mlir");
+    payload = parseVerifiedModule(source, context.get(), "program.mlir");
   }
   if (!payload)
     return nullptr;
