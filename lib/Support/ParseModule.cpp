@@ -4,6 +4,7 @@
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/SymbolTable.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Parser/Parser.h"
 #include "llvm/Support/SourceMgr.h"
@@ -38,10 +39,20 @@ static LogicalResult checkWorkgroupAttributions(Operation *op) {
   return success();
 }
 
+/// An empty symbol name verifies, but prints as `@<<INVALID EMPTY SYMBOL>>`,
+/// which no parser reads back.
+static LogicalResult checkSymbolName(Operation *op) {
+  auto name = op->getAttrOfType<StringAttr>(SymbolTable::getSymbolAttrName());
+  if (name && name.getValue().empty())
+    return op->emitOpError("has an empty symbol name");
+  return success();
+}
+
 LogicalResult mlir::lamina::checkUpstreamVerifierHazards(Operation *root) {
   WalkResult result = root->walk([](Operation *op) {
-    return failed(checkWorkgroupAttributions(op)) ? WalkResult::interrupt()
-                                                  : WalkResult::advance();
+    return failed(checkWorkgroupAttributions(op)) || failed(checkSymbolName(op))
+               ? WalkResult::interrupt()
+               : WalkResult::advance();
   });
   return failure(result.wasInterrupted());
 }

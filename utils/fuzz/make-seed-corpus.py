@@ -4,7 +4,7 @@ default build-fuzz/seeds): the IR of test/ and examples/ split at lit's
 `// -----` markers, comments dropped (each harness takes the pieces it can
 use), .npy files of every supported dtype, and argument lists for the
 run-args harness. A campaign starts from these; what it keeps, minimised,
-is committed under test/fuzz/corpus/."""
+is committed, packed, as test/fuzz/corpus.tar.xz."""
 
 import hashlib
 import io

@@ -2,7 +2,9 @@
 # Runs Lamina's fuzzers, as many at a time as there are cores.
 #   utils/fuzz/run-fuzzers.sh BUILD_DIR SECONDS [NAME...]
 # Each lamina-NAME-fuzzer (all of them by default) runs SECONDS on the
-# committed corpus test/fuzz/corpus/NAME; what it adds goes to
+# committed corpus (test/fuzz/corpus.tar.xz, unpacked into
+# BUILD_DIR/fuzz/committed/NAME) and the inputs that once crashed it,
+# test/fuzz/regressions/NAME; what it adds goes to
 # BUILD_DIR/fuzz/NAME/corpus, its log and any crash to BUILD_DIR/fuzz/NAME.
 # Fails, naming the fuzzers, if any finds a crash, a hang or a leak.
 set -euo pipefail
@@ -19,10 +21,17 @@ fi
 # MPICH's UCX patches mmap at load time, which ASan's interceptor forbids.
 export UCX_MEM_MMAP_HOOK_MODE=none
 
+committed=$build_dir/fuzz/committed
+if [[ ! -d $committed || test/fuzz/corpus.tar.xz -nt $committed ]]; then
+  rm -rf "$committed"
+  mkdir -p "$committed"
+  tar xJf test/fuzz/corpus.tar.xz -C "$committed"
+fi
+
 run_one() {
   local name=$1 build_dir=$2 seconds=$3
   local work=$build_dir/fuzz/$name
-  mkdir -p "$work/corpus" test/fuzz/corpus/"$name"
+  mkdir -p "$work/corpus" "$build_dir/fuzz/committed/$name"
   local options=(-max_total_time="$seconds" -timeout=30 -rss_limit_mb=4096
                  -max_len=16384 -print_final_stats=1
                  -artifact_prefix="$work/")
@@ -30,8 +39,11 @@ run_one() {
     npy | run-args) ;;
     *) options+=(-dict=test/fuzz/mlir.dict) ;;
   esac
+  # Inputs that once crashed it run first, with the corpus.
+  local corpora=("$build_dir/fuzz/committed/$name")
+  [[ -d test/fuzz/regressions/$name ]] && corpora+=(test/fuzz/regressions/"$name")
   if "$build_dir/bin/lamina-$name-fuzzer" "${options[@]}" "$work/corpus" \
-      test/fuzz/corpus/"$name" >"$work/log" 2>&1; then
+      "${corpora[@]}" >"$work/log" 2>&1; then
     echo "$name: ok, $(grep -o 'cov: [0-9]* ft: [0-9]*' "$work/log" | tail -1)"
   else
     echo "$name: FAILED (log: $work/log)"

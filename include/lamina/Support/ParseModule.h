@@ -2,7 +2,7 @@
 //
 // Every Lamina entry point that reads IR (lamina-run, lamina-compile, the
 // Python package, schedules) parses it through here: parsed, then checked
-// for what some upstream verifiers of MLIR 22.1 crash on (found by
+// for what some upstream verifiers of MLIR 22.1 crash on or miss (found by
 // fuzzing; each is then a located error), then verified.
 //
 //===----------------------------------------------------------------------===//
@@ -27,9 +27,10 @@ OwningOpRef<ModuleOp> parseVerifiedModule(StringRef text, MLIRContext *context,
 OwningOpRef<ModuleOp> parseVerifiedModule(llvm::SourceMgr &sourceMgr,
                                           MLIRContext *context);
 
-/// What upstream verifiers would crash on in `root`, unverified, as errors:
+/// What upstream verifiers would crash on, or let through although it
+/// cannot be printed and parsed again, in `root` (unverified), as errors:
 /// a `gpu.func` or `gpu.launch` whose `workgroup_attributions` count is
-/// negative or more than its body's arguments.
+/// negative or more than its body's arguments; an empty symbol name.
 LogicalResult checkUpstreamVerifierHazards(Operation *root);
 
 /// checkUpstreamVerifierHazards, then mlir::verify.
