@@ -2,29 +2,28 @@
 """The table of a campaign (utils/fuzz/campaign.sh) for
 bench/results/fuzz.md: per fuzzer, its executions, the edges it covered
 of those instrumented (Lamina's code and the upstream header code it
-inlines), features, the minimised corpus committed and what it found.
-  utils/fuzz/summarize.py BUILD_DIR"""
+inlines), features, the minimised corpus and what it found.
+  utils/fuzz/summarize.py CAMPAIGN_DIR   (BUILD_DIR/campaign)"""
 
 import pathlib
 import re
 import sys
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-
-
 def main():
-    campaign = pathlib.Path(sys.argv[1]) / "campaign"
+    campaign = pathlib.Path(sys.argv[1])
     print("| fuzzer | seconds | executions | edges covered | features | "
           "corpus (inputs, KiB) | crashes / timeouts / OOMs |")
     print("|---|---:|---:|---:|---:|---:|---:|")
-    for work in sorted(campaign.iterdir()):
+    names = ["parse", "decompose", "partition", "cpu", "lns", "gpu",
+             "backward", "schedule", "npy", "run-args"]
+    for work in [campaign / name for name in names if (campaign / name / "log").exists()]:
         log = (work / "log").read_text(errors="replace")
         pcs = int(re.search(r"PC tables \((\d+) PCs\)", log).group(1))
         last = re.findall(r"#(\d+): cov: (\d+) ft: (\d+) corp: \d+ exec/s: "
                           r"\d+ oom/timeout/crash: (\d+)/(\d+)/(\d+) "
                           r"time: (\d+)s", log)[-1]
         runs, cov, ft, ooms, timeouts, crashes, seconds = map(int, last)
-        corpus = list((ROOT / "test/fuzz/corpus" / work.name).iterdir())
+        corpus = list((campaign / "merged" / work.name).iterdir())
         kib = sum(p.stat().st_size for p in corpus) / 1024
         print(f"| lamina-{work.name}-fuzzer | {seconds} | {runs:,} | "
               f"{cov:,} of {pcs:,} ({100 * cov / pcs:.0f} %) | {ft:,} | "
