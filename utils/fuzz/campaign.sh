@@ -15,11 +15,10 @@ build_dir=$(realpath "$1")
 seconds=$2
 shift 2
 names=("$@")
+source utils/fuzz/common.sh
 if [[ ${#names[@]} -eq 0 ]]; then
-  names=(parse decompose partition cpu lns gpu backward schedule npy run-args)
+  names=("${all_fuzzers[@]}")
 fi
-# MPICH's UCX patches mmap at load time, which ASan's interceptor forbids.
-export UCX_MEM_MMAP_HOOK_MODE=none
 
 committed=$build_dir/campaign/committed
 rm -rf "$committed"
@@ -52,17 +51,14 @@ campaign_one() {
   local options=(-fork=1 -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1
                  -max_total_time="$seconds" -timeout=30 -rss_limit_mb=4096
                  -max_len=16384 -artifact_prefix="$work/crashes/")
-  case $name in
-    npy | run-args) ;;
-    *) options+=(-dict=test/fuzz/mlir.dict) ;;
-  esac
+  options+=($(dictionary_option "$name"))
   "$build_dir/bin/lamina-$name-fuzzer" "${options[@]}" "$work/corpus" \
     "$build_dir/seeds/$name" "$build_dir/campaign/committed/$name" \
     >"$work/log" 2>&1 || true
   echo "$name: $(grep -o 'cov: [0-9]* ft: [0-9]*' "$work/log" | tail -1)," \
        "$(ls "$work/crashes" | wc -l) crash/timeout/oom inputs"
 }
-export -f campaign_one
+export -f campaign_one dictionary_option
 
 printf '%s\n' "${names[@]}" |
   xargs -P "$(nproc)" -I{} bash -c 'campaign_one "$@"' _ {} "$build_dir" "$seconds"

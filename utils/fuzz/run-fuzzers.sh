@@ -14,12 +14,11 @@ build_dir=$(realpath "$1")
 seconds=$2
 shift 2
 names=("$@")
+source utils/fuzz/common.sh
 if [[ ${#names[@]} -eq 0 ]]; then
-  names=(parse decompose partition cpu lns gpu backward schedule npy run-args)
+  names=("${all_fuzzers[@]}")
 fi
 
-# MPICH's UCX patches mmap at load time, which ASan's interceptor forbids.
-export UCX_MEM_MMAP_HOOK_MODE=none
 
 committed=$build_dir/fuzz/committed
 if [[ ! -d $committed || test/fuzz/corpus.tar.xz -nt $committed ]]; then
@@ -35,10 +34,7 @@ run_one() {
   local options=(-max_total_time="$seconds" -timeout=30 -rss_limit_mb=4096
                  -max_len=16384 -print_final_stats=1
                  -artifact_prefix="$work/")
-  case $name in
-    npy | run-args) ;;
-    *) options+=(-dict=test/fuzz/mlir.dict) ;;
-  esac
+  options+=($(dictionary_option "$name"))
   # Inputs that once crashed it run first, with the corpus.
   local corpora=("$build_dir/fuzz/committed/$name")
   [[ -d test/fuzz/regressions/$name ]] && corpora+=(test/fuzz/regressions/"$name")
@@ -51,7 +47,7 @@ run_one() {
     return 1
   fi
 }
-export -f run_one
+export -f run_one dictionary_option
 
 printf '%s\n' "${names[@]}" |
   xargs -P "$(nproc)" -I{} bash -c 'run_one "$@"' _ {} "$build_dir" "$seconds"
