@@ -34,14 +34,16 @@ def main():
     y = compiled(x)             # the whole model as one program
     assert torch.equal(y, eager), "the compiled model must give the same codes"
 
+    def values(layer):
+        return layer.weight.value.float(), layer.bias.value.float()
+
     floats = nn.functional.linear(
-        torch.relu(nn.functional.linear(x, model.fc_in.weight,
-                                        model.fc_in.bias)),
-        model.fc_out.weight, model.fc_out.bias)
+        torch.relu(nn.functional.linear(x, *values(model.fc_in))),
+        *values(model.fc_out))
     error = (y - floats).abs().max().item()
     print(f"LNS (f = 16) MLP: {tuple(y.shape)}, max |LNS - float| = "
           f"{error:.2e}")
-    print("weight codes of fc_in:", model.fc_in.lns_parameters()["weight"][0, :4])
+    print("weight codes of fc_in:", model.fc_in.weight.codes[0, :4].tolist())
 
 
 if __name__ == "__main__":

@@ -17,22 +17,32 @@ def test_lns_linear_codes_follow_the_spec():
     torch.manual_seed(0)
     layer = lns.LNSLinear(24, 5, weight_f=12)
     x = torch.randn(4, 24)
-    codes = layer.lns_parameters()
-    np.testing.assert_array_equal(
-        codes["weight"], lns_numpy.encode(layer.weight.detach().double(), 12))
-    np.testing.assert_array_equal(
-        codes["bias"], lns_numpy.encode(layer.bias.detach().double(), 12))
+    w, b = layer.weight.codes.numpy(), layer.bias.codes.numpy()
+    # Parameters are registered as the reference does: codes in float64
+    # Parameters `<name>_lns`, bases in buffers `<name>_base`.
+    assert [n for n, _ in layer.named_parameters()] == ["weight_lns",
+                                                        "bias_lns"]
+    assert layer.weight_lns.dtype == torch.float64
+    assert float(layer.weight_base) == 2.0 ** (2.0 ** -12)
+    groups = layer.lns_parameters()
+    assert [g["params"][0] for g in groups] == [layer.weight_lns,
+                                                layer.bias_lns]
+    assert all(g["base"] is layer.weight_base or g["base"] is layer.bias_base
+               for g in groups)
     x_codes = lns_numpy.encode(x.double().numpy(), 12)
-    expected = lns_numpy.decode(
-        lns_numpy.linear(x_codes, codes["weight"], codes["bias"], f=12), 12)
+    expected_codes = lns_numpy.linear(x_codes, w, b, f=12)
+    expected = lns_numpy.decode(expected_codes, 12)
+    # A float input gives floats (no autograd), an LNS input LNS codes.
     y = layer(x)
-    assert y.dtype == torch.float32
-    np.testing.assert_array_equal(y.numpy(),
-                                  expected.astype(np.float32))
+    assert y.dtype == torch.float32 and not y.requires_grad
+    np.testing.assert_array_equal(y.numpy(), expected.astype(np.float32))
+    y_lns = layer(lns.lnstensor(x, f=12))
+    np.testing.assert_array_equal(y_lns.codes.numpy(), expected_codes)
     # f = 12: about three and a half significant digits per product.
-    torch.testing.assert_close(y, nn.functional.linear(x, layer.weight,
-                                                       layer.bias),
-                               rtol=2e-3, atol=2e-3)
+    torch.testing.assert_close(
+        y, nn.functional.linear(x, layer.weight.value.float(),
+                                layer.bias.value.float()),
+        rtol=2e-3, atol=2e-3)
 
 
 def test_lns_linear_bases():
@@ -46,26 +56,27 @@ def test_lns_linear_bases():
         lns.LNSLinear(4, 4, weight_b=0.5)
     layer = lns.LNSLinear(8, 3, weight_b=1.0005, bias_f=9)
     x = torch.randn(2, 8)
-    codes = layer.lns_parameters()
     # The bias (base 2^(2^-9)) is converted to the weight's base.
     y_codes = lns.linear(lns.encode(x.double().numpy(), b=1.0005),
-                         codes["weight"], codes["bias"], b=1.0005, bias_f=9)
+                         layer.weight.codes.numpy(), layer.bias.codes.numpy(),
+                         b=1.0005, bias_f=9)
     np.testing.assert_array_equal(
         layer(x).numpy(),
         lns.decode(y_codes, b=1.0005).astype(np.float32))
     assert layer.bias_f == 9 and layer.weight_b == 1.0005
-    assert lns.LNSLinear(4, 4, bias=False).lns_parameters().keys() == {"weight"}
+    assert layer.bias.lns_base == lns.Base(f=9)
+    assert layer.weight.lns_base == lns.Base(b=1.0005)
+    assert len(lns.LNSLinear(4, 4, bias=False).lns_parameters()) == 1
 
 
 def test_lns_lazy_linear():
     layer = lns.LNSLazyLinear(6, weight_f=10)
-    with pytest.raises(ValueError, match="no parameters before its first "
-                       "input"):
-        layer.lns_parameters()
+    assert layer.lns_parameters() == [] and layer.weight is None
     x = torch.randn(3, 5, 17)
     y = layer(x)
     assert layer.in_features == 17 and tuple(layer.weight.shape) == (6, 17)
     assert y.shape == (3, 5, 6)
+    assert len(layer.lns_parameters()) == 2
     with pytest.raises(ValueError, match="takes inputs of width 17, got 9"):
         layer(torch.randn(3, 9))
 
@@ -142,7 +153,7 @@ def test_float32_outputs_warn_where_they_lose_codes():
         exact(x)  # f = 16 in float32: exact, no warning
     lossy = lns.LNSLinear(16, 16, weight_f=23)
     with pytest.warns(lns.LNSPrecisionWarning, match=r"f = 23 returns "
-                      r"torch.float32.*x\.double\(\)"):
+                      r"torch.float32.*lnstensor"):
         y32 = lossy(x)
     with warnings.catch_warnings():
         warnings.simplefilter("error")

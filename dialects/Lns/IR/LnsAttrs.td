@@ -34,4 +34,22 @@ def Lns_ReductionOrderAttr : EnumAttr<Lns_Dialect, Lns_ReductionOrderEnum,
                 "`pairwise` (an explicit, non-reference mode)";
 }
 
+def Lns_CmpEq : I32EnumAttrCase<"eq", 0>;
+def Lns_CmpNe : I32EnumAttrCase<"ne", 1>;
+def Lns_CmpLt : I32EnumAttrCase<"lt", 2>;
+def Lns_CmpLe : I32EnumAttrCase<"le", 3>;
+def Lns_CmpGt : I32EnumAttrCase<"gt", 4>;
+def Lns_CmpGe : I32EnumAttrCase<"ge", 5>;
+def Lns_ComparePredicateEnum : I32EnumAttr<"ComparePredicate",
+    "how lns.cmp compares two LNS numbers",
+    [Lns_CmpEq, Lns_CmpNe, Lns_CmpLt, Lns_CmpLe, Lns_CmpGt, Lns_CmpGe]> {
+  let genSpecializedAttr = 0;
+  let cppNamespace = "::mlir::lamina::lns";
+}
+def Lns_ComparePredicateAttr : EnumAttr<Lns_Dialect, Lns_ComparePredicateEnum,
+                                        "cmp_predicate"> {
+  let summary = "comparison predicate: `eq`, `ne` (codes), `lt`, `le`, `gt`, "
+                "`ge` (the reference's order)";
+}
+
 #endif // LAMINA_LNS_ATTRS_TD

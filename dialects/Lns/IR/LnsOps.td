@@ -227,6 +227,89 @@ def Lns_SubOp : Lns_BinaryOp<"sub"> {
   let hasCanonicalizer = 1;
 }
 
+def Lns_MaxOp : Lns_BinaryOp<"max"> {
+  let summary = "the larger operand in the reference's order";
+  let description = [{
+    `gt(x, y) ? x : y`, with `gt` the order of `lns.cmp` (sign, then
+    exponent; the zero codes take part with their bits).
+
+    ```mlir
+    %z = lns.max %x, %y : tensor<4x!lns.num<f = 23>>, tensor<4x!lns.num<f = 23>>
+    ```
+  }];
+  let arguments = (ins Lns_NumOrTensor:$lhs, Lns_NumOrTensor:$rhs);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs)";
+}
+
+def Lns_MinOp : Lns_BinaryOp<"min"> {
+  let summary = "the smaller operand in the reference's order";
+  let description = [{
+    `lt(x, y) ? x : y`, with `lt` the order of `lns.cmp`.
+
+    ```mlir
+    %z = lns.min %x, %y : !lns.num<f = 10>, !lns.num<f = 10>
+    ```
+  }];
+  let arguments = (ins Lns_NumOrTensor:$lhs, Lns_NumOrTensor:$rhs);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs)";
+}
+
+def Lns_CmpOp : Lns_Op<"cmp"> {
+  let summary = "element-wise comparison of LNS numbers";
+  let description = [{
+    `eq` and `ne` compare codes (the reference's `torch.eq` on packed codes:
+    the two zero codes differ). `lt`, `le`, `gt` and `ge` order numbers by
+    sign, then exponent `e = p >> 1`: a positive number is greater than a
+    negative one; of two positives the larger exponent is greater, of two
+    negatives the smaller. The zero codes take part with their bits: `Z` as
+    a negative number of exponent −2^52, `-2^53` as a positive one. The
+    right operand is converted to the left operand's base first.
+
+    ```mlir
+    %m = lns.cmp gt, %x, %y : tensor<4x!lns.num<f = 10>>, tensor<4x!lns.num<f = 10>> -> tensor<4xi1>
+    ```
+  }];
+  let arguments = (ins Lns_ComparePredicateAttr:$predicate,
+                   Lns_NumOrTensor:$lhs, Lns_NumOrTensor:$rhs);
+  let results = (outs AnyTypeOf<[I1, TensorOf<[I1]>]>:$result);
+  let assemblyFormat = [{
+    $predicate `,` $lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs)
+    `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Lns_ReluOp : Lns_Op<"relu", [SameOperandsAndResultType]> {
+  let summary = "rectifier on the sign bit: `(p & 1) ? Z : p`";
+  let description = [{
+    Every code with the sign bit set becomes `Z` (`Z` itself included);
+    `-2^53`, whose sign bit is clear, is kept, as in the reference.
+
+    ```mlir
+    %y = lns.relu %x : tensor<8x!lns.num<f = 10>>
+    ```
+  }];
+  let arguments = (ins Lns_NumOrTensor:$input);
+  let results = (outs Lns_NumOrTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
+def Lns_ReluGradOp : Lns_Op<"relu_grad", [SameOperandsAndResultType]> {
+  let summary = "the rectifier's backward: `mul(g, isZero(out) ? Z : c1)`";
+  let description = [{
+    Given the upstream gradient `g` and the forward's result `out`, the
+    gradient of the input: `Z` where `out` is zero (either code) or `g` is
+    zero, else `g` bit for bit.
+
+    ```mlir
+    %gx = lns.relu_grad %g, %out : tensor<8x!lns.num<f = 10>>
+    ```
+  }];
+  let arguments = (ins Lns_NumOrTensor:$grad, Lns_NumOrTensor:$output);
+  let results = (outs Lns_NumOrTensor:$result);
+  let assemblyFormat = "$grad `,` $output attr-dict `:` type($grad)";
+}
+
 //===----------------------------------------------------------------------===//
 // Reductions and contractions (the order of additions is part of the result)
 //===----------------------------------------------------------------------===//

@@ -107,6 +107,51 @@ Value CodeBuilder::powi(Value x, int64_t n) {
   return select(isZero(x), code(zeroCode()), power);
 }
 
+Value CodeBuilder::greater(Value x, Value y) {
+  // Of two numbers of one sign the codes order as the exponents do
+  // (p = 2e + s); a negative pair orders the other way round.
+  Value one = code(1);
+  Value xSign = arith::AndIOp::create(b, loc, x, one);
+  Value ySign = arith::AndIOp::create(b, loc, y, one);
+  Value signsDiffer = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne,
+                                            xSign, ySign);
+  Value xPositive = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                          xSign, code(0));
+  Value above = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt, x, y);
+  Value below = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, x, y);
+  Value sameSign = select(xPositive, above, below);
+  return select(signsDiffer, xPositive, sameSign);
+}
+
+Value CodeBuilder::equal(Value x, Value y) {
+  return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, x, y);
+}
+
+Value CodeBuilder::logicalNot(Value condition) {
+  return arith::XOrIOp::create(b, loc, condition,
+                               constant(b.getBoolAttr(true)));
+}
+
+Value CodeBuilder::maximum(Value x, Value y) {
+  return select(greater(x, y), x, y);
+}
+
+Value CodeBuilder::minimum(Value x, Value y) {
+  return select(greater(y, x), x, y);
+}
+
+Value CodeBuilder::relu(Value x) {
+  Value negative = arith::CmpIOp::create(
+      b, loc, arith::CmpIPredicate::ne,
+      arith::AndIOp::create(b, loc, x, code(1)), code(0));
+  return select(negative, code(zeroCode()), x);
+}
+
+Value CodeBuilder::reluGrad(Value grad, Value output) {
+  Value anyZero = arith::OrIOp::create(b, loc, isZero(grad), isZero(output));
+  return select(anyZero, code(zeroCode()), grad);
+}
+
 bool mlir::lamina::lns::isNarrowSbdb(NumType type) {
   // |sbdb| is largest at z = −1, opposite signs: 2·|log(1 − 1/b) / log b|.
   double largest = 2.0 * std::fabs(std::log(1.0 - 1.0 / type.getBase()) /

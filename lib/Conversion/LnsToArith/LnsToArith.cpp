@@ -185,7 +185,54 @@ Value subCodes(CodeBuilder &c, Value x, Value y, NumType type,
   return c.sub(x, y, type, tables);
 }
 
+Value maxCodes(CodeBuilder &c, Value x, Value y, NumType, const SbdbTables *) {
+  return c.maximum(x, y);
+}
+Value minCodes(CodeBuilder &c, Value x, Value y, NumType, const SbdbTables *) {
+  return c.minimum(x, y);
+}
+
 using MulLowering = BinaryLowering<MulOp, mulCodes>;
+using MaxLowering = BinaryLowering<MaxOp, maxCodes>;
+using MinLowering = BinaryLowering<MinOp, minCodes>;
+
+struct CmpLowering : ElementwisePattern<CmpOp> {
+  using ElementwisePattern::ElementwisePattern;
+  Value compute(CodeBuilder &c, CmpOp op, ValueRange a,
+                const SbdbTables *) const override {
+    Value x = a[0];
+    Value y = c.toBase(a[1], numType(op.getRhs()), numType(op.getLhs()));
+    switch (op.getPredicate()) {
+    case ComparePredicate::eq:
+      return c.equal(x, y);
+    case ComparePredicate::ne:
+      return c.logicalNot(c.equal(x, y));
+    case ComparePredicate::gt:
+      return c.greater(x, y);
+    case ComparePredicate::lt:
+      return c.greater(y, x);
+    case ComparePredicate::ge:
+      return c.logicalNot(c.greater(y, x));
+    case ComparePredicate::le:
+      return c.logicalNot(c.greater(x, y));
+    }
+    llvm_unreachable("unknown lns.cmp predicate");
+  }
+};
+struct ReluLowering : ElementwisePattern<ReluOp> {
+  using ElementwisePattern::ElementwisePattern;
+  Value compute(CodeBuilder &c, ReluOp, ValueRange a,
+                const SbdbTables *) const override {
+    return c.relu(a[0]);
+  }
+};
+struct ReluGradLowering : ElementwisePattern<ReluGradOp> {
+  using ElementwisePattern::ElementwisePattern;
+  Value compute(CodeBuilder &c, ReluGradOp, ValueRange a,
+                const SbdbTables *) const override {
+    return c.reluGrad(a[0], a[1]);
+  }
+};
 using DivLowering = BinaryLowering<DivOp, divCodes>;
 using AddLowering = BinaryLowering<AddOp, addCodes>;
 using SubLowering = BinaryLowering<SubOp, subCodes>;
@@ -605,6 +652,8 @@ void mlir::lamina::lns::populateLnsToArithConversionPatterns(
   patterns.add<NegLowering, AbsLowering, SqrtLowering, PowILowering,
                MulLowering, DivLowering, AddLowering, SubLowering,
                EncodeLowering, DecodeLowering, ChangeBaseLowering,
-               ConstantLowering, SumLowering, LinearLowering, MatmulLowering>(
+               ConstantLowering, SumLowering, LinearLowering, MatmulLowering,
+               MaxLowering, MinLowering, CmpLowering, ReluLowering,
+               ReluGradLowering>(
       converter, patterns.getContext());
 }

@@ -87,12 +87,13 @@ class Emitter:
         self.inputs.append(value)
         return value
 
-    def parameter(self, node, name, tensor):
+    def parameter(self, node, name, tensor, element=None):
         """The argument `%pN` holding parameter `tensor` (one per tensor,
-        however often it is used)."""
+        however often it is used); `element` overrides the element type of
+        its dtype (LNS codes: an ir.LnsNumber over int64)."""
         key = id(tensor)
         if key not in self._parameter_index:
-            element = ir.element_type(tensor.dtype)
+            element = element or ir.element_type(tensor.dtype)
             if element is None:
                 self.fail(node, f"parameter '{name}' of element type "
                           f"{tensor.dtype}")

@@ -63,8 +63,15 @@ def _call(source, *arrays):
     return results[0] if len(results) == 1 else tuple(results)
 
 
+def _contiguous(array, dtype):
+    """A C-contiguous copy only when needed; unlike np.ascontiguousarray,
+    0-d arrays stay 0-d."""
+    array = np.asarray(array, dtype=dtype)
+    return array if array.flags.c_contiguous else array.copy()
+
+
 def _codes(array):
-    return np.ascontiguousarray(array, dtype=np.int64)
+    return _contiguous(array, np.int64)
 
 
 def _check_finite(x):
@@ -80,7 +87,7 @@ def _check_finite(x):
 def encode(x, f=None, b=None):
     """Floats → codes: x == 0 → zero, else roundHalfEven(log|x| / log b).
     NaN and ±inf raise ValueError (they have no code)."""
-    x = np.ascontiguousarray(x, dtype=np.float64)
+    x = _contiguous(x, np.float64)
     _check_finite(x)
     t = _tensor(x.shape, _num(f, b))
     source = f"""func.func @main(%x: {_tensor(x.shape, 'f64')}) -> {t} {{
@@ -115,7 +122,7 @@ def _unary(op, x, f, b):
 def _binary(op, x, y, f, b, y_f, y_b, sbdb):
     x, y = _codes(x), _codes(y)
     x, y = np.broadcast_arrays(x, y)
-    x, y = np.ascontiguousarray(x), np.ascontiguousarray(y)
+    x, y = _contiguous(x, np.int64), _contiguous(y, np.int64)
     tx = _tensor(x.shape, _num(f, b))
     ty = _tensor(y.shape, _num(y_f, y_b) if (y_f, y_b) != (None, None)
                  else _num(f, b))
@@ -137,6 +144,83 @@ def abs(x, f=None, b=None):  # noqa: A001 - the spec's name
 
 def sqrt(x, f=None, b=None):
     return _unary("sqrt", x, f, b)
+
+
+def relu(x, f=None, b=None):
+    """The rectifier on the sign bit: negative codes (and Z) become Z."""
+    return _unary("relu", x, f, b)
+
+
+def relu_grad(grad, output, f=None, b=None):
+    """The rectifier's backward: `grad` where the forward's `output` is
+    non-zero, Z elsewhere (the spec's mul(g, isZ(out) ? Z : c1))."""
+    grad, output = _codes(grad), _codes(output)
+    t = _tensor(grad.shape, _num(f, b))
+    source = f"""func.func @main(%g: {t}, %o: {t}) -> {t} {{
+  %0 = lns.relu_grad %g, %o : {t}
+  return %0 : {t}
+}}"""
+    return _call(source, grad, output)
+
+
+def powi(x, n, f=None, b=None):
+    """x ** n for an integer n: the exponent times n (the spec's powi)."""
+    if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)):
+        raise TypeError(f"powi takes an integer exponent, got {n!r}")
+    x = _codes(x)
+    t = _tensor(x.shape, _num(f, b))
+    source = f"""func.func @main(%x: {t}) -> {t} {{
+  %0 = lns.powi %x, {int(n)} : {t}
+  return %0 : {t}
+}}"""
+    return _call(source, x)
+
+
+def change_base(x, f=None, b=None, to_f=None, to_b=None):
+    """Codes in base f/b → codes in base to_f/to_b by the spec's mixed-base
+    rule (zero stays zero)."""
+    x = _codes(x)
+    source_type = _tensor(x.shape, _num(f, b))
+    target_type = _tensor(x.shape, _num(to_f, to_b))
+    source = f"""func.func @main(%x: {source_type}) -> {target_type} {{
+  %0 = lns.change_base %x : {source_type} -> {target_type}
+  return %0 : {target_type}
+}}"""
+    return _call(source, x)
+
+
+_PREDICATES = ("eq", "ne", "lt", "le", "gt", "ge")
+
+
+def compare(predicate, x, y, f=None, b=None, y_f=None, y_b=None):
+    """Element-wise comparison (a bool array): eq/ne on codes, lt/le/gt/ge
+    in the reference's order (sign, then exponent; lns.cmp)."""
+    if predicate not in _PREDICATES:
+        raise ValueError(f"predicate must be one of {', '.join(_PREDICATES)}, "
+                         f"got {predicate!r}")
+    x, y = np.broadcast_arrays(_codes(x), _codes(y))
+    x, y = _contiguous(x, np.int64), _contiguous(y, np.int64)
+    tx = _tensor(x.shape, _num(f, b))
+    ty = _tensor(y.shape, _num(y_f, y_b) if (y_f, y_b) != (None, None)
+                 else _num(f, b))
+    tr, t8 = _tensor(x.shape, "i1"), _tensor(x.shape, "i32")
+    # Results go back as i32: the runtime returns no i1 arrays.
+    source = f"""func.func @main(%x: {tx}, %y: {ty}) -> {t8} {{
+  %0 = lns.cmp {predicate}, %x, %y : {tx}, {ty} -> {tr}
+  %1 = arith.extui %0 : {tr} to {t8}
+  return %1 : {t8}
+}}"""
+    return _call(source, x, y).astype(bool)
+
+
+def maximum(x, y, f=None, b=None, y_f=None, y_b=None):
+    """gt(x, y) ? x : y element-wise (lns.max)."""
+    return _binary("max", x, y, f, b, y_f, y_b, "ideal")
+
+
+def minimum(x, y, f=None, b=None, y_f=None, y_b=None):
+    """lt(x, y) ? x : y element-wise (lns.min)."""
+    return _binary("min", x, y, f, b, y_f, y_b, "ideal")
 
 
 def mul(x, y, f=None, b=None, y_f=None, y_b=None):

@@ -1,14 +1,23 @@
-"""LNSLinear and LNSLazyLinear: torch layers computing in LNS through the
-kernels of :mod:`lamina.lns.kernels`, bit-exact with the xlnstorch
-reference."""
+"""LNS layers: LNSModule (the base of layers holding LNS parameters),
+LNSLinear and LNSLazyLinear, bit-exact with the xlnstorch reference.
+
+An LNS parameter `name` is registered the way the reference registers it:
+its codes in a float64 Parameter `<name>_lns` (exact below 2^53), its base
+in a buffer `<name>_base`, so that state_dict()/load_state_dict() keep both.
+`module.name` reads back an LNSTensor on that Parameter; gradients reach the
+Parameter's `.grad` as codes.
+"""
 
 import math
 import warnings
 
 import torch
 from torch import nn
+import torch.nn.functional as F
 
-from .kernels import DEFAULT_F, decode, encode, linear, num_type
+from .base import Base
+from .graph import clear_gradient
+from .tensor import LNSTensor, lnstensor
 
 # Significand bits of the float types a layer may return.
 _SIGNIFICAND_BITS = {torch.float64: 53, torch.float32: 24, torch.float16: 11,
@@ -20,27 +29,91 @@ class LNSPrecisionWarning(UserWarning):
     LNS layers would re-encode other codes than the reference's."""
 
 
-def _fractional_bits(f, b):
-    """The base's fractional bits: f, or log2(1 / log2(b)) for b."""
-    return f if f is not None else -math.log2(math.log2(b))
+class LNSModule(nn.Module):
+    """A module whose LNSTensor attributes are parameters (see the module
+    docstring); :meth:`lns_parameters` gives the groups an LNS optimizer
+    takes."""
 
+    def register_parameter(self, name, param, requires_grad=True):
+        if not isinstance(param, LNSTensor):
+            return super().register_parameter(name, param)
+        if "_lns_names" not in self.__dict__:
+            self._lns_names = set()
+        codes = nn.Parameter(param.lns.detach().clone(),
+                             requires_grad=requires_grad)
+        self.__dict__.pop(name, None)
+        super().register_parameter(name + "_lns", codes)
+        self.register_buffer(name + "_base", param.base)
+        self._lns_names.add(name)
+        return None
 
-def _check_round_trip(layer, dtype):
-    """Warns once per layer when `dtype` loses codes of the layer's base:
-    a float of p significand bits holds every value of base 2^(2^-f) only
-    for f ≤ p − 2 (measured: float32 keeps all codes up to f = 22, loses
-    8% at f = 23)."""
-    bits = _SIGNIFICAND_BITS.get(dtype)
-    f = _fractional_bits(layer.weight_f, layer.weight_b)
-    if bits is None or f <= bits - 2 or layer._warned_dtype == dtype:
-        return
-    layer._warned_dtype = dtype
-    warnings.warn(
-        f"{type(layer).__name__} with f = {f:g} returns {dtype}, whose "
-        f"{bits}-bit significand cannot hold every LNS value of that base: "
-        f"the next LNS layer would encode other codes than the reference. "
-        f"Pass float64 inputs (x.double()) between LNS layers",
-        LNSPrecisionWarning, stacklevel=3)
+    def __getattr__(self, name):
+        names = self.__dict__.get("_lns_names", ())
+        if name in names:
+            codes = self._parameters[name + "_lns"]
+            base = Base.of(self._buffers[name + "_base"])
+            codes._lns_base = base  # the base its gradients accumulate in
+            return LNSTensor(codes, base)
+        return super().__getattr__(name)
+
+    def __setattr__(self, name, value):
+        # Assigning to an LNS parameter replaces it (codes and base); any
+        # other LNSTensor attribute stays a plain attribute, as in the
+        # reference (parameters are registered explicitly).
+        if isinstance(value, LNSTensor) and name in self.__dict__.get(
+                "_lns_names", ()):
+            self.register_parameter(name, value)
+        else:
+            super().__setattr__(name, value)
+
+    def named_lns_parameters(self):
+        """(name, LNSTensor) of every LNS parameter here and below."""
+        for prefix, module in self.named_modules():
+            for name in sorted(module.__dict__.get("_lns_names", ())):
+                yield (f"{prefix}.{name}" if prefix else name,
+                       getattr(module, name))
+
+    def lns_parameters(self):
+        """One group per LNS parameter, ``{"params": [codes], "base":
+        base}`` (codes: the float64 Parameter; base: its 0-d buffer), in
+        registration order: what LNSSGD and LNSAdam take. Empty before a
+        lazy layer's first input."""
+        groups = []
+        for module in self.modules():
+            names = module.__dict__.get("_lns_names", ())
+            for name, codes in module._parameters.items():
+                if name.endswith("_lns") and name[:-4] in names:
+                    groups.append({"params": [codes],
+                                   "base": module._buffers[name[:-4] + "_base"]})
+        return groups
+
+    def parameter_groups(self):
+        """The reference's name for :meth:`lns_parameters`."""
+        return self.lns_parameters()
+
+    def zero_grad(self, set_to_none=True):
+        """Clears every parameter's gradient and the LNS gradients
+        accumulated over earlier backward calls."""
+        for p in self.parameters():
+            clear_gradient(p, set_to_none)
+
+    def _apply(self, fn, *args, **kwargs):
+        # Codes and bases stay float64 under .float() / .half() / .to(dtype):
+        # a conversion would change the codes; devices move as usual.
+        protected = set()
+        for name in self.__dict__.get("_lns_names", ()):
+            codes = self._parameters[name + "_lns"]
+            protected |= {id(codes), id(self._buffers[name + "_base"])}
+            if codes.grad is not None:
+                protected.add(id(codes.grad))
+
+        def keep_codes(t):
+            moved = fn(t)
+            if id(t) in protected and moved.dtype != t.dtype:
+                return t.to(device=moved.device)
+            return moved
+
+        return super()._apply(keep_codes, *args, **kwargs)
 
 
 def _base(f, b, what):
@@ -49,15 +122,35 @@ def _base(f, b, what):
     return f, b
 
 
-class LNSLinear(nn.Module):
-    """y = x·Wᵀ + b computed in LNS: the input encoded in the weight's base,
-    the sequential dot products of the spec, the bias (in its own base,
-    converted by the mixed-base rule) added once, the result decoded.
+def _check_round_trip(layer, dtype):
+    """Warns once per layer when float outputs of `dtype` lose codes of the
+    layer's base: a float of p significand bits holds every value of base
+    2^(2^-f) only for f ≤ p − 2 (float32 keeps all codes up to f = 22)."""
+    bits = _SIGNIFICAND_BITS.get(dtype)
+    base = layer.weight.lns_base
+    f = base.f if base.f is not None else -math.log2(math.log2(base.b))
+    if bits is None or f <= bits - 2 or layer._warned_dtype == dtype:
+        return
+    layer._warned_dtype = dtype
+    warnings.warn(
+        f"{type(layer).__name__} with f = {f:g} returns {dtype}, whose "
+        f"{bits}-bit significand cannot hold every LNS value of that base: "
+        f"the next LNS layer would encode other codes than the reference. "
+        f"Pass LNS tensors (lamina.lns.lnstensor) or float64 between LNS "
+        f"layers", LNSPrecisionWarning, stacklevel=3)
 
-    Parameters are float tensors initialised as nn.Linear's;
-    :meth:`lns_parameters` gives their LNS codes. The weight's base is
-    ``weight_f`` or ``weight_b`` (default f = 23); the bias's defaults to
-    the weight's.
+
+class LNSLinear(LNSModule):
+    """y = x·Wᵀ + b in LNS: the sequential dot products of the spec, the
+    bias added once after them.
+
+    An LNSTensor input gives an LNSTensor output in the input's base, with
+    autograd (parameters in another base are converted, and so are their
+    gradients). A float input is encoded in the weight's base and the
+    result decoded to the input's dtype, without autograd (as the compiled
+    model computes it). Weights and bias start uniform in (−√k, √k),
+    k = 1 / in_features, encoded in ``weight_f``/``weight_b`` (default
+    f = 23) and ``bias_f``/``bias_b`` (default: the weight's base).
     """
 
     def __init__(self, in_features, out_features, bias=True, device=None,
@@ -66,53 +159,55 @@ class LNSLinear(nn.Module):
         self.weight_f, self.weight_b = _base(weight_f, weight_b, "weight")
         self.bias_f, self.bias_b = _base(bias_f, bias_b, "bias")
         if (self.weight_f, self.weight_b) == (None, None):
-            self.weight_f = DEFAULT_F
+            self.weight_f = Base().f
         if (self.bias_f, self.bias_b) == (None, None):
             self.bias_f, self.bias_b = self.weight_f, self.weight_b
-        num_type(self.weight_f, self.weight_b)  # validates b > 1
-        num_type(self.bias_f, self.bias_b)
+        self._weight_base = Base(self.weight_f, self.weight_b)
+        self._bias_base = Base(self.bias_f, self.bias_b)
         self.in_features = in_features
         self.out_features = out_features
-        self._warned_dtype = None
-        self.weight = None
-        self.bias = None
         self._has_bias = bias
-        if in_features is not None:
+        self._warned_dtype = None
+        if in_features is None:
+            self.__dict__["weight"] = None
+            self.__dict__["bias"] = None
+        else:
             self._materialize(in_features, device)
 
     def _materialize(self, in_features, device=None):
         self.in_features = in_features
-        self.weight = nn.Parameter(torch.empty(self.out_features, in_features,
-                                               device=device))
-        nn.init.kaiming_uniform_(self.weight, a=math.sqrt(5))
-        if self._has_bias:
-            self.bias = nn.Parameter(torch.empty(self.out_features,
-                                                 device=device))
-            bound = 1.0 / math.sqrt(in_features) if in_features else 0.0
-            nn.init.uniform_(self.bias, -bound, bound)
+        bound = 1.0 / math.sqrt(in_features) if in_features else 0.0
 
-    def lns_parameters(self):
-        """The parameters as LNS codes (int64 NumPy arrays), by name."""
-        codes = {"weight": encode(self.weight.detach().double().numpy(),
-                                  f=self.weight_f, b=self.weight_b)}
-        if self.bias is not None:
-            codes["bias"] = encode(self.bias.detach().double().numpy(),
-                                   f=self.bias_f, b=self.bias_b)
-        return codes
+        def uniform(*shape):
+            values = torch.empty(*shape, dtype=torch.float64, device=device)
+            return nn.init.uniform_(values, -bound, bound)
+
+        self.register_parameter(
+            "weight", lnstensor(uniform(self.out_features, in_features),
+                                **self._weight_base.kw()))
+        if self._has_bias:
+            self.register_parameter(
+                "bias", lnstensor(uniform(self.out_features),
+                                  **self._bias_base.kw()))
+        else:
+            self.__dict__["bias"] = None
 
     def forward(self, x):
         if x.shape[-1] != self.in_features:
             raise ValueError(f"{type(self).__name__} takes inputs of width "
                              f"{self.in_features}, got {x.shape[-1]}")
-        codes = self.lns_parameters()
-        x_codes = encode(x.detach().double().numpy(), f=self.weight_f,
-                         b=self.weight_b)
-        y = linear(x_codes, codes["weight"], codes.get("bias"),
-                   f=self.weight_f, b=self.weight_b, bias_f=self.bias_f,
-                   bias_b=self.bias_b)
+        if isinstance(x, LNSTensor):
+            return F.linear(x, self.weight, self.bias)
+        with torch.no_grad():
+            y = F.linear(lnstensor(x, b=self.weight.lns_base), self.weight,
+                         self.bias)
         _check_round_trip(self, x.dtype)
-        return torch.from_numpy(
-            decode(y, f=self.weight_f, b=self.weight_b)).to(x.dtype)
+        return y.value.to(x.dtype)
+
+    def extra_repr(self):
+        return (f"in_features={self.in_features}, "
+                f"out_features={self.out_features}, "
+                f"bias={self._has_bias}, base={self._weight_base}")
 
 
 class LNSLazyLinear(LNSLinear):
@@ -123,12 +218,6 @@ class LNSLazyLinear(LNSLinear):
                  weight_b=None, bias_f=None, bias_b=None):
         super().__init__(None, out_features, bias, device, weight_f,
                          weight_b, bias_f, bias_b)
-
-    def lns_parameters(self):
-        if self.weight is None:
-            raise ValueError("LNSLazyLinear has no parameters before its "
-                             "first input")
-        return super().lns_parameters()
 
     def forward(self, x):
         if self.weight is None:

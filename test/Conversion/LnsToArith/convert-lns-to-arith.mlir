@@ -229,3 +229,45 @@ func.func @table_linear(%x: tensor<4x8x!lns.num<f = 10>>, %w: tensor<32x8x!lns.n
   %0 = lns.linear %x, %w sbdb table : tensor<4x8x!lns.num<f = 10>>, tensor<32x8x!lns.num<f = 10>> -> tensor<4x32x!lns.num<f = 10>>
   return %0 : tensor<4x32x!lns.num<f = 10>>
 }
+
+// -----
+
+// The order of lns.cmp: codes of one sign compare as integers (reversed
+// for negatives); of opposite signs the positive one is greater.
+// CHECK-LABEL: func.func @compare
+// CHECK-SAME: (%[[X:.+]]: i64, %[[Y:.+]]: i64) -> i1
+func.func @compare(%x: !lns.num<f = 10>, %y: !lns.num<f = 10>) -> i1 {
+  // CHECK-DAG: %[[XS:.+]] = arith.andi %[[X]], %c1_i64
+  // CHECK-DAG: %[[YS:.+]] = arith.andi %[[Y]], %c1_i64
+  // CHECK: %[[DIFFER:.+]] = arith.cmpi ne, %[[XS]], %[[YS]]
+  // CHECK: %[[POS:.+]] = arith.cmpi eq, %[[XS]], %c0_i64
+  // CHECK: %[[ABOVE:.+]] = arith.cmpi sgt, %[[X]], %[[Y]]
+  // CHECK: %[[BELOW:.+]] = arith.cmpi slt, %[[X]], %[[Y]]
+  // CHECK: %[[SAME:.+]] = arith.select %[[POS]], %[[ABOVE]], %[[BELOW]]
+  // CHECK: %[[GT:.+]] = arith.select %[[DIFFER]], %[[POS]], %[[SAME]]
+  // CHECK: return %[[GT]]
+  %0 = lns.cmp gt, %x, %y : !lns.num<f = 10>, !lns.num<f = 10> -> i1
+  return %0 : i1
+}
+
+// -----
+
+// relu keeps codes with a clear sign bit; relu_grad zeroes where either
+// the output or the cotangent is zero.
+// CHECK-LABEL: func.func @relu
+// CHECK-SAME: (%[[X:.+]]: i64, %[[G:.+]]: i64) -> (i64, i64)
+func.func @relu(%x: !lns.num<f = 10>, %g: !lns.num<f = 10>) -> (!lns.num<f = 10>, !lns.num<f = 10>) {
+  // CHECK: %[[S:.+]] = arith.andi %[[X]], %c1_i64
+  // CHECK: %[[NEG:.+]] = arith.cmpi ne, %[[S]], %c0_i64
+  // CHECK: %[[R:.+]] = arith.select %[[NEG]], %c-9007199254740991_i64, %[[X]]
+  %0 = lns.relu %x : !lns.num<f = 10>
+  // CHECK: %[[GO:.+]] = arith.ori %[[G]], %c1_i64
+  // CHECK: %[[ZG:.+]] = arith.cmpi eq, %[[GO]], %c-9007199254740991_i64
+  // CHECK: %[[RO:.+]] = arith.ori %[[R]], %c1_i64
+  // CHECK: %[[ZR:.+]] = arith.cmpi eq, %[[RO]], %c-9007199254740991_i64
+  // CHECK: %[[ANY:.+]] = arith.ori %[[ZG]], %[[ZR]]
+  // CHECK: %[[GX:.+]] = arith.select %[[ANY]], %c-9007199254740991_i64{{.*}}, %[[G]]
+  // CHECK: return %[[R]], %[[GX]]
+  %1 = lns.relu_grad %g, %0 : !lns.num<f = 10>
+  return %0, %1 : !lns.num<f = 10>, !lns.num<f = 10>
+}

@@ -264,3 +264,60 @@ func.func @linear_table(%x: tensor<4x8x!lns.num<f = 20>>, %w: tensor<3x8x!lns.nu
   %0 = lns.linear %x, %w sbdb table : tensor<4x8x!lns.num<f = 20>>, tensor<3x8x!lns.num<f = 20>> -> tensor<4x3x!lns.num<f = 20>>
   return %0 : tensor<4x3x!lns.num<f = 20>>
 }
+
+// -----
+
+func.func @cmp_result_shape(%x: tensor<4x!lns.num<f = 10>>) -> tensor<3xi1> {
+  // expected-error @+1 {{result 'tensor<3xi1>' must have the shape of the operands, 'tensor<4x!lns.num<f = 10>>'}}
+  %0 = lns.cmp lt, %x, %x : tensor<4x!lns.num<f = 10>>, tensor<4x!lns.num<f = 10>> -> tensor<3xi1>
+  return %0 : tensor<3xi1>
+}
+
+// -----
+
+func.func @cmp_scalar_to_tensor(%x: !lns.num<f = 10>) -> tensor<1xi1> {
+  // expected-error @+1 {{result 'tensor<1xi1>' must have the shape of the operands, '!lns.num<f = 10>'}}
+  %0 = lns.cmp lt, %x, %x : !lns.num<f = 10>, !lns.num<f = 10> -> tensor<1xi1>
+  return %0 : tensor<1xi1>
+}
+
+// -----
+
+func.func @cmp_operand_shapes(%x: tensor<4x!lns.num<f = 10>>, %y: tensor<2x!lns.num<f = 10>>) -> tensor<4xi1> {
+  // expected-error @+1 {{operands must have the same shape, got 'tensor<4x!lns.num<f = 10>>' and 'tensor<2x!lns.num<f = 10>>'}}
+  %0 = lns.cmp ge, %x, %y : tensor<4x!lns.num<f = 10>>, tensor<2x!lns.num<f = 10>> -> tensor<4xi1>
+  return %0 : tensor<4xi1>
+}
+
+// -----
+
+func.func @cmp_predicate(%x: !lns.num<f = 10>) -> i1 {
+  // expected-error @+2 {{expected ::mlir::lamina::lns::ComparePredicate to be one of: eq, ne, lt, le, gt, ge}}
+  // expected-error @+1 {{failed to parse Lns_ComparePredicateAttr parameter 'value'}}
+  %0 = lns.cmp above, %x, %x : !lns.num<f = 10>, !lns.num<f = 10> -> i1
+  return %0 : i1
+}
+
+// -----
+
+func.func @max_shapes(%x: tensor<4x!lns.num<f = 10>>, %y: tensor<2x!lns.num<f = 10>>) -> tensor<4x!lns.num<f = 10>> {
+  // expected-error @+1 {{operands must have the same shape}}
+  %0 = lns.max %x, %y : tensor<4x!lns.num<f = 10>>, tensor<2x!lns.num<f = 10>>
+  return %0 : tensor<4x!lns.num<f = 10>>
+}
+
+// -----
+
+func.func @min_shapes(%x: tensor<4x!lns.num<f = 10>>, %y: tensor<2x!lns.num<f = 10>>) -> tensor<4x!lns.num<f = 10>> {
+  // expected-error @+1 {{operands must have the same shape}}
+  %0 = lns.min %x, %y : tensor<4x!lns.num<f = 10>>, tensor<2x!lns.num<f = 10>>
+  return %0 : tensor<4x!lns.num<f = 10>>
+}
+
+// -----
+
+func.func @relu_grad_bases(%g: tensor<4x!lns.num<f = 10>>, %o: tensor<4x!lns.num<f = 12>>) -> tensor<4x!lns.num<f = 10>> {
+  // expected-error @+1 {{requires the same type for all operands and results}}
+  %0 = "lns.relu_grad"(%g, %o) : (tensor<4x!lns.num<f = 10>>, tensor<4x!lns.num<f = 12>>) -> tensor<4x!lns.num<f = 10>>
+  return %0 : tensor<4x!lns.num<f = 10>>
+}

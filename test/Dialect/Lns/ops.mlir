@@ -79,3 +79,21 @@ func.func @linear(%x: tensor<2x5x17x!f10>, %w: tensor<6x17x!f10>, %b: tensor<6x!
   %1 = lns.linear %x, %w sbdb table : tensor<2x5x17x!f10>, tensor<6x17x!f10> -> tensor<2x5x6x!f10>
   return %0, %1 : tensor<2x5x6x!f10>, tensor<2x5x6x!f10>
 }
+
+// CHECK-LABEL: func.func @training_ops
+func.func @training_ops(%x: tensor<4x!f10>, %y: tensor<4x!lns.num<f = 12>>, %g: tensor<4x!f10>) -> (tensor<4xi1>, i1, tensor<4x!f10>, tensor<4x!f10>, tensor<4x!f10>, tensor<4x!f10>) {
+  // CHECK: lns.cmp gt, %{{.*}}, %{{.*}} : tensor<4x!lns.num<f = 10>>, tensor<4x!lns.num<f = 12>> -> tensor<4xi1>
+  %0 = lns.cmp gt, %x, %y : tensor<4x!f10>, tensor<4x!lns.num<f = 12>> -> tensor<4xi1>
+  %s = lns.constant 0 : i64 -> !f10
+  // CHECK: lns.cmp eq, %{{.*}}, %{{.*}} : !lns.num<f = 10>, !lns.num<f = 10> -> i1
+  %1 = lns.cmp eq, %s, %s : !f10, !f10 -> i1
+  // CHECK: lns.max %{{.*}}, %{{.*}} : tensor<4x!lns.num<f = 10>>, tensor<4x!lns.num<f = 12>>
+  %2 = lns.max %x, %y : tensor<4x!f10>, tensor<4x!lns.num<f = 12>>
+  // CHECK: lns.min %{{.*}}, %{{.*}} : tensor<4x!lns.num<f = 10>>, tensor<4x!lns.num<f = 10>>
+  %3 = lns.min %x, %g : tensor<4x!f10>, tensor<4x!f10>
+  // CHECK: %[[R:.+]] = lns.relu %{{.*}} : tensor<4x!lns.num<f = 10>>
+  %4 = lns.relu %x : tensor<4x!f10>
+  // CHECK: lns.relu_grad %{{.*}}, %[[R]] : tensor<4x!lns.num<f = 10>>
+  %5 = lns.relu_grad %g, %4 : tensor<4x!f10>
+  return %0, %1, %2, %3, %4, %5 : tensor<4xi1>, i1, tensor<4x!f10>, tensor<4x!f10>, tensor<4x!f10>, tensor<4x!f10>
+}

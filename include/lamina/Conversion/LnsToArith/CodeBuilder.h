@@ -79,6 +79,17 @@ public:
   Value abs(Value x);
   Value sqrt(Value x);
   Value powi(Value x, int64_t n);
+  /// x > y in the reference's order: sign first (positive above
+  /// negative), then the exponent; zero codes compare with their bits.
+  Value greater(Value x, Value y);
+  /// x == y as codes.
+  Value equal(Value x, Value y);
+  Value logicalNot(Value condition);
+  /// gt(x, y) ? x : y and lt(x, y) ? x : y.
+  Value maximum(Value x, Value y);
+  Value minimum(Value x, Value y);
+  Value relu(Value x);
+  Value reluGrad(Value grad, Value output);
   /// Gaussian-log addition in `type`'s base: `ideal` mode, or `table` mode
   /// when `tables` holds the precomputed values.
   Value add(Value x, Value y, NumType type, const SbdbTables *tables = nullptr);

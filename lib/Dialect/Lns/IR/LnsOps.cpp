@@ -190,6 +190,27 @@ LogicalResult DivOp::verify() {
   return success();
 }
 
+LogicalResult MaxOp::verify() {
+  return verifySameShape(*this, getLhs(), getRhs());
+}
+
+LogicalResult MinOp::verify() {
+  return verifySameShape(*this, getLhs(), getRhs());
+}
+
+LogicalResult CmpOp::verify() {
+  if (failed(verifySameShape(*this, getLhs(), getRhs())))
+    return failure();
+  auto lhsType = dyn_cast<ShapedType>(getLhs().getType());
+  auto resultType = dyn_cast<ShapedType>(getType());
+  if (static_cast<bool>(lhsType) != static_cast<bool>(resultType) ||
+      (lhsType && failed(verifyCompatibleShape(lhsType, resultType))))
+    return emitOpError("result ")
+           << getType() << " must have the shape of the operands, "
+           << getLhs().getType();
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Add / Sub
 //===----------------------------------------------------------------------===//

@@ -8,17 +8,16 @@ from . import converts
 
 @converts(lns.LNSLinear, lns.LNSLazyLinear)
 def lns_linear(emitter, node, module, path):
-    """`lamina.linear` on `!lns.num` tensors: the input and parameters
-    encoded in the weight's base (a bias may keep its own), the result
-    decoded."""
+    """`lamina.linear` on `!lns.num` tensors: the input encoded in the
+    weight's base, the parameters passed as their codes (a bias may keep
+    its own base), the result decoded."""
     x = emitter.float_value(node, node.args[0])
     result = emitter.result_type(node)
     if module.weight is None:
         emitter.fail(node, "an LNSLazyLinear that has not seen an input")
-    # The input is encoded in the weight's base; a bias in another base
-    # is converted by the spec's mixed-base rule in the layer.
-    number = ir.LnsNumber(f=module.weight_f, b=module.weight_b)
-    bias_number = ir.LnsNumber(f=module.bias_f, b=module.bias_b)
+    # A bias in another base is converted by the spec's mixed-base rule
+    # in the layer.
+    number = module_number(module.weight)
     builder = emitter.builder
 
     def encode(value, element):
@@ -27,13 +26,15 @@ def lns_linear(emitter, node, module, path):
                           types=ir.converted_type(value.type, encoded),
                           results=[encoded])
 
+    # Parameters enter the program as their int64 codes, typed in their
+    # own bases; the input is encoded in the weight's.
     encoded = [encode(x, number),
-               encode(emitter.parameter(node, f"{path}.weight",
-                                        module.weight), number)]
+               emitter.parameter(node, f"{path}.weight", module.weight.codes,
+                                 element=module_number(module.weight))]
     syntax = [ir.operand_list(*encoded)]
     if module.bias is not None:
-        bias = encode(emitter.parameter(node, f"{path}.bias", module.bias),
-                      bias_number)
+        bias = emitter.parameter(node, f"{path}.bias", module.bias.codes,
+                                 element=module_number(module.bias))
         encoded.append(bias)
         syntax += ["bias", bias]
     lns_result = result.with_element(number)
@@ -44,3 +45,9 @@ def lns_linear(emitter, node, module, path):
     return builder.op("lns.decode", y,
                       types=ir.converted_type(lns_result, result),
                       results=[result])
+
+
+def module_number(parameter):
+    """The `!lns.num` element of an LNS parameter's base."""
+    base = parameter.lns_base
+    return ir.LnsNumber(f=base.f, b=base.b)
