@@ -230,6 +230,12 @@ planElementwise(linalg::GenericOp op) {
   if (ranges.empty() || llvm::any_of(ranges, ShapedType::isDynamic) ||
       llvm::is_contained(ranges, 0) || ranges.back() % 16 != 0)
     return std::nullopt;
+  // Booleans stay scalar: LLVM stores a vector<Nxi1> as packed bits, a
+  // memref of i1 holds one byte per element.
+  if (llvm::any_of(op->getOperandTypes(), [](Type type) {
+        return getElementTypeOrSelf(type).isInteger(1);
+      }))
+    return std::nullopt;
   Type element = getElementTypeOrSelf(op.getDpsInits()[0].getType());
   bool codes = element.isSignlessInteger(64) || element.isSignlessInteger(32);
   SmallVector<int64_t> sizes(ranges.size(), 1);
