@@ -9,6 +9,8 @@ the xlnstorch reference.
 - :mod:`lamina.lns.autograd` — their backward rules (LNS training spec);
 - :mod:`lamina.lns.optim` — LNSSGD and LNSAdam;
 - :mod:`lamina.lns.layers` — LNSModule, LNSLinear, LNSLazyLinear;
+- :mod:`lamina.lns.compiled` — a whole training step as one program
+  (``compile_step``);
 - :mod:`lamina.lns.numpy_spec` — the spec written plainly in NumPy (test
   oracle and benchmark baseline, also importable as ``lamina.lns_numpy``).
 """
@@ -22,6 +24,7 @@ from .tensor import (LNSTensor, full, full_like, lnstensor, ones, ones_like,
 from . import functional  # registers the torch functions
 from .layers import LNSLazyLinear, LNSLinear, LNSModule, LNSPrecisionWarning
 from .optim import LNSAdam, LNSOptimizer, LNSSGD
+from .compiled import CompileError, CompiledStep, compile_step
 
 __all__ = ["DEFAULT_F", "abs", "add", "change_base", "compare", "decode",
            "div", "encode", "linear", "matmul", "maximum", "minimum", "mul",
@@ -29,4 +32,5 @@ __all__ = ["DEFAULT_F", "abs", "add", "change_base", "compare", "decode",
            "Base", "LNSTensor", "full", "full_like", "lnstensor", "ones",
            "ones_like", "rand", "randn", "zeros", "zeros_like",
            "LNSLazyLinear", "LNSLinear", "LNSModule", "LNSPrecisionWarning",
-           "LNSAdam", "LNSOptimizer", "LNSSGD"]
+           "LNSAdam", "LNSOptimizer", "LNSSGD", "CompileError", "CompiledStep",
+           "compile_step"]

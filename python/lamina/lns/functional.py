@@ -10,6 +10,7 @@ import torch.nn.functional as F
 
 from . import autograd as A
 from . import kernels as K
+from . import trace
 from .tensor import LNSTensor, lnstensor
 
 _TABLE = {}
@@ -42,67 +43,88 @@ def _first_base(*operands):
 def _align(base, x):
     """Operand `x` as codes in `base`."""
     if isinstance(x, LNSTensor):
-        return lnstensor(x, b=base).lns
+        aligned = lnstensor(x, b=base)
+        if aligned is not x:
+            _record("change_base", [x.lns], aligned.lns, base)
+        return aligned.lns
     if isinstance(x, (numbers.Number, torch.Tensor)) or hasattr(x, "__len__"):
-        return lnstensor(x, b=base).lns
+        codes = lnstensor(x, b=base).lns
+        if trace.active():
+            trace.active().constant(codes, base)
+        return codes
     raise TypeError(f"cannot use {type(x).__name__} as an LNS operand")
 
 
-def _result(codes, base):
+def _record(op, operands, result, base, **attrs):
+    recorder = trace.active()
+    if recorder is not None:
+        recorder.record(op, operands, result, base, **attrs)
+
+
+def _result(codes, base, op, operands, **attrs):
+    """The LNSTensor of result `codes`, noted as `op` of `operands` while
+    recording."""
+    _record(op, list(operands), codes, base, **attrs)
     return LNSTensor(codes, base)
 
 
-def _binary(function):
+def _binary(function, name):
     def impl(x, y, *, out=None):
         if out is not None:
             raise TypeError("LNS operations take no out= tensor")
         base = _first_base(x, y)
-        return _result(function.apply(_align(base, x), _align(base, y), base),
-                       base)
+        a, b = _align(base, x), _align(base, y)
+        return _result(function.apply(a, b, base), base, name, (a, b))
     return impl
 
 
-implements(torch.add, torch.Tensor.add)(_binary(A.Add))
-implements(torch.sub, torch.subtract, torch.Tensor.sub)(_binary(A.Sub))
-implements(torch.mul, torch.multiply, torch.Tensor.mul)(_binary(A.Mul))
+implements(torch.add, torch.Tensor.add)(_binary(A.Add, "add"))
+implements(torch.sub, torch.subtract, torch.Tensor.sub)(_binary(A.Sub, "sub"))
+implements(torch.mul, torch.multiply, torch.Tensor.mul)(_binary(A.Mul, "mul"))
 implements(torch.div, torch.divide, torch.true_divide,
-           torch.Tensor.div)(_binary(A.Div))
+           torch.Tensor.div)(_binary(A.Div, "div"))
 
 
 @implements(torch.matmul, torch.Tensor.matmul)
 def matmul(a, b, *, out=None):
     base = _first_base(a, b)
-    return _result(A.Matmul.apply(_align(base, a), _align(base, b), base), base)
+    x, y = _align(base, a), _align(base, b)
+    return _result(A.Matmul.apply(x, y, base), base, "matmul", (x, y))
 
 
 @implements(torch.neg, torch.negative, torch.Tensor.neg)
 def neg(x):
-    return _result(A.Neg.apply(x.lns, x.lns_base), x.lns_base)
+    return _result(A.Neg.apply(x.lns, x.lns_base), x.lns_base, "neg", (x.lns,))
 
 
 @implements(torch.relu, F.relu)
 def relu(x, inplace=False):
-    return _result(A.Relu.apply(x.lns, x.lns_base), x.lns_base)
+    return _result(A.Relu.apply(x.lns, x.lns_base), x.lns_base, "relu",
+                   (x.lns,))
 
 
 @implements(torch.square)
 def square(x):
-    return _result(A.Square.apply(x.lns, x.lns_base), x.lns_base)
+    return _result(A.Square.apply(x.lns, x.lns_base), x.lns_base, "powi",
+                   (x.lns,), exponent=2)
 
 
 @implements(torch.reciprocal)
 def reciprocal(x):
-    return _result(A.Reciprocal.apply(x.lns, x.lns_base), x.lns_base)
+    return _result(A.Reciprocal.apply(x.lns, x.lns_base), x.lns_base,
+                   "reciprocal", (x.lns,))
 
 
 @implements(torch.sqrt)
 def sqrt(x):
-    return _result(A.Sqrt.apply(x.lns, x.lns_base), x.lns_base)
+    return _result(A.Sqrt.apply(x.lns, x.lns_base), x.lns_base, "sqrt",
+                   (x.lns,))
 
 
 @implements(torch.abs, torch.absolute)
 def abs(x):  # noqa: A001 - torch's name
-    return _result(A.Abs.apply(x.lns, x.lns_base), x.lns_base)
+    return _result(A.Abs.apply(x.lns, x.lns_base), x.lns_base, "abs",
+                   (x.lns,))
 
 
 @implements(torch.pow)
@@ -114,7 +136,8 @@ def pow(x, exponent):  # noqa: A001 - torch's name
     if isinstance(exponent, bool) or not isinstance(exponent, int):
         raise TypeError(f"LNS pow takes an integer exponent (the spec's "
                         f"powi), got {exponent!r}")
-    return _result(A.PowI.apply(x.lns, exponent, x.lns_base), x.lns_base)
+    return _result(A.PowI.apply(x.lns, exponent, x.lns_base), x.lns_base,
+                   "powi", (x.lns,), exponent=exponent)
 
 
 def _dims(dim, ndim):
@@ -134,15 +157,18 @@ def sum(x, dim=None, keepdim=False, *, dtype=None):  # noqa: A001
         raise TypeError("an LNS sum keeps the codes' base; dtype= is not "
                         "taken")
     dims = _dims(dim, x.ndim)
-    return _result(A.Sum.apply(x.lns, dims, keepdim, x.lns_base), x.lns_base)
+    return _result(A.Sum.apply(x.lns, dims, keepdim, x.lns_base), x.lns_base,
+                   "sum", (x.lns,), dims=dims, keepdim=keepdim)
 
 
 @implements(F.linear)
 def linear(input, weight, bias=None):  # noqa: A002 - torch's name
     base = _first_base(input, weight)
-    return _result(A.Linear.apply(
-        _align(base, input), _align(base, weight),
-        None if bias is None else _align(base, bias), base), base)
+    operands = [_align(base, input), _align(base, weight)]
+    if bias is not None:
+        operands.append(_align(base, bias))
+    return _result(A.Linear.apply(*operands[:2], operands[2] if bias is not None
+                                  else None, base), base, "linear", operands)
 
 
 @implements(F.mse_loss)
@@ -159,7 +185,8 @@ def mse_loss(input, target, size_average=None, reduce=None,  # noqa: A002
     if p.shape != t.shape:
         raise ValueError(f"mse_loss takes input and target of one shape, got "
                          f"{tuple(p.shape)} and {tuple(t.shape)}")
-    return _result(A.MseLoss.apply(p, t, reduction, base), base)
+    return _result(A.MseLoss.apply(p, t, reduction, base), base, "mse_loss",
+                   (p, t), reduction=reduction)
 
 
 @implements(F.dropout)
@@ -180,7 +207,8 @@ def dropout(input, p=0.5, training=True, inplace=False):  # noqa: A002
         scale = float(A.constant(1.0 / (1.0 - p), base))
         mask = torch.where(keep, torch.tensor(scale, dtype=torch.float64),
                            torch.tensor(float(A.ZERO), dtype=torch.float64))
-    return _result(A.Mul.apply(input.lns, mask, base), base)
+    return _result(A.Mul.apply(input.lns, mask, base), base, "dropout",
+                   (input.lns,))
 
 
 @implements(torch.transpose, torch.swapaxes)
@@ -240,8 +268,9 @@ def equal(x, y):
 def _extremum(largest):
     def impl(x, y, *, out=None):
         base = _first_base(x, y)
-        return _result(A.Extremum.apply(_align(base, x), _align(base, y),
-                                        largest, base), base)
+        a, b = _align(base, x), _align(base, y)
+        return _result(A.Extremum.apply(a, b, largest, base), base,
+                       "maximum" if largest else "minimum", (a, b))
     return impl
 
 

@@ -250,5 +250,6 @@ void mlir::lamina::registerReverseDifferentiationModels(
     FusedQKVOp::attachInterface<FusedQKVRule>(*context);
   });
   registerUpstreamRules(registry);
+  registerLnsRules(registry);
   registerCollectiveRules(registry);
 }

@@ -15,6 +15,8 @@
 #include "lamina/Lamina/Analysis/LayoutRules.h"
 #include "lamina/Lamina/IR/Lamina.h"
 #include "lamina/Lamina/Transforms/Passes.h"
+#include "lamina/Lns/IR/Lns.h"
+#include "lamina/Lns/IR/LnsCodes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -37,10 +39,15 @@ namespace mlir::lamina {
 using namespace mlir;
 using namespace mlir::lamina;
 
-/// Whether the generator takes cotangents of `value`: float tensors.
+/// Whether the generator takes cotangents of `value`: float tensors and
+/// LNS tensors (whose cotangents are LNS codes of the same base).
 static bool isDifferentiable(Value value) {
   auto type = dyn_cast<RankedTensorType>(value.getType());
-  return type && isa<FloatType>(type.getElementType());
+  return type && isa<FloatType, lns::NumType>(type.getElementType());
+}
+
+static bool isLns(Value value) {
+  return isa<lns::NumType>(getElementTypeOrSelf(value.getType()));
 }
 
 /// Ops the backward recomputes rather than saves: their result costs no
@@ -77,7 +84,7 @@ private:
     auto path = op->getAttrOfType<StringAttr>("path");
     return path && checkpointed.contains(path.getValue());
   }
-  void accumulate(Value value, Value cotangent);
+  LogicalResult accumulate(Value value, Value cotangent);
   /// Zeros of the type of the forward value `value`.
   Value zerosLike(Value value);
   LogicalResult differentiate(Operation *op);
@@ -138,16 +145,38 @@ Value BackwardBuilder::zerosLike(Value value) {
                 builder, loc,
                 tensor::getMixedSizes(builder, loc, getPrimal(value)),
                 type.getElementType());
-  Value zero = arith::ConstantOp::create(
-      builder, loc, builder.getZeroAttr(type.getElementType()));
+  Value zero =
+      isLns(value)
+          ? lns::ConstantOp::create(builder, loc, type.getElementType(),
+                                    builder.getI64IntegerAttr(
+                                        lns::codes::kZero))
+                .getResult()
+          : arith::ConstantOp::create(
+                builder, loc, builder.getZeroAttr(type.getElementType()))
+                .getResult();
   return linalg::FillOp::create(builder, loc, zero, empty).getResult(0);
 }
 
-void BackwardBuilder::accumulate(Value value, Value cotangent) {
+LogicalResult BackwardBuilder::accumulate(Value value, Value cotangent) {
   Value &slot = cotangents[value];
-  slot = slot ? arith::AddFOp::create(builder, value.getLoc(), slot, cotangent)
-                    .getResult()
-              : cotangent;
+  if (!slot) {
+    slot = cotangent;
+    return success();
+  }
+  if (isLns(value)) {
+    // The reference rejects fan-out: its engine would add the two
+    // gradients as floats of codes, and no LNS order is defined for them.
+    const char *why = "feeds more than one operation (fan-out); LNS "
+                      "gradients are not added across uses, as in the "
+                      "xlnstorch reference: use the value once per backward";
+    if (Operation *def = value.getDefiningOp())
+      return def->emitOpError("result, an LNS value, ") << why;
+    return forward.emitOpError("argument ")
+           << cast<BlockArgument>(value).getArgNumber() << ", an LNS value, "
+           << why;
+  }
+  slot = arith::AddFOp::create(builder, value.getLoc(), slot, cotangent);
+  return success();
 }
 
 LogicalResult BackwardBuilder::differentiate(Operation *op) {
@@ -175,8 +204,9 @@ LogicalResult BackwardBuilder::differentiate(Operation *op) {
     return failure();
   for (auto [operand, cotangent] :
        llvm::zip_equal(op->getOperands(), operandCotangents))
-    if (cotangent && isDifferentiable(operand) && isActive(operand))
-      accumulate(operand, cotangent);
+    if (cotangent && isDifferentiable(operand) && isActive(operand) &&
+        failed(accumulate(operand, cotangent)))
+      return failure();
   return success();
 }
 
@@ -199,8 +229,9 @@ LogicalResult BackwardBuilder::run() {
     primals.map(argument, entry->getArgument(argument.getArgNumber()));
   Operation *terminator = body.getTerminator();
   for (auto [index, result] : llvm::enumerate(terminator->getOperands()))
-    if (isDifferentiable(result))
-      accumulate(result, entry->getArgument(numArgs + index));
+    if (isDifferentiable(result) &&
+        failed(accumulate(result, entry->getArgument(numArgs + index))))
+      return failure();
 
   // Pipeline stages: the backward of forward stage s is backward stage
   // N - 1 - s; a cut follows the last op of each but the last.
