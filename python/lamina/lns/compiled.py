@@ -41,20 +41,24 @@ class _Emitter:
         self.recorder = recorder
         self.names = {}       # id(code tensor) -> SSA name
         self.types = {}       # SSA name -> type
+        self.shapes = {}      # SSA name -> shape
         self.lines = []
         for name, tensor, base in arguments:
-            self._define(tensor, name, _type(tensor.shape, base))
+            self._define(tensor, name, tensor.shape, base)
 
-    def _define(self, tensor, name, type_):
+    def _define(self, tensor, name, shape, base):
         self.names[id(tensor)] = name
-        self.types[name] = type_
+        self.shapes[name] = tuple(shape)
+        self.types[name] = _type(shape, base)
         return name
 
     def _fresh(self, tensor, base):
-        return self._define(tensor, f"%v{len(self.lines)}",
-                            _type(tensor.shape, base))
+        return self._define(tensor, f"%v{len(self.lines)}", tensor.shape, base)
 
-    def value(self, tensor, what):
+    def value(self, tensor, what, shape=None):
+        """The SSA name of code tensor `tensor`; a constant (a number or
+        float tensor an operation encoded) is written here, broadcast to
+        `shape` when given (constants take no gradient)."""
         name = self.names.get(id(tensor))
         if name is not None:
             return name
@@ -67,7 +71,10 @@ class _Emitter:
                 f"Lamina's functions compile")
         codes_tensor, base = constant
         values = codes(codes_tensor)
-        name = self._fresh(codes_tensor, base)
+        if shape is not None:
+            values = np.array(np.broadcast_to(values, shape))
+        name = self._define(codes_tensor, f"%v{len(self.lines)}",
+                            values.shape, base)
         self.lines.append(
             f"{name} = lns.constant dense<{_dense(values)}> : "
             f"{_i64(values.shape)} -> {self.types[name]}")
@@ -75,9 +82,11 @@ class _Emitter:
 
     def emit(self, step):
         what = step.op
-        operands = [self.value(t, what) for t in step.operands]
+        shape = tuple(step.result.shape)
+        operands = [self.value(t, what, shape if what in _ELEMENTWISE
+                               else None) for t in step.operands]
         types = [self.types[o] for o in operands]
-        shapes = [tuple(t.shape) for t in step.operands]
+        shapes = [self.shapes[o] for o in operands]
         result = self._fresh(step.result, step.base)
         rtype = self.types[result]
         if what in ("add", "sub", "mul", "div"):
@@ -126,19 +135,20 @@ class _Emitter:
 
     def _mse(self, step, operands, types, shape, result):
         """mse_loss as sub, powi 2, a sequential sum and a division by
-        enc(numel): their reverse-mode rules give the spec's mse backward
-        codes (mul and div are exact on exponents)."""
+        enc(numel) (as many as the reduction takes): their reverse-mode
+        rules give the spec's mse backward codes (mul and div are exact on
+        exponents)."""
         reduction = step.attrs["reduction"]
-        if reduction == "none":
-            raise CompileError("mse_loss(reduction='none') is not a loss: "
-                               "compile_step needs a scalar")
         t = types[0]
-        e, sq = f"{result}_e", f"{result}_sq"
+        e = f"{result}_e"
+        sq = result if reduction == "none" else f"{result}_sq"
         dims = ", ".join(map(str, range(len(shape))))
         scalar = _type((), step.base)
         self.lines += [
             f"{e} = lns.sub {operands[0]}, {operands[1]} : {t}, {types[1]}",
             f"{sq} = lns.powi {e}, 2 : {t}"]
+        if reduction == "none":
+            return
         if reduction == "sum":
             self.lines.append(f"{result} = lns.sum {sq} dims [{dims}] : {t} "
                               f"-> {scalar}")
@@ -148,6 +158,9 @@ class _Emitter:
             f"{result}_s = lns.sum {sq} dims [{dims}] : {t} -> {scalar}",
             f"{result}_n = lns.constant dense<{n}> : tensor<i64> -> {scalar}",
             f"{result} = lns.div {result}_s, {result}_n : {scalar}, {scalar}"]
+
+
+_ELEMENTWISE = ("add", "sub", "mul", "div")
 
 
 def _i64(shape):
@@ -185,17 +198,24 @@ class CompiledStep:
         self.entries = [(p, _group_base(group), group)
                         for group in optimizer.param_groups
                         for p in group["params"]]
+        if not all(isinstance(t, LNSTensor) for t in example_inputs):
+            raise CompileError("compile_step takes LNS tensors as example "
+                               "inputs (lamina.lns.lnstensor)")
         self.shapes = [tuple(t.shape) for t in example_inputs]
         self.bases = [t.lns_base for t in example_inputs]
         self.loss_module = self._record(example_inputs)
+        try:
+            self.differentiated = _lamina.transform_ir(
+                self.loss_module, "",
+                "lamina-generate-backward{function=loss}")
+        except ValueError as error:
+            raise CompileError(f"the loss cannot be differentiated: "
+                               f"{str(error).strip()}") from None
         self._programs = {}
 
     # -- the loss function ------------------------------------------------
 
     def _record(self, inputs):
-        if not all(isinstance(t, LNSTensor) for t in inputs):
-            raise CompileError("compile_step takes LNS tensors as example "
-                               "inputs (lamina.lns.lnstensor)")
         detached = [t.detach() for t in inputs]
         with trace.recording() as recorder:
             loss = self.loss_fn(self.model(*detached[:-1]), detached[-1])
@@ -251,8 +271,7 @@ class CompiledStep:
         return program
 
     def _module(self, variant):
-        differentiated = _lamina.transform_ir(
-            self.loss_module, "", "lamina-generate-backward{function=loss}")
+        differentiated = self.differentiated
         saved = _signature(differentiated, "loss_forward")
         gradients = _signature(differentiated, "loss_backward")
         inputs = [(f"%in{i}", _type(s, b))
