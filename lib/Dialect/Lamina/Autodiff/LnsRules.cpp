@@ -162,9 +162,6 @@ struct PowIRule : Rule<PowIRule, lns::PowIOp> {
                                            ArrayRef<Value> dys,
                                            MutableArrayRef<Value> dxs) const {
     auto powi = cast<lns::PowIOp>(op);
-    if (!isa<RankedTensorType>(powi.getType()))
-      return op->emitOpError("backward is generated for LNS tensors, got ")
-             << powi.getType();
     Location loc = op->getLoc();
     Type type = powi.getType();
     int64_t n = powi.getExponent();
@@ -186,10 +183,17 @@ struct SumRule : Rule<SumRule, lns::SumOp> {
                                            MutableArrayRef<Value> dxs) const {
     auto sum = cast<lns::SumOp>(op);
     Location loc = op->getLoc();
-    Value x = state.getPrimal(sum.getInput());
-    Value init = tensor::EmptyOp::create(
-        b, loc, tensor::getMixedSizes(b, loc, x),
-        cast<RankedTensorType>(x.getType()).getElementType());
+    auto type = cast<RankedTensorType>(sum.getInput().getType());
+    // Only a dynamic shape needs the input itself (saved or recomputed).
+    Value init =
+        type.hasStaticShape()
+            ? tensor::EmptyOp::create(b, loc, type.getShape(),
+                                      type.getElementType())
+            : tensor::EmptyOp::create(
+                  b, loc,
+                  tensor::getMixedSizes(b, loc,
+                                        state.getPrimal(sum.getInput())),
+                  type.getElementType());
     dxs[0] = linalg::BroadcastOp::create(b, loc, dys[0], init, sum.getDims())
                  .getResult()[0];
     return success();
