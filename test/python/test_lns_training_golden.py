@@ -304,3 +304,21 @@ def test_an_lns_model_trains_end_to_end():
         optimizer.step()
         losses.append(loss.item())
     assert losses[-1] < 0.3 * losses[0], losses
+
+
+@pytest.mark.parametrize("name", ["mlp_sgd_f10.npz", "mlp_sgd_f16.npz",
+                                  "mlp_sgd_f23.npz"])
+def test_the_numpy_spec_trains_as_the_reference(name):
+    """lamina.lns_numpy's training step (the benchmarks' baseline) is an
+    independent oracle: it reproduces the reference's plain-SGD runs."""
+    from lamina import lns_numpy
+    d = load(name)
+    f = int(d["f"])
+    params = [d[p][0] for p in PARAMETERS]
+    for step in range(int(d["steps"])):
+        loss, params, grads = lns_numpy.mlp_sgd_step(
+            d["x"][step], d["target"][step], params, int(d["hp_lr_code"]), f)
+        assert int(loss) == int(d["loss"][step])
+        for p, value, grad in zip(PARAMETERS, params, grads):
+            assert_codes(grad, d[f"grad_{p}"][step], f"{name} grad_{p}")
+            assert_codes(value, d[p][step + 1], f"{name} {p}")

@@ -217,6 +217,13 @@ class Matmul(_Function):
         b_full = np.ascontiguousarray(
             np.broadcast_to(b2, batch + b2.shape[-2:]))
         ga = gb = None
+        if not batch:  # matrices: the layer kernels, in the same order
+            if ctx.needs_input_grad[0]:
+                ga = tensor(K.linear(g2, b2, **kw).reshape(a.shape))
+            if ctx.needs_input_grad[1]:
+                gb = tensor(_product(np.ascontiguousarray(a2.T), g2, kw)
+                            .reshape(b.shape))
+            return ga, gb, None
         if ctx.needs_input_grad[0]:
             ga = K.matmul(g2, np.ascontiguousarray(np.swapaxes(b_full, -1, -2)),
                           **kw)
@@ -226,6 +233,13 @@ class Matmul(_Function):
                           **kw)
             gb = tensor(_unbroadcast(gb, b2.shape, kw).reshape(b.shape))
         return ga, gb, None
+
+
+def _product(a, b, kw):
+    """a[M, K]·b[K, N] summed over k in order, as lns.linear(a, bᵀ): the
+    same order of additions as lns.matmul, through the layer's vectorized
+    kernels."""
+    return K.linear(a, np.ascontiguousarray(b.T), **kw)
 
 
 def _promote(a, b):
@@ -270,10 +284,10 @@ class Linear(_Function):
         g2 = codes(g).reshape(-1, n)
         gx = gw = gb = None
         if ctx.needs_input_grad[0]:
-            gx = tensor(K.matmul(g2, codes(w), **kw).reshape(x.shape))
+            gx = tensor(_product(g2, codes(w), kw).reshape(x.shape))
         if ctx.needs_input_grad[1]:
-            gw = tensor(K.matmul(np.ascontiguousarray(g2.T),
-                                 codes(x).reshape(-1, k), **kw))
+            gw = tensor(_product(np.ascontiguousarray(g2.T),
+                                 codes(x).reshape(-1, k), kw))
         if ctx.has_bias and ctx.needs_input_grad[2]:
             gb = tensor(g2[0] if x.ndim == 1 else K.sum(g2, axis=0, **kw))
         return gx, gw, gb, None

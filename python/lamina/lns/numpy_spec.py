@@ -77,3 +77,75 @@ def linear_pairwise(x, w, f=23):
                 [terms, np.full(terms.shape[:-1] + (1,), ZERO)], axis=-1)
         terms = add(terms[..., 0::2], terms[..., 1::2], f)
     return terms[..., 0]
+
+
+# -- training (the LNS training spec), for the oracle and the baseline -------
+
+
+def neg(x):
+    return np.asarray(x, np.int64) ^ 1
+
+
+def sub(x, y, f):
+    return add(x, neg(y), f)
+
+
+def div(x, y):
+    x, y = np.broadcast_arrays(np.asarray(x, np.int64), np.asarray(y, np.int64))
+    quotient = ((x - y + (y & 1)) ^ (y & 1)).astype(np.int64)
+    return np.where(is_zero(x), ZERO, quotient)
+
+
+def matmul(a, b, f):
+    """a[M, K] · b[K, N], sequential over K."""
+    return linear(a, np.ascontiguousarray(np.asarray(b).T), None, f)
+
+
+def sum_rows(x, f):
+    """The sequential sum over axis 0 of x[R, N]."""
+    x = np.asarray(x, np.int64)
+    acc = x[0]
+    for r in range(1, x.shape[0]):
+        acc = add(acc, x[r], f)
+    return acc
+
+
+def sum_all(x, f):
+    flat = np.asarray(x, np.int64).reshape(-1)
+    acc = flat[0]
+    for v in flat[1:]:
+        acc = add(acc, v, f)
+    return acc
+
+
+def relu(x):
+    x = np.asarray(x, np.int64)
+    return np.where(x & 1, ZERO, x)
+
+
+def mlp_sgd_step(x, target, params, lr, f):
+    """One step of LNSLinear → relu → LNSLinear → mse_loss(mean) and plain
+    SGD, as the spec computes it: returns (loss, new params, grads).
+    `params` = [w1, b1, w2, b2] codes, `lr` the learning-rate code."""
+    w1, b1, w2, b2 = params
+    h_pre = linear(x, w1, b1, f)
+    h = relu(h_pre)
+    y = linear(h, w2, b2, f)
+    e = sub(y, target, f)
+    n = encode(float(e.size), f)
+    loss = div(sum_all(mul(e, e), f), n)
+    q = div(mul(e, encode(2.0, f)), n)                 # grad of y
+    grads_2 = _linear_backward(h, w2, q, f)
+    gh = grads_2[0]
+    g_pre = np.where(is_zero(h) | is_zero(gh), ZERO, gh)  # relu_grad
+    grads_1 = _linear_backward(x, w1, g_pre, f)
+    grads = [grads_1[1], grads_1[2], grads_2[1], grads_2[2]]
+    new = [sub(p, mul(g, lr), f) for p, g in zip(params, grads)]
+    return loss, new, grads
+
+
+def _linear_backward(x, w, g, f):
+    """gx = g·W over n, gW = gᵀ·x over rows, gb = the rows of g summed."""
+    gx = matmul(g, w, f)
+    gw = matmul(np.ascontiguousarray(g.T), x, f)
+    return gx, gw, sum_rows(g, f)

@@ -6,7 +6,7 @@
 //   gs = div(g, n)  (div rule)    gsq = gs broadcast (sum rule)
 //   ge = mul(gsq, mul(enc(2), powi(e, 1)))  (powi rule)
 //   gy = ge, gt = neg(ge)  (sub rule)       gh = relu_grad(gy, y)
-//   gx = matmul(gh, W) over n;  gW = matmul(ghᵀ, x) over rows;  gb = Σ rows
+//   gx = gh·W over n;  gW = ghᵀ·x over rows;  gb = Σ rows
 !f = !lns.num<f = 10>
 
 // CHECK-LABEL: func.func @loss_backward
@@ -22,9 +22,13 @@
 // CHECK: %[[GE:.+]] = lns.mul %[[GSQ]], %[[SLOPE]]
 // CHECK: %[[GT:.+]] = lns.neg %[[GE]]
 // CHECK: %[[GH:.+]] = lns.relu_grad %[[GE]], %[[Y]]
-// CHECK: %[[GX:.+]] = lns.matmul %[[GH]], %[[W]] : tensor<2x3x!lns.num<f = 10>>, tensor<3x4x!lns.num<f = 10>> -> tensor<2x4x!lns.num<f = 10>>
+// The products are lns.linear (x·Wᵀ) on transposed operands: the same
+// sequential sums as lns.matmul, through the layer kernels.
+// CHECK: %[[WT:.+]] = linalg.transpose ins(%[[W]] : tensor<3x4x!lns.num<f = 10>>) {{.*}} permutation = [1, 0]
+// CHECK: %[[GX:.+]] = lns.linear %[[GH]], %[[WT]] : tensor<2x3x!lns.num<f = 10>>, tensor<4x3x!lns.num<f = 10>> -> tensor<2x4x!lns.num<f = 10>>
 // CHECK: %[[GHT:.+]] = linalg.transpose ins(%[[GH]] : tensor<2x3x!lns.num<f = 10>>) {{.*}} permutation = [1, 0]
-// CHECK: %[[GW:.+]] = lns.matmul %[[GHT]], %[[X]] : tensor<3x2x!lns.num<f = 10>>, tensor<2x4x!lns.num<f = 10>> -> tensor<3x4x!lns.num<f = 10>>
+// CHECK: %[[XT:.+]] = linalg.transpose ins(%[[X]] : tensor<2x4x!lns.num<f = 10>>) {{.*}} permutation = [1, 0]
+// CHECK: %[[GW:.+]] = lns.linear %[[GHT]], %[[XT]] : tensor<3x2x!lns.num<f = 10>>, tensor<4x2x!lns.num<f = 10>> -> tensor<3x4x!lns.num<f = 10>>
 // CHECK: %[[GB:.+]] = lns.sum %[[GH]] dims [0] : tensor<2x3x!lns.num<f = 10>> -> tensor<3x!lns.num<f = 10>>
 // CHECK: return %[[GX]], %[[GW]], %[[GB]], %[[GT]]
 func.func @loss(%x: tensor<2x4x!f>, %w: tensor<3x4x!f>, %b: tensor<3x!f>, %t: tensor<2x3x!f>) -> tensor<!f> {
@@ -47,8 +51,9 @@ func.func @loss(%x: tensor<2x4x!f>, %w: tensor<3x4x!f>, %b: tensor<3x!f>, %t: te
 
 // CHECK-LABEL: func.func @loss_backward
 // CHECK: %[[WX:.+]] = lns.change_base %{{.+}} : tensor<3x4x!lns.num<f = 12>> -> tensor<3x4x!lns.num<f = 10>>
-// CHECK: lns.matmul %{{.+}}, %[[WX]]
-// CHECK: %[[GW:.+]] = lns.matmul
+// CHECK: %[[WXT:.+]] = linalg.transpose ins(%[[WX]]
+// CHECK: lns.linear %{{.+}}, %[[WXT]]
+// CHECK: %[[GW:.+]] = lns.linear
 // CHECK: %[[GW12:.+]] = lns.change_base %[[GW]] : tensor<3x4x!lns.num<f = 10>> -> tensor<3x4x!lns.num<f = 12>>
 // CHECK: return %{{.+}}, %[[GW12]] : tensor<2x4x!lns.num<f = 10>>, tensor<3x4x!lns.num<f = 12>>
 func.func @loss(%x: tensor<2x4x!f>, %w: tensor<3x4x!lns.num<f = 12>>) -> tensor<!f> {

@@ -212,8 +212,17 @@ struct ChangeBaseRule : Rule<ChangeBaseRule, lns::ChangeBaseOp> {
   }
 };
 
-/// R = A·B on matrices: gA = matmul(g, Bᵀ) over n in order, gB =
-/// matmul(Aᵀ, g) over m in order.
+/// A[M, K]·B[K, N] with the sequential sums of lns.matmul, as an lns.linear
+/// (x·Wᵀ with W = Bᵀ): the same order of additions, through the layer's
+/// vectorized kernels.
+Value buildProduct(OpBuilder &b, Location loc, Value lhs, Value rhs,
+                   Type resultType, lns::SbdbMode sbdb) {
+  return lns::LinearOp::create(b, loc, resultType, lhs,
+                               buildTranspose2D(b, loc, rhs), Value(), sbdb);
+}
+
+/// R = A·B on matrices: gA = g·Bᵀ summed over n in order, gB = Aᵀ·g summed
+/// over m in order.
 struct MatmulRule : Rule<MatmulRule, lns::MatmulOp> {
   LogicalResult buildVectorJacobianProduct(Operation *op, OpBuilder &b,
                                            ReverseState &state,
@@ -228,22 +237,22 @@ struct MatmulRule : Rule<MatmulRule, lns::MatmulOp> {
              << lhsType << " and " << rhsType;
     Location loc = op->getLoc();
     Value a = state.getPrimal(matmul.getLhs());
-    Value bMatrix =
-        toType(b, loc, state.getPrimal(matmul.getRhs()), withElementOf(matmul.getRhs(), a));
-    dxs[0] = lns::MatmulOp::create(b, loc, lhsType, dys[0],
-                                   buildTranspose2D(b, loc, bMatrix),
+    Value bMatrix = toType(b, loc, state.getPrimal(matmul.getRhs()),
+                           withElementOf(matmul.getRhs(), a));
+    // g·Bᵀ is lns.linear(g, B): B [K, N] is the weight.
+    dxs[0] = lns::LinearOp::create(b, loc, lhsType, dys[0], bMatrix, Value(),
                                    matmul.getSbdb());
-    Value gb = lns::MatmulOp::create(b, loc, withElementOf(matmul.getRhs(), a),
-                                     buildTranspose2D(b, loc, a), dys[0],
-                                     matmul.getSbdb());
+    Value gb = buildProduct(b, loc, buildTranspose2D(b, loc, a), dys[0],
+                            withElementOf(matmul.getRhs(), a),
+                            matmul.getSbdb());
     dxs[1] = toType(b, loc, gb, rhsType);
     return success();
   }
 };
 
-/// y = x·Wᵀ + b, x [..., K]: gx = matmul(g, W) over n; gW = matmul(g2ᵀ,
-/// x2) and gb = sum of g2's rows, one sequential reduction over all leading
-/// rows flattened (g2 = g as [rows, N], x2 = x as [rows, K]).
+/// y = x·Wᵀ + b, x [..., K]: gx = g·W over n; gW = g2ᵀ·x2 and gb = the
+/// sum of g2's rows, one sequential reduction over all leading rows
+/// flattened (g2 = g as [rows, N], x2 = x as [rows, K]).
 struct LinearRule : Rule<LinearRule, lns::LinearOp> {
   LogicalResult buildVectorJacobianProduct(Operation *op, OpBuilder &b,
                                            ReverseState &state,
@@ -256,30 +265,28 @@ struct LinearRule : Rule<LinearRule, lns::LinearOp> {
                              "rank 2 or more, got ")
              << inputType;
     Location loc = op->getLoc();
+    lns::SbdbMode sbdb = linear.getSbdb();
     Value x = state.getPrimal(linear.getInput());
     Value w = toType(b, loc, state.getPrimal(linear.getWeight()),
                      withElementOf(linear.getWeight(), x));
     Value rowsOfG = buildFlattenRows(b, loc, dys[0]);
     Value rowsOfX = buildFlattenRows(b, loc, x);
     auto rowsType = cast<RankedTensorType>(rowsOfX.getType());
-    Value gxRows = lns::MatmulOp::create(b, loc, rowsType, rowsOfG, w,
-                                         linear.getSbdb());
+    Value gxRows = buildProduct(b, loc, rowsOfG, w, rowsType, sbdb);
     dxs[0] = gxRows;
     if (inputType.getRank() > 2)
       dxs[0] = tensor::ExpandShapeOp::create(
           b, loc, inputType, gxRows,
           cast<tensor::CollapseShapeOp>(rowsOfX.getDefiningOp())
               .getReassociationIndices());
-    Value gw = lns::MatmulOp::create(b, loc, cast<RankedTensorType>(w.getType()),
-                                     buildTranspose2D(b, loc, rowsOfG), rowsOfX,
-                                     linear.getSbdb());
+    Value gw = buildProduct(b, loc, buildTranspose2D(b, loc, rowsOfG), rowsOfX,
+                            w.getType(), sbdb);
     dxs[1] = toType(b, loc, gw, linear.getWeight().getType());
     if (Value bias = linear.getBias()) {
       auto biasType = cast<RankedTensorType>(withElementOf(bias, x));
       Value gb = lns::SumOp::create(b, loc, biasType, rowsOfG,
                                     b.getDenseI64ArrayAttr({0}),
-                                    lns::ReductionOrder::sequential,
-                                    linear.getSbdb());
+                                    lns::ReductionOrder::sequential, sbdb);
       dxs[2] = toType(b, loc, gb, bias.getType());
     }
     return success();
