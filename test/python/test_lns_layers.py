@@ -164,3 +164,25 @@ def test_float32_outputs_warn_where_they_lose_codes():
         lns.encode(lns.decode(codes, f=23), f=23), codes)
     lost = lns.encode(y32.double().numpy(), f=23) != codes
     assert lost.any()  # what the warning is about
+
+
+def test_from_linear_encodes_a_float_layer():
+    """LNSLinear.from_linear gives the codes the importer's encoding of
+    the same float weights gives (replace(..., LNSLinear) in a schedule)."""
+    torch.manual_seed(4)
+    linear = nn.Linear(16, 8)
+    layer = lns.LNSLinear.from_linear(linear, weight_f=16)
+    np.testing.assert_array_equal(
+        layer.weight.codes.numpy(),
+        lns_numpy.encode(linear.weight.detach().double().numpy(), 16))
+    np.testing.assert_array_equal(
+        layer.bias.codes.numpy(),
+        lns_numpy.encode(linear.bias.detach().double().numpy(), 16))
+    x = torch.randn(4, 16)
+    model = nn.Sequential(linear).eval()
+    sch = lamina.create_schedule(model, example_inputs=(x,))
+    sch["0"].replace(lns.LNSLinear(16, 8, weight_f=16))
+    np.testing.assert_array_equal(lamina.build(sch, (x,))(x).numpy(),
+                                  layer(x).numpy())
+    with pytest.raises(TypeError, match="takes an nn.Linear"):
+        lns.LNSLinear.from_linear(layer)

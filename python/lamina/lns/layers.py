@@ -174,6 +174,25 @@ class LNSLinear(LNSModule):
         else:
             self._materialize(in_features, device)
 
+    @classmethod
+    def from_linear(cls, linear, weight_f=None, weight_b=None, bias_f=None,
+                    bias_b=None):
+        """An LNSLinear holding `linear`'s (an nn.Linear) weight and bias
+        encoded in the given bases: the layer the importer's encoding of
+        float weights computes with."""
+        if not isinstance(linear, nn.Linear):
+            raise TypeError(f"from_linear takes an nn.Linear, got "
+                            f"{type(linear).__name__}")
+        layer = cls(linear.in_features, linear.out_features,
+                    linear.bias is not None, linear.weight.device, weight_f,
+                    weight_b, bias_f, bias_b)
+        layer.weight = lnstensor(linear.weight.detach(),
+                                 **layer._weight_base.kw())
+        if linear.bias is not None:
+            layer.bias = lnstensor(linear.bias.detach(),
+                                   **layer._bias_base.kw())
+        return layer
+
     def _materialize(self, in_features, device=None):
         self.in_features = in_features
         bound = 1.0 / math.sqrt(in_features) if in_features else 0.0
