@@ -11,7 +11,6 @@ import io
 
 import torch
 import torch.nn.functional as F
-from torch import nn
 
 from lamina import lns
 

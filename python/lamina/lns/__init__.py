@@ -21,7 +21,7 @@ from .kernels import (DEFAULT_F, abs, add, change_base, compare, decode, div,
 from .base import Base
 from .tensor import (LNSTensor, full, full_like, lnstensor, ones, ones_like,
                      rand, randn, zeros, zeros_like)
-from . import functional  # registers the torch functions
+from . import functional  # noqa: F401 - registers the torch functions
 from .layers import LNSLazyLinear, LNSLinear, LNSModule, LNSPrecisionWarning
 from .optim import LNSAdam, LNSOptimizer, LNSSGD
 from .compiled import CompileError, CompiledStep, compile_step

@@ -13,7 +13,6 @@ import numpy as np
 import torch
 
 from . import kernels as K
-from .base import Base
 
 ZERO = int(K._ZERO)
 # The other zero code, neg(Z).

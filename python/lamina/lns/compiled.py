@@ -17,7 +17,6 @@ from .._lamina import Program
 from . import kernels as K
 from . import trace
 from .autograd import ZERO, codes
-from .base import Base
 from .optim import LNSAdam, LNSSGD, _group_base
 from .tensor import LNSTensor
 

@@ -67,6 +67,17 @@ class LNSOptimizer(torch.optim.Optimizer):
         return base, [group[name].code_in(base) for name in names]
 
 
+def _gradient(p, maximize, decay, kw):
+    """p's gradient codes, negated to maximize, with L2 weight decay
+    added (spec §4, both optimizers), and p's codes."""
+    g, w = codes(p.grad), codes(p)
+    if maximize:
+        g = g ^ 1
+    if not is_zero(decay):
+        g = K.add(g, K.mul(w, decay, **kw), **kw)
+    return g, w
+
+
 def _set(p, new_codes):
     with torch.no_grad():
         p.copy_(torch.from_numpy(new_codes.astype(np.float64)))
@@ -100,11 +111,7 @@ class LNSSGD(LNSOptimizer):
             for p in group["params"]:
                 if p.grad is None:
                     continue
-                g, w = codes(p.grad), codes(p)
-                if group["maximize"]:
-                    g = g ^ 1
-                if not is_zero(decay):
-                    g = K.add(g, K.mul(w, decay, **kw), **kw)
+                g, w = _gradient(p, group["maximize"], decay, kw)
                 if not is_zero(momentum):
                     state = self.state[p]
                     buf = state.get("momentum_buffer")
@@ -155,11 +162,7 @@ class LNSAdam(LNSOptimizer):
             for p in group["params"]:
                 if p.grad is None:
                     continue
-                g, w = codes(p.grad), codes(p)
-                if group["maximize"]:
-                    g = g ^ 1
-                if not is_zero(decay):
-                    g = K.add(g, K.mul(w, decay, **kw), **kw)
+                g, w = _gradient(p, group["maximize"], decay, kw)
                 state = self.state[p]
                 if not state:
                     state["step"] = 0

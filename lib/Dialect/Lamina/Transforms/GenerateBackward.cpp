@@ -127,8 +127,9 @@ Value BackwardBuilder::getPrimal(Value value) {
   // the values saved before it.
   unsigned index = numArgs + saved.size();
   saved.insert(value);
-  backward.insertArgument(index, value.getType(), DictionaryAttr(),
-                          value.getLoc());
+  // A func.func takes any argument type: the insertion does not fail.
+  (void)backward.insertArgument(index, value.getType(), DictionaryAttr(),
+                                value.getLoc());
   Value argument = backward.getArgument(index);
   primals.map(value, argument);
   return argument;
