@@ -107,6 +107,18 @@ OwningOpRef<ModuleOp> mlir::lamina::fuzz::parseValidModule(
   return module;
 }
 
+int mlir::lamina::fuzz::testValidModule(
+    const uint8_t *data, size_t size,
+    llvm::function_ref<void(ModuleOp, DiagnosticCheck &)> test) {
+  std::unique_ptr<MLIRContext> context = makeContext();
+  DiagnosticCheck diagnostics(*context);
+  OwningOpRef<ModuleOp> module =
+      parseValidModule(*context, diagnostics, asText(data, size));
+  if (module)
+    test(*module, diagnostics);
+  return 0;
+}
+
 LogicalResult mlir::lamina::fuzz::runPipeline(ModuleOp module,
                                               llvm::StringRef pipeline) {
   PassManager pm(module->getContext());

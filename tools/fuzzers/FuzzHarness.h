@@ -15,6 +15,7 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/OwningOpRef.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -23,7 +24,8 @@
 namespace mlir::lamina::fuzz {
 
 /// Registers every dialect, extension and pass Lamina's tools know; call
-/// once, from LLVMFuzzerInitialize.
+/// once, from LLVMFuzzerInitialize (InitializeHarness.cpp defines the one
+/// harnesses without a setup of their own share).
 void initialize();
 
 /// A context holding every registered dialect, single-threaded.
@@ -62,6 +64,13 @@ inline llvm::StringRef asText(const uint8_t *data, size_t size) {
 mlir::OwningOpRef<mlir::ModuleOp> parseValidModule(mlir::MLIRContext &context,
                                                    DiagnosticCheck &diagnostics,
                                                    llvm::StringRef text);
+
+/// The whole of an IR harness's LLVMFuzzerTestOneInput: the input parsed
+/// and verified in a fresh context (a rejection must be a located error),
+/// then `test` on a valid module. Returns libFuzzer's 0.
+int testValidModule(const uint8_t *data, size_t size,
+                    llvm::function_ref<void(mlir::ModuleOp, DiagnosticCheck &)>
+                        test);
 
 /// Runs the textual pass pipeline `pipeline` on `module`; a harness whose
 /// pipeline does not parse is a bug of the harness.

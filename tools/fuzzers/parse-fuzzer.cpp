@@ -19,26 +19,16 @@ static std::string print(ModuleOp module) {
   return text;
 }
 
-extern "C" int LLVMFuzzerInitialize(int *, char ***) {
-  initialize();
-  return 0;
-}
-
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  std::unique_ptr<MLIRContext> context = makeContext();
-  DiagnosticCheck diagnostics(*context);
-  OwningOpRef<ModuleOp> module =
-      parseValidModule(*context, diagnostics, asText(data, size));
-  if (!module)
-    return 0;
-
-  std::string printed = print(*module);
-  OwningOpRef<ModuleOp> again =
-      parseValidModule(*context, diagnostics, printed);
-  if (!again)
-    reportBug("a valid module's printed form is rejected:\n" + printed);
-  if (print(*again) != printed)
-    reportBug("a valid module prints differently after a round trip:\n" +
-              printed);
-  return 0;
+  return testValidModule(data, size, [](ModuleOp module,
+                                        DiagnosticCheck &diagnostics) {
+    std::string printed = print(module);
+    OwningOpRef<ModuleOp> again =
+        parseValidModule(*module.getContext(), diagnostics, printed);
+    if (!again)
+      reportBug("a valid module's printed form is rejected:\n" + printed);
+    if (print(*again) != printed)
+      reportBug("a valid module prints differently after a round trip:\n" +
+                printed);
+  });
 }

@@ -15,26 +15,17 @@
 using namespace mlir;
 using namespace mlir::lamina::fuzz;
 
-extern "C" int LLVMFuzzerInitialize(int *, char ***) {
-  initialize();
-  return 0;
-}
-
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  std::unique_ptr<MLIRContext> context = makeContext();
-  DiagnosticCheck diagnostics(*context);
-  OwningOpRef<ModuleOp> module =
-      parseValidModule(*context, diagnostics, asText(data, size));
-  if (!module)
-    return 0;
-  LogicalResult compiled = runPipeline(*module, LAMINA_FUZZ_PIPELINE);
-  diagnostics.expectReported(compiled, LAMINA_FUZZ_PIPELINE);
-  if (failed(compiled) || !LAMINA_FUZZ_TRANSLATE)
-    return 0;
-  llvm::LLVMContext llvmContext;
-  std::unique_ptr<llvm::Module> translated =
-      translateModuleToLLVMIR(*module, llvmContext);
-  diagnostics.expectReported(success(translated != nullptr),
-                             "translation to LLVM IR");
-  return 0;
+  return testValidModule(data, size, [](ModuleOp module,
+                                        DiagnosticCheck &diagnostics) {
+    LogicalResult compiled = runPipeline(module, LAMINA_FUZZ_PIPELINE);
+    diagnostics.expectReported(compiled, LAMINA_FUZZ_PIPELINE);
+    if (failed(compiled) || !LAMINA_FUZZ_TRANSLATE)
+      return;
+    llvm::LLVMContext llvmContext;
+    std::unique_ptr<llvm::Module> translated =
+        translateModuleToLLVMIR(module, llvmContext);
+    diagnostics.expectReported(success(translated != nullptr),
+                               "translation to LLVM IR");
+  });
 }

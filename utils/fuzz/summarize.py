@@ -9,14 +9,22 @@ import pathlib
 import re
 import sys
 
+COMMON = pathlib.Path(__file__).resolve().parent / "common.sh"
+
+
+def fuzzer_names():
+    """The fuzzers of utils/fuzz/common.sh, in its order."""
+    text = COMMON.read_text()
+    return re.search(r"^all_fuzzers=\((.*?)\)", text, re.MULTILINE).group(1).split()
+
+
 def main():
     campaign = pathlib.Path(sys.argv[1])
     print("| fuzzer | seconds | executions | edges covered | features | "
           "corpus (inputs, KiB) | crashes / timeouts / OOMs |")
     print("|---|---:|---:|---:|---:|---:|---:|")
-    names = ["parse", "decompose", "partition", "cpu", "lns", "gpu",
-             "backward", "schedule", "npy", "run-args"]
-    for work in [campaign / name for name in names if (campaign / name / "log").exists()]:
+    for work in [campaign / name for name in fuzzer_names()
+                 if (campaign / name / "log").exists()]:
         log = (work / "log").read_text(errors="replace")
         pcs = int(re.search(r"PC tables \((\d+) PCs\)", log).group(1))
         last = re.findall(r"#(\d+): cov: (\d+) ft: (\d+) corp: \d+ exec/s: "
