@@ -15,27 +15,28 @@ using namespace mlir;
 using namespace mlir::lamina::fuzz;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  return testValidModule(data, size, [](ModuleOp module,
-                                        DiagnosticCheck &diagnostics) {
-    auto functions = module.getOps<func::FuncOp>();
-    if (functions.empty())
-      return;
-    StringRef name = (*functions.begin()).getSymName();
-    // Pass options cannot spell every symbol name.
-    if (!llvm::all_of(name, [](char c) {
-          return llvm::isAlnum(c) || c == '_' || c == '.';
-        }))
-      return;
-    std::string pipeline =
-        ("builtin.module(lamina-generate-backward{function=" + name + "})")
-            .str();
-    LogicalResult differentiated = runPipeline(module, pipeline);
-    diagnostics.expectReported(differentiated, "lamina-generate-backward");
-    if (failed(differentiated))
-      return;
-    diagnostics.expectReported(
-        runPipeline(module,
-                    "builtin.module(lamina-host-prepare,lamina-cpu-pipeline)"),
-        "the CPU pipeline after lamina-generate-backward");
-  });
+  return testValidModule(
+      data, size, [](ModuleOp module, DiagnosticCheck &diagnostics) {
+        auto functions = module.getOps<func::FuncOp>();
+        if (functions.empty())
+          return;
+        StringRef name = (*functions.begin()).getSymName();
+        // Pass options cannot spell every symbol name.
+        if (!llvm::all_of(name, [](char c) {
+              return llvm::isAlnum(c) || c == '_' || c == '.';
+            }))
+          return;
+        std::string pipeline =
+            ("builtin.module(lamina-generate-backward{function=" + name + "})")
+                .str();
+        LogicalResult differentiated = runPipeline(module, pipeline);
+        diagnostics.expectReported(differentiated, "lamina-generate-backward");
+        if (failed(differentiated))
+          return;
+        diagnostics.expectReported(
+            runPipeline(
+                module,
+                "builtin.module(lamina-host-prepare,lamina-cpu-pipeline)"),
+            "the CPU pipeline after lamina-generate-backward");
+      });
 }

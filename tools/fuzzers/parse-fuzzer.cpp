@@ -20,15 +20,15 @@ static std::string print(ModuleOp module) {
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  return testValidModule(data, size, [](ModuleOp module,
-                                        DiagnosticCheck &diagnostics) {
-    std::string printed = print(module);
-    OwningOpRef<ModuleOp> again =
-        parseValidModule(*module.getContext(), diagnostics, printed);
-    if (!again)
-      reportBug("a valid module's printed form is rejected:\n" + printed);
-    if (print(*again) != printed)
-      reportBug("a valid module prints differently after a round trip:\n" +
-                printed);
-  });
+  return testValidModule(
+      data, size, [](ModuleOp module, DiagnosticCheck &diagnostics) {
+        std::string printed = print(module);
+        OwningOpRef<ModuleOp> again =
+            parseValidModule(*module.getContext(), diagnostics, printed);
+        if (!again)
+          reportBug("a valid module's printed form is rejected:\n" + printed);
+        if (print(*again) != printed)
+          reportBug("a valid module prints differently after a round trip:\n" +
+                    printed);
+      });
 }

@@ -16,16 +16,16 @@ using namespace mlir;
 using namespace mlir::lamina::fuzz;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  return testValidModule(data, size, [](ModuleOp module,
-                                        DiagnosticCheck &diagnostics) {
-    LogicalResult compiled = runPipeline(module, LAMINA_FUZZ_PIPELINE);
-    diagnostics.expectReported(compiled, LAMINA_FUZZ_PIPELINE);
-    if (failed(compiled) || !LAMINA_FUZZ_TRANSLATE)
-      return;
-    llvm::LLVMContext llvmContext;
-    std::unique_ptr<llvm::Module> translated =
-        translateModuleToLLVMIR(module, llvmContext);
-    diagnostics.expectReported(success(translated != nullptr),
-                               "translation to LLVM IR");
-  });
+  return testValidModule(
+      data, size, [](ModuleOp module, DiagnosticCheck &diagnostics) {
+        LogicalResult compiled = runPipeline(module, LAMINA_FUZZ_PIPELINE);
+        diagnostics.expectReported(compiled, LAMINA_FUZZ_PIPELINE);
+        if (failed(compiled) || !LAMINA_FUZZ_TRANSLATE)
+          return;
+        llvm::LLVMContext llvmContext;
+        std::unique_ptr<llvm::Module> translated =
+            translateModuleToLLVMIR(module, llvmContext);
+        diagnostics.expectReported(success(translated != nullptr),
+                                   "translation to LLVM IR");
+      });
 }

@@ -34,9 +34,8 @@ using Rule = ReverseDifferentiableOpInterface::ExternalModel<Model, Op>;
 /// `value` in the LNS type `type` (same shape): a change of base when the
 /// bases differ.
 Value toType(OpBuilder &b, Location loc, Value value, Type type) {
-  if (value.getType() == type ||
-      lns::getLnsElementType(value.getType())
-          .hasSameBase(lns::getLnsElementType(type)))
+  if (value.getType() == type || lns::getLnsElementType(value.getType())
+                                     .hasSameBase(lns::getLnsElementType(type)))
     return value;
   return lns::ChangeBaseOp::create(b, loc, type, value);
 }
@@ -54,9 +53,8 @@ Value constantLike(OpBuilder &b, Location loc, double v, Value like) {
   lns::NumType num = lns::getLnsElementType(like.getType());
   int64_t code = lns::codes::kZero;
   if (v != 0.0) {
-    auto exponent =
-        static_cast<int64_t>(std::nearbyint(std::log(std::fabs(v)) /
-                                            num.getLogBase()));
+    auto exponent = static_cast<int64_t>(
+        std::nearbyint(std::log(std::fabs(v)) / num.getLogBase()));
     code = (exponent << 1) | (v < 0 ? 1 : 0);
   }
   auto type = dyn_cast<RankedTensorType>(like.getType());
@@ -70,8 +68,7 @@ Value constantLike(OpBuilder &b, Location loc, double v, Value like) {
 
 struct AddRule : Rule<AddRule, lns::AddOp> {
   LogicalResult buildVectorJacobianProduct(Operation *op, OpBuilder &b,
-                                           ReverseState &,
-                                           ArrayRef<Value> dys,
+                                           ReverseState &, ArrayRef<Value> dys,
                                            MutableArrayRef<Value> dxs) const {
     auto add = cast<lns::AddOp>(op);
     dxs[0] = dys[0];
@@ -82,21 +79,20 @@ struct AddRule : Rule<AddRule, lns::AddOp> {
 
 struct SubRule : Rule<SubRule, lns::SubOp> {
   LogicalResult buildVectorJacobianProduct(Operation *op, OpBuilder &b,
-                                           ReverseState &,
-                                           ArrayRef<Value> dys,
+                                           ReverseState &, ArrayRef<Value> dys,
                                            MutableArrayRef<Value> dxs) const {
     auto sub = cast<lns::SubOp>(op);
     dxs[0] = dys[0];
-    dxs[1] = toType(b, op->getLoc(), lns::NegOp::create(b, op->getLoc(), dys[0]),
-                    sub.getRhs().getType());
+    dxs[1] =
+        toType(b, op->getLoc(), lns::NegOp::create(b, op->getLoc(), dys[0]),
+               sub.getRhs().getType());
     return success();
   }
 };
 
 struct NegRule : Rule<NegRule, lns::NegOp> {
   LogicalResult buildVectorJacobianProduct(Operation *op, OpBuilder &b,
-                                           ReverseState &,
-                                           ArrayRef<Value> dys,
+                                           ReverseState &, ArrayRef<Value> dys,
                                            MutableArrayRef<Value> dxs) const {
     dxs[0] = lns::NegOp::create(b, op->getLoc(), dys[0]);
     return success();
@@ -114,9 +110,9 @@ struct MulRule : Rule<MulRule, lns::MulOp> {
     Value x = state.getPrimal(mul.getLhs());
     Value y = toType(b, loc, state.getPrimal(mul.getRhs()), x.getType());
     dxs[0] = lns::MulOp::create(b, loc, dys[0].getType(), dys[0], y);
-    dxs[1] = toType(b, loc,
-                    lns::MulOp::create(b, loc, dys[0].getType(), dys[0], x),
-                    mul.getRhs().getType());
+    dxs[1] =
+        toType(b, loc, lns::MulOp::create(b, loc, dys[0].getType(), dys[0], x),
+               mul.getRhs().getType());
     return success();
   }
 };
@@ -185,15 +181,14 @@ struct SumRule : Rule<SumRule, lns::SumOp> {
     Location loc = op->getLoc();
     auto type = cast<RankedTensorType>(sum.getInput().getType());
     // Only a dynamic shape needs the input itself (saved or recomputed).
-    Value init =
-        type.hasStaticShape()
-            ? tensor::EmptyOp::create(b, loc, type.getShape(),
-                                      type.getElementType())
-            : tensor::EmptyOp::create(
-                  b, loc,
-                  tensor::getMixedSizes(b, loc,
-                                        state.getPrimal(sum.getInput())),
-                  type.getElementType());
+    Value init = type.hasStaticShape()
+                     ? tensor::EmptyOp::create(b, loc, type.getShape(),
+                                               type.getElementType())
+                     : tensor::EmptyOp::create(
+                           b, loc,
+                           tensor::getMixedSizes(
+                               b, loc, state.getPrimal(sum.getInput())),
+                           type.getElementType());
     dxs[0] = linalg::BroadcastOp::create(b, loc, dys[0], init, sum.getDims())
                  .getResult()[0];
     return success();
@@ -202,8 +197,7 @@ struct SumRule : Rule<SumRule, lns::SumOp> {
 
 struct ChangeBaseRule : Rule<ChangeBaseRule, lns::ChangeBaseOp> {
   LogicalResult buildVectorJacobianProduct(Operation *op, OpBuilder &b,
-                                           ReverseState &,
-                                           ArrayRef<Value> dys,
+                                           ReverseState &, ArrayRef<Value> dys,
                                            MutableArrayRef<Value> dxs) const {
     auto change = cast<lns::ChangeBaseOp>(op);
     dxs[0] = lns::ChangeBaseOp::create(b, op->getLoc(),
@@ -242,9 +236,9 @@ struct MatmulRule : Rule<MatmulRule, lns::MatmulOp> {
     // g·Bᵀ is lns.linear(g, B): B [K, N] is the weight.
     dxs[0] = lns::LinearOp::create(b, loc, lhsType, dys[0], bMatrix, Value(),
                                    matmul.getSbdb());
-    Value gb = buildProduct(b, loc, buildTranspose2D(b, loc, a), dys[0],
-                            withElementOf(matmul.getRhs(), a),
-                            matmul.getSbdb());
+    Value gb =
+        buildProduct(b, loc, buildTranspose2D(b, loc, a), dys[0],
+                     withElementOf(matmul.getRhs(), a), matmul.getSbdb());
     dxs[1] = toType(b, loc, gb, rhsType);
     return success();
   }
