@@ -231,9 +231,9 @@ class CompiledStep:
         if result is None:
             raise CompileError("the loss was not computed by recorded LNS "
                                "operations")
+        used = {id(t) for s in recorder.steps for t in s.operands}
         missing = [i for i, (p, _, _) in enumerate(self.entries)
-                   if id(p) not in {id(t) for s in recorder.steps
-                                    for t in s.operands}]
+                   if id(p) not in used]
         if missing:
             raise CompileError(f"optimizer parameters {missing} do not take "
                                f"part in the loss")

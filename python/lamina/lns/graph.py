@@ -82,15 +82,17 @@ def _accumulate(leaf, received):
         leaf.grad = received if leaf.grad is None else leaf.grad + received
         return
     incoming = getattr(leaf, "_lns_incoming", None)
+    received = received.detach().clone()
     if leaf.grad is None:
-        incoming = []
-    elif incoming is None or leaf.grad is not getattr(leaf, "_lns_total",
-                                                      None):
-        incoming = [leaf.grad.detach()]  # set by someone else: kept as is
-    incoming.append(received.detach().clone())
-    total = codes(incoming[0])
-    for g in incoming[1:]:
-        total = K.add(total, codes(g), **base.kw())
+        incoming, total = [], codes(received)
+    else:
+        if incoming is None or leaf.grad is not getattr(leaf, "_lns_total",
+                                                        None):
+            incoming = [leaf.grad.detach()]  # set by someone else: kept
+        # The fold over `incoming` is a left fold: the previous total plus
+        # this call's gradient is the same sum, one addition per call.
+        total = K.add(codes(leaf.grad), codes(received), **base.kw())
+    incoming.append(received)
     leaf._lns_incoming = incoming
     leaf.grad = leaf._lns_total = tensor(total)
 

@@ -119,13 +119,19 @@ def _unary(op, x, f, b):
     return _call(source, x)
 
 
-def _binary(op, x, y, f, b, y_f, y_b, sbdb):
-    x, y = _codes(x), _codes(y)
-    x, y = np.broadcast_arrays(x, y)
+def _binary_operands(x, y, f, b, y_f, y_b):
+    """x and y broadcast to one shape, with their tensor types (y in its
+    own base when y_f/y_b is given, else in x's)."""
+    x, y = np.broadcast_arrays(_codes(x), _codes(y))
     x, y = _contiguous(x, np.int64), _contiguous(y, np.int64)
     tx = _tensor(x.shape, _num(f, b))
     ty = _tensor(y.shape, _num(y_f, y_b) if (y_f, y_b) != (None, None)
                  else _num(f, b))
+    return x, y, tx, ty
+
+
+def _binary(op, x, y, f, b, y_f, y_b, sbdb):
+    x, y, tx, ty = _binary_operands(x, y, f, b, y_f, y_b)
     mode = f"sbdb {sbdb} " if sbdb != "ideal" else ""
     source = f"""func.func @main(%x: {tx}, %y: {ty}) -> {tx} {{
   %0 = lns.{op} %x, %y {mode}: {tx}, {ty}
@@ -198,11 +204,7 @@ def compare(predicate, x, y, f=None, b=None, y_f=None, y_b=None):
     if predicate not in _PREDICATES:
         raise ValueError(f"predicate must be one of {', '.join(_PREDICATES)}, "
                          f"got {predicate!r}")
-    x, y = np.broadcast_arrays(_codes(x), _codes(y))
-    x, y = _contiguous(x, np.int64), _contiguous(y, np.int64)
-    tx = _tensor(x.shape, _num(f, b))
-    ty = _tensor(y.shape, _num(y_f, y_b) if (y_f, y_b) != (None, None)
-                 else _num(f, b))
+    x, y, tx, ty = _binary_operands(x, y, f, b, y_f, y_b)
     tr, t8 = _tensor(x.shape, "i1"), _tensor(x.shape, "i32")
     # Results go back as i32: the runtime returns no i1 arrays.
     source = f"""func.func @main(%x: {tx}, %y: {ty}) -> {t8} {{

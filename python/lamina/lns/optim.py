@@ -62,6 +62,14 @@ class LNSOptimizer(torch.optim.Optimizer):
             for p in group["params"]:
                 clear_gradient(p, set_to_none)
 
+    @staticmethod
+    def _evaluate(closure):
+        """The loss of `closure` (with autograd on), or None."""
+        if closure is None:
+            return None
+        with torch.enable_grad():
+            return closure()
+
     def _hyper(self, group, *names):
         base = _group_base(group)
         return base, [group[name].code_in(base) for name in names]
@@ -100,10 +108,7 @@ class LNSSGD(LNSOptimizer):
 
     @torch.no_grad()
     def step(self, closure=None):
-        loss = None
-        if closure is not None:
-            with torch.enable_grad():
-                loss = closure()
+        loss = self._evaluate(closure)
         for group in self.param_groups:
             base, (lr, momentum, dampening, decay) = self._hyper(
                 group, "lr", "momentum", "dampening", "weight_decay")
@@ -136,12 +141,11 @@ class LNSAdam(LNSOptimizer):
     def __init__(self, params, lr=0.001, betas=(0.9, 0.999), eps=1e-8,
                  weight_decay=0.0, amsgrad=False, *, maximize=False):
         beta1, beta2 = betas
-        if not 0.0 <= float(beta1 if not isinstance(beta1, LNSTensor)
-                            else beta1.item()) < 1.0:
-            raise ValueError(f"Invalid beta parameter at index 0: {beta1}")
-        if not 0.0 <= float(beta2 if not isinstance(beta2, LNSTensor)
-                            else beta2.item()) < 1.0:
-            raise ValueError(f"Invalid beta parameter at index 1: {beta2}")
+        for index, beta in enumerate(betas):
+            number = beta.item() if isinstance(beta, LNSTensor) else beta
+            if not 0.0 <= float(number) < 1.0:
+                raise ValueError(f"Invalid beta parameter at index {index}: "
+                                 f"{beta}")
         hp = {name: HyperParameter(name, value) for name, value in
               (("lr", lr), ("beta1", beta1), ("beta2", beta2), ("eps", eps),
                ("weight_decay", weight_decay))}
@@ -149,10 +153,7 @@ class LNSAdam(LNSOptimizer):
 
     @torch.no_grad()
     def step(self, closure=None):
-        loss = None
-        if closure is not None:
-            with torch.enable_grad():
-                loss = closure()
+        loss = self._evaluate(closure)
         for group in self.param_groups:
             base, (lr, beta1, beta2, eps, decay) = self._hyper(
                 group, "lr", "beta1", "beta2", "eps", "weight_decay")
