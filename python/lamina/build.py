@@ -206,10 +206,15 @@ class CompiledModule(nn.Module):
                                         module in model.named_modules()}}
         self.train(model.training)
         training.register_parameters(self, model)
-        self._compile(tuple(example_inputs))
+        if example_inputs is not None:
+            self._compile(tuple(example_inputs))
 
     @property
     def _last(self):
+        if self._state["last"] is None:
+            raise ScheduleError("the model has not been compiled yet: it "
+                                "compiles at its first call (or pass "
+                                "example_inputs to build)")
         return self._state["last"]
 
     def _trace(self, inputs, mode):
@@ -317,9 +322,10 @@ class CompiledModule(nn.Module):
         return _lamina.transform_ir(compiled.scheduled, pipeline=pipeline)
 
 
-def build(sch, example_inputs, target="cpu",
+def build(sch, example_inputs=None, target="cpu",
           pipeline="lamina-cpu-pipeline"):
-    """Compiles the scheduled model for the shapes of `example_inputs`.
+    """Compiles the scheduled model for the shapes of `example_inputs`
+    (None: at the first call, for its shapes).
 
     target="cpu": the JIT-compiled `pipeline`. target="cuda": an
     ahead-of-time artefact (lamina-compile: tensor-core kernels for sm_90a,

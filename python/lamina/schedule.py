@@ -64,8 +64,18 @@ class Schedule:
         self._handles = 0
         self._imported = None
         self._session = None
+        self._example_inputs = None
         if example_inputs is not None:
             self.trace(example_inputs)
+
+    def model_changed(self):
+        """Takes in a change of the model's modules (a module swapped for
+        another): the model is imported again at the known shapes and the
+        primitives so far replayed on it (ScheduleError if one no longer
+        applies, leaving the schedule on the previous import)."""
+        self.paths = [name for name, _ in self.model.named_modules() if name]
+        if self._example_inputs is not None:
+            self._retrace(self._example_inputs)
 
     # -- addressing --------------------------------------------------------
 
@@ -95,14 +105,17 @@ class Schedule:
         example_inputs = tuple(example_inputs)
         shapes = [tuple(x.shape) for x in example_inputs]
         if self._imported is None or shapes != self._shapes:
-            imported = import_model(self.model, example_inputs,
-                                    self.world_size)
-            session = _lamina.ScheduleSession(imported.text)
-            if self._ops:
-                _apply(session, self.transform_script())
-            self._imported, self._shapes, self._session = \
-                imported, shapes, session
+            self._retrace(example_inputs)
         return self._imported
+
+    def _retrace(self, example_inputs):
+        imported = import_model(self.model, example_inputs, self.world_size)
+        session = _lamina.ScheduleSession(imported.text)
+        if self._ops:
+            _apply(session, self.transform_script())
+        self._imported, self._session = imported, session
+        self._shapes = [tuple(x.shape) for x in example_inputs]
+        self._example_inputs = example_inputs
 
     def transform_script(self):
         """The schedule as a transform.lamina script (replayable with
@@ -124,7 +137,21 @@ class Schedule:
             raise ScheduleError(_NO_SHAPES)
         return self._session.ir
 
+    # -- the whole program ---------------------------------------------------
+
+    def sync(self, mode, sync_op_or_fn, **kwargs):
+        """A sync on the program's results (mode fwd_post), e.g. the
+        all-gather ending sequence parallelism."""
+        self._record_lines([_sync_text(mode, sync_op_or_fn, kwargs)
+                            .format(h="%root")])
+        return self
+
     # -- recording -----------------------------------------------------------
+
+    def _record_lines(self, lines):
+        if self._session is not None:
+            _apply(self._session, _script(lines, len(self._ops)))
+        self._ops.extend(lines)
 
     def _record(self, selector, make_lines):
         self._handles += 1
@@ -132,9 +159,7 @@ class Schedule:
         lines = [f"{handle} = transform.lamina.match %root {selector} : "
                  "(!transform.any_op) -> !transform.any_op"]
         lines += make_lines(handle)
-        if self._session is not None:
-            _apply(self._session, _script(lines, len(self._ops)))
-        self._ops.extend(lines)
+        self._record_lines(lines)
 
 
 def _script(lines, skipped=0):
@@ -152,6 +177,25 @@ def _apply(session, script):
         session.apply(script)
     except ValueError as error:
         raise ScheduleError(str(error)) from None
+
+
+def _sync_text(mode, sync_op_or_fn, kwargs):
+    """The transform.lamina.sync op of a sync primitive, on handle {h}."""
+    if callable(sync_op_or_fn):
+        raise ScheduleError(
+            "sync takes the collective by name (\"all_reduce\", "
+            "\"all_gather\", \"reduce_scatter\", \"scatter\"); a Python "
+            "callable cannot be compiled")
+    unknown = set(kwargs) - {"axis", "tensor_parallel_output_grad"}
+    if unknown:
+        raise ScheduleError(f"sync got unknown arguments {sorted(unknown)}")
+    text = (f"transform.lamina.sync {{h}} {_string(mode)} "
+            f"{_string(sync_op_or_fn)}")
+    if kwargs.get("axis") is not None:
+        text += f" axis {int(kwargs['axis'])}"
+    if not kwargs.get("tensor_parallel_output_grad", True):
+        text += " {{tensor_parallel_output_grad = false}}"
+    return text + " : !transform.any_op"
 
 
 class SubSchedule:
@@ -178,21 +222,8 @@ class SubSchedule:
         """Adds a sync point: mode in fwd_pre / fwd_post / bwd_post, op in
         all_reduce / all_gather / reduce_scatter / scatter (kwargs: axis,
         tensor_parallel_output_grad)."""
-        if callable(sync_op_or_fn):
-            raise ScheduleError(
-                "sync takes the collective by name (\"all_reduce\", "
-                "\"all_gather\", \"reduce_scatter\", \"scatter\"); a Python "
-                "callable cannot be compiled")
-        unknown = set(kwargs) - {"axis", "tensor_parallel_output_grad"}
-        if unknown:
-            raise ScheduleError(f"sync got unknown arguments {sorted(unknown)}")
-        text = (f"transform.lamina.sync {{h}} {_string(mode)} "
-                f"{_string(sync_op_or_fn)}")
-        if kwargs.get("axis") is not None:
-            text += f" axis {int(kwargs['axis'])}"
-        if not kwargs.get("tensor_parallel_output_grad", True):
-            text += " {{tensor_parallel_output_grad = false}}"
-        return self._op(text + " : !transform.any_op")
+        text = _sync_text(mode, sync_op_or_fn, kwargs)
+        return self._op(text)
 
     def decompose(self):
         """nn.Linear → LinearWithSeparateBias."""

@@ -340,6 +340,44 @@ checkSyncLayout(LayerOpInterface layer, SyncAttr spec, Value synced) {
   return text;
 }
 
+/// Puts a `lamina.sync` of `spec` on `value` after its definition, for
+/// every use but the sync's own and those `keep` accepts.
+static void syncValueAfter(RewriterBase &rewriter, Value value, SyncAttr spec,
+                           StringAttr path, Location loc) {
+  rewriter.setInsertionPointAfterValue(value);
+  auto sync = SyncOp::create(rewriter, loc, value.getType(), value, spec, path);
+  rewriter.replaceAllUsesExcept(value, sync.getResult(), sync);
+}
+
+/// fwd_post on the program (the schedule's root): syncs every result of
+/// every function.
+static DiagnosedSilenceableFailure syncProgramResults(
+    SyncTransformOp transform, transform::TransformRewriter &rewriter,
+    ModuleOp module, SyncAttr spec) {
+  if (spec.getMode() != SyncMode::fwd_post)
+    return emitSilenceableFailure(transform.getLoc())
+           << "a sync on the whole program acts on its results (fwd_post); "
+              "sync the input of the layers that read the program inputs";
+  for (auto function : module.getOps<func::FuncOp>()) {
+    if (function.isExternal())
+      continue;
+    function.walk([&](func::ReturnOp ret) {
+      for (OpOperand &operand : ret->getOpOperands()) {
+        int64_t rank =
+            cast<RankedTensorType>(operand.get().getType()).getRank();
+        if (spec.getAxis() && *spec.getAxis() >= rank)
+          continue;
+        rewriter.setInsertionPoint(ret);
+        Value synced =
+            SyncOp::create(rewriter, ret.getLoc(), operand.get().getType(),
+                           operand.get(), spec, StringAttr());
+        rewriter.modifyOpInPlace(ret, [&] { operand.set(synced); });
+      }
+    });
+  }
+  return DiagnosedSilenceableFailure::success();
+}
+
 DiagnosedSilenceableFailure
 SyncTransformOp::applyToOne(transform::TransformRewriter &rewriter,
                             Operation *target,
@@ -347,6 +385,8 @@ SyncTransformOp::applyToOne(transform::TransformRewriter &rewriter,
                             transform::TransformState &) {
   SyncAttr spec = buildSpec(*this, [&] { return emitOpError(); });
   SyncMode mode = spec.getMode();
+  if (auto module = dyn_cast<ModuleOp>(target))
+    return syncProgramResults(*this, rewriter, module, spec);
   auto layer = dyn_cast<LayerOpInterface>(target);
   auto linear = dyn_cast<LinearLayerOpInterface>(target);
   if (!layer)
@@ -361,17 +401,19 @@ SyncTransformOp::applyToOne(transform::TransformRewriter &rewriter,
                   "sync axis " + Twine(*spec.getAxis()) +
                       " is out of range for values of rank " + Twine(rank));
 
-  // Only the linear family has a fwd_post slot (its matmul result).
-  if (!onInput && !linear)
+  // A fused QKV has three results and no sync slot.
+  if (!onInput && target->getNumResults() != 1)
     return failOn(*this, target,
-                  (isa<FusedQKVOp>(target)
-                       ? Twine("a fused QKV")
-                       : "'" + target->getName().getStringRef() + "'") +
-                      " has no fwd_post sync slot; sync its outputs with "
-                      "lamina.sync");
-  if (std::optional<std::string> problem =
-          checkSyncLayout(layer, spec, synced))
-    return failOn(*this, target, *problem);
+                  "a fused QKV has no fwd_post sync slot; sync its outputs "
+                  "with lamina.sync");
+  // What the schedule fixes of the synced value's layout: a program input's
+  // declared layout, or a linear layer's matmul result (a chained sync acts
+  // on an earlier sync's result, which the partitioner judges).
+  bool chained = !onInput && (!linear || linear.getLayerSync());
+  if (!chained)
+    if (std::optional<std::string> problem =
+            checkSyncLayout(layer, spec, synced))
+      return failOn(*this, target, *problem);
 
   if (onInput) {
     rewriter.setInsertionPoint(target);
@@ -380,8 +422,14 @@ SyncTransformOp::applyToOne(transform::TransformRewriter &rewriter,
     rewriter.modifyOpInPlace(target, [&] { layer.setLayerInput(result); });
     return DiagnosedSilenceableFailure::success();
   }
-  if (linear.getLayerSync())
-    return failOn(*this, target, "the layer already has a fwd_post sync");
+  // Layers outside the linear family, and a second fwd_post sync of a
+  // linear layer, sync the layer's output after it (syncs chain, as
+  // Slapo's forward hooks do).
+  if (chained) {
+    syncValueAfter(rewriter, target->getResult(0), spec,
+                   layer.getLayerPath(), target->getLoc());
+    return DiagnosedSilenceableFailure::success();
+  }
   // Layers with a sync slot take the sync in place; nn.Linear and
   // LinearWithSeparateBias become LinearWithSyncFunc.
   if (linear.hasSyncSlot()) {

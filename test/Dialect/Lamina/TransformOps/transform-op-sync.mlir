@@ -48,22 +48,6 @@ module attributes {transform.with_named_sequence} {
 
 // -----
 
-func.func @twice(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>) -> tensor<4x8xf32> {
-  // expected-note @+1 {{layer 'fc'}}
-  %0 = lamina.linear_sync "fc" %x, %w sync <fwd_post, all_reduce> : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
-  return %0 : tensor<4x8xf32>
-}
-module attributes {transform.with_named_sequence} {
-  transform.named_sequence @__transform_main(%root: !transform.any_op) {
-    %fc = transform.lamina.match %root path "fc" : (!transform.any_op) -> !transform.any_op
-    // expected-error @+1 {{the layer already has a fwd_post sync}}
-    transform.lamina.sync %fc "fwd_post" "all_reduce" : !transform.any_op
-    transform.yield
-  }
-}
-
-// -----
-
 func.func @axis_range(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>) -> tensor<4x8xf32> {
   // expected-note @+1 {{layer 'fc'}}
   %0 = lamina.linear "fc" %x, %w : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
@@ -229,22 +213,3 @@ module attributes {lamina.world_size = 2 : i64} {
   }
 }
 
-// -----
-
-// LayerNorm has no sync slot. (The exact wording, with the op name quoted,
-// is checked in transform-op-sync-no-slot.mlir.)
-module attributes {lamina.world_size = 2 : i64} {
-  func.func @layer_norm_fwd_post(%x: tensor<4x16xf32>, %g: tensor<16xf32>) -> tensor<4x16xf32> {
-    // expected-note @+1 {{layer 'ln'}}
-    %0 = lamina.layer_norm "ln" %x weight %g eps 1.0e-05 : (tensor<4x16xf32>, tensor<16xf32>) -> tensor<4x16xf32>
-    return %0 : tensor<4x16xf32>
-  }
-  module attributes {transform.with_named_sequence} {
-    transform.named_sequence @__transform_main(%root: !transform.any_op) {
-      %ln = transform.lamina.match %root path "ln" : (!transform.any_op) -> !transform.any_op
-      // expected-error @+1 {{has no fwd_post sync slot; sync its outputs with lamina.sync}}
-      transform.lamina.sync %ln "fwd_post" "all_reduce" : !transform.any_op
-      transform.yield
-    }
-  }
-}

@@ -1,0 +1,134 @@
+"""Slapo's build: the scheduled model compiled by Lamina as an nn.Module,
+and its weights initialised and blocked per rank."""
+
+import contextlib
+import importlib
+import inspect
+import zlib
+
+import torch
+from torch import nn
+
+from .. import _lamina, training
+from ..schedule import ScheduleError
+from .schedule import Schedule
+
+# The module (lamina.build the attribute is its function).
+native_build = importlib.import_module("lamina.build")
+
+_FRAMEWORKS = ("deepspeed", "megatron")
+
+
+@contextlib.contextmanager
+def init_empty_weights():
+    """Creates the parameters of modules built inside the block on the meta
+    device (no memory); build materialises and initialises them."""
+    register = nn.Module.register_parameter
+
+    def on_meta(module, name, param):
+        if param is not None and param.device.type != "meta":
+            param = nn.Parameter(param.to("meta"),
+                                 requires_grad=param.requires_grad)
+        register(module, name, param)
+
+    nn.Module.register_parameter = on_meta
+    try:
+        yield
+    finally:
+        nn.Module.register_parameter = register
+
+
+def _initialise(module, path, init_fn):
+    if init_fn is not None:
+        arguments = inspect.signature(init_fn).parameters
+        if len([a for a in arguments if a != "self"]) >= 2:
+            init_fn(module, path)
+        else:
+            init_fn(module)
+    elif hasattr(module, "_init_weights"):
+        module._init_weights(module)
+    elif hasattr(module, "reset_parameters"):
+        module.reset_parameters()
+    else:
+        raise ScheduleError(
+            f"Module '{path}' ({type(module).__name__}) should have "
+            "`reset_parameters` or `_init_weights`, or build needs an "
+            "init_weights callable, to initialise its parameters")
+
+
+def _materialise(model, init_weights):
+    """Meta parameters become real ones; with init_weights, every module
+    owning parameters is initialised (on every rank alike: the draws come
+    from a generator seeded by lamina.manual_seed's seed)."""
+    init_fn = init_weights if callable(init_weights) else None
+    for path, module in model.named_modules():
+        own = list(module.named_parameters(recurse=False))
+        meta = [(n, p) for n, p in own if p.device.type == "meta"]
+        for name, param in meta:
+            module.register_parameter(name, nn.Parameter(
+                torch.zeros(param.shape, dtype=param.dtype),
+                requires_grad=param.requires_grad))
+        if own and init_weights:
+            with torch.random.fork_rng(devices=[]):
+                torch.manual_seed(native_build._seed +
+                                  zlib.crc32(path.encode()))
+                with torch.no_grad():
+                    _initialise(module, path, init_fn)
+
+
+def _register_blocks(compiled, sch):
+    """On several ranks: this rank's block of every sharded parameter, as
+    the built module's Parameter from the start (so that an optimizer made
+    right after build holds the Parameters the program trains)."""
+    if sch.world_size == 1 or _lamina.world_size() == 1:
+        return
+    own = dict(compiled.named_parameters())
+    model_names = {id(p): n for n, p in sch.mod.named_parameters()}
+    for path, child in sch.named_schedules():
+        for name, axis in child.metadata.primitives["shard"].items():
+            if name.rpartition(".")[2] == "input":
+                continue
+            param = child.mod.get_parameter(name)
+            full = model_names.get(id(param))
+            if full is None or own.get(full) is not param:
+                continue
+            size = param.shape[axis] // sch.world_size
+            block = nn.Parameter(
+                param.detach().narrow(axis, _lamina.rank() * size,
+                                      size).clone(),
+                requires_grad=param.requires_grad)
+            training._set_parameter(compiled, full, block)
+
+
+def build(sch, target=None, init_weights=True, example_inputs=None,
+          **kwargs):
+    """(model, optimizer): the schedule compiled by Lamina as an nn.Module
+    (compiled at its first call, or for `example_inputs`, and again per
+    input shape) with this rank's parameter blocks and autograd; the
+    optimizer is None (target=None), as Slapo's build without a framework
+    dialect returns."""
+    if not isinstance(sch, Schedule):
+        raise ScheduleError("build takes a schedule (slapo.create_schedule)")
+    if sch.parent is not None:
+        raise ScheduleError("build takes the top schedule")
+    if target in _FRAMEWORKS:
+        raise ScheduleError(f"build(target={target!r}): Lamina runs the "
+                            "model itself; the DeepSpeed and Megatron "
+                            "engines are not available")
+    if target not in (None, "cpu", "cuda"):
+        raise ScheduleError(f"build: unknown target {target!r}")
+    unknown = set(kwargs) - {"pipeline"}
+    if unknown:
+        raise ScheduleError(f"build got unknown arguments {sorted(unknown)}")
+    if not (isinstance(init_weights, bool) or callable(init_weights)):
+        raise ScheduleError("init_weights takes True, False or a callable "
+                            "applied to each module")
+    _materialise(sch.mod, init_weights)
+    native = sch.lamina_schedule
+    if example_inputs is None and native._example_inputs is not None:
+        example_inputs = native._example_inputs
+    compiled = native_build.build(
+        native, example_inputs, target=target or "cpu",
+        pipeline=kwargs.get("pipeline", "lamina-cpu-pipeline"))
+    _register_blocks(compiled, sch)
+    return compiled, None

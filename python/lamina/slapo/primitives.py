@@ -1,0 +1,342 @@
+"""Slapo's schedule primitives, methods of :class:`.schedule.Schedule`.
+
+Program primitives (shard, sync, fork_rng, checkpoint, annotate,
+cut_pipeline_stage, fuse) become ``transform.lamina`` ops on the layers
+under the module's path; model primitives (replace, replace_all,
+decompose, and fuse / checkpoint of a subgraph) change the PyTorch
+modules, which Lamina imports again.
+"""
+
+import re
+from types import FunctionType
+
+import torch
+from torch import nn
+
+from .. import op as lamina_op
+from .. import schedule as native
+from ..importer import converters
+from ..importer.tracer import Tracer
+from ..schedule import ScheduleError
+from . import boundary, resharding, subgraphs
+
+
+def _layer_class(module):
+    """Whether Lamina imports `module` as one layer op."""
+    return isinstance(module, converters.leaf_classes())
+
+
+def _native_layers(sch, local=""):
+    """The native sub-schedule of the layer at this module's `local`
+    submodule path."""
+    path = sch._layer_path(local)
+    if path:
+        return sch._native[path]
+    return native.SubSchedule(sch._native, 'path ""', [""])
+
+
+def _layers_within(sch):
+    """The native sub-schedule of every Lamina layer under this module."""
+    prefix = re.escape(sch.path)
+    regex = f"{prefix}(\\..*)?" if sch.path else ".*"
+    return sch._native.find(regex)
+
+
+# -- shard -------------------------------------------------------------------
+
+def shard(sch, tensor_name, axis):
+    """Shards parameter `tensor_name` of this module on `axis` over the
+    ranks (`axis` may count from the end)."""
+    names = tensor_name if isinstance(tensor_name, (list, tuple)) else \
+        [tensor_name]
+    for name in names:
+        _shard_one(sch, name, axis)
+
+
+def _shard_one(sch, name, axis):
+    if not isinstance(name, str):
+        raise ScheduleError(f"shard takes a parameter name, got {name!r}")
+    if isinstance(axis, bool) or not isinstance(axis, int):
+        raise ScheduleError(f"shard: axis must be an integer, got {axis!r}")
+    local, _, leaf = name.rpartition(".")
+    owner = sch.mod.get_submodule(local) if local else sch.mod
+    path = sch._layer_path(local)
+    tensor = getattr(owner, leaf, None) if leaf != "input" else None
+    if leaf == "input":
+        tensor = None
+    elif not isinstance(tensor, torch.Tensor):
+        raise ScheduleError(f"shard: module '{path or '<root>'}' "
+                            f"({type(owner).__name__}) has no parameter or "
+                            f"buffer '{leaf}'")
+    elif not isinstance(tensor, nn.Parameter):
+        raise ScheduleError(
+            f"shard: '{name}' of '{path or '<root>'}' is a buffer; Lamina "
+            "shards parameters (a buffer's layout follows from the values "
+            "it meets)")
+    if not _layer_class(owner):
+        raise ScheduleError(
+            f"shard: '{path or '<root>'}' is a {type(owner).__name__}, which "
+            "Lamina does not compile as a layer with parameters; Lamina "
+            "shards the parameters of its layers (nn.Linear, the lamina.op "
+            "family, FusedQKV, LayerNorm, LNS linear layers)")
+    if tensor is not None:
+        rank = tensor.dim()
+        if not -rank <= axis < rank:
+            raise ScheduleError(f"shard: axis {axis} is out of range for "
+                                f"'{name}' of rank {rank}")
+        axis %= rank
+        if tensor.shape[axis] % sch.world_size:
+            raise ScheduleError(
+                f"Parameter {name} in {path or '<root>'} cannot be sharded "
+                f"along axis {axis} with size {tensor.shape[axis]} by "
+                f"{sch.world_size}")
+    shards = sch.metadata.primitives["shard"]
+    if name in shards:
+        raise ScheduleError(f"Parameter {name} in {path or '<root>'} is "
+                            f"already sharded along axis {shards[name]}")
+    _native_layers(sch, local).shard(leaf, axis)
+    shards[name] = axis
+    if tensor is not None:
+        sch.annotate(name, "orig_shape", tuple(tensor.shape))
+
+
+# -- sync --------------------------------------------------------------------
+
+_MODES = ("fwd_pre", "fwd_post", "bwd_post")
+
+
+def sync(sch, mode, sync_op_or_fn, **kwargs):
+    """Adds a sync point on this module's input (fwd_pre, bwd_post) or
+    output (fwd_post): a collective by name or one of Slapo's resharding
+    schemes ("RS->SR", ...)."""
+    if mode not in _MODES:
+        raise ScheduleError(f"sync: unknown mode {mode!r}; expected one of "
+                            f"{', '.join(_MODES)}")
+    if callable(sync_op_or_fn):
+        raise ScheduleError(
+            "sync: a Python callable cannot be compiled; Lamina's syncs are "
+            "collectives given by name (\"all_reduce\", \"all_gather\", "
+            "\"reduce_scatter\", \"scatter\", or a resharding scheme such as "
+            "\"RS->SR\"). To partition the tokens over ranks (sequence "
+            "parallelism), shard the layer's input instead: "
+            "sch[...].shard(\"input\", axis)")
+    unknown = set(kwargs) - {"axis", "tensor_parallel_output_grad"}
+    if unknown:
+        raise ScheduleError(f"sync got unknown arguments {sorted(unknown)}")
+    if resharding.is_scheme(sync_op_or_fn):
+        steps = resharding.collectives(sync_op_or_fn, mode,
+                                       _synced_rank(sch, mode))
+    else:
+        steps = [(sync_op_or_fn, kwargs)]
+    for collective, arguments in steps:
+        _sync_one(sch, mode, collective, arguments)
+    sch.metadata.primitives["sync"].setdefault(mode, []).append(
+        (sync_op_or_fn, dict(kwargs)))
+
+
+def _synced_rank(sch, mode):
+    """The rank of the value a sync of `mode` acts on (resharding schemes
+    name axes from the end)."""
+    if sch._native._imported is None:
+        raise ScheduleError(
+            "a resharding scheme names axes from the end of the synced "
+            "value, whose rank Lamina reads from the input shapes: pass "
+            "example_inputs to create_schedule, or apply it inside "
+            "slapo.Verify(sch, example_inputs)")
+    values = boundary.values(sch, mode)
+    return values[0].meta["tensor_meta"].shape.__len__() if values else 2
+
+
+def _sync_one(sch, mode, collective, arguments):
+    if _layer_class(sch.mod):
+        _native_layers(sch).sync(mode, collective, **arguments)
+        return
+    if sch.parent is None and mode == "fwd_post":
+        sch._native.sync(mode, collective, **arguments)
+        return
+    # A block: the layers at its boundary take the sync.
+    for path in boundary.layers(sch, mode):
+        sch._native[path].sync(mode, collective, **arguments)
+
+
+# -- the other program primitives ---------------------------------------------
+
+def fork_rng(sch):
+    """Draws this module's dropout masks per rank. Lamina keys every mask
+    by the element's index in the whole tensor, so the blocks of a sharded
+    value already draw their blocks of one mask; on a linear layer with a
+    dropout, fork_rng draws by the local index (lamina's fork_rng)."""
+    layers = [module for module in sch.mod.modules()
+              if isinstance(module, lamina_op.LinearWithDropout)]
+    dropouts = [module for module in sch.mod.modules()
+                if isinstance(module, nn.Dropout)]
+    if not layers and not dropouts and not _has_functional_dropout(sch):
+        raise ScheduleError(f"fork_rng: '{sch.path or '<root>'}' has no "
+                            "dropout")
+    if isinstance(sch.mod, lamina_op.LinearWithDropout):
+        _native_layers(sch).fork_rng()
+    sch.metadata.primitives["fork_rng"].append(sch.path)
+
+
+def _has_functional_dropout(sch):
+    try:
+        graph = Tracer().trace(sch.mod)
+    except Exception:  # torch.fx raises anything
+        return False
+    return any(node.op == "call_function" and
+               node.target is torch.nn.functional.dropout
+               for node in graph.nodes)
+
+
+def annotate(sch, param_name, key, value):
+    """Tags parameter `param_name` with key = value (Slapo keeps it on the
+    Parameter; Lamina also carries it on the program's argument when the
+    value is a bool, int, float or str)."""
+    try:
+        param = sch.mod.get_parameter(param_name)
+    except AttributeError:
+        raise ScheduleError(f"annotate: '{sch.path or '<root>'}' has no "
+                            f"parameter '{param_name}'") from None
+    setattr(param, key, value)
+    sch.get_top_schedule().metadata.param_tags.add(key)
+    sch.metadata.primitives["annotate"].append((param_name, key, value))
+    local, _, leaf = param_name.rpartition(".")
+    owner = sch.mod.get_submodule(local) if local else sch.mod
+    if _layer_class(owner) and isinstance(value, (bool, int, float, str)):
+        _native_layers(sch, local).annotate(leaf, key, value)
+
+
+def checkpoint(sch, subgraph=None, order_args_fn=None):
+    """Recomputes this module's forward (or the found subgraph's) in the
+    backward instead of saving its values."""
+    if order_args_fn is not None:
+        raise ScheduleError("checkpoint(order_args_fn=...): Lamina orders a "
+                            "checkpointed region's inputs itself")
+    if subgraph is not None:
+        region = subgraphs.wrap(sch, subgraph, "CheckPointWrapper")
+        region.checkpoint()
+        return
+    if _layer_class(sch.mod):
+        _native_layers(sch).checkpoint()
+    else:
+        layers = _layers_within(sch) if sch._native._imported is not None \
+            else None
+        if layers is None:
+            sch._native.find(f"{re.escape(sch.path)}(\\..*)?"
+                             if sch.path else ".*").checkpoint()
+        else:
+            layers.checkpoint()
+    sch.metadata.primitives["checkpoint"].append(sch.path)
+
+
+def cut_pipeline_stage(sch):
+    """Ends a pipeline stage after this module."""
+    if sch.parent is None:
+        raise ScheduleError("cut_pipeline_stage: the top module cannot be "
+                            "cut")
+    if _layer_class(sch.mod):
+        _native_layers(sch).cut_pipeline_stage()
+    else:
+        last = boundary.layers(sch, "fwd_post")
+        for path in last:
+            sch._native[path].cut_pipeline_stage()
+    sch.metadata.primitives["cut_pipeline_stage"].append(sch.path)
+
+
+def decompose(sch):
+    """nn.Linear → LinearWithSeparateBias (the bias added by its own op)."""
+    if not isinstance(sch.mod, nn.Linear) or \
+            isinstance(sch.mod, lamina_op.LinearWithSyncFunc):
+        raise ScheduleError("decompose applies to nn.Linear layers, not "
+                            f"{type(sch.mod).__name__}")
+    if sch.mod.bias is None:
+        raise ScheduleError(f"decompose: '{sch.path}' has no bias to "
+                            "separate")
+    if any(name.startswith(("weight", "bias"))
+           for name in sch.metadata.primitives["shard"]):
+        raise ScheduleError("decompose must come before shard: the weight "
+                            "is already sharded")
+    old = sch.mod
+    new = lamina_op.LinearWithSeparateBias(old.in_features, old.out_features,
+                                           device="meta")
+    new.weight, new.bias = old.weight, old.bias
+    new.train(old.training)
+    sch._swap_module(new)
+    sch._model_changed()
+
+
+def fuse(sch, subgraph=None, compiler="TorchScript", name="FusedModule"):
+    """Fuses this layer's epilogue chain (no subgraph), or the found
+    vertical subgraph into one module that Lamina compiles as one program
+    region (compiler "TorchScript" or None: Lamina is the compiler)."""
+    if compiler not in (None, "TorchScript", "lamina"):
+        raise ScheduleError(f"fuse: unknown compiler {compiler!r}; Lamina "
+                            "compiles the fused region itself")
+    if subgraph is None:
+        if _layer_class(sch.mod):
+            _native_layers(sch).fuse()
+        else:
+            _layers_within(sch).fuse()
+        sch.metadata.primitives["fuse"].append(sch.path)
+        return
+    if len(subgraph) != 1 or len(subgraph[0]) < 2:
+        raise ScheduleError(f"fuse: only vertical fusion of one subgraph of "
+                            f"two or more ops is supported, got {subgraph}")
+    region = subgraphs.wrap(sch, subgraph, name)
+    sch.metadata.primitives["fuse"].append(region.path)
+
+
+# -- model primitives ----------------------------------------------------------
+
+def replace(sch, new_mod_or_func, target_ops=None, name=None,
+            concrete_args=None):
+    """Replaces this module by `new_mod_or_func`, or the found subgraph /
+    node `target_ops` by a call of it (a module or a function)."""
+    if isinstance(new_mod_or_func, str):
+        if target_ops is not None:
+            raise ScheduleError("replace by a Lamina variant takes no "
+                                "target_ops")
+        _native_layers(sch).replace(new_mod_or_func)
+        return
+    is_function = isinstance(new_mod_or_func, FunctionType) or \
+        type(new_mod_or_func).__name__ == "builtin_function_or_method"
+    if not is_function and not isinstance(new_mod_or_func, nn.Module):
+        if isinstance(new_mod_or_func, type) and _lns_class(new_mod_or_func):
+            _native_layers(sch).replace(new_mod_or_func)
+            return
+        raise ScheduleError(f"replace takes an nn.Module or a function, got "
+                            f"{type(new_mod_or_func).__name__}")
+    if target_ops is None:
+        if is_function:
+            raise ScheduleError("replace by a function needs the node or "
+                                "subgraph it replaces (target_ops)")
+        if _lns_class(type(new_mod_or_func)) and _layer_class(sch.mod):
+            _native_layers(sch).replace(new_mod_or_func)
+            return
+        sch._swap_module(new_mod_or_func)
+        sch._model_changed()
+        return
+    subgraphs.replace(sch, new_mod_or_func, target_ops, name, concrete_args,
+                      is_function)
+
+
+def _lns_class(cls):
+    from ..lns import LNSLinear
+    return isinstance(cls, type) and issubclass(cls, LNSLinear)
+
+
+def replace_all(sch, target_mod_type, make_mod_fn, **kwargs):
+    """Replaces every module of class `target_mod_type` under this one by
+    make_mod_fn(name, module, **kwargs)."""
+    found = [(name, child) for name, child in sch.named_schedules()
+             if isinstance(child.mod, target_mod_type)]
+    if not found:
+        raise ScheduleError(f"replace_all: no {target_mod_type.__name__} "
+                            f"under '{sch.path or '<root>'}'")
+    for name, child in found:
+        child._swap_module(make_mod_fn(name, child.mod, **kwargs))
+    sch._model_changed()
+
+
+__all__ = ["annotate", "checkpoint", "cut_pipeline_stage", "decompose",
+           "fork_rng", "fuse", "replace", "replace_all", "shard", "sync"]

@@ -1,0 +1,34 @@
+"""Slapo's random-seed helpers over Lamina's dropout stream."""
+
+import importlib
+
+from ..schedule import ScheduleError
+
+native_build = importlib.import_module("lamina.build")
+_seeded = False
+
+
+def set_random_seed(seed=2013, dp_rank=None, pp_rank=None, tp_rank=None,
+                    always_enable_tp_seed=False):
+    """Seeds PyTorch and Lamina's dropout masks. Every rank takes the same
+    seed: Lamina keys each mask by the element's index in the whole tensor,
+    so ranks need no tensor-parallel offset (Megatron's RNG tracker is not
+    needed); returns the seed."""
+    global _seeded
+    import torch
+    torch.manual_seed(seed)
+    native_build.manual_seed(seed)
+    _seeded = True
+    return seed
+
+
+def is_random_seed_set():
+    return _seeded
+
+
+def get_cuda_rng_tracker():
+    raise ScheduleError(
+        "get_cuda_rng_tracker: Lamina draws dropout masks by element index "
+        "from one seed (lamina.manual_seed / slapo.set_random_seed), the "
+        "same on every rank; fork_rng on a module replaces the tracker's "
+        "use")

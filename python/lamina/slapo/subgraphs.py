@@ -1,0 +1,179 @@
+"""Graph surgery on traced modules: a found subgraph replaced by a call of
+a module or a function, or wrapped into a module of its own (fuse,
+checkpoint)."""
+
+import inspect
+import operator
+
+from torch import fx, nn
+
+from ..schedule import ScheduleError
+
+
+def _unique_name(module, name):
+    names = dict(module.named_modules())
+    index = 0
+    while f"{name}_{index}" in names:
+        index += 1
+    return f"{name}_{index}"
+
+
+def _normalize(target_ops):
+    """[[(parent, node)]]: subgraphs from find(pattern), nodes from
+    find(regex), or one (parent, node)."""
+    if isinstance(target_ops, tuple) and len(target_ops) == 2 and \
+            isinstance(target_ops[1], fx.Node):
+        return [[target_ops]]
+    if not isinstance(target_ops, list) or not target_ops:
+        raise ScheduleError("replace: target_ops must be what find returned "
+                            "(a non-empty list of subgraphs or nodes)")
+    if all(isinstance(item, tuple) for item in target_ops):
+        return [[item] for item in target_ops]
+    return [list(group) for group in target_ops]
+
+
+def _owner(sch, parent):
+    module = sch.mod.get_submodule(parent) if parent else sch.mod
+    if not isinstance(module, fx.GraphModule):
+        raise ScheduleError(f"'{parent}' is not traced; find its subgraphs "
+                            "after sch.trace()")
+    return module, sch[parent] if parent else sch
+
+
+def _external_inputs(nodes):
+    inputs = []
+    for node in nodes:
+        for arg in node.all_input_nodes:
+            if arg not in nodes and arg not in inputs:
+                inputs.append(arg)
+    return inputs
+
+
+def _check_closed(nodes):
+    """Only the last node of a vertical subgraph may be used outside it."""
+    for node in nodes[:-1]:
+        outside = [u for u in node.users if u not in nodes]
+        if outside:
+            raise ScheduleError(
+                f"the subgraph's node '{node.name}' is also used by "
+                f"'{outside[0].name}' outside it; a replaced subgraph may "
+                "only be used through its last node")
+
+
+def _required_arguments(callee):
+    try:
+        signature = inspect.signature(
+            callee.forward if isinstance(callee, nn.Module) else callee)
+    except (TypeError, ValueError):
+        return None
+    return [name for name, p in signature.parameters.items()
+            if p.default is inspect.Parameter.empty and
+            p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+
+
+def _vertical(graph_module, nodes, callee, target, concrete_args):
+    _check_closed(nodes)
+    inputs = _external_inputs(nodes)
+    concrete_args = dict(concrete_args or {})
+    required = _required_arguments(callee)
+    if required is not None and \
+            len(inputs) + len(concrete_args) != len(required):
+        raise ScheduleError(
+            f"The number of arguments (w/o default values) of the new module "
+            f"({len(required)}) does not match the number of arguments of "
+            f"the original subgraph ({len(inputs)}). Please use "
+            "`concrete_args` to specify the arguments.")
+    graph = graph_module.graph
+    with graph.inserting_after(nodes[-1]):
+        if target is None:
+            call = graph.call_function(callee, tuple(inputs), concrete_args)
+        else:
+            call = graph.call_module(target, tuple(inputs), concrete_args)
+    nodes[-1].replace_all_uses_with(call)
+    for node in reversed(nodes):
+        graph.erase_node(node)
+
+
+def _horizontal(graph_module, groups, callee, target):
+    graph = graph_module.graph
+    first = groups[0][0]
+    last = max((n for group in groups for n in group),
+               key=list(graph.nodes).index)
+    with graph.inserting_after(last):
+        if target is None:
+            call = graph.call_function(callee, first.args, first.kwargs)
+        else:
+            call = graph.call_module(target, first.args, first.kwargs)
+    with graph.inserting_after(call):
+        for index, group in enumerate(groups):
+            _check_closed(group)
+            item = graph.call_function(operator.getitem, (call, index))
+            group[-1].replace_all_uses_with(item)
+    for group in groups:
+        for node in reversed(group):
+            graph.erase_node(node)
+
+
+def _rebuilt(graph_module):
+    graph_module.graph.lint()
+    graph_module.recompile()
+
+
+def replace(sch, callee, target_ops, name, concrete_args, is_function):
+    """Replaces `target_ops` (found in this schedule's traced module) by a
+    call of `callee`."""
+    groups = _normalize(target_ops)
+    parents = {parent for group in groups for parent, _ in group}
+    if len(parents) != 1:
+        raise ScheduleError("replace: the subgraphs lie in different modules "
+                            f"({sorted(parents)})")
+    graph_module, owner = _owner(sch, parents.pop())
+    node_groups = [[node for _, node in group] for group in groups]
+    target = None
+    if not is_function:
+        target = _unique_name(graph_module,
+                              name or type(callee).__name__.split(".")[-1])
+        graph_module.add_module(target, callee)
+    try:
+        if len(node_groups) == 1:
+            _vertical(graph_module, node_groups[0], callee, target,
+                      concrete_args)
+        else:
+            if concrete_args:
+                raise ScheduleError("concrete_args is not supported for "
+                                    "horizontal fusion")
+            _horizontal(graph_module, node_groups, callee, target)
+    except ScheduleError:
+        if target is not None:
+            delattr(graph_module, target)
+        raise
+    _rebuilt(graph_module)
+    owner._build_children()
+    sch._model_changed()
+    return owner[target] if target is not None else owner
+
+
+def wrap(sch, subgraph, name):
+    """Puts the one vertical subgraph of `subgraph` into a GraphModule of
+    its own, called in its place; its schedule."""
+    groups = _normalize(subgraph)
+    if len(groups) != 1:
+        raise ScheduleError(f"only one vertical subgraph can be wrapped into "
+                            f"{name}, got {len(groups)}")
+    parent = groups[0][0][0]
+    graph_module, _ = _owner(sch, parent)
+    nodes = [node for _, node in groups[0]]
+    _check_closed(nodes)
+    graph = fx.Graph()
+    remap = {arg: graph.placeholder(arg.name)
+             for arg in _external_inputs(nodes)}
+    modules = {}
+    for node in nodes:
+        remap[node] = graph.node_copy(node, remap.__getitem__)
+        if node.op == "call_module":
+            modules[node.target] = graph_module.get_submodule(node.target)
+        elif node.op == "get_attr":
+            modules[node.target] = getattr(graph_module, node.target)
+    graph.output(remap[nodes[-1]])
+    region = fx.GraphModule(modules, graph, name)
+    return replace(sch, region, [list(groups[0])], name, None, False)
