@@ -134,6 +134,7 @@ def register_parameter_blocks(module, model, imported, program):
         block = nn.Parameter(
             tensor.detach().narrow(axis, rank * size, size).clone(),
             requires_grad=tensor.requires_grad)
+        block.__dict__.update(tensor.__dict__)  # the user's tags on it
         _set_parameter(module, name, block)
         own[name] = block
 

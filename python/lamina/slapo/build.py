@@ -20,9 +20,12 @@ _FRAMEWORKS = ("deepspeed", "megatron")
 
 
 @contextlib.contextmanager
-def init_empty_weights():
+def init_empty_weights(enable=True):
     """Creates the parameters of modules built inside the block on the meta
     device (no memory); build materialises and initialises them."""
+    if not enable:
+        yield
+        return
     register = nn.Module.register_parameter
 
     def on_meta(module, name, param):
@@ -65,15 +68,23 @@ def _materialise(model, init_weights):
         own = list(module.named_parameters(recurse=False))
         meta = [(n, p) for n, p in own if p.device.type == "meta"]
         for name, param in meta:
-            module.register_parameter(name, nn.Parameter(
-                torch.zeros(param.shape, dtype=param.dtype),
-                requires_grad=param.requires_grad))
+            real = nn.Parameter(torch.zeros(param.shape, dtype=param.dtype),
+                                requires_grad=param.requires_grad)
+            real.__dict__.update(param.__dict__)  # annotations
+            module.register_parameter(name, real)
         if own and init_weights:
             with torch.random.fork_rng(devices=[]):
                 torch.manual_seed(native_build._seed +
                                   zlib.crc32(path.encode()))
                 with torch.no_grad():
                     _initialise(module, path, init_fn)
+
+
+def materialise_meta(model, init_weights=None):
+    """Materialises and initialises a model created under
+    init_empty_weights (nothing for a model without meta parameters)."""
+    if any(p.device.type == "meta" for p in model.parameters()):
+        _materialise(model, True if init_weights is None else init_weights)
 
 
 def _register_blocks(compiled, sch):
@@ -97,6 +108,7 @@ def _register_blocks(compiled, sch):
                 param.detach().narrow(axis, _lamina.rank() * size,
                                       size).clone(),
                 requires_grad=param.requires_grad)
+            block.__dict__.update(param.__dict__)  # annotations
             training._set_parameter(compiled, full, block)
 
 

@@ -148,6 +148,9 @@ def _synced_rank(sch, mode):
 
 
 def _sync_one(sch, mode, collective, arguments):
+    if mode == "fwd_pre" and collective == "scatter":
+        _scatter_input(sch, arguments["axis"])
+        return
     if _layer_class(sch.mod):
         _native_layers(sch).sync(mode, collective, **arguments)
         return
@@ -157,6 +160,21 @@ def _sync_one(sch, mode, collective, arguments):
     # A block: the layers at its boundary take the sync.
     for path in boundary.layers(sch, mode):
         sch._native[path].sync(mode, collective, **arguments)
+
+
+def _scatter_input(sch, axis):
+    """A fwd_pre scatter (Slapo's "RR->SR" before a layer): on a program
+    input it is Lamina's sharded input; elsewhere the value's producer
+    scatters it (fwd_post)."""
+    values = boundary.values(sch, "fwd_pre")
+    if not _layer_class(sch.mod) or len(values) != 1 or \
+            values[0].op != "placeholder":
+        raise ScheduleError(
+            f"sync fwd_pre scatter on '{sch.path or '<root>'}': Lamina "
+            "scatters a value where it is produced; sync(\"fwd_post\", "
+            "\"scatter\") on the layer computing this input, or "
+            "shard(\"input\", axis) when it is a program input")
+    _native_layers(sch).shard("input", axis)
 
 
 # -- the other program primitives ---------------------------------------------

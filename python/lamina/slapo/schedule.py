@@ -73,6 +73,17 @@ def _is_leaf(module):
         not isinstance(module, (nn.Sequential, nn.ModuleList))
 
 
+def _is_module_list(module):
+    """A ModuleList, or the plain container torch.fx leaves in its place
+    once traced (children named 0, 1, ...): its elements are schedules
+    named "name.i"."""
+    if isinstance(module, nn.ModuleList):
+        return True
+    names = [name for name, _ in module.named_children()]
+    return type(module) is nn.Module and bool(names) and \
+        all(name.isdigit() for name in names)
+
+
 def _tokenize(path):
     """Slapo's path tokens: "layers.0.fc" → ["layers.0", "fc"]."""
     tokens = []
@@ -132,7 +143,7 @@ class Schedule:
         if self.parent is None and _is_leaf(self.mod):
             return
         for child_name, submodule in self.mod.named_children():
-            if isinstance(submodule, nn.ModuleList):
+            if _is_module_list(submodule):
                 for index, layer in submodule.named_children():
                     self._add_child(f"{child_name}.{index}", layer)
             else:
@@ -238,7 +249,7 @@ class Schedule:
             raise ScheduleError("the top module has been traced already")
         leaves = []
         for path in paths if isinstance(paths, (list, tuple)) else [paths]:
-            leaves += [f"{path}.{name}" for name in self[path].child]
+            leaves += list(self[path].child)
         return self.trace(flatten=False,
                           leaf_modules=leaves + kwargs.pop("leaf_modules", []),
                           **kwargs)

@@ -40,6 +40,20 @@ def _owner(sch, parent):
     return module, sch[parent] if parent else sch
 
 
+def _check_no_hooks(graph_module, nodes):
+    """Python hooks cannot be compiled, nor moved onto the new module."""
+    for node in nodes:
+        if node.op != "call_module":
+            continue
+        module = graph_module.get_submodule(node.target)
+        if module._forward_hooks or module._forward_pre_hooks or \
+                module._backward_hooks:
+            raise ScheduleError(
+                f"module '{node.target}' in the replaced subgraph has Python "
+                "hooks, which Lamina cannot compile; express them as "
+                "primitives (sync, ...) on the new module")
+
+
 def _external_inputs(nodes):
     inputs = []
     for node in nodes:
@@ -129,6 +143,8 @@ def replace(sch, callee, target_ops, name, concrete_args, is_function):
                             f"({sorted(parents)})")
     graph_module, owner = _owner(sch, parents.pop())
     node_groups = [[node for _, node in group] for group in groups]
+    for group in node_groups:
+        _check_no_hooks(graph_module, group)
     target = None
     if not is_function:
         target = _unique_name(graph_module,

@@ -38,7 +38,9 @@ def _children_paths(module):
 
 def trace_module(module, flatten=False, leaf_modules=(), concrete_args=None):
     """`module` as an fx.GraphModule. Unflattened, its non-leaf children are
-    traced first (recursively) and stay calls of their own GraphModules."""
+    traced first (recursively) and stay calls of their own GraphModules; a
+    child named in `leaf_modules` (its path from `module`, or its name at
+    any depth, as Slapo's trace_until gives them) stays untraced."""
     leaves = list(leaf_modules)
     if not flatten:
         for path, child in _children_paths(module):
@@ -48,6 +50,7 @@ def trace_module(module, flatten=False, leaf_modules=(), concrete_args=None):
                     not isinstance(child, converters.leaf_classes()):
                 inner = [p[len(path) + 1:] for p in leaves
                          if p.startswith(path + ".")]
+                inner += [p for p in leaves if "." not in p]
                 traced = trace_module(child, False, inner)
                 owner_name, _, index = path.partition(".")
                 if index:

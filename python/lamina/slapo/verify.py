@@ -10,7 +10,7 @@ import torch
 from .. import _lamina
 from ..importer import unsharded_fused_qkv
 from ..schedule import ScheduleError
-from .build import build
+from .build import build, materialise_meta
 
 
 def _as_list(values):
@@ -54,6 +54,7 @@ class Verify:
     def __enter__(self):
         if self.enable:
             top = self.sch.get_top_schedule()
+            materialise_meta(top.mod, self.init_weights)
             self._memo = {}
             self._reference = copy.deepcopy(top.mod, self._memo)
             # The primitives in the block are checked as they are applied.
@@ -84,9 +85,12 @@ class Verify:
     def _compare(self, top, reference):
         with unsharded_fused_qkv(reference):
             want_inputs, want = self._run(reference)
-        compiled, _ = build(top, init_weights=False,
-                            example_inputs=tuple(self.inputs))
-        got_inputs, got = self._run(compiled)
+        with torch.set_grad_enabled(self.check_gradients and
+                                    torch.is_grad_enabled()):
+            # Forward only (Slapo's check): the backward is not compiled.
+            compiled, _ = build(top, init_weights=False,
+                                example_inputs=tuple(self.inputs))
+            got_inputs, got = self._run(compiled)
         if len(got) != len(want):
             raise AssertionError(f"the scheduled model returns {len(got)} "
                                  f"results, the original {len(want)}")

@@ -340,10 +340,21 @@ checkSyncLayout(LayerOpInterface layer, SyncAttr spec, Value synced) {
   return text;
 }
 
-/// Puts a `lamina.sync` of `spec` on `value` after its definition, for
-/// every use but the sync's own and those `keep` accepts.
+/// The fwd_post sync directly after `value` (its only user), if any.
+static SyncOp getOutputSync(Value value) {
+  if (!value.hasOneUse())
+    return {};
+  auto sync = dyn_cast<SyncOp>(*value.getUsers().begin());
+  return sync && sync.getSpec().getMode() == SyncMode::fwd_post ? sync
+                                                                : SyncOp();
+}
+
+/// Puts a `lamina.sync` of `spec` after `value` and the fwd_post syncs
+/// already chained after it, for every use of the chain's end.
 static void syncValueAfter(RewriterBase &rewriter, Value value, SyncAttr spec,
                            StringAttr path, Location loc) {
+  while (SyncOp next = getOutputSync(value))
+    value = next.getResult();
   rewriter.setInsertionPointAfterValue(value);
   auto sync = SyncOp::create(rewriter, loc, value.getType(), value, spec, path);
   rewriter.replaceAllUsesExcept(value, sync.getResult(), sync);
@@ -409,7 +420,8 @@ SyncTransformOp::applyToOne(transform::TransformRewriter &rewriter,
   // What the schedule fixes of the synced value's layout: a program input's
   // declared layout, or a linear layer's matmul result (a chained sync acts
   // on an earlier sync's result, which the partitioner judges).
-  bool chained = !onInput && (!linear || linear.getLayerSync());
+  bool chained = !onInput && (!linear || linear.getLayerSync() ||
+                              getOutputSync(target->getResult(0)));
   if (!chained)
     if (std::optional<std::string> problem =
             checkSyncLayout(layer, spec, synced))
@@ -422,10 +434,15 @@ SyncTransformOp::applyToOne(transform::TransformRewriter &rewriter,
     rewriter.modifyOpInPlace(target, [&] { layer.setLayerInput(result); });
     return DiagnosedSilenceableFailure::success();
   }
-  // Layers outside the linear family, and a second fwd_post sync of a
+  // Layers outside the linear family, and a later fwd_post sync of a
   // linear layer, sync the layer's output after it (syncs chain, as
   // Slapo's forward hooks do).
-  if (chained) {
+  // A gather or scatter acts on the layer's output, bias included (a
+  // column-parallel bias is sharded with the matmul's output features).
+  CollectiveKind collective = spec.getCollective();
+  bool onOutput = chained || collective == CollectiveKind::all_gather ||
+                  collective == CollectiveKind::scatter;
+  if (onOutput) {
     syncValueAfter(rewriter, target->getResult(0), spec,
                    layer.getLayerPath(), target->getLoc());
     return DiagnosedSilenceableFailure::success();

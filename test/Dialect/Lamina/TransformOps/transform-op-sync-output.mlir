@@ -21,17 +21,19 @@ module attributes {lamina.world_size = 2 : i64} {
 
 // -----
 
-// A second fwd_post sync of a linear layer chains after the first (the
-// first sits between the matmul and the bias, the second on the output):
-// Slapo's "RS->SR" resharding, an all-gather then a scatter.
+// A gather or scatter acts on a linear layer's output, bias included (a
+// column-parallel bias is sharded with the output features), and later
+// fwd_post syncs chain after it: Slapo's "RS->SR" resharding, an
+// all-gather then a scatter.
 // CHECK-LABEL: func.func @chained
-// CHECK: %[[L:.*]] = lamina.linear_sync "fc" %{{.*}}, %{{.*}} sync <fwd_post, all_gather, axis = 1>
-// CHECK-NEXT: %[[S:.*]] = lamina.sync "fc" %[[L]] <fwd_post, scatter, axis = 0>
+// CHECK: %[[L:.*]] = lamina.linear "fc" %{{.*}}, %{{.*}} bias
+// CHECK-NEXT: %[[G:.*]] = lamina.sync "fc" %[[L]] <fwd_post, all_gather, axis = 1>
+// CHECK-NEXT: %[[S:.*]] = lamina.sync "fc" %[[G]] <fwd_post, scatter, axis = 0>
 // CHECK-NEXT: %[[U:.*]] = arith.addf %[[S]], %[[S]]
 // CHECK-NEXT: return %[[U]]
 module attributes {lamina.world_size = 2 : i64} {
-  func.func @chained(%x: tensor<4x8xf32>, %w: tensor<8x8xf32> {lamina.layout = #lamina.layout<S(0)>}) -> tensor<4x8xf32> {
-    %0 = lamina.linear "fc" %x, %w : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  func.func @chained(%x: tensor<4x8xf32>, %w: tensor<8x8xf32> {lamina.layout = #lamina.layout<S(0)>}, %b: tensor<8xf32> {lamina.layout = #lamina.layout<S(0)>}) -> tensor<4x8xf32> {
+    %0 = lamina.linear "fc" %x, %w bias %b : (tensor<4x8xf32>, tensor<8x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
     %1 = arith.addf %0, %0 : tensor<4x8xf32>
     return %1 : tensor<4x8xf32>
   }
@@ -39,9 +41,31 @@ module attributes {lamina.world_size = 2 : i64} {
     transform.named_sequence @__transform_main(%root: !transform.any_op) {
       %fc = transform.lamina.match %root path "fc" : (!transform.any_op) -> !transform.any_op
       transform.lamina.sync %fc "fwd_post" "all_gather" axis 1 : !transform.any_op
-      // The layer is a linear_sync now: match it again.
+      transform.lamina.sync %fc "fwd_post" "scatter" axis 0 : !transform.any_op
+      transform.yield
+    }
+  }
+}
+
+// -----
+
+// An all-reduce takes the sync slot, between the matmul and the bias; a
+// second one chains after the layer.
+// CHECK-LABEL: func.func @slot_then_output
+// CHECK: %[[L:.*]] = lamina.linear_sync "fc" %{{.*}}, %{{.*}} sync <fwd_post, all_reduce> bias
+// CHECK-NEXT: %[[G:.*]] = lamina.sync "fc" %[[L]] <fwd_post, all_reduce>
+// CHECK-NEXT: return %[[G]]
+module attributes {lamina.world_size = 2 : i64} {
+  func.func @slot_then_output(%x: tensor<4x8xf32>, %w: tensor<8x8xf32> {lamina.layout = #lamina.layout<S(1)>}, %b: tensor<8xf32>) -> tensor<4x8xf32> {
+    %0 = lamina.linear "fc" %x, %w bias %b : (tensor<4x8xf32>, tensor<8x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+    return %0 : tensor<4x8xf32>
+  }
+  module attributes {transform.with_named_sequence} {
+    transform.named_sequence @__transform_main(%root: !transform.any_op) {
+      %fc = transform.lamina.match %root path "fc" : (!transform.any_op) -> !transform.any_op
+      transform.lamina.sync %fc "fwd_post" "all_reduce" : !transform.any_op
       %again = transform.lamina.match %root path "fc" : (!transform.any_op) -> !transform.any_op
-      transform.lamina.sync %again "fwd_post" "scatter" axis 0 : !transform.any_op
+      transform.lamina.sync %again "fwd_post" "all_reduce" : !transform.any_op
       transform.yield
     }
   }

@@ -1,0 +1,564 @@
+"""Slapo's distributed test cases, ported (test_shard.py, test_annotate.py,
+test_consolidation.py, test_verify.py, test_reshard.py, test_fork_rng.py,
+test_checkpoint.py): the same models and primitive calls, run under
+``mpirun.mpich -np N`` on Lamina. Each check prints "rank R: NAME ok".
+
+Where Slapo gathers the gradient blocks to rank 0 with torch.distributed,
+each rank here compares its blocks with the matching blocks of eager
+PyTorch's gradients (every rank builds the same model from one seed).
+Train-mode dropout cannot reproduce PyTorch's random stream: models with
+dropout are compared in eval mode."""
+
+import copy
+import sys
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+import lamina
+import lamina.slapo as slapo
+from lamina import ScheduleError
+from lamina.slapo import op
+from lamina.slapo.pattern import call_module
+
+RANK, RANKS = lamina.rank(), lamina.world_size()
+TOL = 1e-5  # Slapo's verify_grads tolerance
+
+
+def block(tensor, axis):
+    """This rank's block of a whole tensor ("none": the whole)."""
+    if axis == "none":
+        return tensor
+    return torch.chunk(tensor, RANKS, dim=axis)[RANK]
+
+
+def check_blocks(built, reference, gather_axes, tol=TOL):
+    """Each of the built model's parameter gradients is this rank's block
+    of eager PyTorch's (Slapo's gather_grad + verify_grads)."""
+    built_params = dict(built.named_parameters())
+    reference_params = dict(reference.named_parameters())
+    for path, axis in gather_axes.items():
+        got = built_params[path].grad
+        want = block(reference_params[path].grad, axis)
+        torch.testing.assert_close(got, want, atol=tol, rtol=tol,
+                                   msg=lambda m: f"{path}.grad mismatch\n{m}")
+
+
+def run_both(built, model, data):
+    """Outputs and input gradients of the built and the eager model on the
+    same data, after out.mean().backward() as Slapo's tests do."""
+    x = data.clone().requires_grad_()
+    out = built(x)
+    out.mean().backward()
+    x_ref = data.clone().requires_grad_()
+    out_ref = model(x_ref)
+    out_ref.mean().backward()
+    return out, out_ref, x.grad, x_ref.grad
+
+
+def shard_mlp():
+    """test_shard.py::test_mlp (FusedMLP, Megatron recipe; eval mode)."""
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.mlp = op.FusedMLP(10, 10, "gelu", 0.1, use_torchscript=False)
+
+        def forward(self, data):
+            return self.mlp(data)
+
+    model = Model().eval()
+    sch = slapo.create_schedule(copy.deepcopy(model))
+    sch["mlp.fc_in"].shard("weight", axis=0)
+    sch["mlp.fc_in"].shard("bias", axis=0)
+    sch["mlp.fc_in"].sync(mode="bwd_post", sync_op_or_fn="all_reduce")
+    sch["mlp.fc_out"].shard("weight", axis=1)
+    sch["mlp.fc_out"].sync(mode="fwd_post", sync_op_or_fn="all_reduce")
+    sch_model, _ = slapo.build(sch, init_weights=False)
+    out, out_ref, grad, grad_ref = run_both(sch_model, model,
+                                            torch.randn(10, 10))
+    torch.testing.assert_close(out, out_ref)
+    torch.testing.assert_close(grad, grad_ref, atol=TOL, rtol=TOL)
+    check_blocks(sch_model, model, {
+        "mlp.fc_in.weight": 0, "mlp.fc_in.bias": 0,
+        "mlp.fc_out.weight": 1, "mlp.fc_out.bias": "none"})
+
+
+class TwoLinears(nn.Module):
+    def __init__(self, a=20, b=30, c=40):
+        super().__init__()
+        self.linear1 = nn.Linear(a, b)
+        self.linear2 = nn.Linear(b, c)
+
+    def forward(self, data):
+        return self.linear2(self.linear1(data))
+
+
+def shard_linear():
+    """test_shard.py::test_linear."""
+    model = TwoLinears()
+    sch = slapo.create_schedule(copy.deepcopy(model))
+    sch["linear1"].shard("weight", axis=0)
+    sch["linear1"].shard("bias", axis=0)
+    sch["linear1"].sync(mode="bwd_post", sync_op_or_fn="all_reduce")
+    sch["linear2"].shard("weight", axis=1)
+    sch["linear2"].sync(mode="fwd_post", sync_op_or_fn="all_reduce")
+    sch_model, _ = slapo.build(sch, init_weights=False)
+    out, out_ref, grad, grad_ref = run_both(sch_model, model,
+                                            torch.randn(10, 20))
+    torch.testing.assert_close(out, out_ref)
+    torch.testing.assert_close(grad, grad_ref, atol=TOL, rtol=TOL)
+    check_blocks(sch_model, model, {
+        "linear1.weight": 0, "linear1.bias": 0, "linear2.weight": 1,
+        "linear2.bias": "none"})
+
+
+def seq_para():
+    """test_shard.py::test_seq_para. Slapo partitions the sequence with a
+    Python fwd_pre hook, which cannot be compiled (a clear ScheduleError);
+    Lamina's spelling shards the layer's input instead, and the rest of the
+    schedule is Slapo's."""
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.linear1 = nn.Linear(30, 30)
+            self.linear2 = nn.Linear(30, 30)
+
+        def forward(self, data):
+            return F.relu(self.linear2(self.linear1(data)))
+
+    model = Model()
+
+    def sequence_partition(module, _input):
+        return _input[0].chunk(RANKS, dim=1)[RANK].contiguous()
+
+    sch = slapo.create_schedule(copy.deepcopy(model))
+    try:
+        sch["linear1"].sync(mode="fwd_pre", sync_op_or_fn=sequence_partition)
+        raise AssertionError("a Python sync function was accepted")
+    except ScheduleError as error:
+        assert 'shard("input", axis)' in str(error), error
+    # Slapo's recipe: its bwd_post all-reduce on top of the all-gather
+    # (whose backward already reduce-scatters the partial gradients) sums
+    # the input gradient twice. Slapo's test compares parameter gradients
+    # only; Lamina's gradient-layout check rejects it when the model trains.
+    if RANKS > 1:  # on one rank every collective is the identity
+        slapo_recipe = slapo.create_schedule(copy.deepcopy(model))
+        sequence_parallel(slapo_recipe, bwd_post=True)
+        slapo_model, _ = slapo.build(slapo_recipe, init_weights=False)
+        try:
+            slapo_model(torch.randn(3, 16, 30, requires_grad=True))
+            raise AssertionError("the double reduction was accepted")
+        except ScheduleError as error:
+            assert "transposes to reduce_scatter" in str(error), error
+    sequence_parallel(sch, bwd_post=False)
+    sch_model, _ = slapo.build(sch, init_weights=False)
+    data = torch.randn(3, 16, 30)
+    out, out_ref, grad, grad_ref = run_both(sch_model, model, data)
+    torch.testing.assert_close(out, out_ref)
+    # The input is sharded on the sequence: its gradient is this rank's
+    # block.
+    torch.testing.assert_close(grad, grad_ref, atol=TOL, rtol=TOL)
+    check_blocks(sch_model, model, {
+        "linear1.weight": 0, "linear1.bias": 0, "linear2.weight": 1,
+        "linear2.bias": "none"})
+
+
+def sequence_parallel(sch, bwd_post):
+    """Slapo's test_seq_para schedule, the input sharded on the sequence."""
+    sch["linear1"].shard("input", axis=1)
+    sch["linear1"].sync(mode="fwd_pre", sync_op_or_fn="all_gather", axis=1)
+    sch["linear1"].shard("weight", axis=0)
+    sch["linear1"].shard("bias", axis=0)
+    if bwd_post:
+        sch["linear1"].sync(mode="bwd_post", sync_op_or_fn="all_reduce")
+    sch["linear2"].shard("weight", axis=1)
+    sch["linear2"].sync(mode="fwd_post", sync_op_or_fn="reduce_scatter",
+                        axis=1)
+    sch.sync(mode="fwd_post", sync_op_or_fn="all_gather", axis=1,
+             tensor_parallel_output_grad=False)
+
+
+def shard_annotate():
+    """test_annotate.py::test_shard_annotate and test_arbitrary_annotate
+    (the model created under init_empty_weights)."""
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.layer1 = nn.Linear(32, 32, bias=False)
+            self.layer2 = nn.Linear(32, 32, bias=False)
+
+        def forward(self, x):
+            return self.layer2(self.layer1(x))
+
+    with slapo.init_empty_weights():
+        model = Model()
+    assert model.layer1.weight.device.type == "meta"
+    sch = slapo.create_schedule(model)
+    sch["layer1"].shard("weight", axis=0)
+    sch["layer1"].sync(mode="bwd_post", sync_op_or_fn="all_reduce")
+    sch["layer2"].shard("weight", axis=1)
+    sch["layer2"].sync(mode="fwd_post", sync_op_or_fn="all_reduce")
+    sch_model, _ = slapo.build(sch)
+    assert hasattr(sch_model.layer1.weight, "orig_shape")
+    assert hasattr(sch_model.layer2.weight, "orig_shape")
+    assert sch_model.layer1.weight.shape == (32 // RANKS, 32)
+    assert sch_model.layer2.weight.shape == (32, 32 // RANKS)
+
+    with slapo.init_empty_weights():
+        model = Model()
+    sch = slapo.create_schedule(model)
+    sch["layer1"].annotate("weight", "foo", "bar")
+    assert "foo" in sch.metadata.param_tags
+    sch_model, _ = slapo.build(sch)
+    assert sch_model.layer1.weight.foo == "bar"
+    assert not hasattr(sch_model.layer2.weight, "foo")
+    # The materialised weights compute: a call matches eager on them.
+    x = torch.randn(4, 32)
+    with torch.no_grad():
+        torch.testing.assert_close(sch_model(x), model(x))
+
+
+class ConsolidationModel(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear1 = nn.Linear(20, 20)
+        self.linear2 = nn.Linear(20, 40, bias=False)
+
+    def forward(self, data):
+        return self.linear2(self.linear1(data))
+
+
+def megatron(sch):
+    sch["linear1"].shard("weight", axis=0)
+    sch["linear1"].shard("bias", axis=0)
+    sch["linear1"].sync(mode="bwd_post", sync_op_or_fn="all_reduce")
+    sch["linear2"].shard("weight", axis=1)
+    sch["linear2"].sync(mode="fwd_post", sync_op_or_fn="all_reduce")
+
+
+def consolidation():
+    """test_consolidation.py, both cases, single (replicated) and multi
+    (tensor parallel): each rank holds its block of the whole weights."""
+    for tensor_parallel in (False, True):
+        model = ConsolidationModel()
+        sch = slapo.create_schedule(copy.deepcopy(model))
+        if tensor_parallel:
+            megatron(sch)
+        else:
+            sch = slapo.create_schedule(copy.deepcopy(model), world_size=1)
+        sch_model, _ = slapo.build(sch, init_weights=False)
+        blocks = {"linear1.weight": 0, "linear1.bias": 0,
+                  "linear2.weight": 1}
+        params = dict(sch_model.named_parameters())
+        for name, axis in blocks.items():
+            whole = dict(model.named_parameters())[name]
+            want = block(whole, axis) if tensor_parallel else whole
+            torch.testing.assert_close(params[name], want)
+
+        with slapo.init_empty_weights(enable=True):
+            empty = ConsolidationModel()
+        sch = slapo.create_schedule(copy.deepcopy(empty))
+        if tensor_parallel:
+            megatron(sch)
+        else:
+            sch = slapo.create_schedule(copy.deepcopy(empty), world_size=1)
+
+        def init_module(module):
+            if isinstance(module, nn.Linear):
+                module.weight.data.zero_()
+                if module.bias is not None:
+                    module.bias.data.zero_()
+
+        sch_model, _ = slapo.build(sch, init_weights=init_module)
+        for param in sch_model.parameters():
+            assert param.device.type == "cpu"
+            torch.testing.assert_close(param.data, torch.zeros_like(param))
+
+
+def verify_linear():
+    """test_verify.py::test_linear and test_meta_distributed: Verify passes
+    the Megatron recipe and catches one without its fwd_post all-reduce;
+    beyond Slapo, it compares gradients too."""
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.linear1 = nn.Linear(20, 30)
+            self.linear2 = nn.Linear(30, 40)
+
+        def forward(self, x):
+            return self.linear2(self.linear1(x))
+
+    sch = slapo.create_schedule(Model())
+    with slapo.Verify(sch, [torch.rand(10, 20)]):
+        sch["linear1"].shard("weight", axis=0)
+        sch["linear1"].shard("bias", axis=0)
+        sch["linear1"].sync(mode="bwd_post", sync_op_or_fn="all_reduce")
+        sch["linear2"].shard("weight", axis=1)
+        sch["linear2"].sync(mode="fwd_post", sync_op_or_fn="all_reduce")
+
+    sch = slapo.create_schedule(Model())
+    try:
+        with slapo.Verify(sch, [torch.rand(10, 20)]):
+            sch["linear1"].shard("weight", axis=0)
+            sch["linear1"].shard("bias", axis=0)
+            sch["linear1"].sync(mode="bwd_post", sync_op_or_fn="all_reduce")
+            sch["linear2"].shard("weight", axis=1)
+        assert RANKS == 1, "Verify accepted a recipe without its fwd_post " \
+            "all-reduce"
+    except ScheduleError as error:
+        # Lamina rejects the partial sum reaching the bias at compile time.
+        assert RANKS > 1 and "partial" in str(error), error
+
+    with slapo.init_empty_weights():
+        model = Model()
+    sch = slapo.create_schedule(model)
+    with slapo.Verify(sch, [torch.rand(10, 20)]):
+        sch["linear1"].shard("weight", axis=0)
+        sch["linear1"].shard("bias", axis=0)
+        sch["linear1"].sync(mode="bwd_post", sync_op_or_fn="all_reduce")
+        sch["linear2"].shard("weight", axis=1)
+        sch["linear2"].sync(mode="fwd_post", sync_op_or_fn="all_reduce")
+
+
+def verify_catches_a_missing_bwd_post():
+    """Beyond Slapo: a recipe whose forward is right but whose backward
+    misses fc1's bwd_post all-reduce is caught (Slapo's forward-only Verify
+    passes it)."""
+    sch = slapo.create_schedule(TwoLinears())
+    try:
+        with slapo.Verify(sch, [torch.rand(10, 20)]):
+            sch["linear1"].shard("weight", axis=0)
+            sch["linear1"].shard("bias", axis=0)
+            sch["linear2"].shard("weight", axis=1)
+            sch["linear2"].sync(mode="fwd_post", sync_op_or_fn="all_reduce")
+        raise AssertionError("Verify passed a backward without bwd_post")
+    except ScheduleError as error:
+        assert "bwd_post" in str(error), error
+
+
+class ReshardMLP(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.fc1 = nn.Linear(dim, 4 * dim)
+        self.fc2 = nn.Linear(4 * dim, dim)
+
+    def forward(self, x):
+        return self.fc2(F.gelu(self.fc1(x)))
+
+
+RESHARD_SCHEMES = {
+    2: [("fc1", "weight", 0), ("fc1", "bias", 0), ("fc1", "RS->SR"),
+        ("fc2", "SR->RR")],
+    3: [("fc1", "weight", 0), ("fc1", "bias", 0), ("fc1", "RS->SR"),
+        ("fc1", "SR->RS"), ("fc2", "weight", 1), ("fc2", "all_reduce")],
+    4: [("fc1", "weight", 0), ("fc1", "bias", 0), ("fc2", "weight", 1),
+        ("fc2", "all_reduce")],
+    5: [("fc1", "weight", 0), ("fc1", "bias", 0), ("fc1", "RS->RR"),
+        ("fc2", "weight", 0), ("fc2", "bias", 0), ("fc2", "RS->RR")],
+    6: [("fc1", "RR->RS"), ("fc2", "weight", 1), ("fc2", "all_reduce")],
+    7: [("fc1", "RR->SR"), ("fc2", "SR->RR")],
+    8: [("fc1", "RR->SR", "fwd_pre"), ("fc2", "SR->RR")],
+}
+
+
+def reshard():
+    """test_reshard.py::test_schemes: the eight resharding schemes on
+    Slapo's MLP (created under init_empty_weights), each checked by Verify
+    (Slapo's shapes, bs 8 x seq 1024 x hidden 1024, are scaled to bs 2 x
+    seq 16 x hidden 32 to keep the check short). Schemes 2-5 shard fc1 by
+    columns without fc1's bwd_post all-reduce: their forward is right (what
+    Slapo's Verify checks, check_gradients=False here) and their backward
+    wrong, which Lamina's Verify reports; with the all-reduce added they
+    train right."""
+    inputs = [torch.randn(2, 16, 32)]
+    sch_1 = slapo.create_schedule(ReshardMLP(32))
+    with slapo.Verify(sch_1, inputs):
+        pass
+    bwd_post = ("fc1", "all_reduce", "bwd_post")
+    for number, steps in RESHARD_SCHEMES.items():
+        # (recipe, gradients compared, the error Lamina gives or None)
+        variants = [(steps, False, None)]
+        if ("fc1", "weight", 0) in steps:
+            variants.append((steps, True, "transposes to scatter"
+                             if number == 5 else 'add sync("bwd_post"'))
+            # Scheme 5 gathers fc1's output into column-parallel fc2, whose
+            # partial input gradient the gather's backward must
+            # reduce-scatter: a resharding string cannot say so
+            # (sync("fwd_post", "all_gather", axis=2) can).
+            variants.append((steps + [bwd_post], True,
+                             "transposes to scatter" if number == 5
+                             else None))
+        for recipe, gradients, expected in variants:
+            with slapo.init_empty_weights():
+                mlp = ReshardMLP(32)
+            sch = slapo.create_schedule(mlp)
+            try:
+                with slapo.Verify(sch, inputs, check_gradients=gradients):
+                    apply_steps(sch, recipe)
+            except ScheduleError as error:
+                assert expected is not None and expected in str(error), \
+                    (number, recipe, gradients, error)
+            else:
+                assert expected is None, (number, recipe, gradients)
+
+
+def apply_steps(sch, steps):
+    for step in steps:
+        if len(step) == 3 and isinstance(step[2], int):
+            sch[step[0]].shard(step[1], axis=step[2])
+        else:
+            mode = step[2] if len(step) == 3 else "fwd_post"
+            sch[step[0]].sync(mode, sync_op_or_fn=step[1])
+
+
+def fork_rng():
+    """test_fork_rng.py::test_dropout: without fork_rng every rank draws the
+    same mask of a replicated value, as Slapo's test expects; with fork_rng
+    Lamina keeps the replicas equal too (the mask is keyed by the element's
+    index in the whole tensor, and a replicated value is one value), where
+    Slapo's test expects the ranks' masks to differ. On a sharded value the
+    ranks' masks differ and are the blocks of the unsharded mask."""
+    class Model(nn.Module):
+        def forward(self, x):
+            return F.dropout(x, p=0.5)
+
+    slapo.set_random_seed(123)
+    data = torch.randn(10, 20)
+    outs = []
+    for forked in (False, True):
+        sch = slapo.create_schedule(Model())
+        if forked:
+            sch.fork_rng()
+        sch_model, _ = slapo.build(sch)
+        with torch.no_grad():
+            outs.append(sch_model(data))
+    torch.testing.assert_close(outs[0], outs[1])
+    assert 0 < (outs[0] == 0).sum() < data.numel()
+
+    class Sharded(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = op.LinearWithDropout(20, 40, p=0.5)
+
+        def forward(self, x):
+            return self.fc(x)
+
+    model = Sharded()
+    sch = slapo.create_schedule(model)
+    sch["fc"].shard("weight", axis=0)
+    sch["fc"].shard("bias", axis=0)
+    sch["fc"].fork_rng()
+    sch_model, _ = slapo.build(sch, init_weights=False)
+    with torch.no_grad():
+        dropped = (sch_model(data) == 0)
+    assert dropped.shape == (10, 40 // RANKS)
+    assert 0 < dropped.sum() < dropped.numel()
+
+
+def checkpoint_module():
+    """test_checkpoint.py::test_checkpoint_module: the Megatron pair with
+    its first block checkpointed (Slapo's reduce_backward_grad /
+    reduce_forward_output calls in the forward are Lamina's syncs here);
+    outputs, input and weight gradients equal eager's."""
+    full = 5 * RANKS
+
+    class LinearAct(nn.Module):
+        def __init__(self, inp, oup, bias):
+            super().__init__()
+            self.linear = nn.Linear(inp, oup, bias=bias)
+            self.act = nn.ReLU()
+
+        def forward(self, x):
+            return self.act(self.linear(x))
+
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.layer1 = LinearAct(full, 5 * RANKS, bias=False)
+            self.layer2 = LinearAct(5 * RANKS, full, bias=False)
+
+        def forward(self, x):
+            return self.layer2(self.layer1(x))
+
+    model = Model()
+    sch = slapo.create_schedule(copy.deepcopy(model))
+    sch["layer1.linear"].shard("weight", axis=0)
+    sch["layer1"].sync(mode="bwd_post", sync_op_or_fn="all_reduce")
+    sch["layer2.linear"].shard("weight", axis=1)
+    sch["layer2.linear"].sync(mode="fwd_post", sync_op_or_fn="all_reduce")
+    sch["layer1"].checkpoint()
+    sch_model, _ = slapo.build(sch, init_weights=False)
+    out, out_ref, grad, grad_ref = run_both(sch_model, model,
+                                            torch.randn(full, full))
+    torch.testing.assert_close(out, out_ref)
+    torch.testing.assert_close(grad, grad_ref, atol=TOL, rtol=TOL)
+    check_blocks(sch_model, model, {"layer1.linear.weight": 0,
+                                    "layer2.linear.weight": 1})
+
+
+def world_size_from_mpi():
+    """Item 1: the schedule's world is the launched one; world_size=1 under
+    mpirun is replicated, any other mismatch a ScheduleError."""
+    assert slapo.create_schedule(TwoLinears()).world_size == RANKS
+    replicated = slapo.create_schedule(TwoLinears(), world_size=1)
+    model, _ = slapo.build(replicated, init_weights=False)
+    x = torch.randn(3, 20)
+    with torch.no_grad():
+        torch.testing.assert_close(model(x), replicated.mod(x))
+    if RANKS == 1:
+        return  # outside a multi-rank world any world size may be compiled
+    try:
+        slapo.create_schedule(TwoLinears(), world_size=RANKS + 1)
+        raise AssertionError("a mismatched world size was accepted")
+    except ScheduleError as error:
+        assert "MPI world" in str(error), error
+
+
+def optimizer_after_build():
+    """Item 2: the parameters exist when build returns (this rank's blocks,
+    before any call), so an optimizer made then trains the compiled model:
+    a few SGD steps give eager's losses."""
+    model = TwoLinears()
+    sch = slapo.create_schedule(copy.deepcopy(model))
+    megatron_pair(sch)
+    sch_model, _ = slapo.build(sch, init_weights=False)
+    assert sch_model.linear1.weight.shape == (30 // RANKS, 20)
+    optimizer = torch.optim.SGD(sch_model.parameters(), lr=0.1)
+    reference = torch.optim.SGD(model.parameters(), lr=0.1)
+    data = torch.randn(8, 20)
+    for _ in range(3):
+        for opt in (optimizer, reference):
+            opt.zero_grad()
+        loss = (sch_model(data) ** 2).mean()
+        loss_ref = (model(data) ** 2).mean()
+        loss.backward()
+        loss_ref.backward()
+        optimizer.step()
+        reference.step()
+        torch.testing.assert_close(loss, loss_ref)
+    torch.testing.assert_close(sch_model.linear1.weight,
+                               block(model.linear1.weight, 0))
+
+
+def megatron_pair(sch):
+    sch["linear1"].shard("weight", axis=0)
+    sch["linear1"].shard("bias", axis=0)
+    sch["linear1"].sync(mode="bwd_post", sync_op_or_fn="all_reduce")
+    sch["linear2"].shard("weight", axis=1)
+    sch["linear2"].sync(mode="fwd_post", sync_op_or_fn="all_reduce")
+
+
+CHECKS = {name: fn for name, fn in globals().items()
+          if callable(fn) and fn.__module__ == __name__ and
+          name in ("shard_mlp", "shard_linear", "seq_para", "shard_annotate",
+                   "consolidation", "verify_linear",
+                   "verify_catches_a_missing_bwd_post", "reshard",
+                   "fork_rng", "checkpoint_module", "world_size_from_mpi",
+                   "optimizer_after_build")}
+
+if __name__ == "__main__":
+    for name in sys.argv[1:]:
+        torch.manual_seed(0)  # the same model and data on every rank
+        CHECKS[name]()
+        print(f"rank {RANK}: {name} ok", flush=True)

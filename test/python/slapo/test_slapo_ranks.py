@@ -1,0 +1,37 @@
+"""Slapo's distributed test cases (slapo_on_ranks.py) on 1 and 2 MPI ranks
+under mpirun.mpich: sharding recipes with output, input-gradient and
+parameter-gradient blocks equal to eager PyTorch's at Slapo's tolerance,
+annotations and delayed initialisation, Verify (gradients included), the
+eight resharding schemes, fork_rng, checkpointing, the world size from the
+launched world, and an optimizer made right after build."""
+
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+SCRIPT = pathlib.Path(__file__).with_name("slapo_on_ranks.py")
+
+ON_ONE_RANK = ["shard_mlp", "shard_linear", "seq_para", "shard_annotate",
+               "consolidation", "checkpoint_module", "world_size_from_mpi",
+               "optimizer_after_build", "fork_rng", "verify_linear"]
+CHECKS = {
+    1: ON_ONE_RANK,
+    # Only meaningful with collectives between ranks: the Verify failures of
+    # wrong recipes and the gradient checks of the resharding schemes.
+    2: ON_ONE_RANK + ["verify_catches_a_missing_bwd_post", "reshard"],
+}
+
+
+@pytest.mark.parametrize("ranks", sorted(CHECKS))
+def test_slapo_cases_on_ranks(ranks):
+    completed = subprocess.run(
+        ["mpirun.mpich", "-np", str(ranks), sys.executable, str(SCRIPT),
+         *CHECKS[ranks]],
+        capture_output=True, text=True, timeout=900)
+    output = completed.stdout + completed.stderr
+    assert completed.returncode == 0, output
+    for rank in range(ranks):
+        for check in CHECKS[ranks]:
+            assert f"rank {rank}: {check} ok" in completed.stdout, output
