@@ -2,7 +2,6 @@
 graph: the layers a sync on a block (or on the program's inputs) acts on."""
 
 from ..importer import tracer as importer_tracer
-from ..importer import converters
 from ..schedule import ScheduleError
 
 
@@ -43,6 +42,11 @@ def _crossings(sch, mode):
     return crossings, sch._native.model
 
 
+def _is_layer(module):
+    from .primitives import _layer_class
+    return _layer_class(module)
+
+
 def values(sch, mode):
     """The fx nodes of the values a sync of `mode` on `sch` acts on."""
     crossings, _ = _crossings(sch, mode)
@@ -63,8 +67,7 @@ def layers(sch, mode):
     for value, node in crossings:
         module = modules.get(node.target) if node.op == "call_module" \
             else None
-        if module is None or \
-                not isinstance(module, converters.leaf_classes()):
+        if module is None or not _is_layer(module):
             what = "computes its output" if mode == "fwd_post" else \
                 "reads its input"
             raise ScheduleError(

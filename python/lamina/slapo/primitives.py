@@ -15,15 +15,17 @@ from torch import nn
 
 from .. import op as lamina_op
 from .. import schedule as native
-from ..importer import converters
 from ..importer.tracer import Tracer
 from ..schedule import ScheduleError
 from . import boundary, resharding, subgraphs
 
 
 def _layer_class(module):
-    """Whether Lamina imports `module` as one layer op."""
-    return isinstance(module, converters.leaf_classes())
+    """Whether Lamina imports `module` as one layer op (the ops schedules
+    address: the linear family, FusedQKV, LayerNorm, LNS linear layers)."""
+    from ..lns import LNSLazyLinear, LNSLinear
+    return isinstance(module, (nn.Linear, lamina_op.FusedQKV, nn.LayerNorm,
+                               LNSLinear, LNSLazyLinear))
 
 
 def _native_layers(sch, local=""):
@@ -62,6 +64,9 @@ def _shard_one(sch, name, axis):
     owner = sch.mod.get_submodule(local) if local else sch.mod
     path = sch._layer_path(local)
     tensor = getattr(owner, leaf, None) if leaf != "input" else None
+    if isinstance(owner, lamina_op.FusedQKV) and leaf in ("weight", "bias"):
+        # Lamina's layer names its one projection's parameters so.
+        tensor = getattr(owner.fused_linear, leaf)
     if leaf == "input":
         tensor = None
     elif not isinstance(tensor, torch.Tensor):
@@ -124,6 +129,7 @@ def sync(sch, mode, sync_op_or_fn, **kwargs):
     if unknown:
         raise ScheduleError(f"sync got unknown arguments {sorted(unknown)}")
     if resharding.is_scheme(sync_op_or_fn):
+        resharding.validate(sync_op_or_fn, mode)
         steps = resharding.collectives(sync_op_or_fn, mode,
                                        _synced_rank(sch, mode))
     else:
@@ -232,7 +238,13 @@ def checkpoint(sch, subgraph=None, order_args_fn=None):
                             "checkpointed region's inputs itself")
     if subgraph is not None:
         region = subgraphs.wrap(sch, subgraph, "CheckPointWrapper")
-        region.checkpoint()
+        paths = _model_paths_of_layers(region)
+        if not paths:
+            raise ScheduleError("checkpoint: the subgraph calls no Lamina "
+                                "layer; Lamina recomputes layers")
+        for path in paths:
+            sch._native[path].checkpoint()
+        sch.metadata.primitives["checkpoint"].append(region.path)
         return
     if _layer_class(sch.mod):
         _native_layers(sch).checkpoint()
@@ -245,6 +257,16 @@ def checkpoint(sch, subgraph=None, order_args_fn=None):
         else:
             layers.checkpoint()
     sch.metadata.primitives["checkpoint"].append(sch.path)
+
+
+def _model_paths_of_layers(sch):
+    """The model paths (the names the importer gives them) of the Lamina
+    layers under `sch`'s module."""
+    names = {}
+    for name, module in sch._native.model.named_modules():
+        names.setdefault(id(module), name)
+    return [names[id(m)] for m in sch.mod.modules()
+            if _layer_class(m) and id(m) in names]
 
 
 def cut_pipeline_stage(sch):

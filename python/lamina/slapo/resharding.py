@@ -19,8 +19,8 @@ def is_scheme(name):
     return isinstance(name, str) and "->" in name
 
 
-def collectives(scheme, mode, rank):
-    """[(collective, {"axis": a})] for `scheme` on a value of `rank`."""
+def validate(scheme, mode):
+    """(before, after) layouts of `scheme`, or ScheduleError."""
     match = _SCHEME.match(scheme)
     if not match or "SS" in match.groups():
         raise ScheduleError(f"Unknown resharding scheme: {scheme} (the "
@@ -29,10 +29,15 @@ def collectives(scheme, mode, rank):
         raise ScheduleError(f"sync bwd_post {scheme!r}: a resharding scheme "
                             "is a forward sync (fwd_pre or fwd_post); its "
                             "backward is derived")
+    return match.groups()
+
+
+def collectives(scheme, mode, rank):
+    """[(collective, {"axis": a})] for `scheme` on a value of `rank`."""
+    before, after = validate(scheme, mode)
     if rank < 2:
         raise ScheduleError(f"resharding {scheme} needs a value of rank 2 "
                             f"or more, got rank {rank}")
-    before, after = match.groups()
     source = _sharded_axis(before, rank)
     target = _sharded_axis(after, rank)
     steps = []

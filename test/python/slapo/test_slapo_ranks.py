@@ -3,7 +3,8 @@ under mpirun.mpich: sharding recipes with output, input-gradient and
 parameter-gradient blocks equal to eager PyTorch's at Slapo's tolerance,
 annotations and delayed initialisation, Verify (gradients included), the
 eight resharding schemes, fork_rng, checkpointing, the world size from the
-launched world, and an optimizer made right after build."""
+launched world, an optimizer made right after build, and a GPT-style
+stack scheduled with Slapo's primitives trained with AdamW on 2 ranks."""
 
 import pathlib
 import subprocess
@@ -20,7 +21,8 @@ CHECKS = {
     1: ON_ONE_RANK,
     # Only meaningful with collectives between ranks: the Verify failures of
     # wrong recipes and the gradient checks of the resharding schemes.
-    2: ON_ONE_RANK + ["verify_catches_a_missing_bwd_post", "reshard"],
+    2: ON_ONE_RANK + ["verify_catches_a_missing_bwd_post", "reshard",
+                      "gpt_style_training"],
 }
 
 
