@@ -45,3 +45,12 @@ def test_train_mlp_on_two_ranks():
     for rank in (0, 1):
         assert f"rank {rank}, step 4: loss" in out
         assert f"rank {rank}: every step equals eager PyTorch" in out
+
+
+def test_slapo_schedule_trains_on_two_ranks():
+    out = run(["mpirun.mpich", "-np", "2", sys.executable,
+               "slapo_gpt_train.py"])
+    for rank in (0, 1):
+        assert f"rank {rank} of 2: h.0.mlp.0.weight block (64, 32)" in out
+        assert f"rank {rank}, step 4: loss" in out
+        assert f"rank {rank}: every step equals eager PyTorch" in out

@@ -201,21 +201,26 @@ def Lamina_ShardTransformOp : Lamina_LayerAttributeOp<"shard"> {
 def Lamina_SyncTransformOp : Lamina_LayerAttributeOp<"sync"> {
   let summary = "Add a sync point to a layer (Slapo sync)";
   let description = [{
-    `fwd_post` syncs act on the layer's matmul result, before the bias (the
-    layer takes the sync as its sync function: `lamina.linear` and
-    `linear_separate_bias` become `linear_sync`); `fwd_pre` (all_gather)
-    and `bwd_post` (all_reduce, the identity in the forward pass) insert a
-    `lamina.sync` on the layer's input.
+    A `fwd_post` all_reduce or reduce_scatter acts on a linear layer's
+    matmul result, before the bias (the layer takes the sync as its sync
+    function: `lamina.linear` and `linear_separate_bias` become
+    `linear_sync`). A `fwd_post` all_gather or scatter, a later `fwd_post`
+    sync of the same layer (syncs chain, as Slapo's forward hooks do), and
+    any `fwd_post` sync of a layer outside the linear family insert a
+    `lamina.sync` on the layer's output. On the program itself (the
+    schedule's `%root`), a `fwd_post` sync acts on every function result.
+    `fwd_pre` (all_gather) and `bwd_post` (all_reduce, the identity in the
+    forward pass) insert a `lamina.sync` on the layer's input.
 
     #### Return modes
     Reads the handle, modifies the payload (a fwd_post sync on
     `lamina.linear` or `linear_separate_bias` replaces the op with a
     `linear_sync`; other layers take it in their sync slot in place). A mode/collective pair that does
     not exist, or a missing axis, is a verifier error of this op. Produces a
-    silenceable failure, with a note on the layer, for an out-of-range axis,
-    a layer that already has a fwd_post sync, or a fwd_post sync on a
-    fused QKV (it has no sync slot; its input takes fwd_pre and bwd_post
-    syncs like any layer's).
+    silenceable failure, with a note on the layer, for an out-of-range axis
+    or a fwd_post sync on a fused QKV (three results; its input takes
+    fwd_pre and bwd_post syncs like any layer's), and without one for a
+    fwd_pre or bwd_post sync on the whole program.
 
     ```mlir
     transform.lamina.sync %fc2 "fwd_post" "all_reduce" : !transform.any_op
