@@ -15,7 +15,6 @@ import re
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
-import torch
 from torch import fx, nn
 
 from .. import _lamina
@@ -138,9 +137,7 @@ class Schedule:
 
     def _build_children(self):
         self.child = {}
-        if self.parent is not None and _is_leaf(self.mod):
-            return
-        if self.parent is None and _is_leaf(self.mod):
+        if _is_leaf(self.mod):
             return
         for child_name, submodule in self.mod.named_children():
             if _is_module_list(submodule):
@@ -325,9 +322,5 @@ def create_schedule(root, name="", path="", parent=None, group=None,
     return top
 
 
-def is_traced(module):
-    return isinstance(module, fx.GraphModule)
-
-
 __all__ = ["Schedule", "ScheduleMetadata", "create_schedule",
-           "list_primitives", "PathError", "torch"]
+           "list_primitives", "PathError"]

@@ -20,7 +20,6 @@ import lamina
 import lamina.slapo as slapo
 from lamina import ScheduleError
 from lamina.slapo import op
-from lamina.slapo.pattern import call_module
 
 RANK, RANKS = lamina.rank(), lamina.world_size()
 TOL = 1e-5  # Slapo's verify_grads tolerance
@@ -521,7 +520,7 @@ def optimizer_after_build():
     a few SGD steps give eager's losses."""
     model = TwoLinears()
     sch = slapo.create_schedule(copy.deepcopy(model))
-    megatron_pair(sch)
+    megatron(sch)
     sch_model, _ = slapo.build(sch, init_weights=False)
     assert sch_model.linear1.weight.shape == (30 // RANKS, 20)
     optimizer = torch.optim.SGD(sch_model.parameters(), lr=0.1)
@@ -616,14 +615,6 @@ def gpt_style_training():
             if net is sch_model:
                 mine = loss.detach()
         torch.testing.assert_close(mine, loss.detach(), rtol=1e-4, atol=0)
-
-
-def megatron_pair(sch):
-    sch["linear1"].shard("weight", axis=0)
-    sch["linear1"].shard("bias", axis=0)
-    sch["linear1"].sync(mode="bwd_post", sync_op_or_fn="all_reduce")
-    sch["linear2"].shard("weight", axis=1)
-    sch["linear2"].sync(mode="fwd_post", sync_op_or_fn="all_reduce")
 
 
 CHECKS = {name: fn for name, fn in globals().items()
