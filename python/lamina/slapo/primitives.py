@@ -237,25 +237,18 @@ def checkpoint(sch, subgraph=None, order_args_fn=None):
         raise ScheduleError("checkpoint(order_args_fn=...): Lamina orders a "
                             "checkpointed region's inputs itself")
     if subgraph is not None:
-        region = subgraphs.wrap(sch, subgraph, "CheckPointWrapper")
-        paths = _model_paths_of_layers(region)
-        if not paths:
+        if not subgraphs.calls_module(sch, subgraph, _layer_class):
             raise ScheduleError("checkpoint: the subgraph calls no Lamina "
                                 "layer; Lamina recomputes layers")
-        for path in paths:
+        region = subgraphs.wrap(sch, subgraph, "CheckPointWrapper")
+        for path in _model_paths_of_layers(region):
             sch._native[path].checkpoint()
         sch.metadata.primitives["checkpoint"].append(region.path)
         return
     if _layer_class(sch.mod):
         _native_layers(sch).checkpoint()
     else:
-        layers = _layers_within(sch) if sch._native._imported is not None \
-            else None
-        if layers is None:
-            sch._native.find(f"{re.escape(sch.path)}(\\..*)?"
-                             if sch.path else ".*").checkpoint()
-        else:
-            layers.checkpoint()
+        _layers_within(sch).checkpoint()
     sch.metadata.primitives["checkpoint"].append(sch.path)
 
 

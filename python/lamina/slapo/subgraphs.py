@@ -169,6 +169,17 @@ def replace(sch, callee, target_ops, name, concrete_args, is_function):
     return owner[target] if target is not None else owner
 
 
+def calls_module(sch, subgraph, accept):
+    """Whether a node of `subgraph` calls a module that `accept` takes."""
+    for group in _normalize(subgraph):
+        for parent, node in group:
+            if node.op == "call_module":
+                owner, _ = _owner(sch, parent)
+                if accept(owner.get_submodule(node.target)):
+                    return True
+    return False
+
+
 def wrap(sch, subgraph, name):
     """Puts the one vertical subgraph of `subgraph` into a GraphModule of
     its own, called in its place; its schedule."""

@@ -204,3 +204,4 @@ def test_checkpoint_of_a_subgraph_without_layers_is_rejected():
     sch = slapo.create_schedule(Model())
     with pytest.raises(ScheduleError, match="no Lamina layer"):
         sch.checkpoint(sch.find(lambda x: F.relu(x) + x))
+    assert "CheckPointWrapper_0" not in sch.child  # the model is unchanged
