@@ -59,7 +59,7 @@ class Schedule:
                                 f"{world_size}")
         self.model = model
         self.world_size = world_size
-        self.paths = [name for name, _ in model.named_modules() if name]
+        self.paths = self._module_paths()
         self._ops = []
         self._handles = 0
         self._imported = None
@@ -73,9 +73,12 @@ class Schedule:
         another): the model is imported again at the known shapes and the
         primitives so far replayed on it (ScheduleError if one no longer
         applies, leaving the schedule on the previous import)."""
-        self.paths = [name for name, _ in self.model.named_modules() if name]
+        self.paths = self._module_paths()
         if self._example_inputs is not None:
             self._retrace(self._example_inputs)
+
+    def _module_paths(self):
+        return [name for name, _ in self.model.named_modules() if name]
 
     # -- addressing --------------------------------------------------------
 
@@ -179,6 +182,10 @@ def _apply(session, script):
         raise ScheduleError(str(error)) from None
 
 
+# The keyword arguments of a sync primitive.
+SYNC_ARGUMENTS = frozenset({"axis", "tensor_parallel_output_grad"})
+
+
 def _sync_text(mode, sync_op_or_fn, kwargs):
     """The transform.lamina.sync op of a sync primitive, on handle {h}."""
     if callable(sync_op_or_fn):
@@ -186,7 +193,7 @@ def _sync_text(mode, sync_op_or_fn, kwargs):
             "sync takes the collective by name (\"all_reduce\", "
             "\"all_gather\", \"reduce_scatter\", \"scatter\"); a Python "
             "callable cannot be compiled")
-    unknown = set(kwargs) - {"axis", "tensor_parallel_output_grad"}
+    unknown = set(kwargs) - SYNC_ARGUMENTS
     if unknown:
         raise ScheduleError(f"sync got unknown arguments {sorted(unknown)}")
     text = (f"transform.lamina.sync {{h}} {_string(mode)} "

@@ -130,13 +130,20 @@ def register_parameter_blocks(module, model, imported, program):
         name = names.get(id(tensor))
         if axis is None or name is None or own[name] is not tensor:
             continue
-        size = tensor.shape[axis] // ranks
-        block = nn.Parameter(
-            tensor.detach().narrow(axis, rank * size, size).clone(),
-            requires_grad=tensor.requires_grad)
-        block.__dict__.update(tensor.__dict__)  # the user's tags on it
+        block = parameter_block(tensor, axis, rank, ranks)
         _set_parameter(module, name, block)
         own[name] = block
+
+
+def parameter_block(tensor, axis, rank, ranks):
+    """A Parameter holding rank `rank`'s contiguous block of `tensor` along
+    `axis` (of `ranks` equal blocks), with the user's tags on `tensor`."""
+    size = tensor.shape[axis] // ranks
+    block = nn.Parameter(
+        tensor.detach().narrow(axis, rank * size, size).clone(),
+        requires_grad=tensor.requires_grad)
+    block.__dict__.update(tensor.__dict__)
+    return block
 
 
 def check_gradient_layouts(scheduled):

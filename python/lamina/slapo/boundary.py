@@ -3,6 +3,7 @@ graph: the layers a sync on a block (or on the program's inputs) acts on."""
 
 from ..importer import tracer as importer_tracer
 from ..schedule import ScheduleError
+from .layers import is_layer
 
 
 def _graph(sch):
@@ -39,17 +40,12 @@ def _crossings(sch, mode):
             for arg in node.all_input_nodes:
                 if arg not in inside and arg.op != "get_attr":
                     crossings.append((arg, node))
-    return crossings, sch._native.model
-
-
-def _is_layer(module):
-    from .primitives import _layer_class
-    return _layer_class(module)
+    return crossings
 
 
 def values(sch, mode):
     """The fx nodes of the values a sync of `mode` on `sch` acts on."""
-    crossings, _ = _crossings(sch, mode)
+    crossings = _crossings(sch, mode)
     seen = []
     for value, _ in crossings:
         if value not in seen:
@@ -61,13 +57,13 @@ def layers(sch, mode):
     """The paths of the layers that take a sync of `mode` on block `sch`:
     those reading the block's inputs (fwd_pre, bwd_post) or computing its
     outputs (fwd_post)."""
-    crossings, model = _crossings(sch, mode)
-    modules = dict(model.named_modules())
+    crossings = _crossings(sch, mode)
+    modules = dict(sch._native.model.named_modules())
     paths = []
     for value, node in crossings:
         module = modules.get(node.target) if node.op == "call_module" \
             else None
-        if module is None or not _is_layer(module):
+        if module is None or not is_layer(module):
             what = "computes its output" if mode == "fwd_post" else \
                 "reads its input"
             raise ScheduleError(

@@ -11,6 +11,7 @@ from torch import nn
 
 from .. import _lamina, training
 from ..schedule import ScheduleError
+from .layers import layer_tensor
 from .schedule import Schedule
 
 # The module (lamina.build the attribute is its function).
@@ -95,21 +96,18 @@ def _register_blocks(compiled, sch):
         return
     own = dict(compiled.named_parameters())
     model_names = {id(p): n for n, p in sch.mod.named_parameters()}
-    for path, child in sch.named_schedules():
+    for _, child in sch.named_schedules():
         for name, axis in child.metadata.primitives["shard"].items():
-            if name.rpartition(".")[2] == "input":
+            local, _, leaf = name.rpartition(".")
+            if leaf == "input":
                 continue
-            param = child.mod.get_parameter(name)
+            owner = child.mod.get_submodule(local) if local else child.mod
+            param = layer_tensor(owner, leaf)
             full = model_names.get(id(param))
             if full is None or own.get(full) is not param:
                 continue
-            size = param.shape[axis] // sch.world_size
-            block = nn.Parameter(
-                param.detach().narrow(axis, _lamina.rank() * size,
-                                      size).clone(),
-                requires_grad=param.requires_grad)
-            block.__dict__.update(param.__dict__)  # annotations
-            training._set_parameter(compiled, full, block)
+            training._set_parameter(compiled, full, training.parameter_block(
+                param, axis, _lamina.rank(), sch.world_size))
 
 
 def build(sch, target=None, init_weights=True, example_inputs=None,

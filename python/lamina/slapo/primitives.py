@@ -18,14 +18,7 @@ from .. import schedule as native
 from ..importer.tracer import Tracer
 from ..schedule import ScheduleError
 from . import boundary, resharding, subgraphs
-
-
-def _layer_class(module):
-    """Whether Lamina imports `module` as one layer op (the ops schedules
-    address: the linear family, FusedQKV, LayerNorm, LNS linear layers)."""
-    from ..lns import LNSLazyLinear, LNSLinear
-    return isinstance(module, (nn.Linear, lamina_op.FusedQKV, nn.LayerNorm,
-                               LNSLinear, LNSLazyLinear))
+from .layers import is_layer, layer_tensor
 
 
 def _native_layers(sch, local=""):
@@ -63,22 +56,19 @@ def _shard_one(sch, name, axis):
     local, _, leaf = name.rpartition(".")
     owner = sch.mod.get_submodule(local) if local else sch.mod
     path = sch._layer_path(local)
-    tensor = getattr(owner, leaf, None) if leaf != "input" else None
-    if isinstance(owner, lamina_op.FusedQKV) and leaf in ("weight", "bias"):
-        # Lamina's layer names its one projection's parameters so.
-        tensor = getattr(owner.fused_linear, leaf)
-    if leaf == "input":
-        tensor = None
-    elif not isinstance(tensor, torch.Tensor):
-        raise ScheduleError(f"shard: module '{path or '<root>'}' "
-                            f"({type(owner).__name__}) has no parameter or "
-                            f"buffer '{leaf}'")
-    elif not isinstance(tensor, nn.Parameter):
-        raise ScheduleError(
-            f"shard: '{name}' of '{path or '<root>'}' is a buffer; Lamina "
-            "shards parameters (a buffer's layout follows from the values "
-            "it meets)")
-    if not _layer_class(owner):
+    tensor = None  # "input": a program input, no tensor of the model
+    if leaf != "input":
+        tensor = layer_tensor(owner, leaf)
+        if not isinstance(tensor, torch.Tensor):
+            raise ScheduleError(f"shard: module '{path or '<root>'}' "
+                                f"({type(owner).__name__}) has no parameter "
+                                f"or buffer '{leaf}'")
+        if not isinstance(tensor, nn.Parameter):
+            raise ScheduleError(
+                f"shard: '{name}' of '{path or '<root>'}' is a buffer; "
+                "Lamina shards parameters (a buffer's layout follows from "
+                "the values it meets)")
+    if not is_layer(owner):
         raise ScheduleError(
             f"shard: '{path or '<root>'}' is a {type(owner).__name__}, which "
             "Lamina does not compile as a layer with parameters; Lamina "
@@ -125,13 +115,13 @@ def sync(sch, mode, sync_op_or_fn, **kwargs):
             "\"RS->SR\"). To partition the tokens over ranks (sequence "
             "parallelism), shard the layer's input instead: "
             "sch[...].shard(\"input\", axis)")
-    unknown = set(kwargs) - {"axis", "tensor_parallel_output_grad"}
+    unknown = set(kwargs) - native.SYNC_ARGUMENTS
     if unknown:
         raise ScheduleError(f"sync got unknown arguments {sorted(unknown)}")
     if resharding.is_scheme(sync_op_or_fn):
-        resharding.validate(sync_op_or_fn, mode)
-        steps = resharding.collectives(sync_op_or_fn, mode,
-                                       _synced_rank(sch, mode))
+        # Checked before the rank is read: a bad scheme needs no shapes.
+        layouts = resharding.validate(sync_op_or_fn, mode)
+        steps = resharding.collectives(layouts, _synced_rank(sch, mode))
     else:
         steps = [(sync_op_or_fn, kwargs)]
     for collective, arguments in steps:
@@ -157,7 +147,7 @@ def _sync_one(sch, mode, collective, arguments):
     if mode == "fwd_pre" and collective == "scatter":
         _scatter_input(sch, arguments["axis"])
         return
-    if _layer_class(sch.mod):
+    if is_layer(sch.mod):
         _native_layers(sch).sync(mode, collective, **arguments)
         return
     if sch.parent is None and mode == "fwd_post":
@@ -173,7 +163,7 @@ def _scatter_input(sch, axis):
     input it is Lamina's sharded input; elsewhere the value's producer
     scatters it (fwd_post)."""
     values = boundary.values(sch, "fwd_pre")
-    if not _layer_class(sch.mod) or len(values) != 1 or \
+    if not is_layer(sch.mod) or len(values) != 1 or \
             values[0].op != "placeholder":
         raise ScheduleError(
             f"sync fwd_pre scatter on '{sch.path or '<root>'}': Lamina "
@@ -226,7 +216,7 @@ def annotate(sch, param_name, key, value):
     sch.metadata.primitives["annotate"].append((param_name, key, value))
     local, _, leaf = param_name.rpartition(".")
     owner = sch.mod.get_submodule(local) if local else sch.mod
-    if _layer_class(owner) and isinstance(value, (bool, int, float, str)):
+    if is_layer(owner) and isinstance(value, (bool, int, float, str)):
         _native_layers(sch, local).annotate(leaf, key, value)
 
 
@@ -237,7 +227,7 @@ def checkpoint(sch, subgraph=None, order_args_fn=None):
         raise ScheduleError("checkpoint(order_args_fn=...): Lamina orders a "
                             "checkpointed region's inputs itself")
     if subgraph is not None:
-        if not subgraphs.calls_module(sch, subgraph, _layer_class):
+        if not subgraphs.calls_module(sch, subgraph, is_layer):
             raise ScheduleError("checkpoint: the subgraph calls no Lamina "
                                 "layer; Lamina recomputes layers")
         region = subgraphs.wrap(sch, subgraph, "CheckPointWrapper")
@@ -245,7 +235,7 @@ def checkpoint(sch, subgraph=None, order_args_fn=None):
             sch._native[path].checkpoint()
         sch.metadata.primitives["checkpoint"].append(region.path)
         return
-    if _layer_class(sch.mod):
+    if is_layer(sch.mod):
         _native_layers(sch).checkpoint()
     else:
         _layers_within(sch).checkpoint()
@@ -259,7 +249,7 @@ def _model_paths_of_layers(sch):
     for name, module in sch._native.model.named_modules():
         names.setdefault(id(module), name)
     return [names[id(m)] for m in sch.mod.modules()
-            if _layer_class(m) and id(m) in names]
+            if is_layer(m) and id(m) in names]
 
 
 def cut_pipeline_stage(sch):
@@ -267,7 +257,7 @@ def cut_pipeline_stage(sch):
     if sch.parent is None:
         raise ScheduleError("cut_pipeline_stage: the top module cannot be "
                             "cut")
-    if _layer_class(sch.mod):
+    if is_layer(sch.mod):
         _native_layers(sch).cut_pipeline_stage()
     else:
         last = boundary.layers(sch, "fwd_post")
@@ -306,7 +296,7 @@ def fuse(sch, subgraph=None, compiler="TorchScript", name="FusedModule"):
         raise ScheduleError(f"fuse: unknown compiler {compiler!r}; Lamina "
                             "compiles the fused region itself")
     if subgraph is None:
-        if _layer_class(sch.mod):
+        if is_layer(sch.mod):
             _native_layers(sch).fuse()
         else:
             _layers_within(sch).fuse()
@@ -343,7 +333,7 @@ def replace(sch, new_mod_or_func, target_ops=None, name=None,
         if is_function:
             raise ScheduleError("replace by a function needs the node or "
                                 "subgraph it replaces (target_ops)")
-        if _lns_class(type(new_mod_or_func)) and _layer_class(sch.mod):
+        if _lns_class(type(new_mod_or_func)) and is_layer(sch.mod):
             _native_layers(sch).replace(new_mod_or_func)
             return
         sch._swap_module(new_mod_or_func)

@@ -32,12 +32,13 @@ def validate(scheme, mode):
     return match.groups()
 
 
-def collectives(scheme, mode, rank):
-    """[(collective, {"axis": a})] for `scheme` on a value of `rank`."""
-    before, after = validate(scheme, mode)
+def collectives(layouts, rank):
+    """[(collective, arguments)] resharding a value of `rank` from and to
+    `layouts` (validate's result)."""
+    before, after = layouts
     if rank < 2:
-        raise ScheduleError(f"resharding {scheme} needs a value of rank 2 "
-                            f"or more, got rank {rank}")
+        raise ScheduleError(f"resharding {before}->{after} needs a value of "
+                            f"rank 2 or more, got rank {rank}")
     source = _sharded_axis(before, rank)
     target = _sharded_axis(after, rank)
     steps = []

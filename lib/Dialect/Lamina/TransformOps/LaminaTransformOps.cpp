@@ -434,11 +434,10 @@ SyncTransformOp::applyToOne(transform::TransformRewriter &rewriter,
     rewriter.modifyOpInPlace(target, [&] { layer.setLayerInput(result); });
     return DiagnosedSilenceableFailure::success();
   }
-  // Layers outside the linear family, and a later fwd_post sync of a
-  // linear layer, sync the layer's output after it (syncs chain, as
-  // Slapo's forward hooks do).
-  // A gather or scatter acts on the layer's output, bias included (a
-  // column-parallel bias is sharded with the matmul's output features).
+  // The layer's output takes the sync after it: for layers outside the
+  // linear family, a later fwd_post sync (syncs chain, as Slapo's forward
+  // hooks do), and a gather or scatter (it acts on the output bias included:
+  // a column-parallel bias is sharded with the matmul's output features).
   CollectiveKind collective = spec.getCollective();
   bool onOutput = chained || collective == CollectiveKind::all_gather ||
                   collective == CollectiveKind::scatter;
