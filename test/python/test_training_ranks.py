@@ -9,10 +9,10 @@ SGD (momentum) and AdamW give eager's losses, a two-stage pipeline trains
 FusedQKV, softmax attention, MLP) with its MLP Megatron-sharded."""
 
 import pathlib
-import subprocess
-import sys
 
 import pytest
+
+from rank_checks import assert_checks_pass_on_ranks
 
 SCRIPT = pathlib.Path(__file__).with_name("training_on_ranks.py")
 
@@ -28,12 +28,4 @@ CHECKS = {
 
 @pytest.mark.parametrize("ranks", sorted(CHECKS))
 def test_training_on_ranks(ranks):
-    completed = subprocess.run(
-        ["mpirun.mpich", "-np", str(ranks), sys.executable, str(SCRIPT),
-         *CHECKS[ranks]],
-        capture_output=True, text=True, timeout=900)
-    output = completed.stdout + completed.stderr
-    assert completed.returncode == 0, output
-    for rank in range(ranks):
-        for check in CHECKS[ranks]:
-            assert f"rank {rank}: {check} ok" in completed.stdout, output
+    assert_checks_pass_on_ranks(SCRIPT, ranks, CHECKS[ranks])

@@ -68,11 +68,7 @@ def shard_mlp():
 
     model = Model().eval()
     sch = slapo.create_schedule(copy.deepcopy(model))
-    sch["mlp.fc_in"].shard("weight", axis=0)
-    sch["mlp.fc_in"].shard("bias", axis=0)
-    sch["mlp.fc_in"].sync(mode="bwd_post", sync_op_or_fn="all_reduce")
-    sch["mlp.fc_out"].shard("weight", axis=1)
-    sch["mlp.fc_out"].sync(mode="fwd_post", sync_op_or_fn="all_reduce")
+    megatron(sch, "mlp.fc_in", "mlp.fc_out")
     sch_model, _ = slapo.build(sch, init_weights=False)
     out, out_ref, grad, grad_ref = run_both(sch_model, model,
                                             torch.randn(10, 10))
@@ -97,11 +93,7 @@ def shard_linear():
     """test_shard.py::test_linear."""
     model = TwoLinears()
     sch = slapo.create_schedule(copy.deepcopy(model))
-    sch["linear1"].shard("weight", axis=0)
-    sch["linear1"].shard("bias", axis=0)
-    sch["linear1"].sync(mode="bwd_post", sync_op_or_fn="all_reduce")
-    sch["linear2"].shard("weight", axis=1)
-    sch["linear2"].sync(mode="fwd_post", sync_op_or_fn="all_reduce")
+    megatron(sch)
     sch_model, _ = slapo.build(sch, init_weights=False)
     out, out_ref, grad, grad_ref = run_both(sch_model, model,
                                             torch.randn(10, 20))
@@ -228,12 +220,17 @@ class ConsolidationModel(nn.Module):
         return self.linear2(self.linear1(data))
 
 
-def megatron(sch):
-    sch["linear1"].shard("weight", axis=0)
-    sch["linear1"].shard("bias", axis=0)
-    sch["linear1"].sync(mode="bwd_post", sync_op_or_fn="all_reduce")
-    sch["linear2"].shard("weight", axis=1)
-    sch["linear2"].sync(mode="fwd_post", sync_op_or_fn="all_reduce")
+def megatron(sch, first="linear1", second="linear2", bwd_post=True,
+             fwd_post=True):
+    """The Megatron recipe of Slapo's tests (optionally without one of its
+    syncs): `first` column parallel, `second` row parallel."""
+    sch[first].shard("weight", axis=0)
+    sch[first].shard("bias", axis=0)
+    if bwd_post:
+        sch[first].sync(mode="bwd_post", sync_op_or_fn="all_reduce")
+    sch[second].shard("weight", axis=1)
+    if fwd_post:
+        sch[second].sync(mode="fwd_post", sync_op_or_fn="all_reduce")
 
 
 def consolidation():
@@ -290,19 +287,12 @@ def verify_linear():
 
     sch = slapo.create_schedule(Model())
     with slapo.Verify(sch, [torch.rand(10, 20)]):
-        sch["linear1"].shard("weight", axis=0)
-        sch["linear1"].shard("bias", axis=0)
-        sch["linear1"].sync(mode="bwd_post", sync_op_or_fn="all_reduce")
-        sch["linear2"].shard("weight", axis=1)
-        sch["linear2"].sync(mode="fwd_post", sync_op_or_fn="all_reduce")
+        megatron(sch)
 
     sch = slapo.create_schedule(Model())
     try:
         with slapo.Verify(sch, [torch.rand(10, 20)]):
-            sch["linear1"].shard("weight", axis=0)
-            sch["linear1"].shard("bias", axis=0)
-            sch["linear1"].sync(mode="bwd_post", sync_op_or_fn="all_reduce")
-            sch["linear2"].shard("weight", axis=1)
+            megatron(sch, fwd_post=False)
         assert RANKS == 1, "Verify accepted a recipe without its fwd_post " \
             "all-reduce"
     except ScheduleError as error:
@@ -313,11 +303,7 @@ def verify_linear():
         model = Model()
     sch = slapo.create_schedule(model)
     with slapo.Verify(sch, [torch.rand(10, 20)]):
-        sch["linear1"].shard("weight", axis=0)
-        sch["linear1"].shard("bias", axis=0)
-        sch["linear1"].sync(mode="bwd_post", sync_op_or_fn="all_reduce")
-        sch["linear2"].shard("weight", axis=1)
-        sch["linear2"].sync(mode="fwd_post", sync_op_or_fn="all_reduce")
+        megatron(sch)
 
 
 def verify_catches_a_missing_bwd_post():
@@ -327,10 +313,7 @@ def verify_catches_a_missing_bwd_post():
     sch = slapo.create_schedule(TwoLinears())
     try:
         with slapo.Verify(sch, [torch.rand(10, 20)]):
-            sch["linear1"].shard("weight", axis=0)
-            sch["linear1"].shard("bias", axis=0)
-            sch["linear2"].shard("weight", axis=1)
-            sch["linear2"].sync(mode="fwd_post", sync_op_or_fn="all_reduce")
+            megatron(sch, bwd_post=False)
         raise AssertionError("Verify passed a backward without bwd_post")
     except ScheduleError as error:
         assert "bwd_post" in str(error), error
@@ -586,12 +569,7 @@ def gpt_style_training():
     eager = copy.deepcopy(model)
     sch = slapo.create_schedule(model)
     for index in range(len(model.h)):
-        mlp = sch[f"h.{index}"]["mlp"]
-        mlp["0"].shard("weight", axis=0)
-        mlp["0"].shard("bias", axis=0)
-        mlp["0"].sync(mode="bwd_post", sync_op_or_fn="all_reduce")
-        mlp["2"].shard("weight", axis=1)
-        mlp["2"].sync(mode="fwd_post", sync_op_or_fn="all_reduce")
+        megatron(sch[f"h.{index}"]["mlp"], "0", "2")  # nested addressing
     sch_model, _ = slapo.build(sch, init_weights=False)
     out, out_ref, grad, grad_ref = run_both(sch_model, eager,
                                             torch.randn(2, 8, 32))

@@ -15,13 +15,7 @@ import lamina
 import lamina.slapo as slapo
 from lamina import ScheduleError
 from lamina.slapo.pattern import call_module
-
-
-def forward_matches(sch, reference, *inputs):
-    model, _ = slapo.build(sch, init_weights=False)
-    with torch.no_grad():
-        torch.testing.assert_close(model(*inputs), reference(*inputs))
-    return model
+from slapo_checks import forward_matches
 
 
 def test_decompose():

@@ -7,10 +7,10 @@ launched world, an optimizer made right after build, and a GPT-style
 stack scheduled with Slapo's primitives trained with AdamW on 2 ranks."""
 
 import pathlib
-import subprocess
-import sys
 
 import pytest
+
+from rank_checks import assert_checks_pass_on_ranks
 
 SCRIPT = pathlib.Path(__file__).with_name("slapo_on_ranks.py")
 
@@ -28,12 +28,4 @@ CHECKS = {
 
 @pytest.mark.parametrize("ranks", sorted(CHECKS))
 def test_slapo_cases_on_ranks(ranks):
-    completed = subprocess.run(
-        ["mpirun.mpich", "-np", str(ranks), sys.executable, str(SCRIPT),
-         *CHECKS[ranks]],
-        capture_output=True, text=True, timeout=900)
-    output = completed.stdout + completed.stderr
-    assert completed.returncode == 0, output
-    for rank in range(ranks):
-        for check in CHECKS[ranks]:
-            assert f"rank {rank}: {check} ok" in completed.stdout, output
+    assert_checks_pass_on_ranks(SCRIPT, ranks, CHECKS[ranks])

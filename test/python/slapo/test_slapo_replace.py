@@ -15,14 +15,7 @@ from torch import nn
 import lamina.slapo as slapo
 from lamina import ScheduleError
 from lamina.slapo.pattern import call_module
-
-
-def compiled_matches_eager(sch, reference, *inputs):
-    """The forward of the built model equals eager PyTorch's."""
-    model, optimizer = slapo.build(sch, init_weights=False)
-    assert optimizer is None
-    with torch.no_grad():
-        torch.testing.assert_close(model(*inputs), reference(*inputs))
+from slapo_checks import forward_matches
 
 
 def test_replace_single_module():
@@ -41,7 +34,7 @@ def test_replace_single_module():
     assert isinstance(sch["activation"].mod, nn.GELU)
     assert isinstance(model.activation, nn.GELU)
     x = torch.randn(4, 1024)
-    compiled_matches_eager(sch, lambda x: F.gelu(model.linear(x)), x)
+    forward_matches(sch, lambda x: F.gelu(model.linear(x)), x)
 
 
 class SubMod(nn.Module):
@@ -85,7 +78,7 @@ def test_replace_all_module():
     assert sch["fc2"].mod.out_features == 1026
     assert sch["submod.linear"].mod.out_features == 1027
     x = torch.randn(2, 1024)
-    compiled_matches_eager(sch, sch.mod, x)
+    forward_matches(sch, sch.mod, x)
 
 
 def test_replace_all_with_seq():
@@ -109,7 +102,7 @@ def test_replace_all_with_seq():
     assert getattr(sch["fc1"].mod, "0").out_features == 1024
     assert isinstance(getattr(sch["fc1"].mod, "1"), nn.ReLU)
     assert getattr(sch["fc2"].mod, "0").out_features == 1024
-    compiled_matches_eager(sch, sch.mod, torch.randn(3, 1024))
+    forward_matches(sch, sch.mod, torch.randn(3, 1024))
 
 
 def test_replace_all_module_list():
@@ -130,7 +123,7 @@ def test_replace_all_module_list():
     sch.replace_all(nn.Linear, lambda name, mod: nn.Linear(512, 512))
     for path in ("mod.0", "mod.2", "seq.0", "seq.2"):
         assert sch[path].mod.out_features == 512
-    compiled_matches_eager(sch, sch.mod, torch.randn(2, 512))
+    forward_matches(sch, sch.mod, torch.randn(2, 512))
 
 
 class LinearBN(nn.Module):
@@ -161,7 +154,7 @@ def test_vertical_replacement():
     assert isinstance(sch["Identity_0"].mod, Identity)
     # BatchNorm is gone: the rest (an identity, a ReLU) compiles.
     x = torch.randn(8, 1024)
-    compiled_matches_eager(sch, F.relu, x)
+    forward_matches(sch, F.relu, x)
 
     sch = slapo.create_schedule(LinearBN())
     sch.replace(Identity(), sch.find(linear_bn), name="test")
@@ -261,7 +254,7 @@ def test_replace_function():
     sch.replace(identity, nodes[0])
     assert sum(n.op == "call_function" and n.target == identity
                for n in sch.mod.graph.nodes) == 1
-    compiled_matches_eager(sch, model.linear, torch.randn(2, 1024))
+    forward_matches(sch, model.linear, torch.randn(2, 1024))
 
 
 def test_insertion_point():
