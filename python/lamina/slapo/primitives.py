@@ -206,16 +206,18 @@ def annotate(sch, param_name, key, value):
     """Tags parameter `param_name` with key = value (Slapo keeps it on the
     Parameter; Lamina also carries it on the program's argument when the
     value is a bool, int, float or str)."""
+    local, _, leaf = param_name.rpartition(".")
     try:
-        param = sch.mod.get_parameter(param_name)
+        owner = sch.mod.get_submodule(local) if local else sch.mod
     except AttributeError:
+        owner = None
+    param = layer_tensor(owner, leaf) if owner is not None else None
+    if not isinstance(param, nn.Parameter):
         raise ScheduleError(f"annotate: '{sch.path or '<root>'}' has no "
-                            f"parameter '{param_name}'") from None
+                            f"parameter '{param_name}'")
     setattr(param, key, value)
     sch.get_top_schedule().metadata.param_tags.add(key)
     sch.metadata.primitives["annotate"].append((param_name, key, value))
-    local, _, leaf = param_name.rpartition(".")
-    owner = sch.mod.get_submodule(local) if local else sch.mod
     if is_layer(owner) and isinstance(value, (bool, int, float, str)):
         _native_layers(sch, local).annotate(leaf, key, value)
 

@@ -220,6 +220,39 @@ class ConsolidationModel(nn.Module):
         return self.linear2(self.linear1(data))
 
 
+def fused_qkv_by_heads():
+    """A FusedQKV sharded by heads with Slapo's shard("weight") spelling
+    (Lamina's layer names its projection's parameters so): build holds this
+    rank's heads from the start, and outputs and gradient blocks equal
+    eager's."""
+    class Attention(nn.Module):
+        def __init__(self, world_size):
+            super().__init__()
+            self.qkv = op.FusedQKV(32, 4, world_size)
+            self.out_proj = nn.Linear(32, 32)
+
+        def forward(self, x):
+            q, k, v = self.qkv(x)
+            mix = q + k + v
+            return self.out_proj(mix.reshape(x.shape[0], x.shape[1], 32))
+
+    model = Attention(RANKS).eval()
+    eager = Attention(1).eval()
+    eager.load_state_dict(model.state_dict())
+    sch = slapo.create_schedule(model)
+    megatron(sch, "qkv", "out_proj")
+    sch_model, _ = slapo.build(sch, init_weights=False)
+    blocks = dict(sch_model.named_parameters())
+    assert blocks["qkv.fused_linear.weight"].shape == (96 // RANKS, 32)
+    out, out_ref, grad, grad_ref = run_both(sch_model, eager,
+                                            torch.randn(2, 8, 32))
+    torch.testing.assert_close(out, out_ref)
+    torch.testing.assert_close(grad, grad_ref, atol=TOL, rtol=TOL)
+    check_blocks(sch_model, eager, {
+        "qkv.fused_linear.weight": 0, "qkv.fused_linear.bias": 0,
+        "out_proj.weight": 1, "out_proj.bias": "none"})
+
+
 def megatron(sch, first="linear1", second="linear2", bwd_post=True,
              fwd_post=True):
     """The Megatron recipe of Slapo's tests (optionally without one of its
@@ -601,7 +634,8 @@ CHECKS = {name: fn for name, fn in globals().items()
                    "consolidation", "verify_linear",
                    "verify_catches_a_missing_bwd_post", "reshard",
                    "fork_rng", "checkpoint_module", "world_size_from_mpi",
-                   "optimizer_after_build", "gpt_style_training")}
+                   "optimizer_after_build", "gpt_style_training",
+                   "fused_qkv_by_heads")}
 
 if __name__ == "__main__":
     for name in sys.argv[1:]:

@@ -22,7 +22,7 @@ CHECKS = {
     # Only meaningful with collectives between ranks: the Verify failures of
     # wrong recipes and the gradient checks of the resharding schemes.
     2: ON_ONE_RANK + ["verify_catches_a_missing_bwd_post", "reshard",
-                      "gpt_style_training"],
+                      "gpt_style_training", "fused_qkv_by_heads"],
 }
 
 
