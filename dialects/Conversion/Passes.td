@@ -45,6 +45,7 @@ def ConvertLaminaToLinalg : Pass<"convert-lamina-to-linalg"> {
     "::mlir::arith::ArithDialect",
     "::mlir::linalg::LinalgDialect",
     "::mlir::math::MathDialect",
+    "::mlir::scf::SCFDialect",
     "::mlir::tensor::TensorDialect",
     "::mlir::lamina::lns::LnsDialect",
   ];

@@ -345,6 +345,87 @@ def Lamina_SoftmaxOp : Lamina_Op<"softmax", [SameOperandsAndResultType]> {
 }
 
 //===----------------------------------------------------------------------===//
+// Ops of whole models: embeddings, masks, losses
+//===----------------------------------------------------------------------===//
+
+def Lamina_EmbeddingOp : Lamina_LayerOp<"embedding"> {
+  let summary = "nn.Embedding: the weight's rows at the indices";
+  let description = [{
+    `y[i..., c] = weight[input[i...], c]` for `weight[V, C]` and integer
+    indices of any shape. An index outside `[0, V)` reads row `0` or `V − 1`
+    (the index clamped): the compiled code never reads outside the weight,
+    and Python checks the indices before a call, as PyTorch does.
+    `padding_idx` is the row whose gradient stays zero.
+
+    ```mlir
+    %e = lamina.embedding "transformer.wte" %idx, %w
+           : (tensor<2x8xi64>, tensor<64x32xf32>) -> tensor<2x8x32xf32>
+    ```
+  }];
+  let arguments = (ins StrAttr:$path, RankedTensorOf<[I64]>:$input,
+                   RankedTensorOf<[F32]>:$weight,
+                   OptionalAttr<I64Attr>:$padding_idx);
+  let results = (outs RankedTensorOf<[F32]>:$result);
+  let extraClassDeclaration = [{
+    /// An embedding has no bias (for LayerOpInterface).
+    ::mlir::Value getBias() { return {}; }
+  }];
+  let assemblyFormat = [{
+    $path $input `,` $weight (`padding_idx` $padding_idx^)? attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Lamina_MaskedFillOp : Lamina_Op<"masked_fill",
+                                     [AllTypesMatch<["input", "result"]>]> {
+  let summary = "`Tensor.masked_fill`: `value` where the mask is true";
+  let description = [{
+    `y = mask ? value : x` element-wise; the mask has the input's rank and
+    each of its dims is the input's or 1 (broadcast), as a causal mask
+    `[1, 1, T, T]` over scores `[B, heads, T, T]`. `value` may be ±inf.
+
+    ```mlir
+    %y = lamina.masked_fill %scores, %causal value 0xFFF0000000000000
+           : tensor<2x4x8x8xf32>, tensor<1x1x8x8xi1>
+    ```
+  }];
+  let arguments = (ins Lamina_FloatTensor:$input, RankedTensorOf<[I1]>:$mask,
+                   F64Attr:$value, OptionalAttr<StrAttr>:$path);
+  let results = (outs Lamina_FloatTensor:$result);
+  let assemblyFormat = [{
+    ($path^)? $input `,` $mask `value` $value attr-dict `:` type($input) `,`
+    type($mask)
+  }];
+  let hasVerifier = 1;
+}
+
+def Lamina_CrossEntropyOp : Lamina_Op<"cross_entropy"> {
+  let summary = "F.cross_entropy of logits `[N, V]` and class indices `[N]`";
+  let description = [{
+    `loss_n = logsumexp(x[n, :]) − x[n, t_n]` for every `n` whose target is
+    not `ignore_index`; the result is their mean over those `n` (`mean`, as
+    PyTorch: NaN when every target is ignored) or their sum (`sum`). A
+    target outside `[0, V)` that is not ignored contributes
+    `logsumexp(x[n, :])` (Python checks the targets before a call).
+
+    ```mlir
+    %l = lamina.cross_entropy %logits, %targets ignore_index -1 mean
+           : (tensor<16x64xf32>, tensor<16xi64>) -> tensor<f32>
+    ```
+  }];
+  let arguments = (ins RankedTensorOf<[F32]>:$logits,
+                   RankedTensorOf<[I64]>:$targets, I64Attr:$ignore_index,
+                   UnitAttr:$sum, OptionalAttr<StrAttr>:$path);
+  let results = (outs 0DTensorOf<[F32]>:$result);
+  let assemblyFormat = [{
+    ($path^)? $logits `,` $targets `ignore_index` $ignore_index (`sum` $sum^)?
+    attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
 // Derivatives (what lamina-generate-backward produces)
 //===----------------------------------------------------------------------===//
 
@@ -414,6 +495,52 @@ def Lamina_SoftmaxGradOp
   let results = (outs Lamina_FloatTensor:$result);
   let assemblyFormat = [{
     $output `,` $cotangent `dim` $dim attr-dict `:` type($output)
+  }];
+  let hasVerifier = 1;
+}
+
+def Lamina_EmbeddingGradOp : Lamina_Op<"embedding_grad"> {
+  let summary = "the weight gradient of lamina.embedding: rows scatter-added";
+  let description = [{
+    `dweight[v, c] = Σ_{i: input[i] = v} dy[i, c]`, added in index order;
+    the row `padding_idx` stays zero, as do indices outside `[0, V)`.
+
+    ```mlir
+    %dw = lamina.embedding_grad %idx, %dy
+            : (tensor<2x8xi64>, tensor<2x8x32xf32>) -> tensor<64x32xf32>
+    ```
+  }];
+  let arguments = (ins RankedTensorOf<[I64]>:$input,
+                   RankedTensorOf<[F32]>:$cotangent,
+                   OptionalAttr<I64Attr>:$padding_idx);
+  let results = (outs RankedTensorOf<[F32]>:$result);
+  let assemblyFormat = [{
+    $input `,` $cotangent (`padding_idx` $padding_idx^)? attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Lamina_CrossEntropyGradOp : Lamina_Op<"cross_entropy_grad"> {
+  let summary = "the logits gradient of lamina.cross_entropy";
+  let description = [{
+    `dx[n, v] = g · (softmax(x[n, :])[v] − [v = t_n])` for the targets not
+    ignored (zero rows for the others), `g = dloss / count` for `mean`
+    (count: the targets not ignored), `g = dloss` for `sum`.
+
+    ```mlir
+    %dx = lamina.cross_entropy_grad %logits, %targets, %dl ignore_index -1
+            : (tensor<16x64xf32>, tensor<16xi64>, tensor<f32>) -> tensor<16x64xf32>
+    ```
+  }];
+  let arguments = (ins RankedTensorOf<[F32]>:$logits,
+                   RankedTensorOf<[I64]>:$targets,
+                   0DTensorOf<[F32]>:$cotangent, I64Attr:$ignore_index,
+                   UnitAttr:$sum);
+  let results = (outs RankedTensorOf<[F32]>:$result);
+  let assemblyFormat = [{
+    $logits `,` $targets `,` $cotangent `ignore_index` $ignore_index
+    (`sum` $sum^)? attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }

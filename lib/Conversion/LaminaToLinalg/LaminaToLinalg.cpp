@@ -15,6 +15,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Utils/ReshapeOpsUtils.h"
 #include "mlir/IR/PatternMatch.h"
@@ -726,4 +727,5 @@ void mlir::lamina::populateLaminaToLinalgPatterns(RewritePatternSet &patterns,
                SyncToIdentity>(patterns.getContext());
   populateNormalizationToLinalgPatterns(patterns);
   populateDerivativesToLinalgPatterns(patterns);
+  populateModelOpsToLinalgPatterns(patterns);
 }

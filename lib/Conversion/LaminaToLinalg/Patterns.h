@@ -16,6 +16,10 @@ namespace lamina {
 /// linalg.softmax.
 void populateNormalizationToLinalgPatterns(RewritePatternSet &patterns);
 
+/// lamina.embedding, masked_fill, cross_entropy and the gradients of the
+/// embedding and the loss → linalg (and a loop over the tokens).
+void populateModelOpsToLinalgPatterns(RewritePatternSet &patterns);
+
 /// lamina.activation_grad, softmax_grad, layer_norm_grad → linalg.
 void populateDerivativesToLinalgPatterns(RewritePatternSet &patterns);
 

@@ -1,53 +1,211 @@
-"""Tracing a model with torch.fx at its example inputs' shapes.
+"""Tracing a model with torch.fx at its example inputs, with concrete
+values.
+
+Every proxy carries the value its op computes on the example inputs (as
+HuggingFace's fx tracer does), so the model's shape code runs as plain
+Python: ``B, T, C = x.size()``, ``C // n_head``, ``math.sqrt(k.size(-1))``,
+``assert t <= block_size`` and slicing bounds are numbers, not graph nodes.
+What computes on tensors becomes a node; what computes on sizes and on
+tensors that depend on no input (a causal mask sliced from a buffer,
+``torch.arange(t)``) runs eagerly, and such tensors enter the graph as
+constants (``get_attr`` nodes holding their value).
 
 Every module class with a converter is a leaf (Lamina's layers stay whole);
-every node records the path of the module it is in (``lamina_path``), for
-error messages and the paths of the ops it becomes.
+every node records the path of the module it is in (``lamina_path``) and
+its value (``lamina_value``, plus ``tensor_meta`` for a tensor).
 """
 
 import contextlib
+import inspect
 
 import torch
 from torch import fx, nn
-from torch.fx.passes.shape_prop import ShapeProp
+from torch.fx.passes.shape_prop import _extract_tensor_metadata
 
 from .. import op as lamina_op
 from . import converters
+from .errors import UnsupportedOperationError
+
+# Tensor methods whose result depends on the data, not on shapes: a trace
+# cannot depend on them and stay right for other inputs.
+_DATA_DEPENDENT = {"item", "tolist", "numpy", "__bool__", "__int__",
+                   "__float__", "__index__"}
+
+
+def _contains_tensor(value):
+    if isinstance(value, torch.Tensor):
+        return True
+    if isinstance(value, (list, tuple)):
+        return any(_contains_tensor(v) for v in value)
+    return False
+
+
+def _value_of(argument):
+    """`argument` (any nesting of proxies, nodes and Python values) with
+    every proxy replaced by its concrete value."""
+    if isinstance(argument, fx.Proxy):
+        return argument.node.meta["lamina_value"]
+    if isinstance(argument, fx.Node):
+        return argument.meta["lamina_value"]
+    if isinstance(argument, torch.Size):
+        return argument
+    if isinstance(argument, tuple) and hasattr(argument, "_fields"):
+        return type(argument)(*(_value_of(a) for a in argument))
+    if isinstance(argument, (list, tuple)):
+        return type(argument)(_value_of(a) for a in argument)
+    if isinstance(argument, dict):
+        return {k: _value_of(v) for k, v in argument.items()}
+    if isinstance(argument, slice):
+        return slice(_value_of(argument.start), _value_of(argument.stop),
+                     _value_of(argument.step))
+    return argument
+
+
+class ConcreteProxy(fx.Proxy):
+    """A proxy that answers questions about its value's metadata (shape,
+    dtype, device, ndim, len) with the example's, instead of recording
+    them."""
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        value = getattr(self.node.meta["lamina_value"], name)
+        if callable(value) or _contains_tensor(value):
+            return fx.proxy.Attribute(self, name)
+        return value
+
+    def __len__(self):
+        return len(self.node.meta["lamina_value"])
 
 
 class Tracer(fx.Tracer):
-    """Keeps Lamina's layers whole and records the module path of every
-    node."""
+    """Keeps Lamina's layers whole, records the module path of every node
+    and computes every node's value on the example inputs."""
 
-    def __init__(self):
+    def __init__(self, example_inputs):
         super().__init__()
         self._paths = [""]
+        self._inputs = list(example_inputs)
+        self._constants = {}      # id(tensor) → its get_attr node
+        self._evaluating = False  # running a leaf module's forward eagerly
+
+    # -- module paths and leaves --------------------------------------------
 
     def is_leaf_module(self, module, qualified_name):
         return isinstance(module, converters.leaf_classes()) or \
             super().is_leaf_module(module, qualified_name)
 
     def call_module(self, module, forward, args, kwargs):
+        if self._evaluating:
+            return forward(*args, **kwargs)
         self._paths.append(self.path_of_module(module))
         try:
             return super().call_module(module, forward, args, kwargs)
         finally:
             self._paths.pop()
 
-    def iter(self, obj):
-        # q, k, v = qkv(x): a layer with several results unpacks into them.
-        node = obj.node
-        if node.op == "call_module":
-            converter = converters.module_converter(
-                type(self.root.get_submodule(node.target)))
-            if converter is not None and converter.results > 1:
-                return iter([obj[i] for i in range(converter.results)])
-        return super().iter(obj)
+    def getattr(self, attr, attr_val, parameter_proxy_cache):
+        if self._evaluating:
+            return attr_val
+        return super().getattr(attr, attr_val, parameter_proxy_cache)
+
+    # -- values --------------------------------------------------------------
+
+    def _evaluate(self, kind, target, args, kwargs):
+        if kind == "placeholder":
+            if self._inputs:
+                return self._inputs.pop(0)
+            return args[0] if args else None  # a specialised default
+        if kind == "get_attr":
+            value = self.root
+            for part in target.split("."):
+                value = getattr(value, part)
+            return value
+        args, kwargs = _value_of(args), _value_of(kwargs)
+        if kind == "call_function":
+            return target(*args, **kwargs)
+        if kind == "call_method":
+            return getattr(args[0], target)(*args[1:], **kwargs)
+        if kind == "call_module":
+            self._evaluating = True
+            try:
+                return self.root.get_submodule(target)(*args, **kwargs)
+            finally:
+                self._evaluating = False
+        return None
+
+    def create_proxy(self, kind, target, args, kwargs, name=None,
+                     type_expr=None, proxy_factory_fn=None):
+        if kind == "output":
+            return super().create_proxy(kind, target, args, kwargs, name,
+                                        type_expr, proxy_factory_fn)
+        if kind == "call_method" and target in _DATA_DEPENDENT:
+            self._fail(f"Tensor.{target}() (the trace would depend on the "
+                       "example's values)")
+        try:
+            value = self._evaluate(kind, target, args, kwargs)
+        except UnsupportedOperationError:
+            raise
+        except Exception as error:  # the op itself rejects its operands
+            what = getattr(target, "__name__", str(target))
+            self._fail(f"{what} ({type(error).__name__}: {error})")
+        if kind != "placeholder" and not _contains_tensor(value):
+            return value  # shape arithmetic: a plain Python value
+        proxy = super().create_proxy(kind, target, args, kwargs, name,
+                                     type_expr, proxy_factory_fn)
+        self._record(proxy.node, value)
+        return proxy
 
     def create_node(self, *args, **kwargs):
         node = super().create_node(*args, **kwargs)
         node.meta["lamina_path"] = self._paths[-1]
         return node
+
+    def proxy(self, node):
+        return ConcreteProxy(node, self)
+
+    def create_arg(self, a):
+        # A tensor that depends on no input (a mask sliced from a buffer,
+        # torch.arange(t)): a constant node holding its value.
+        if isinstance(a, torch.Tensor) and not isinstance(a, nn.Parameter):
+            node = self._constants.get(id(a))
+            if node is None:
+                name = next((n for n, b in self.root.named_buffers()
+                             if b is a), None)
+                node = self.create_node(
+                    "get_attr", name or f"_lamina_constant{len(self._constants)}",
+                    (), {})
+                node.meta["lamina_constant"] = True
+                self._record(node, a)
+                self._constants[id(a)] = (node, a)  # keeps `a` alive
+                return node
+            return node[0]
+        return super().create_arg(a)
+
+    @staticmethod
+    def _record(node, value):
+        node.meta["lamina_value"] = value
+        if isinstance(value, torch.Tensor):
+            node.meta["tensor_meta"] = _extract_tensor_metadata(value)
+
+    # -- Python control flow on traced values ---------------------------------
+
+    def iter(self, obj):
+        # q, k, v = x.split(C, dim=2), or a layer's several results.
+        return iter([obj[i] for i in range(len(_value_of(obj)))])
+
+    def to_bool(self, obj):
+        self._fail("Python control flow on a tensor's values (`if`, "
+                   "`while` or `assert` on a tensor)")
+
+    def keys(self, obj):
+        self._fail("** unpacking of a tensor")
+
+    def _fail(self, what):
+        path = self._paths[-1]
+        where = f"module '{path}'" if path else "the model's forward"
+        raise UnsupportedOperationError(f"{what} in {where} is not supported "
+                                        "by Lamina's importer")
 
 
 class _Root(nn.Module):
@@ -78,19 +236,40 @@ def unsharded_fused_qkv(model):
             m.world_size = size
 
 
+def _specialised_arguments(model, example_inputs):
+    """The forward's parameters after the example inputs, bound to their
+    defaults (``targets=None``): the trace takes their branch."""
+    try:
+        parameters = list(inspect.signature(model.forward).parameters.values())
+    except (TypeError, ValueError):
+        return {}
+    rest = parameters[len(example_inputs):]
+    return {p.name: p.default for p in rest
+            if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and
+            p.default is not inspect.Parameter.empty}
+
+
 def trace(model, example_inputs):
-    """The fx graph of `model`, each node's ``tensor_meta`` propagated from
-    `example_inputs`."""
+    """The fx graph of `model` on `example_inputs` (tensors), every node
+    holding its value."""
     traced = _Root(model) if isinstance(model, converters.leaf_classes()) \
         else model
-    graph = Tracer().trace(traced)
-    module = fx.GraphModule(traced, graph)
+    with unsharded_fused_qkv(model), torch.no_grad(), \
+            torch.random.fork_rng(devices=[]):
+        # The model's own errors on these inputs are the user's: they show
+        # as in eager mode. Lazy layers take their input width here too.
+        model(*example_inputs)
+        tracer = Tracer(example_inputs)
+        graph = tracer.trace(
+            traced, concrete_args=_specialised_arguments(traced,
+                                                         example_inputs))
+    for node in list(graph.nodes):
+        # The placeholders fx adds for the specialised defaults.
+        if node.op == "placeholder" and not node.users and \
+                not isinstance(node.meta.get("lamina_value"), torch.Tensor):
+            graph.erase_node(node)
     if traced is not model:
         for node in graph.nodes:
             if node.op == "call_module" and node.target == "layer":
                 node.meta["lamina_module"] = model
-    with unsharded_fused_qkv(model), torch.no_grad():
-        # Lazy layers take their input width from the first call.
-        model(*example_inputs)
-        ShapeProp(module).propagate(*example_inputs)
     return graph

@@ -235,6 +235,49 @@ struct FusedQKVRule : Rule<FusedQKVRule, FusedQKVOp> {
     return success();
   }
 };
+/// The weight's gradient: the cotangent's rows added into the rows they
+/// were read from; the indices have none.
+struct EmbeddingRule : Rule<EmbeddingRule, EmbeddingOp> {
+  LogicalResult buildVectorJacobianProduct(Operation *op, OpBuilder &b,
+                                           ReverseState &state,
+                                           ArrayRef<Value> dys,
+                                           MutableArrayRef<Value> dxs) const {
+    auto embedding = cast<EmbeddingOp>(op);
+    dxs[1] = EmbeddingGradOp::create(
+        b, op->getLoc(), embedding.getWeight().getType(),
+        state.getPrimal(embedding.getInput()), dys[0],
+        embedding.getPaddingIdxAttr());
+    return success();
+  }
+};
+
+/// Filled elements are constants: their cotangent is zero.
+struct MaskedFillRule : Rule<MaskedFillRule, MaskedFillOp> {
+  LogicalResult buildVectorJacobianProduct(Operation *op, OpBuilder &b,
+                                           ReverseState &state,
+                                           ArrayRef<Value> dys,
+                                           MutableArrayRef<Value> dxs) const {
+    auto fill = cast<MaskedFillOp>(op);
+    dxs[0] = MaskedFillOp::create(b, op->getLoc(), fill.getType(), dys[0],
+                                  state.getPrimal(fill.getMask()),
+                                  b.getF64FloatAttr(0.0), StringAttr());
+    return success();
+  }
+};
+
+struct CrossEntropyRule : Rule<CrossEntropyRule, CrossEntropyOp> {
+  LogicalResult buildVectorJacobianProduct(Operation *op, OpBuilder &b,
+                                           ReverseState &state,
+                                           ArrayRef<Value> dys,
+                                           MutableArrayRef<Value> dxs) const {
+    auto loss = cast<CrossEntropyOp>(op);
+    dxs[0] = CrossEntropyGradOp::create(
+        b, op->getLoc(), loss.getLogits().getType(),
+        state.getPrimal(loss.getLogits()), state.getPrimal(loss.getTargets()),
+        dys[0], loss.getIgnoreIndexAttr(), loss.getSumAttr());
+    return success();
+  }
+};
 } // namespace
 
 void mlir::lamina::registerReverseDifferentiationModels(
@@ -248,8 +291,12 @@ void mlir::lamina::registerReverseDifferentiationModels(
     LayerNormOp::attachInterface<LayerNormRule>(*context);
     SoftmaxOp::attachInterface<SoftmaxRule>(*context);
     FusedQKVOp::attachInterface<FusedQKVRule>(*context);
+    EmbeddingOp::attachInterface<EmbeddingRule>(*context);
+    MaskedFillOp::attachInterface<MaskedFillRule>(*context);
+    CrossEntropyOp::attachInterface<CrossEntropyRule>(*context);
   });
   registerUpstreamRules(registry);
+  registerMathRules(registry);
   registerLnsRules(registry);
   registerCollectiveRules(registry);
 }

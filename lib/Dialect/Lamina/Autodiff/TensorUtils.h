@@ -17,6 +17,9 @@ namespace mlir::lamina::autodiff {
 /// (UpstreamRules.cpp).
 void registerUpstreamRules(DialectRegistry &registry);
 
+/// Attaches the rules of the element-wise math ops (MathRules.cpp).
+void registerMathRules(DialectRegistry &registry);
+
 /// Attaches the rules of the lns ops (LnsRules.cpp).
 void registerLnsRules(DialectRegistry &registry);
 

@@ -281,6 +281,29 @@ struct ReduceRule : Rule<ReduceRule, linalg::ReduceOp> {
   }
 };
 
+/// A broadcast along `dimensions`: the cotangent summed over them.
+struct BroadcastRule : Rule<BroadcastRule, linalg::BroadcastOp> {
+  LogicalResult buildVectorJacobianProduct(Operation *op, OpBuilder &b,
+                                           ReverseState &state,
+                                           ArrayRef<Value> dys,
+                                           MutableArrayRef<Value> dxs) const {
+    auto broadcast = cast<linalg::BroadcastOp>(op);
+    Location loc = op->getLoc();
+    Value input = broadcast.getInput();
+    Value zeros = zerosOf(b, loc, state, input);
+    dxs[0] = linalg::ReduceOp::create(
+                 b, loc, ValueRange{dys[0]}, ValueRange{zeros},
+                 broadcast.getDimensions(),
+                 [](OpBuilder &nb, Location nloc, ValueRange args) {
+                   Value sum =
+                       arith::AddFOp::create(nb, nloc, args[0], args[1]);
+                   linalg::YieldOp::create(nb, nloc, sum);
+                 })
+                 .getResult(0);
+    return success(); // the init is overwritten: no cotangent
+  }
+};
+
 /// A fill overwrites its init; nothing flows back.
 struct FillRule : Rule<FillRule, linalg::FillOp> {
   LogicalResult buildVectorJacobianProduct(Operation *, OpBuilder &,
@@ -313,6 +336,7 @@ void mlir::lamina::autodiff::registerUpstreamRules(DialectRegistry &registry) {
     linalg::BatchMatmulOp::attachInterface<
         MatmulLikeRule<linalg::BatchMatmulOp, true>>(*context);
     linalg::FillOp::attachInterface<FillRule>(*context);
+    linalg::BroadcastOp::attachInterface<BroadcastRule>(*context);
     linalg::ReduceOp::attachInterface<ReduceRule>(*context);
   });
 }

@@ -1,0 +1,101 @@
+//===- LaminaModelOps.cpp - Verifiers of embedding, masks and losses ------===//
+//
+// The ops whole models add to the linear layers: lamina.embedding,
+// lamina.masked_fill, lamina.cross_entropy and their gradients.
+//
+//===----------------------------------------------------------------------===//
+
+#include "lamina/Lamina/IR/Lamina.h"
+
+using namespace mlir;
+using namespace mlir::lamina;
+
+/// `indices` shape + [C] == `rows` shape, for a weight or its gradient
+/// `[V, C]`.
+static LogicalResult verifyEmbeddingShapes(Operation *op,
+                                           RankedTensorType indices,
+                                           RankedTensorType table,
+                                           RankedTensorType rows,
+                                           StringRef rowsName) {
+  if (table.getRank() != 2 || !table.hasStaticShape())
+    return op->emitOpError("takes a static [vocabulary, features] weight, "
+                           "got ")
+           << table;
+  SmallVector<int64_t> expected(indices.getShape());
+  expected.push_back(table.getDimSize(1));
+  if (rows.getShape() != ArrayRef<int64_t>(expected))
+    return op->emitOpError()
+           << rowsName << " must have the indices' shape followed by the "
+           << table.getDimSize(1) << " features, [" << expected
+           << "], got " << rows;
+  return success();
+}
+
+static LogicalResult verifyPaddingIndex(Operation *op,
+                                        std::optional<int64_t> padding,
+                                        int64_t vocabulary) {
+  if (padding && (*padding < 0 || *padding >= vocabulary))
+    return op->emitOpError("padding_idx ")
+           << *padding << " is outside the " << vocabulary << " rows";
+  return success();
+}
+
+LogicalResult EmbeddingOp::verify() {
+  auto table = cast<RankedTensorType>(getWeight().getType());
+  if (failed(verifyEmbeddingShapes(*this, getInput().getType(), table,
+                                   getType(), "the result")))
+    return failure();
+  return verifyPaddingIndex(*this, getPaddingIdx(), table.getDimSize(0));
+}
+
+LogicalResult EmbeddingGradOp::verify() {
+  auto table = cast<RankedTensorType>(getType());
+  if (failed(verifyEmbeddingShapes(*this, getInput().getType(), table,
+                                   getCotangent().getType(),
+                                   "the cotangent")))
+    return failure();
+  return verifyPaddingIndex(*this, getPaddingIdx(), table.getDimSize(0));
+}
+
+LogicalResult MaskedFillOp::verify() {
+  ArrayRef<int64_t> input = getInput().getType().getShape();
+  ArrayRef<int64_t> mask = getMask().getType().getShape();
+  if (input.size() != mask.size())
+    return emitOpError("takes a mask of the input's rank ")
+           << input.size() << ", got rank " << mask.size();
+  for (auto [dim, sizes] : llvm::enumerate(llvm::zip_equal(input, mask))) {
+    auto [inputSize, maskSize] = sizes;
+    if (maskSize != 1 && maskSize != inputSize)
+      return emitOpError("mask dim ")
+             << dim << " is " << maskSize << ": it must be 1 (broadcast) or "
+             << "the input's " << inputSize;
+  }
+  return success();
+}
+
+/// Logits `[N, V]` and targets `[N]`.
+static LogicalResult verifyClassificationShapes(Operation *op,
+                                                RankedTensorType logits,
+                                                RankedTensorType targets) {
+  if (logits.getRank() != 2 || !logits.hasStaticShape())
+    return op->emitOpError("takes static logits [N, classes], got ")
+           << logits;
+  if (targets.getRank() != 1 ||
+      targets.getDimSize(0) != logits.getDimSize(0))
+    return op->emitOpError("takes one target per row of the logits, ")
+           << "tensor<" << logits.getDimSize(0) << "xi64>, got " << targets;
+  return success();
+}
+
+LogicalResult CrossEntropyOp::verify() {
+  return verifyClassificationShapes(*this, getLogits().getType(),
+                                    getTargets().getType());
+}
+
+LogicalResult CrossEntropyGradOp::verify() {
+  if (getType() != getLogits().getType())
+    return emitOpError("result must have the logits' type ")
+           << getLogits().getType() << ", got " << getType();
+  return verifyClassificationShapes(*this, getLogits().getType(),
+                                    getTargets().getType());
+}
