@@ -33,13 +33,13 @@ Schedule a PyTorch model Slapo-style and run it compiled::
 
 from ._lamina import PreparedArguments, Program
 from . import lns, lns_numpy, op, philox, tools  # noqa: E402 (lns needs Program)
-from .importer import UnsupportedOperationError, import_model
+from .importer import InputError, UnsupportedOperationError, import_model
 from .schedule import Schedule, ScheduleError, create_schedule
 from .build import (CompiledModule, build, manual_seed, rank, verify,
                     world_size)
 from . import training
 
 __all__ = ["Program", "PreparedArguments", "lns", "lns_numpy", "op", "philox",
-           "tools", "UnsupportedOperationError", "import_model", "Schedule",
+           "tools", "InputError", "UnsupportedOperationError", "import_model", "Schedule",
            "ScheduleError", "create_schedule", "CompiledModule", "build",
            "manual_seed", "rank", "training", "verify", "world_size"]

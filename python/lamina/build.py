@@ -146,6 +146,18 @@ class _CompiledCuda:
         return [None] * len(self.results)
 
 
+def _is_array(x):
+    return isinstance(x, (torch.Tensor, np.ndarray))
+
+
+def _input_key(x):
+    """What a compiled program is specific to in one call argument: an
+    array's shape and dtype, any other value itself (targets=None)."""
+    if _is_array(x):
+        return tuple(x.shape), _dtype_name(x)
+    return "value", repr(x)
+
+
 def _dtype_name(x):
     """float32, int64, ...: the same for a tensor and an array."""
     if isinstance(x, torch.Tensor):
@@ -224,7 +236,8 @@ class CompiledModule(nn.Module):
         model = self.schedule.model
         flags = self._flags.get(mode) or {
             name: mode for name, _ in model.named_modules()}
-        inputs = tuple(torch.as_tensor(x) for x in inputs)
+        inputs = tuple(torch.as_tensor(x) if _is_array(x) else x
+                       for x in inputs)
         with _training_flags(model, flags):
             imported = self.schedule.trace(inputs)
             fresh = import_model(model, inputs, self.schedule.world_size)
@@ -237,8 +250,7 @@ class CompiledModule(nn.Module):
             raise ScheduleError(str(error)) from None
 
     def _compile(self, inputs):
-        key = (tuple((tuple(x.shape), _dtype_name(x)) for x in inputs),
-               self.training)
+        key = (tuple(_input_key(x) for x in inputs), self.training)
         shapes, programs = self._state["shapes"], self._state["programs"]
         if key not in shapes:
             imported, scheduled = self._trace(inputs, self.training)
@@ -269,6 +281,9 @@ class CompiledModule(nn.Module):
 
     def forward(self, *inputs):
         compiled = self._compile(inputs)
+        # Arguments that are not arrays (targets=None) were specialised.
+        inputs = [x for x in inputs if _is_array(x)]
+        compiled.imported.check_indices(inputs)
         if self.target == "cuda":
             tensors = [torch.as_tensor(x) for x in inputs]
             results = training.rejecting(
@@ -283,9 +298,7 @@ class CompiledModule(nn.Module):
         else:
             results = compiled.call([torch.as_tensor(x) for x in inputs],
                                     _seed, keep=self.training)
-        if compiled.imported.single_result:
-            return results[0]
-        return tuple(results)
+        return compiled.imported.restructure(list(results))
 
     @property
     def world_size(self):
@@ -370,6 +383,15 @@ class _Replay:
             raise ScheduleError(str(error)) from None
 
 
+def _leaves(result):
+    """The tensors of a model's result, in order (None left out)."""
+    if isinstance(result, torch.Tensor):
+        return [result]
+    if isinstance(result, (tuple, list)):
+        return [leaf for item in result for leaf in _leaves(item)]
+    return []
+
+
 def verify(sch, example_inputs, rtol=None, atol=None):
     """Runs the scheduled, compiled program and the unscheduled model in
     eager PyTorch on the same full weights and inputs and raises
@@ -386,12 +408,11 @@ def verify(sch, example_inputs, rtol=None, atol=None):
         compiled = CompiledModule(_Replay(sch), example_inputs,
                                   "lamina-cpu-pipeline")
         with torch.no_grad():
-            actual = compiled(*[torch.as_tensor(x) for x in example_inputs])
+            actual = compiled(*[torch.as_tensor(x) if _is_array(x) else x
+                                for x in example_inputs])
     finally:
         model.train(was_training)
-    expected = [expected] if isinstance(expected, torch.Tensor) else \
-        list(expected)
-    actual = [actual] if isinstance(actual, torch.Tensor) else list(actual)
+    expected, actual = _leaves(expected), _leaves(actual)
     if len(actual) != len(expected):
         raise AssertionError(f"the compiled program returns {len(actual)} "
                              f"results, the model {len(expected)}")

@@ -21,6 +21,12 @@ from . import op as lamina_op
 from .importer import import_model
 
 
+def _shape_of(x):
+    """An example input's shape, or the value of one that is not a tensor
+    (targets=None), which the trace specialises on."""
+    return tuple(x.shape) if hasattr(x, "shape") else ("value", repr(x))
+
+
 class ScheduleError(ValueError):
     """A schedule primitive Lamina rejects; the message is its diagnostic."""
 
@@ -106,7 +112,7 @@ class Schedule:
         the primitives so far on it (one interpreter run). A replay that
         fails raises ScheduleError and keeps the previous import."""
         example_inputs = tuple(example_inputs)
-        shapes = [tuple(x.shape) for x in example_inputs]
+        shapes = [_shape_of(x) for x in example_inputs]
         if self._imported is None or shapes != self._shapes:
             self._retrace(example_inputs)
         return self._imported
@@ -117,7 +123,7 @@ class Schedule:
         if self._ops:
             _apply(session, self.transform_script())
         self._imported, self._session = imported, session
-        self._shapes = [tuple(x.shape) for x in example_inputs]
+        self._shapes = [_shape_of(x) for x in example_inputs]
         self._example_inputs = example_inputs
 
     def transform_script(self):

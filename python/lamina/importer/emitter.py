@@ -7,7 +7,7 @@ use, then the dropout seed), the offsets of the dropout ops, and the error
 messages naming the op and its module.
 """
 
-from torch import fx
+from torch import fx, nn
 
 from . import converters, ir
 from .errors import UnsupportedOperationError
@@ -26,6 +26,10 @@ class Emitter:
         self._parameter_index = {}  # id(tensor) → its Value
         self._dropouts = 0
         self.seed_value = None      # the i64 seed, once a dropout is active
+        self._input_nodes = {}      # placeholder node → its input position
+        # (input position, bound, ignored index, what) of the int64 inputs
+        # used as indices: checked before each call.
+        self.index_bounds = []
 
     # -- errors ----------------------------------------------------------
 
@@ -77,6 +81,16 @@ class Emitter:
             self.fail(node, f"an {value.type.element} operand of {name}")
         return value
 
+    @staticmethod
+    def argument(node, index, name, default=None):
+        """The call's argument `name`, passed at position `index` (counting
+        the first operand as 0) or by keyword; `default` when absent."""
+        if name in node.kwargs:
+            return node.kwargs[name]
+        if index is not None and index < len(node.args):
+            return node.args[index]
+        return default
+
     # -- arguments -------------------------------------------------------
 
     def input(self, node):
@@ -84,8 +98,25 @@ class Emitter:
         if "tensor_meta" not in node.meta:
             self.fail(node, f"input '{node.target}' that is not a tensor")
         value = ir.Value(f"%x{len(self.inputs)}", self.result_type(node))
+        self._input_nodes[node] = len(self.inputs)
         self.inputs.append(value)
         return value
+
+    _RESHAPES = {"view", "reshape", "flatten", "contiguous", "unsqueeze",
+                 "squeeze"}
+
+    def index_bound(self, node, argument, bound, what, ignored=None):
+        """Records that the int64 tensor `argument` of `node` indexes
+        `bound` rows (or classes; `ignored` is allowed too): when it is an
+        input, or an input reshaped, each call checks it first."""
+        source = argument
+        while isinstance(source, fx.Node) and source not in self._input_nodes:
+            if source.target not in self._RESHAPES or not source.args:
+                return  # computed in the program, or a checked constant
+            source = source.args[0]
+        if isinstance(source, fx.Node):
+            self.index_bounds.append((self._input_nodes[source], bound,
+                                      ignored, what))
 
     def parameter(self, node, name, tensor, element=None):
         """The argument `%pN` holding parameter `tensor` (one per tensor,
@@ -150,29 +181,49 @@ class Emitter:
                 self.fail(node, f"function {name}")
             return converter(self, node)
         if node.op == "call_method":
-            if "tensor_meta" not in node.meta:
-                return None  # x.size(), x.dim(): the consumers' shapes suffice
             converter = converters.METHODS.get(node.target)
             if converter is None:
                 self.fail(node, f"method Tensor.{node.target}")
             return converter(self, node)
         if node.op == "get_attr":
-            self.fail(node, f"direct use of attribute '{node.target}'")
+            return self.attribute(node)
         self.fail(node, f"{node.op} {node.target}")
 
+    def attribute(self, node):
+        """A parameter read as an attribute (`self.weight`), or a tensor
+        that depends on no input (a buffer, a mask sliced from one,
+        `torch.arange(t)`): a constant."""
+        tensor = node.meta["lamina_value"]
+        if isinstance(tensor, nn.Parameter):
+            return self.parameter(node, node.target, tensor)
+        element = ir.element_type(tensor.dtype)
+        if element is None:
+            self.fail(node, f"constant '{node.target}' of element type "
+                      f"{tensor.dtype}")
+        type_ = ir.TensorType(tensor.shape, element)
+        return self.builder.op("arith.constant", ir.dense_literal(tensor),
+                               types=type_, results=[type_])
+
     def results(self, output):
-        """The Values the graph's output node returns, a layer's several
-        results spread out."""
-        returned = output.args[0]
-        flat = [returned] if isinstance(returned, fx.Node) else \
-            list(returned)
+        """The Values the graph's output node returns, in order, and the
+        structure the model returns them in: the index of each tensor
+        result in that list, nested in the model's tuples and lists, None
+        where the model returns None (`(logits, None)`)."""
         results = []
-        for item in flat:
-            value = self.values.get(item)
+
+        def visit(item):
+            if item is None:
+                return None
+            if isinstance(item, (tuple, list)):
+                return type(item)(visit(i) for i in item)
+            value = self.values.get(item) if isinstance(item, fx.Node) \
+                else None
             if isinstance(value, list):
                 results.extend(value)
-            elif value is None:
-                self.fail(item, "a non-tensor result")
-            else:
-                results.append(value)
-        return results
+                return tuple(range(len(results) - len(value), len(results)))
+            if value is None:
+                self.fail(output, f"a result that is not a tensor ({item!r})")
+            results.append(value)
+            return len(results) - 1
+
+        return results, visit(output.args[0])

@@ -1,5 +1,11 @@
-"""The importer's error type."""
+"""The importer's error types."""
 
 
 class UnsupportedOperationError(ValueError):
     """The model uses an operation the importer does not map to lamina IR."""
+
+
+class InputError(IndexError):
+    """An input a compiled model cannot take: an index outside the rows of
+    the embedding, or a target outside the classes of the loss, it feeds
+    (PyTorch raises IndexError there too)."""

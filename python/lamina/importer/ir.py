@@ -8,7 +8,9 @@ is ever parsed back out of the text.
 """
 
 import dataclasses
+import math
 
+import numpy as np
 import torch
 
 from .. import lns
@@ -95,13 +97,46 @@ class Value:
 # -- attributes and literals ------------------------------------------------
 
 
-def float_literal(value):
-    """A float literal MLIR parses (1e-05 must read 1.0e-05)."""
-    text = repr(float(value))
+_FLOAT_BITS = {torch.float64: 64, torch.float32: 32, torch.float16: 16,
+               torch.bfloat16: 16}
+
+
+def float_literal(value, dtype=torch.float64):
+    """A float literal MLIR parses (1e-05 must read 1.0e-05; ±inf and NaN
+    as the bits of `dtype`, the type the literal is for)."""
+    value = float(value)
+    if not math.isfinite(value):
+        bits = torch.tensor([value], dtype=dtype)
+        integer = {64: torch.int64, 32: torch.int32, 16: torch.int16}[
+            _FLOAT_BITS[dtype]]
+        word = bits.view(integer).item() % (1 << _FLOAT_BITS[dtype])
+        return f"0x{word:0{_FLOAT_BITS[dtype] // 4}X}"
+    text = repr(value)
     mantissa, exponent = (text.split("e") + [None])[:2]
     if exponent is not None and "." not in mantissa:
         text = f"{mantissa}.0e{exponent}"
     return text
+
+
+def dense_literal(tensor):
+    """`dense<...>` of a constant tensor: a splat for equal elements, else
+    the elements' bytes in hex (booleans one bit each, as MLIR packs i1)."""
+    flat = tensor.detach().cpu().reshape(-1)
+    if flat.numel() and bool((flat == flat[0]).all()):
+        first = flat[0].item()
+        if isinstance(first, bool):
+            return f"dense<{'true' if first else 'false'}>"
+        if isinstance(first, float):
+            return f"dense<{float_literal(first, flat.dtype)}>"
+        return f"dense<{first}>"
+    if flat.dtype == torch.bool:
+        data = np.packbits(flat.numpy(), bitorder="little").tobytes()
+    elif flat.dtype == torch.bfloat16:
+        data = flat.view(torch.int16).numpy().astype("<i2").tobytes()
+    else:
+        array = flat.numpy()
+        data = array.astype(array.dtype.newbyteorder("<")).tobytes()
+    return f'dense<"0x{data.hex().upper()}">'
 
 
 def string(text):

@@ -1,10 +1,12 @@
 """import_model: a PyTorch model traced into a lamina module, and the
 ImportedModel describing how to call it."""
 
-from torch import fx
+import torch
 
 from . import ir
+from .errors import InputError
 from .emitter import Emitter
+from .formulas import recognise_gelu
 from .tracer import trace
 
 
@@ -17,8 +19,8 @@ class ImportedModel:
     """
 
     def __init__(self, text, entry, parameters, num_inputs, has_seed,
-                 num_results, single_result, argument_types=(),
-                 result_types=()):
+                 num_results, structure, argument_types=(),
+                 result_types=(), index_bounds=()):
         self.text = text
         self.entry = entry
         # (name, tensor) of each parameter argument, in argument order.
@@ -26,15 +28,44 @@ class ImportedModel:
         self.num_inputs = num_inputs
         self.has_seed = has_seed
         self.num_results = num_results
-        self.single_result = single_result
+        # What the model returns, with result indices for its tensors:
+        # 0, (0, None), (0, 1), [0, (1, 2)] ...
+        self.structure = structure
         self.argument_types = list(argument_types)
         self.result_types = list(result_types)
+        # (input position, rows, ignored index or None, what) of the int64
+        # inputs used as indices.
+        self.index_bounds = list(index_bounds)
+
+    def restructure(self, results):
+        """`results` (one per result of the function) in the structure the
+        model returns."""
+        def build(item):
+            if item is None:
+                return None
+            if isinstance(item, int):
+                return results[item]
+            return type(item)(build(i) for i in item)
+        return build(self.structure)
+
+    def check_indices(self, inputs):
+        """Raises InputError if an input used as indices has one outside
+        the rows (or classes) it indexes."""
+        for position, bound, ignored, what in self.index_bounds:
+            values = torch.as_tensor(inputs[position])
+            bad = (values < 0) | (values >= bound)
+            if ignored is not None:
+                bad &= values != ignored
+            if bool(bad.any()):
+                first = values[bad].reshape(-1)[0].item()
+                raise InputError(f"input {position} holds the index {first}, "
+                                 f"outside the {bound} rows of {what}")
 
 
 def import_model(model, example_inputs, world_size=1):
     """Traces `model` on `example_inputs` (tensors fixing the shapes) into
     a lamina module declaring `world_size` ranks."""
-    graph = trace(model, example_inputs)
+    graph = recognise_gelu(trace(model, example_inputs))
     emitter = Emitter(model)
     output = None
     for node in graph.nodes:
@@ -42,13 +73,12 @@ def import_model(model, example_inputs, world_size=1):
             output = node
             continue
         emitter.visit(node)
-    results = emitter.results(output)
+    results, structure = emitter.results(output)
     arguments = emitter.arguments()
     text = ir.function("forward", arguments, results, emitter.builder.body(),
                        world_size)
-    single = isinstance(output.args[0], fx.Node)
     return ImportedModel(text, "forward", emitter.parameters,
                          len(emitter.inputs), emitter.seed_value is not None,
-                         len(results), single and len(results) == 1,
+                         len(results), structure,
                          [a.type for a in arguments],
-                         [r.type for r in results])
+                         [r.type for r in results], emitter.index_bounds)

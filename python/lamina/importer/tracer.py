@@ -116,23 +116,24 @@ class Tracer(fx.Tracer):
             if self._inputs:
                 return self._inputs.pop(0)
             return args[0] if args else None  # a specialised default
-        if kind == "get_attr":
-            value = self.root
-            for part in target.split("."):
-                value = getattr(value, part)
-            return value
         args, kwargs = _value_of(args), _value_of(kwargs)
-        if kind == "call_function":
-            return target(*args, **kwargs)
-        if kind == "call_method":
-            return getattr(args[0], target)(*args[1:], **kwargs)
-        if kind == "call_module":
-            self._evaluating = True
-            try:
+        # Module attributes and calls as in eager mode, not traced again.
+        self._evaluating = True
+        try:
+            if kind == "get_attr":
+                value = self.root
+                for part in target.split("."):
+                    value = getattr(value, part)
+                return value
+            if kind == "call_function":
+                return target(*args, **kwargs)
+            if kind == "call_method":
+                return getattr(args[0], target)(*args[1:], **kwargs)
+            if kind == "call_module":
                 return self.root.get_submodule(target)(*args, **kwargs)
-            finally:
-                self._evaluating = False
-        return None
+            return None
+        finally:
+            self._evaluating = False
 
     def create_proxy(self, kind, target, args, kwargs, name=None,
                      type_expr=None, proxy_factory_fn=None):
@@ -237,16 +238,21 @@ def unsharded_fused_qkv(model):
 
 
 def _specialised_arguments(model, example_inputs):
-    """The forward's parameters after the example inputs, bound to their
-    defaults (``targets=None``): the trace takes their branch."""
+    """The forward's parameters that are not tensors: example inputs that
+    are not (``None``), and the parameters after the example inputs bound
+    to their defaults (``targets=None``). The trace takes their branch."""
     try:
         parameters = list(inspect.signature(model.forward).parameters.values())
     except (TypeError, ValueError):
         return {}
-    rest = parameters[len(example_inputs):]
-    return {p.name: p.default for p in rest
-            if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and
-            p.default is not inspect.Parameter.empty}
+    named = [p for p in parameters
+             if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    specialised = {p.name: x for p, x in zip(named, example_inputs)
+                   if not isinstance(x, torch.Tensor)}
+    specialised.update({p.name: p.default
+                        for p in named[len(example_inputs):]
+                        if p.default is not inspect.Parameter.empty})
+    return specialised
 
 
 def trace(model, example_inputs):
@@ -259,7 +265,8 @@ def trace(model, example_inputs):
         # The model's own errors on these inputs are the user's: they show
         # as in eager mode. Lazy layers take their input width here too.
         model(*example_inputs)
-        tracer = Tracer(example_inputs)
+        tracer = Tracer([x for x in example_inputs
+                         if isinstance(x, torch.Tensor)])
         graph = tracer.trace(
             traced, concrete_args=_specialised_arguments(traced,
                                                          example_inputs))

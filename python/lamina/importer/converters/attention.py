@@ -1,5 +1,5 @@
-"""Attention's arithmetic: batched matmuls (linalg) and softmax
-(`lamina.softmax`, lowered in C++)."""
+"""Attention's arithmetic: batched matmuls (linalg), masked fills and
+softmax (`lamina.masked_fill`, `lamina.softmax`, lowered in C++)."""
 
 import math
 import operator
@@ -69,3 +69,34 @@ def softmax(emitter, node):
     """`lamina.softmax` over the given dim."""
     dim = node.kwargs.get("dim", node.args[1] if len(node.args) > 1 else None)
     return _softmax(emitter, node, dim)
+
+
+@converts("masked_fill", torch.masked_fill)
+def masked_fill(emitter, node):
+    """`lamina.masked_fill`: a number where a boolean mask is true (a causal
+    mask sliced from a buffer is a constant), the mask broadcast."""
+    x = emitter.float_value(node, node.args[0])
+    mask = emitter.value(node, emitter.argument(node, 1, "mask"))
+    value = emitter.argument(node, 2, "value")
+    if mask.type.element != ir.I1:
+        emitter.fail(node, f"masked_fill with a {mask.type.element} mask")
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        emitter.fail(node, f"masked_fill with the value {value!r} (a "
+                     "number)")
+    lead = x.type.rank - mask.type.rank
+    if lead < 0 or any(m not in (1, s) for m, s in
+                       zip(mask.type.shape, x.type.shape[lead:])):
+        emitter.fail(node, f"masked_fill of {list(x.type.shape)} with a mask "
+                     f"of {list(mask.type.shape)}")
+    if lead:
+        # Leading unit dims, as broadcasting adds them.
+        full = mask.type.with_shape((1,) * lead + mask.type.shape)
+        groups = [list(range(lead + 1))] + [[d] for d in range(
+            lead + 1, full.rank)] if mask.type.rank else []
+        mask = expand_shape(emitter.builder, mask, groups, full)
+    path = emitter.path(node)
+    named = [ir.string(path)] if path else []
+    return emitter.builder.op(
+        "lamina.masked_fill", *named, ir.operand_list(x, mask), "value",
+        ir.float_literal(value), types=f"{x.type}, {mask.type}",
+        results=[x.type])

@@ -1,30 +1,23 @@
 """Shapes: view / reshape that split or merge neighbouring dims, permute /
-transpose, contiguous, and the indexing the tracer leaves behind (a
-layer's several results, shape arithmetic)."""
+transpose, contiguous, unit dims, split, and indexing (slices, ints and
+lists of ints; a layer's several results)."""
 
 import operator
+
+import torch
 
 from .. import ir
 from . import converts
 from .upstream import collapse_shape, empty, expand_shape
 
 
-@converts("view", "reshape")
+@converts("view", "reshape", torch.reshape)
 def reshape(emitter, node):
     """`tensor.expand_shape` / `collapse_shape` (splitting or merging
-    neighbouring dims); nothing for the same shape."""
+    neighbouring dims, adding or dropping unit dims); nothing for the same
+    shape."""
     x = emitter.value(node, node.args[0])
-    source, target = emitter.shape(node.args[0]), emitter.shape(node)
-    result = emitter.result_type(node)
-    if source == target:
-        return x
-    groups = _reassociation(source, target)
-    if groups is None:
-        emitter.fail(node, f"reshape {list(source)} → {list(target)} (only "
-                     "splitting or merging neighbouring dimensions)")
-    if len(target) > len(source):
-        return expand_shape(emitter.builder, x, groups, result)
-    return collapse_shape(emitter.builder, x, groups, result)
+    return reshape_to(emitter, node, x, emitter.shape(node))
 
 
 @converts("contiguous")
@@ -66,30 +59,159 @@ def _transpose(emitter, node, permutation):
 
 @converts(operator.getitem)
 def getitem(emitter, node):
-    """One of a layer's several results (q, k, v = qkv(x)); nothing for
-    shape arithmetic (x.shape[0])."""
+    """One of several results (`q, k, v = x.split(C, dim=2)`, a layer's);
+    indexing a tensor with ints, slices, `None`, `...` and lists of ints
+    (`x[:, -1, :]`, `x[:, [-1], :]`, `mask[:, :, :T, :T]`):
+    `tensor.extract_slice` (a `tensor.concat` of slices for a list of
+    several), then the unit dims dropped or added."""
     base = emitter.values.get(node.args[0])
     if isinstance(base, list):
         return base[node.args[1]]
-    if "tensor_meta" not in node.meta:
-        return None  # the consumers' shapes suffice
-    emitter.fail(node, "function getitem")
+    x = emitter.value(node, node.args[0])
+    index = node.args[1]
+    index = index if isinstance(index, tuple) else (index,)
+    if sum(i is Ellipsis for i in index) > 1:
+        emitter.fail(node, "an index with two ellipses")
+    named = [i for i in index if i is not None and i is not Ellipsis]
+    if Ellipsis in index:
+        at = index.index(Ellipsis)
+        fill = (slice(None),) * (x.type.rank - len(named))
+        index = index[:at] + fill + index[at + 1:]
+    named = [i for i in index if i is not None]
+    if len(named) > x.type.rank:
+        emitter.fail(node, f"an index of {len(named)} dims into a tensor of "
+                     f"rank {x.type.rank}")
+    named += [slice(None)] * (x.type.rank - len(named))
+    lists = [d for d, i in enumerate(named) if isinstance(i, list)]
+    if len(lists) > 1:
+        emitter.fail(node, "indexing with lists in two dims")
+    offsets, sizes, strides = [], [], []
+    for dim, (i, size) in enumerate(zip(named, x.type.shape)):
+        if isinstance(i, bool) or not isinstance(i, (int, slice, list)):
+            emitter.fail(node, f"an index {i!r} (tensor indices are not "
+                         "imported)")
+        if isinstance(i, int):
+            if not -size <= i < size:
+                emitter.fail(node, f"index {i} of a dim of size {size}")
+            offsets.append(i % size), sizes.append(1), strides.append(1)
+        elif isinstance(i, slice):
+            start, stop, step = i.indices(size)
+            if step <= 0:
+                emitter.fail(node, "a slice with a step that is not positive")
+            offsets.append(start)
+            sizes.append(max(0, -(-(stop - start) // step)))
+            strides.append(step)
+        else:
+            offsets.append(0), sizes.append(size), strides.append(1)
+    if 0 in sizes:
+        emitter.fail(node, "an index selecting no element")
+    picked = _slice(emitter.builder, x, offsets, sizes, strides)
+    if lists:
+        dim = lists[0]
+        rows = named[dim]
+        if not rows or not all(isinstance(r, int) and
+                               -x.type.shape[dim] <= r < x.type.shape[dim]
+                               for r in rows):
+            emitter.fail(node, f"index list {rows} of a dim of size "
+                         f"{x.type.shape[dim]}")
+        parts = []
+        for r in rows:
+            part_offsets, part_sizes = list(offsets), list(sizes)
+            part_offsets[dim], part_sizes[dim] = r % x.type.shape[dim], 1
+            parts.append(_slice(emitter.builder, x, part_offsets, part_sizes,
+                                strides))
+        picked = parts[0] if len(parts) == 1 else _concat(
+            emitter.builder, parts, dim)
+    return reshape_to(emitter, node, picked, emitter.shape(node))
 
 
-@converts(getattr)
-def attribute(emitter, node):
-    """Nothing: shape arithmetic (x.shape) is read from the consumers'
-    shapes."""
-    if "tensor_meta" not in node.meta:
-        return None
-    emitter.fail(node, "function getattr")
+def _slice(builder, x, offsets, sizes, strides):
+    """`tensor.extract_slice` keeping every dim."""
+    if list(offsets) == [0] * len(offsets) and \
+            tuple(sizes) == x.type.shape and set(strides) <= {1}:
+        return x
+    result = x.type.with_shape(sizes)
+    return builder.op("tensor.extract_slice",
+                      f"{x}{ir.int_list(offsets)}{ir.int_list(sizes)}"
+                      f"{ir.int_list(strides)}",
+                      types=f"{x.type} to {result}", results=[result])
+
+
+def _concat(builder, parts, dim):
+    shape = list(parts[0].type.shape)
+    shape[dim] = sum(p.type.shape[dim] for p in parts)
+    result = parts[0].type.with_shape(shape)
+    return builder.op(f"tensor.concat dim({dim})",
+                      ir.operand_list(*parts),
+                      types=ir.function_type([p.type for p in parts],
+                                             [result]),
+                      results=[result])
+
+
+@converts("split", torch.split)
+def split(emitter, node):
+    """`tensor.extract_slice` per part along the dim (`x.split(C, dim=2)`,
+    or a list of sizes)."""
+    x = emitter.value(node, node.args[0])
+    sizes = emitter.argument(node, 1, "split_size_or_sections")
+    if sizes is None:
+        sizes = emitter.argument(node, 1, "split_size")
+    dim = emitter.argument(node, 2, "dim", 0) % x.type.rank
+    length = x.type.shape[dim]
+    if isinstance(sizes, int) and not isinstance(sizes, bool) and sizes > 0:
+        sizes = [min(sizes, length - start)
+                 for start in range(0, length, sizes)]
+    if not isinstance(sizes, (list, tuple)) or sum(sizes) != length:
+        emitter.fail(node, f"split of a dim of size {length} into {sizes}")
+    parts, start = [], 0
+    for size in sizes:
+        offsets = [0] * x.type.rank
+        shape = list(x.type.shape)
+        offsets[dim], shape[dim] = start, size
+        parts.append(_slice(emitter.builder, x, offsets, shape,
+                            [1] * x.type.rank))
+        start += size
+    return parts
+
+
+@converts("unsqueeze", torch.unsqueeze, "squeeze", torch.squeeze)
+def unit_dims(emitter, node):
+    """`tensor.expand_shape` / `collapse_shape` adding or dropping unit
+    dims."""
+    x = emitter.value(node, node.args[0])
+    return reshape_to(emitter, node, x, emitter.shape(node))
+
+
+def reshape_to(emitter, node, x, shape):
+    """`x` reshaped to `shape` when the two differ only by unit dims or by
+    merging / splitting neighbours: a collapse, an expand, or a collapse to
+    the dims that are not 1 and then an expand."""
+    source, target = x.type.shape, tuple(shape)
+    if source == target:
+        return x
+    result = x.type.with_shape(target)
+    groups = _reassociation(source, target)
+    builder = emitter.builder
+    if groups is not None:
+        if len(target) > len(source):
+            return expand_shape(builder, x, groups, result)
+        return collapse_shape(builder, x, groups, result)
+    squeezed = tuple(s for s in source if s != 1)
+    if squeezed != tuple(s for s in target if s != 1):
+        emitter.fail(node, f"reshape {list(source)} → {list(target)}")
+    middle = reshape_to(emitter, node, x, squeezed)
+    return reshape_to(emitter, node, middle, target)
 
 
 def _reassociation(source, target):
     """Groups of `target` dims forming each `source` dim (expand), or of
     `source` dims forming each `target` dim (collapse); None otherwise."""
+    if len(target) == len(source):
+        return None
     expand = len(target) > len(source)
     big, small = (target, source) if expand else (source, target)
+    if not small:
+        return [] if all(s == 1 for s in big) else None
     groups, index = [], 0
     for size in small:
         group, product = [], 1
@@ -98,7 +220,7 @@ def _reassociation(source, target):
             product *= big[index]
             index += 1
         # Trailing unit dims join the last group.
-        if product != size:
+        if product != size or not group:
             return None
         groups.append(group)
     while index < len(big) and big[index] == 1 and groups:
