@@ -29,9 +29,16 @@ converters, then rerun the script.
 
 Family is the converter's module in `converters/`; a subclass of a listed
 module class imports as its base. Anything else raises
-`lamina.UnsupportedOperationError` naming the op and its module. Methods
-and functions that give no tensor (`x.size()`, `x.shape[0]`) are shape
-arithmetic: the importer reads shapes from the traced tensors instead.
+`lamina.UnsupportedOperationError` naming the op and its module.
+
+The tracer runs the model on its example inputs with concrete values:
+shape code (`B, T, C = x.size()`, `C // n_head`, `assert t <= n`) is
+plain Python and never reaches these tables, and tensors that depend on no
+input (a causal mask sliced from a buffer, `torch.arange(t)`) become
+constants. Arguments after the example inputs take their defaults
+(`targets=None`), and the trace follows the branch they choose. A
+hand-written GELU (tanh or erf formula) is recognised before conversion
+(`importer/formulas.py`) and imports as `F.gelu`.
 """
 
 

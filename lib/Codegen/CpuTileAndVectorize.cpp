@@ -243,8 +243,17 @@ planElementwise(linalg::GenericOp op) {
   return sizes;
 }
 
+/// Whether `op` reads a tensor at computed indices (an embedding's
+/// gather): its vectorization must be told to handle n-D tensor.extract
+/// (a contiguous load along the row, a gather otherwise).
+static bool hasExtract(Operation *op) {
+  return op->walk([](tensor::ExtractOp) { return WalkResult::interrupt(); })
+      .wasInterrupted();
+}
+
 static std::string buildElementwiseSchedule(unsigned index,
-                                            ArrayRef<int64_t> sizes) {
+                                            ArrayRef<int64_t> sizes,
+                                            bool extracts = false) {
   std::string types = "(!transform.any_op";
   for (size_t i = 0; i < sizes.size(); ++i)
     types += ", !transform.any_op";
@@ -254,8 +263,10 @@ static std::string buildElementwiseSchedule(unsigned index,
              "i64} in %root : (!transform.any_op) -> !transform.any_op\n"
              "  %v{0}, %v{0}_loops:{2} = transform.structured.tile_using_for "
              "%t{0} tile_sizes {3} : (!transform.any_op) -> {4}\n"
-             "  transform.structured.vectorize %v{0} : !transform.any_op\n",
-             index, kTargetAttr, sizes.size(), tileSizes(sizes), types)
+             "  transform.structured.vectorize %v{0} {5}: "
+             "!transform.any_op\n",
+             index, kTargetAttr, sizes.size(), tileSizes(sizes), types,
+             extracts ? "{vectorize_nd_extract} " : "")
       .str();
 }
 
@@ -320,7 +331,7 @@ struct LaminaCpuTileAndVectorizePass
           op->setAttr(kTargetAttr, IntegerAttr::get(
                                        IntegerType::get(&getContext(), 64),
                                        index));
-          body += buildElementwiseSchedule(index++, *sizes);
+          body += buildElementwiseSchedule(index++, *sizes, hasExtract(op));
         }
         return;
       }

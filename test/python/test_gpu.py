@@ -206,7 +206,7 @@ def test_result_types_of_lns_and_float_entry_points():
     from lamina.importer import ImportedModel, ir
 
     imported = ImportedModel(
-        "", "forward", [], 1, False, 2, False,
+        "", "forward", [], 1, False, 2, (0, 1),
         argument_types=[ir.TensorType((4, 8), ir.LnsNumber(f=10))],
         result_types=[ir.TensorType((4, 16), ir.LnsNumber(f=10)),
                       ir.TensorType((2, 3), ir.BF16)])

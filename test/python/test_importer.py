@@ -80,7 +80,7 @@ def test_imported_model_carries_typed_signature():
         "tensor<4x16xf32>", "tensor<32x16xf32>", "tensor<32xf32>",
         "tensor<8x32xf32>", "tensor<8xf32>", "i64"]
     assert imported.result_types == [ir.TensorType((4, 8), ir.F32)]
-    assert imported.has_seed and imported.single_result
+    assert imported.has_seed and imported.structure == 0
     half = import_model(nn.Linear(16, 8).to(torch.bfloat16),
                         (x.to(torch.bfloat16),))
     (result,) = half.result_types
@@ -93,7 +93,7 @@ def test_several_results_are_typed_like_the_eager_ones():
     imported = import_model(model, (x,))
     assert [(t.shape, t.element.dtype) for t in imported.result_types] == \
         [(tuple(r.shape), r.dtype) for r in model(x)]
-    assert not imported.single_result
+    assert imported.structure == (0, 1, 2)
 
 
 class Norms(nn.Module):

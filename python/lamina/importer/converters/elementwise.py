@@ -78,6 +78,9 @@ def _name(node):
 
 
 def _binary(emitter, node, op, lhs, rhs):
+    for operand in (lhs, rhs):
+        if isinstance(operand, fx.Node):
+            emitter.float_value(node, operand)
     result = emitter.result_type(node)
     if not result.element.is_float:
         emitter.fail(node, f"{_name(node)} on {result.element} tensors")
