@@ -20,6 +20,29 @@ def twins(make, config=CONFIG):
     return model, twin
 
 
+_BUILT = {}
+
+
+def built(make):
+    """(model, compiled, eager twin) with the initial weights: one compiled
+    module per model class for the whole file (its programs compile once
+    per input shape and mode), its weights reset in place."""
+    if make not in _BUILT:
+        model, _ = twins(make)
+        _BUILT[make] = (model, lamina.build(lamina.create_schedule(model)),
+                        {k: v.clone() for k, v in model.state_dict().items()})
+    model, compiled, initial = _BUILT[make]
+    with torch.no_grad():
+        model.load_state_dict(initial)
+    for parameter in model.parameters():
+        parameter.grad = None
+    model.train()
+    compiled.train()
+    twin = make(CONFIG)
+    twin.load_state_dict(initial)
+    return model, compiled, twin
+
+
 def batch(seed=0, b=2, t=8):
     generator = torch.Generator().manual_seed(seed)
     idx = torch.randint(0, CONFIG.vocab_size, (b, t), generator=generator)
@@ -43,9 +66,8 @@ def loss_of(model, idx, targets):
 @pytest.mark.parametrize("make", [HandWrittenGPT, TiedGPT])
 @pytest.mark.parametrize("mode", ["eval", "train"])
 def test_logits_match_eager(make, mode):
-    model, twin = twins(make)
-    model.train(mode == "train"), twin.train(mode == "train")
-    compiled = lamina.build(lamina.create_schedule(model))
+    model, compiled, twin = built(make)
+    compiled.train(mode == "train"), twin.train(mode == "train")
     idx, _ = batch()
     got, want = compiled(idx), twin(idx)
     if make is TiedGPT:
@@ -57,8 +79,7 @@ def test_logits_match_eager(make, mode):
 
 @pytest.mark.parametrize("make", [HandWrittenGPT, TiedGPT])
 def test_loss_and_gradients_match_eager(make):
-    model, twin = twins(make)
-    compiled = lamina.build(lamina.create_schedule(model))
+    model, compiled, twin = built(make)
     idx, targets = batch()
     logits, loss = loss_of(compiled, idx, targets)
     want_logits, want_loss = loss_of(twin, idx, targets)
@@ -75,8 +96,7 @@ def test_loss_and_gradients_match_eager(make):
 
 
 def test_tied_head_weight_is_one_parameter_with_both_gradients():
-    model, twin = twins(TiedGPT)
-    compiled = lamina.build(lamina.create_schedule(model))
+    model, compiled, twin = built(TiedGPT)
     parameters = dict(compiled.named_parameters())
     # Registered once, under its first name, as named_parameters() does.
     assert parameters["transformer.wte.weight"] is model.lm_head.weight
@@ -90,8 +110,7 @@ def test_tied_head_weight_is_one_parameter_with_both_gradients():
 
 @pytest.mark.parametrize("make", [HandWrittenGPT, TiedGPT])
 def test_optimizer_steps_give_the_eager_losses(make):
-    model, twin = twins(make)
-    compiled = lamina.build(lamina.create_schedule(model))
+    model, compiled, twin = built(make)
     ours = torch.optim.AdamW(compiled.parameters(), lr=1e-2)
     theirs = torch.optim.AdamW(twin.parameters(), lr=1e-2)
     losses = []
@@ -127,8 +146,7 @@ def test_training_mode_dropout_is_seeded_and_trains():
 
 
 def test_a_longer_sequence_than_the_block_fails_as_in_eager():
-    model, _ = twins(TiedGPT)
-    compiled = lamina.build(lamina.create_schedule(model))
+    _, compiled, _ = built(TiedGPT)
     idx = torch.zeros(1, CONFIG.block_size + 1, dtype=torch.long)
     with pytest.raises(AssertionError, match="Cannot forward sequence"):
         compiled(idx)

@@ -1,0 +1,117 @@
+// RUN: lamina-opt %s --convert-lamina-to-linalg --split-input-file | FileCheck %s
+
+// nn.Embedding: y[b, t, c] = W[clamp(idx[b, t], 0, V - 1), c], a gather
+// generic over the result whose body reads the weight at the index.
+// CHECK-DAG: #[[IDX:.+]] = affine_map<(d0, d1, d2) -> (d0, d1)>
+// CHECK-DAG: #[[OUT:.+]] = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+// CHECK-LABEL: func.func @embedding
+// CHECK-SAME: (%[[I:[a-z0-9]+]]: tensor<2x8xi64>, %[[W:[a-z0-9]+]]: tensor<64x32xf32>)
+// CHECK: linalg.generic {indexing_maps = [#[[IDX]], #[[OUT]]], iterator_types = ["parallel", "parallel", "parallel"]} ins(%[[I]] : tensor<2x8xi64>)
+// CHECK: ^bb0(%[[V:.+]]: i64, %{{.+}}: f32):
+// CHECK: %[[CAST:.+]] = arith.index_cast %[[V]] : i64 to index
+// CHECK: %[[LOW:.+]] = arith.maxsi %[[CAST]], %c0
+// CHECK: %[[ROW:.+]] = arith.minsi %[[LOW]], %c63
+// CHECK: %[[COL:.+]] = linalg.index 2 : index
+// CHECK: %[[E:.+]] = tensor.extract %[[W]][%[[ROW]], %[[COL]]] : tensor<64x32xf32>
+// CHECK: linalg.yield %[[E]] : f32
+func.func @embedding(%idx: tensor<2x8xi64>, %w: tensor<64x32xf32>) -> tensor<2x8x32xf32> {
+  %0 = lamina.embedding "wte" %idx, %w : (tensor<2x8xi64>, tensor<64x32xf32>) -> tensor<2x8x32xf32>
+  return %0 : tensor<2x8x32xf32>
+}
+
+// -----
+
+// Its gradient: zeros [V, C], then token by token (16 = 2·8 of them) the
+// cotangent's row added into the weight row it was read from, unless the
+// index is outside [0, 64) or the padding row 3.
+// CHECK-LABEL: func.func @embedding_grad
+// CHECK-SAME: (%[[I:[a-z0-9]+]]: tensor<2x8xi64>, %[[DY:[a-z0-9]+]]: tensor<2x8x32xf32>)
+// CHECK: %[[FI:.+]] = tensor.collapse_shape %[[I]] {{\[}}[0, 1]] : tensor<2x8xi64> into tensor<16xi64>
+// CHECK: %[[FDY:.+]] = tensor.collapse_shape %[[DY]] {{\[}}[0, 1], [2]] : tensor<2x8x32xf32> into tensor<16x32xf32>
+// CHECK: %[[ZEROS:.+]] = linalg.fill ins(%{{.+}} : f32) outs(%{{.+}} : tensor<64x32xf32>)
+// CHECK: scf.for %[[N:.+]] = %c0 to %c16 step %c1 iter_args(%[[ACC:.+]] = %[[ZEROS]]) -> (tensor<64x32xf32>)
+// CHECK: %[[V:.+]] = tensor.extract %[[FI]][%[[N]]] : tensor<16xi64>
+// CHECK: arith.cmpi sge, %[[V]], %c0_i64
+// CHECK: arith.cmpi slt, %[[V]], %c64_i64
+// CHECK: arith.cmpi ne, %[[V]], %c3_i64
+// CHECK: %[[SRC:.+]] = tensor.extract_slice %[[FDY]][%[[N]], 0] [1, 32] [1, 1] : tensor<16x32xf32> to tensor<32xf32>
+// CHECK: %[[DST:.+]] = tensor.extract_slice %[[ACC]][%[[R:.+]], 0] [1, 32] [1, 1] : tensor<64x32xf32> to tensor<32xf32>
+// CHECK: %[[SUM:.+]] = linalg.generic {{.*}} ins(%[[SRC]] : tensor<32xf32>) outs(%[[DST]] : tensor<32xf32>)
+// CHECK: arith.addf
+// CHECK: arith.select
+// CHECK: %[[NEXT:.+]] = tensor.insert_slice %[[SUM]] into %[[ACC]][%[[R]], 0] [1, 32] [1, 1]
+// CHECK: scf.yield %[[NEXT]] : tensor<64x32xf32>
+func.func @embedding_grad(%idx: tensor<2x8xi64>, %dy: tensor<2x8x32xf32>) -> tensor<64x32xf32> {
+  %0 = lamina.embedding_grad %idx, %dy padding_idx 3 : (tensor<2x8xi64>, tensor<2x8x32xf32>) -> tensor<64x32xf32>
+  return %0 : tensor<64x32xf32>
+}
+
+// -----
+
+// masked_fill with a causal mask [1, 1, T, T] over scores [B, H, T, T]:
+// the mask's broadcast dims read its element 0; -inf as f32.
+// CHECK-DAG: #[[FULL:.+]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+// CHECK-DAG: #[[MASK:.+]] = affine_map<(d0, d1, d2, d3) -> (0, 0, d2, d3)>
+// CHECK-LABEL: func.func @masked_fill
+// CHECK: %[[NEGINF:.+]] = arith.constant 0xFF800000 : f32
+// CHECK: linalg.generic {indexing_maps = [#[[FULL]], #[[MASK]], #[[FULL]]], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+// CHECK: ^bb0(%[[X:.+]]: f32, %[[M:.+]]: i1, %{{.+}}: f32):
+// CHECK: %[[Y:.+]] = arith.select %[[M]], %[[NEGINF]], %[[X]] : f32
+// CHECK: linalg.yield %[[Y]] : f32
+func.func @masked_fill(%s: tensor<2x4x8x8xf32>, %m: tensor<1x1x8x8xi1>) -> tensor<2x4x8x8xf32> {
+  %0 = lamina.masked_fill %s, %m value 0xFFF0000000000000 : tensor<2x4x8x8xf32>, tensor<1x1x8x8xi1>
+  return %0 : tensor<2x4x8x8xf32>
+}
+
+// -----
+
+// Cross-entropy, mean over the targets that are not -1:
+//   max_n = max_v x, s_n = Σ_v exp(x − max_n), p_n = Σ_v [v = t_n]·x,
+//   loss = Σ_n [t_n ≠ −1]·(log s_n + max_n − p_n) / Σ_n [t_n ≠ −1].
+// CHECK-LABEL: func.func @cross_entropy
+// CHECK: %[[MAX:.+]] = linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]
+// CHECK: arith.maximumf
+// CHECK: %[[S:.+]] = linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]
+// CHECK: math.exp
+// CHECK: %[[P:.+]] = linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]
+// CHECK: %[[V:.+]] = linalg.index 1 : index
+// CHECK: arith.cmpi eq
+// CHECK: %[[TOTAL:.+]] = linalg.generic {{.*}} iterator_types = ["reduction"]} ins(%[[MAX]], %[[S]], %[[P]], %{{.+}} : tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xi64>) outs(%{{.+}} : tensor<f32>)
+// CHECK: math.log
+// CHECK: arith.cmpi ne, %{{.+}}, %c-1_i64
+// CHECK: %[[COUNT:.+]] = linalg.generic {{.*}} iterator_types = ["reduction"]} ins(%{{.+}} : tensor<16xi64>) outs(%{{.+}} : tensor<f32>)
+// CHECK: %[[MEAN:.+]] = arith.divf %[[TOTAL]], %[[COUNT]] : tensor<f32>
+// CHECK: return %[[MEAN]]
+func.func @cross_entropy(%x: tensor<16x64xf32>, %t: tensor<16xi64>) -> tensor<f32> {
+  %0 = lamina.cross_entropy %x, %t ignore_index -1 : (tensor<16x64xf32>, tensor<16xi64>) -> tensor<f32>
+  return %0 : tensor<f32>
+}
+
+// -----
+
+// Summed: no count.
+// CHECK-LABEL: func.func @summed_cross_entropy
+// CHECK-NOT: arith.divf
+// CHECK: return
+func.func @summed_cross_entropy(%x: tensor<16x64xf32>, %t: tensor<16xi64>) -> tensor<f32> {
+  %0 = lamina.cross_entropy %x, %t ignore_index -1 sum : (tensor<16x64xf32>, tensor<16xi64>) -> tensor<f32>
+  return %0 : tensor<f32>
+}
+
+// -----
+
+// Its gradient (sum): dx = dl·(exp(x − max_n)/s_n − [v = t_n]), zero rows
+// for ignored targets; the 0-d cotangent broadcast by an empty map.
+// CHECK-DAG: #[[SCALAR:.+]] = affine_map<(d0, d1) -> ()>
+// CHECK-LABEL: func.func @cross_entropy_grad
+// CHECK-SAME: %[[DL:[a-z0-9]+]]: tensor<f32>)
+// CHECK: linalg.generic {indexing_maps = [#{{.+}}, #{{.+}}, #{{.+}}, #{{.+}}, #[[SCALAR]], #{{.+}}], iterator_types = ["parallel", "parallel"]} ins(%{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %[[DL]] : tensor<16x64xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xi64>, tensor<f32>)
+// CHECK: %[[E:.+]] = math.exp
+// CHECK: %[[PROB:.+]] = arith.divf %[[E]]
+// CHECK: %[[HOT:.+]] = arith.select
+// CHECK: %[[D:.+]] = arith.subf %[[PROB]], %[[HOT]]
+// CHECK: arith.mulf %{{.+}}, %[[D]]
+func.func @cross_entropy_grad(%x: tensor<16x64xf32>, %t: tensor<16xi64>, %dl: tensor<f32>) -> tensor<16x64xf32> {
+  %0 = lamina.cross_entropy_grad %x, %t, %dl ignore_index -1 sum : (tensor<16x64xf32>, tensor<16xi64>, tensor<f32>) -> tensor<16x64xf32>
+  return %0 : tensor<16x64xf32>
+}

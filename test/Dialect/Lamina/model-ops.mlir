@@ -1,0 +1,31 @@
+// RUN: lamina-opt %s | lamina-opt | FileCheck %s
+// RUN: lamina-opt %s --mlir-print-op-generic | lamina-opt | FileCheck %s
+
+// CHECK-LABEL: func.func @embedding
+func.func @embedding(%idx: tensor<2x8xi64>, %w: tensor<64x32xf32>, %dy: tensor<2x8x32xf32>) -> (tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<64x32xf32>) {
+  // CHECK: lamina.embedding "transformer.wte" %{{.*}}, %{{.*}} : (tensor<2x8xi64>, tensor<64x32xf32>) -> tensor<2x8x32xf32>
+  %0 = lamina.embedding "transformer.wte" %idx, %w : (tensor<2x8xi64>, tensor<64x32xf32>) -> tensor<2x8x32xf32>
+  // CHECK: lamina.embedding "pad" %{{.*}}, %{{.*}} padding_idx 0 : (tensor<2x8xi64>, tensor<64x32xf32>) -> tensor<2x8x32xf32>
+  %1 = lamina.embedding "pad" %idx, %w padding_idx 0 : (tensor<2x8xi64>, tensor<64x32xf32>) -> tensor<2x8x32xf32>
+  // CHECK: lamina.embedding_grad %{{.*}}, %{{.*}} padding_idx 0 : (tensor<2x8xi64>, tensor<2x8x32xf32>) -> tensor<64x32xf32>
+  %2 = lamina.embedding_grad %idx, %dy padding_idx 0 : (tensor<2x8xi64>, tensor<2x8x32xf32>) -> tensor<64x32xf32>
+  return %0, %1, %2 : tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<64x32xf32>
+}
+
+// CHECK-LABEL: func.func @masked_fill
+func.func @masked_fill(%s: tensor<2x4x8x8xf32>, %m: tensor<1x1x8x8xi1>) -> tensor<2x4x8x8xf32> {
+  // CHECK: lamina.masked_fill "h.0.attn" %{{.*}}, %{{.*}} value 0xFFF0000000000000 : tensor<2x4x8x8xf32>, tensor<1x1x8x8xi1>
+  %0 = lamina.masked_fill "h.0.attn" %s, %m value 0xFFF0000000000000 : tensor<2x4x8x8xf32>, tensor<1x1x8x8xi1>
+  return %0 : tensor<2x4x8x8xf32>
+}
+
+// CHECK-LABEL: func.func @cross_entropy
+func.func @cross_entropy(%x: tensor<16x64xf32>, %t: tensor<16xi64>, %dl: tensor<f32>) -> (tensor<f32>, tensor<f32>, tensor<16x64xf32>) {
+  // CHECK: lamina.cross_entropy %{{.*}}, %{{.*}} ignore_index -1 : (tensor<16x64xf32>, tensor<16xi64>) -> tensor<f32>
+  %0 = lamina.cross_entropy %x, %t ignore_index -1 : (tensor<16x64xf32>, tensor<16xi64>) -> tensor<f32>
+  // CHECK: lamina.cross_entropy %{{.*}}, %{{.*}} ignore_index -100 sum : (tensor<16x64xf32>, tensor<16xi64>) -> tensor<f32>
+  %1 = lamina.cross_entropy %x, %t ignore_index -100 sum : (tensor<16x64xf32>, tensor<16xi64>) -> tensor<f32>
+  // CHECK: lamina.cross_entropy_grad %{{.*}}, %{{.*}}, %{{.*}} ignore_index -1 : (tensor<16x64xf32>, tensor<16xi64>, tensor<f32>) -> tensor<16x64xf32>
+  %2 = lamina.cross_entropy_grad %x, %t, %dl ignore_index -1 : (tensor<16x64xf32>, tensor<16xi64>, tensor<f32>) -> tensor<16x64xf32>
+  return %0, %1, %2 : tensor<f32>, tensor<f32>, tensor<16x64xf32>
+}
