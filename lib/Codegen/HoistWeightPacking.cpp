@@ -48,10 +48,13 @@ struct LaminaHoistWeightPackingPass
   void runOnOperation() override {
     ModuleOp module = getOperation();
     MLIRContext *context = &getContext();
-    SmallVector<NamedAttribute> plan;
+    SmallVector<NamedAttribute> plan, sources;
     if (auto existing = module->getAttrOfType<DictionaryAttr>(
             LaminaDialect::kWeightPackingAttrName))
       plan.assign(existing.begin(), existing.end());
+    if (auto existing = module->getAttrOfType<DictionaryAttr>(
+            LaminaDialect::kWeightPackingSourcesAttrName))
+      sources.assign(existing.begin(), existing.end());
 
     for (auto function :
          llvm::to_vector(module.getOps<func::FuncOp>())) {
@@ -94,8 +97,10 @@ struct LaminaHoistWeightPackingPass
       Block &entry = function.getBody().front();
       SmallVector<DictionaryAttr> argAttrs;
       function.getAllArgAttrs(argAttrs);
+      SmallVector<int64_t> sourceNumbers;
       for (linalg::PackOp pack : packs) {
         auto source = cast<BlockArgument>(pack.getSource());
+        sourceNumbers.push_back(source.getArgNumber());
         argAttrs.push_back(argAttrs[source.getArgNumber()]);
         BlockArgument argument =
             entry.addArgument(pack.getDestType(), pack.getLoc());
@@ -114,10 +119,15 @@ struct LaminaHoistWeightPackingPass
         typeAttrs.push_back(TypeAttr::get(type));
       plan.push_back(builder.getNamedAttr(function.getSymName(),
                                           builder.getArrayAttr(typeAttrs)));
+      sources.push_back(builder.getNamedAttr(
+          function.getSymName(), builder.getDenseI64ArrayAttr(sourceNumbers)));
     }
-    if (!plan.empty())
+    if (!plan.empty()) {
       module->setAttr(LaminaDialect::kWeightPackingAttrName,
                       DictionaryAttr::get(context, plan));
+      module->setAttr(LaminaDialect::kWeightPackingSourcesAttrName,
+                      DictionaryAttr::get(context, sources));
+    }
   }
 };
 } // namespace

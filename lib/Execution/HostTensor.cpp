@@ -334,21 +334,23 @@ llvm::Error mlir::lamina::writeNpy(StringRef path, const HostTensor &tensor) {
   return llvm::Error::success();
 }
 
-HostTensor HostTensor::getBlock(int64_t axis, int64_t index,
-                                int64_t count) const {
+HostTensor HostTensor::getBlock(int64_t axis, int64_t index, int64_t count,
+                                int64_t groups) const {
   llvm::SmallVector<int64_t> blockShape(shape);
   blockShape[axis] /= count;
   HostTensor block = zeros(kind, blockShape);
-  // Each step of the dims before `axis` copies one contiguous run.
+  // Each step of the dims before `axis`, and of the axis' groups, copies
+  // one contiguous run: this block's part of the group.
   size_t element = getElementSize(kind);
-  int64_t outer = 1, inner = element;
+  int64_t outer = groups, inner = element;
   for (int64_t d = 0; d < axis; ++d)
     outer *= shape[d];
   for (size_t d = axis + 1; d < shape.size(); ++d)
     inner *= shape[d];
-  int64_t run = blockShape[axis] * inner;
+  int64_t groupSize = shape[axis] / groups;
+  int64_t run = groupSize / count * inner;
   for (int64_t o = 0; o < outer; ++o)
     std::memcpy(block.bytes.data() + o * run,
-                bytes.data() + o * shape[axis] * inner + index * run, run);
+                bytes.data() + o * groupSize * inner + index * run, run);
   return block;
 }

@@ -243,6 +243,8 @@ static llvm::Error addSpec(SmallVector<ArgumentSpec> &specs, Type type,
   if (!spec)
     return spec.takeError();
   spec->shardAxis = shardAxisOf(layout);
+  if (spec->shardAxis)
+    spec->shardGroups = layout.getGroups();
   if (partitioned && spec->shardAxis)
     spec->shape[*spec->shardAxis] *= worldSize;
   specs.push_back(*spec);
@@ -348,6 +350,14 @@ llvm::Error JitProgram::readWeightPacking(ModuleOp module) {
     return llvm::Error::success();
   if (llvm::Error error = readPackedWeights(plan, entry, packedWeights))
     return error;
+  if (auto sources = module->getAttrOfType<DictionaryAttr>(
+          LaminaDialect::kWeightPackingSourcesAttrName))
+    if (auto numbers = sources.getAs<DenseI64ArrayAttr>(entry)) {
+      packSources.assign(numbers.asArrayRef().begin(),
+                         numbers.asArrayRef().end());
+      packSourcesKnown = true;
+    }
+  module->removeAttr(LaminaDialect::kWeightPackingSourcesAttrName);
   for (StageCall &stage : stageCalls)
     if (llvm::Error error =
             readPackedWeights(plan, stage.function, stage.packedWeights))
@@ -557,39 +567,12 @@ JitProgram::prepare(std::vector<HostTensor> args) {
                              inputs.size(), args.size());
   // A sharded argument comes whole (each rank takes its block) or as this
   // rank's block already: the two shapes differ on the sharded axis.
-  SmallVector<bool> isBlock;
-  for (auto [index, arg, spec] : llvm::enumerate(args, inputs)) {
-    isBlock.push_back(spec.shardAxis && worldSize > 1 && stageCalls.empty() &&
-                      llvm::ArrayRef(arg.shape) ==
-                          llvm::ArrayRef(getLocalShape(spec)));
-    if (arg.kind != spec.kind)
-      return createStringError(std::errc::invalid_argument,
-                               "input %zu must be %s (element %s), got "
-                               "element %s",
-                               index, spec.typeText.c_str(),
-                               getElementName(spec.kind).str().c_str(),
-                               getElementName(arg.kind).str().c_str());
-    bool shapeOk = spec.isScalar ? arg.getNumElements() == 1 &&
-                                       arg.shape.size() <= 1
-                                 : isBlock.back() ||
-                                       llvm::ArrayRef(arg.shape) ==
-                                           llvm::ArrayRef(spec.shape);
-    if (!shapeOk) {
-      auto text = [](llvm::ArrayRef<int64_t> shape) {
-        std::string result;
-        for (auto [i, size] : llvm::enumerate(shape))
-          result += (i ? ", " : "") + std::to_string(size);
-        return result;
-      };
-      std::string block =
-          spec.shardAxis && worldSize > 1
-              ? " (or this rank's block [" + text(getLocalShape(spec)) + "])"
-              : "";
-      return createStringError(std::errc::invalid_argument,
-                               "input %zu must be %s%s, got shape [%s]", index,
-                               spec.typeText.c_str(), block.c_str(),
-                               text(arg.shape).c_str());
-    }
+  SmallVector<bool> isBlock(args.size());
+  for (auto [index, arg] : llvm::enumerate(args)) {
+    bool block = false;
+    if (llvm::Error error = checkArgument(index, arg, block))
+      return std::move(error);
+    isBlock[index] = block;
   }
   if (!stageCalls.empty() && !wholePipelineHere)
     return preparePipeline(args);
@@ -599,19 +582,89 @@ JitProgram::prepare(std::vector<HostTensor> args) {
   for (auto [arg, spec, block] : llvm::zip_equal(args, inputs, isBlock))
     prepared.tensors.push_back(spec.shardAxis && !block
                                    ? arg.getBlock(*spec.shardAxis, rank,
-                                                  worldSize)
+                                                  worldSize, spec.shardGroups)
                                    : std::move(arg));
+  if (llvm::Error error = pack(prepared))
+    return std::move(error);
+  return prepared;
+}
+
+llvm::Error JitProgram::checkArgument(size_t index, const HostTensor &arg,
+                                      bool &isBlock) const {
+  const ArgumentSpec &spec = inputs[index];
+  isBlock = spec.shardAxis && worldSize > 1 && stageCalls.empty() &&
+            llvm::ArrayRef(arg.shape) == llvm::ArrayRef(getLocalShape(spec));
+  if (arg.kind != spec.kind)
+    return createStringError(std::errc::invalid_argument,
+                             "input %zu must be %s (element %s), got "
+                             "element %s",
+                             index, spec.typeText.c_str(),
+                             getElementName(spec.kind).str().c_str(),
+                             getElementName(arg.kind).str().c_str());
+  bool shapeOk = spec.isScalar ? arg.getNumElements() == 1 &&
+                                     arg.shape.size() <= 1
+                               : isBlock || llvm::ArrayRef(arg.shape) ==
+                                                llvm::ArrayRef(spec.shape);
+  if (shapeOk)
+    return llvm::Error::success();
+  auto text = [](llvm::ArrayRef<int64_t> shape) {
+    std::string result;
+    for (auto [i, size] : llvm::enumerate(shape))
+      result += (i ? ", " : "") + std::to_string(size);
+    return result;
+  };
+  std::string block =
+      spec.shardAxis && worldSize > 1
+          ? " (or this rank's block [" + text(getLocalShape(spec)) + "])"
+          : "";
+  return createStringError(std::errc::invalid_argument,
+                           "input %zu must be %s%s, got shape [%s]", index,
+                           spec.typeText.c_str(), block.c_str(),
+                           text(arg.shape).c_str());
+}
+
+llvm::Error JitProgram::pack(PreparedArguments &prepared) {
   if (packedWeights.empty())
-    return prepared;
+    return llvm::Error::success();
+  prepared.tensors.resize(inputs.size());
   std::vector<HostTensor> packed;
   for (const ArgumentSpec &spec : packedWeights)
     packed.push_back(HostTensor::zeros(spec.kind, spec.shape));
   if (llvm::Error error =
           invoke(entry + "_pack_weights", prepared.tensors, inputs, packed))
-    return std::move(error);
+    return error;
+  ++packCount;
   for (HostTensor &weight : packed)
     prepared.tensors.push_back(std::move(weight));
-  return prepared;
+  return llvm::Error::success();
+}
+
+llvm::Error
+JitProgram::update(PreparedArguments &prepared,
+                   std::vector<std::pair<size_t, HostTensor>> args) {
+  if (!prepared.stageArguments.empty())
+    return createStringError(std::errc::invalid_argument,
+                             "the arguments of a pipeline split over ranks "
+                             "are prepared again, not updated");
+  bool repack = false;
+  for (auto &[index, arg] : args) {
+    if (index >= inputs.size())
+      return createStringError(std::errc::invalid_argument,
+                               "@%s takes %zu inputs, argument %zu given",
+                               entry.c_str(), inputs.size(), index);
+    bool block = false;
+    if (llvm::Error error = checkArgument(index, arg, block))
+      return error;
+    const ArgumentSpec &spec = inputs[index];
+    prepared.tensors[index] =
+        spec.shardAxis && !block && stageCalls.empty()
+            ? arg.getBlock(*spec.shardAxis, getRank(), worldSize,
+                           spec.shardGroups)
+            : std::move(arg);
+    repack |= !packSourcesKnown ||
+              llvm::is_contained(packSources, static_cast<int64_t>(index));
+  }
+  return repack ? pack(prepared) : llvm::Error::success();
 }
 
 llvm::Expected<std::vector<HostTensor>>

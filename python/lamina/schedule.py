@@ -224,12 +224,20 @@ class SubSchedule:
                               lambda h: [text.format(h=h)])
         return self
 
-    def shard(self, tensor_name, axis):
+    def shard(self, tensor_name, axis, groups=1):
         """Shards the parameter `tensor_name` ("weight", "bias", or a
-        layer's "input") on `axis` over the schedule's ranks."""
+        layer's "input") on `axis` over the schedule's ranks; `groups`
+        shards each of that many equal parts of the axis on its own (3 for
+        a contiguous [Q; K; V] projection: each rank gets its heads of Q,
+        K and V)."""
         name = tensor_name.rsplit(".", 1)[-1]
+        if isinstance(groups, bool) or not isinstance(groups, int) or \
+                groups < 1:
+            raise ScheduleError(f"shard: groups must be a positive integer, "
+                                f"got {groups!r}")
+        grouped = f" groups {groups}" if groups != 1 else ""
         return self._op(f"transform.lamina.shard {{h}} {_string(name)} axis "
-                        f"{int(axis)} : !transform.any_op")
+                        f"{int(axis)}{grouped} : !transform.any_op")
 
     def sync(self, mode, sync_op_or_fn, **kwargs):
         """Adds a sync point: mode in fwd_pre / fwd_post / bwd_post, op in

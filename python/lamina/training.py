@@ -59,14 +59,16 @@ def _array(argument):
 
 
 class CachedProgram:
-    """A compiled program and the prepared arguments of its last call,
-    reused while every argument is the same tensor (storage, view and
-    version counter). The program's binding prepares all arguments
-    together, so a new input prepares the weights again too."""
+    """A compiled program and the prepared arguments of its last call. An
+    argument that is the same tensor as before (storage, view and version
+    counter) is neither copied nor packed again: a call with new inputs
+    replaces only them (``Program.update``), and the weights are packed
+    again only when a packed one changed (in-place ``optimizer.step()``
+    included, through the version counter)."""
 
     def __init__(self, program):
         self.program = program
-        self._key = None
+        self._keys = None
         self._held = []
         self._prepared = None
 
@@ -77,13 +79,24 @@ class CachedProgram:
         if any(key is None for key in keys):
             return self.program.run(prepare(self.program,
                                             [_array(a) for a in arguments]))
-        if keys != self._key:
+        if self._keys is None:
             self._prepared = prepare(self.program,
                                      [_array(a) for a in arguments])
-            self._key = keys
-            # Held so that no other tensor takes their storage's address.
-            self._held = [a.detach() for a in arguments
-                          if isinstance(a, torch.Tensor)]
+        else:
+            changed = {i: _array(a) for i, (a, key, old) in
+                       enumerate(zip(arguments, keys, self._keys))
+                       if key != old}
+            if changed:
+                try:
+                    self.program.update(self._prepared, changed)
+                except ValueError:
+                    # Stages split over ranks are prepared whole.
+                    self._prepared = prepare(self.program,
+                                             [_array(a) for a in arguments])
+        self._keys = keys
+        # Held so that no other tensor takes their storage's address.
+        self._held = [a.detach() for a in arguments
+                      if isinstance(a, torch.Tensor)]
         return self.program.run(self._prepared)
 
 
@@ -123,24 +136,29 @@ def register_parameter_blocks(module, model, imported, program):
     holds a block (an earlier compile) keeps it: compiling again for
     another shape keeps the Parameter objects."""
     axes = program.input_shard_axes[imported.num_inputs:]
+    groups = program.input_shard_groups[imported.num_inputs:]
     names = {id(p): n for n, p in model.named_parameters()}
     own = dict(module.named_parameters())
     ranks, rank = program.world_size, _lamina.rank()
-    for (_, tensor), axis in zip(imported.parameters, axes):
+    for (_, tensor), axis, parts in zip(imported.parameters, axes, groups):
         name = names.get(id(tensor))
         if axis is None or name is None or own[name] is not tensor:
             continue
-        block = parameter_block(tensor, axis, rank, ranks)
+        block = parameter_block(tensor, axis, rank, ranks, parts)
         _set_parameter(module, name, block)
         own[name] = block
 
 
-def parameter_block(tensor, axis, rank, ranks):
+def parameter_block(tensor, axis, rank, ranks, groups=1):
     """A Parameter holding rank `rank`'s contiguous block of `tensor` along
-    `axis` (of `ranks` equal blocks), with the user's tags on `tensor`."""
-    size = tensor.shape[axis] // ranks
+    `axis` (of `ranks` equal blocks), with the user's tags on `tensor`;
+    with `groups`, its block of each of that many equal parts of the axis,
+    concatenated (a rank's heads of Q, K and V)."""
+    parts = tensor.detach().chunk(groups, dim=axis)
+    size = parts[0].shape[axis] // ranks
     block = nn.Parameter(
-        tensor.detach().narrow(axis, rank * size, size).clone(),
+        torch.cat([part.narrow(axis, rank * size, size) for part in parts],
+                  dim=axis).clone(),
         requires_grad=tensor.requires_grad)
     block.__dict__.update(tensor.__dict__)
     return block

@@ -26,6 +26,7 @@
 #include <pybind11/stl.h>
 
 #include <cstring>
+#include <map>
 
 namespace py = pybind11;
 using namespace mlir;
@@ -161,6 +162,14 @@ public:
     return axes;
   }
 
+  /// The groups of each argument's sharded axis (1 when not grouped).
+  std::vector<int64_t> inputShardGroups() const {
+    std::vector<int64_t> groups;
+    for (const ArgumentSpec &spec : program->getInputs())
+      groups.push_back(spec.shardGroups);
+    return groups;
+  }
+
   int64_t worldSize() const { return program->getWorldSize(); }
 
   /// Checks and packs the arguments once; returns an opaque handle.
@@ -172,28 +181,33 @@ public:
                             std::to_string(specs.size()) + " arguments, got " +
                             std::to_string(arrays.size()));
     std::vector<HostTensor> tensors;
-    for (auto [index, spec] : llvm::enumerate(specs)) {
-      py::array array = py::array::ensure(
-          arrays[index], py::array::c_style | py::array::forcecast);
-      if (!array.dtype().is(dtypeOf(spec.kind)))
-        throw py::value_error(
-            "argument " + std::to_string(index) + " must have dtype " +
-            py::str(dtypeOf(spec.kind)).cast<std::string>() + " (" +
-            spec.typeText + "), got " +
-            py::str(array.dtype()).cast<std::string>());
-      HostTensor tensor;
-      tensor.kind = spec.kind;
-      tensor.shape.assign(array.shape(), array.shape() + array.ndim());
-      auto *data = static_cast<const uint8_t *>(array.data());
-      tensor.bytes.assign(data, data + array.nbytes());
-      tensors.push_back(std::move(tensor));
-    }
+    for (auto [index, spec] : llvm::enumerate(specs))
+      tensors.push_back(hostTensor(index, arrays[index]));
     auto prepared = program->prepare(std::move(tensors));
     if (!prepared)
       raise(prepared.takeError());
     return std::make_shared<JitProgram::PreparedArguments>(
         std::move(*prepared));
   }
+
+  /// Replaces some arguments of `prepared` in place (argument number →
+  /// array); the weights are packed again only if the packing reads one.
+  void update(const std::shared_ptr<JitProgram::PreparedArguments> &prepared,
+              const std::map<size_t, py::array> &arrays) {
+    std::vector<std::pair<size_t, HostTensor>> tensors;
+    for (const auto &[index, array] : arrays) {
+      if (index >= program->getInputs().size())
+        throw py::value_error("the program takes " +
+                              std::to_string(program->getInputs().size()) +
+                              " arguments, argument " + std::to_string(index) +
+                              " given");
+      tensors.emplace_back(index, hostTensor(index, array));
+    }
+    if (llvm::Error error = program->update(*prepared, std::move(tensors)))
+      raise(std::move(error));
+  }
+
+  int64_t packCount() const { return program->getPackCount(); }
 
   std::vector<py::array>
   run(const std::shared_ptr<JitProgram::PreparedArguments> &prepared) {
@@ -216,6 +230,25 @@ public:
   }
 
 private:
+  /// Argument `index` as a host tensor of the element kind it must have.
+  HostTensor hostTensor(size_t index, const py::array &given) const {
+    const ArgumentSpec &spec = program->getInputs()[index];
+    py::array array =
+        py::array::ensure(given, py::array::c_style | py::array::forcecast);
+    if (!array.dtype().is(dtypeOf(spec.kind)))
+      throw py::value_error(
+          "argument " + std::to_string(index) + " must have dtype " +
+          py::str(dtypeOf(spec.kind)).cast<std::string>() + " (" +
+          spec.typeText + "), got " +
+          py::str(array.dtype()).cast<std::string>());
+    HostTensor tensor;
+    tensor.kind = spec.kind;
+    tensor.shape.assign(array.shape(), array.shape() + array.ndim());
+    auto *data = static_cast<const uint8_t *>(array.data());
+    tensor.bytes.assign(data, data + array.nbytes());
+    return tensor;
+  }
+
   std::unique_ptr<MLIRContext> context;
   std::unique_ptr<JitProgram> program;
 };
@@ -246,10 +279,20 @@ PYBIND11_MODULE(_lamina, m) {
                              "every result")
       .def_property_readonly("input_shard_axes", &Program::inputShardAxes,
                              "shard axis (or None) of every argument")
+      .def_property_readonly("input_shard_groups", &Program::inputShardGroups,
+                             "groups of the sharded axis of every argument "
+                             "(S(axis, groups = g); 1 when not grouped)")
       .def_property_readonly("world_size", &Program::worldSize,
                              "the MPI ranks the program runs on (1: no MPI)")
       .def("prepare", &Program::prepare, py::arg("arrays"),
            "check the arguments and pack the weights once")
+      .def("update", &Program::update, py::arg("prepared"),
+           py::arg("arrays"),
+           "replace arguments of prepared arguments in place ({number: "
+           "array}); the weights are packed again only if one of them is "
+           "packed")
+      .def_property_readonly("pack_count", &Program::packCount,
+                             "how many times the weights have been packed")
       .def("run", &Program::run, py::arg("prepared"),
            "call the function; returns its results as NumPy arrays");
 

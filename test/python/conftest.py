@@ -7,3 +7,5 @@ _ROOT = pathlib.Path(__file__).resolve().parents[2]
 _BUILD = pathlib.Path(os.environ.get("LAMINA_BUILD_DIR", _ROOT / "build"))
 sys.path.insert(0, str(_BUILD / "python"))
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+# Models as users write them (gpt_models.py) live with the examples.
+sys.path.insert(0, str(_ROOT / "examples"))

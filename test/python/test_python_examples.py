@@ -54,3 +54,16 @@ def test_slapo_schedule_trains_on_two_ranks():
         assert f"rank {rank} of 2: h.0.mlp.0.weight block (64, 32)" in out
         assert f"rank {rank}, step 4: loss" in out
         assert f"rank {rank}: every step equals eager PyTorch" in out
+
+
+def test_gpt_trains_and_runs():
+    out = run([sys.executable, "gpt_train.py"])
+    assert "step 4: loss" in out and "every step equals eager PyTorch" in out
+    assert "rank 0 of 1: next-token logits (4, 1, 96) equal eager" in out
+
+
+def test_gpt_runs_megatron_parallel_on_two_ranks():
+    out = run(["mpirun.mpich", "-np", "2", sys.executable, "gpt_train.py"])
+    for rank in (0, 1):
+        assert f"rank {rank} of 2: next-token logits (4, 1, 96) equal " \
+            "eager" in out

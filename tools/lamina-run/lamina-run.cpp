@@ -225,7 +225,8 @@ static llvm::Error readCotangents(TrainingStep &step, int64_t rank,
     }
     bool isWhole = llvm::ArrayRef(whole.shape) == llvm::ArrayRef(spec.shape);
     if (spec.shardAxis && worldSize > 1 && isWhole)
-      whole = whole.getBlock(*spec.shardAxis, rank, worldSize);
+      whole =
+          whole.getBlock(*spec.shardAxis, rank, worldSize, spec.shardGroups);
     cotangents.push_back(std::move(whole));
   }
   return llvm::Error::success();
@@ -449,7 +450,8 @@ int main(int argc, char **argv) {
     const ArgumentSpec &spec = resultSpecs[index];
     if (spec.shardAxis && llvm::ArrayRef(expected->shape) ==
                               llvm::ArrayRef(spec.shape))
-      *expected = expected->getBlock(*spec.shardAxis, rank, worldSize);
+      *expected = expected->getBlock(*spec.shardAxis, rank, worldSize,
+                                       spec.shardGroups);
     allOk &= compare(index, (*outputs)[index], *expected);
   }
   return allOk ? 0 : 1;

@@ -135,15 +135,27 @@ def Lamina_LayoutAttr : Lamina_Attr<"Layout", "layout"> {
   let summary = "distribution of a value: R, S(axis) or P";
   let description = [{
     `R`: every rank holds the whole tensor. `S(a)`: rank r holds the r-th
-    contiguous block of axis `a`. `P`: every rank holds a full-shaped tensor
-    whose sum over ranks is the value.
+    contiguous block of axis `a`. `S(a, groups = g)`: axis `a` is `g` equal
+    groups (a fused `[Q; K; V]` projection's 3, or the batch of a batch
+    matmul over `[B · heads]`), and rank r holds the r-th contiguous block
+    of each group, so that splitting the groups apart leaves each sharded.
+    `P`: every rank holds a full-shaped tensor whose sum over ranks is the
+    value.
 
     ```mlir
     func.func @f(%w: tensor<64x16xf32> {lamina.layout = #lamina.layout<S(0)>})
+    func.func @g(%qkv: tensor<96x32xf32> {lamina.layout = #lamina.layout<S(0, groups = 3)>})
     ```
   }];
   let parameters = (ins EnumParameter<Lamina_LayoutKindEnum>:$kind,
-                    OptionalParameter<"std::optional<int64_t>">:$axis);
+                    OptionalParameter<"std::optional<int64_t>">:$axis,
+                    DefaultValuedParameter<"int64_t", "1">:$groups);
+  let builders = [
+    AttrBuilder<(ins "::mlir::lamina::LayoutKind":$kind,
+                     "std::optional<int64_t>":$axis), [{
+      return $_get($_ctxt, kind, axis, 1);
+    }]>
+  ];
   let hasCustomAssemblyFormat = 1;
   let genVerifyDecl = 1;
 }

@@ -89,6 +89,11 @@ def Lamina_Dialect : Dialect {
     /// to the types of its packed weights (its trailing arguments).
     static constexpr ::llvm::StringLiteral kWeightPackingAttrName =
         "lamina.weight_packing";
+    /// Module attribute mapping the same functions to the numbers of the
+    /// arguments their packers read, in packed-weight order: a call whose
+    /// other arguments change reuses the packed weights.
+    static constexpr ::llvm::StringLiteral kWeightPackingSourcesAttrName =
+        "lamina.weight_packing_sources";
   }];
 }
 

@@ -187,14 +187,24 @@ def Lamina_ShardTransformOp : Lamina_LayerAttributeOp<"shard"> {
     is not divisible by the world size, the program declares no world size,
     or the parameter is already sharded (Slapo would silently split twice).
 
+    `groups = g` shards each of `g` equal parts of the axis on its own
+    (`#lamina.layout<S(axis, groups = g)>`): the weight and bias of a
+    contiguous `[Q; K; V]` projection (`groups = 3`) give every rank its
+    heads of each of Q, K and V, where a plain split would give rank 0 all
+    of Q. Each part's size must be divisible by the world size.
+
     ```mlir
     transform.lamina.shard %fc "weight" axis 0 : !transform.any_op
     transform.lamina.shard %fc "input" axis 1 : !transform.any_op
+    transform.lamina.shard %c_attn "weight" axis 0 groups 3 : !transform.any_op
     ```
   }];
   let arguments = (ins TransformHandleTypeInterface:$target, StrAttr:$param,
-                   I64Attr:$axis);
-  let assemblyFormat = "$target $param `axis` $axis attr-dict `:` type($target)";
+                   I64Attr:$axis, DefaultValuedAttr<I64Attr, "1">:$groups);
+  let assemblyFormat = [{
+    $target $param `axis` $axis (`groups` $groups^)? attr-dict `:`
+    type($target)
+  }];
   let hasVerifier = 1;
 }
 

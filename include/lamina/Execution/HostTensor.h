@@ -53,8 +53,10 @@ struct HostTensor {
   void setFromDouble(int64_t i, double value);
 
   /// Block `index` of `count` equal blocks along `axis` (a rank's block of
-  /// a tensor sharded on `axis`).
-  HostTensor getBlock(int64_t axis, int64_t index, int64_t count) const;
+  /// a tensor sharded on `axis`); with `groups`, the axis is that many
+  /// equal groups and the block is the `index`-th block of each.
+  HostTensor getBlock(int64_t axis, int64_t index, int64_t count,
+                      int64_t groups = 1) const;
 };
 
 /// Reads a C-ordered .npy file (format 1.0–3.0) of a supported dtype.

@@ -25,6 +25,9 @@ struct ArgumentSpec {
   /// its block (layout S(axis)); the host passes a whole argument, of which
   /// the program takes each rank's block itself, or this rank's block.
   std::optional<int64_t> shardAxis;
+  /// The sharded axis is this many equal groups, each split over the ranks
+  /// (layout S(axis, groups = g)): a rank's block is its part of each.
+  int64_t shardGroups = 1;
   std::string typeText; // the MLIR type, for messages
 };
 
@@ -84,6 +87,18 @@ public:
   /// whole gives way to this rank's block).
   llvm::Expected<PreparedArguments> prepare(std::vector<HostTensor> args);
 
+  /// Replaces arguments of `prepared` (argument number → the new value,
+  /// checked as `prepare` checks it), packing the weights again only when
+  /// one of the replaced arguments is one the packing reads: new
+  /// activations reuse the packed weights. Fails for a pipelined program
+  /// on several ranks, whose arguments `prepare` splits by stage.
+  llvm::Error update(PreparedArguments &prepared,
+                     std::vector<std::pair<size_t, HostTensor>> args);
+
+  /// How many times this program has packed its weights (prepare, or an
+  /// update of an argument the packing reads).
+  int64_t getPackCount() const { return packCount; }
+
   /// Runs the entry once on prepared arguments. A result sharded over ranks
   /// (`shardAxis`) is this rank's block of it. A pipelined entry (split by
   /// lamina-split-pipeline-stages) on as many ranks as stages runs stage i
@@ -127,6 +142,13 @@ private:
 
   llvm::Expected<PreparedArguments>
   preparePipeline(llvm::ArrayRef<HostTensor> args);
+  /// Checks argument `index` against the signature; sets `isBlock` when it
+  /// is this rank's block of a sharded argument rather than the whole.
+  llvm::Error checkArgument(size_t index, const HostTensor &arg,
+                            bool &isBlock) const;
+  /// Packs the weights from the first `inputs.size()` tensors of
+  /// `prepared`, replacing any packed before.
+  llvm::Error pack(PreparedArguments &prepared);
   llvm::Expected<std::vector<HostTensor>>
   runPipeline(const PreparedArguments &args);
 
@@ -137,6 +159,11 @@ private:
   int64_t worldSize = 1;
   llvm::SmallVector<ArgumentSpec> inputs;
   llvm::SmallVector<ArgumentSpec> results;
+  /// The arguments `<entry>_pack_weights` reads (any of them, unless
+  /// known).
+  llvm::SmallVector<int64_t> packSources;
+  bool packSourcesKnown = false;
+  int64_t packCount = 0;
   /// Weights packed by `<entry>_pack_weights`, passed after the inputs.
   llvm::SmallVector<ArgumentSpec> packedWeights;
 };

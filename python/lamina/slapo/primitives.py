@@ -39,16 +39,18 @@ def _layers_within(sch):
 
 # -- shard -------------------------------------------------------------------
 
-def shard(sch, tensor_name, axis):
+def shard(sch, tensor_name, axis, groups=1):
     """Shards parameter `tensor_name` of this module on `axis` over the
-    ranks (`axis` may count from the end)."""
+    ranks (`axis` may count from the end); `groups` (a Lamina extension)
+    shards each of that many equal parts of the axis on its own, as a
+    contiguous [Q; K; V] projection sharded by heads needs (3)."""
     names = tensor_name if isinstance(tensor_name, (list, tuple)) else \
         [tensor_name]
     for name in names:
-        _shard_one(sch, name, axis)
+        _shard_one(sch, name, axis, groups)
 
 
-def _shard_one(sch, name, axis):
+def _shard_one(sch, name, axis, groups=1):
     if not isinstance(name, str):
         raise ScheduleError(f"shard takes a parameter name, got {name!r}")
     if isinstance(axis, bool) or not isinstance(axis, int):
@@ -80,7 +82,13 @@ def _shard_one(sch, name, axis):
             raise ScheduleError(f"shard: axis {axis} is out of range for "
                                 f"'{name}' of rank {rank}")
         axis %= rank
-        if tensor.shape[axis] % sch.world_size:
+        if isinstance(groups, bool) or not isinstance(groups, int) or \
+                groups < 1 or tensor.shape[axis] % groups:
+            raise ScheduleError(
+                f"shard: '{name}' of '{path or '<root>'}' has size "
+                f"{tensor.shape[axis]} on axis {axis}, which is not "
+                f"{groups!r} equal groups")
+        if tensor.shape[axis] // groups % sch.world_size:
             raise ScheduleError(
                 f"Parameter {name} in {path or '<root>'} cannot be sharded "
                 f"along axis {axis} with size {tensor.shape[axis]} by "
@@ -89,7 +97,7 @@ def _shard_one(sch, name, axis):
     if name in shards:
         raise ScheduleError(f"Parameter {name} in {path or '<root>'} is "
                             f"already sharded along axis {shards[name]}")
-    _native_layers(sch, local).shard(leaf, axis)
+    _native_layers(sch, local).shard(leaf, axis, groups)
     shards[name] = axis
     if tensor is not None:
         sch.annotate(name, "orig_shape", tuple(tensor.shape))

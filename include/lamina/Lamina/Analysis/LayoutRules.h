@@ -46,7 +46,7 @@ using Check = std::optional<std::string>;
 
 LayoutAttr replicated(MLIRContext *context);
 LayoutAttr partial(MLIRContext *context);
-LayoutAttr sharded(MLIRContext *context, int64_t axis);
+LayoutAttr sharded(MLIRContext *context, int64_t axis, int64_t groups = 1);
 bool isReplicated(LayoutAttr layout);
 bool isPartial(LayoutAttr layout);
 bool isShardedOn(LayoutAttr layout, int64_t axis);
@@ -141,17 +141,46 @@ std::optional<Collective> syncBackward(SyncAttr sync);
 // Shapes and everything else
 //===----------------------------------------------------------------------===//
 
-/// collapse_shape: a sharding survives when its axis leads its group
-/// (contiguous rank blocks of the outer dim stay contiguous).
+/// collapse_shape of a value of shape `shape`: the merged dim is sharded in
+/// as many groups as the sharded axis had, times the sizes of the dims
+/// merged before it (each rank's blocks of [B, heads] merged into B · heads
+/// are B groups).
 LayoutOrError collapseLayout(LayoutAttr source,
-                             ArrayRef<ReassociationIndices> reassociation);
+                             ArrayRef<ReassociationIndices> reassociation,
+                             ArrayRef<int64_t> shape);
 
-/// expand_shape: the sharded axis becomes the first of its group.
+/// expand_shape into `shape`: the sharded axis, in g groups, splits into
+/// dims whose leading ones number the g groups; the dim after them is
+/// sharded (the first dim for g = 1).
 LayoutOrError expandLayout(LayoutAttr source,
-                           ArrayRef<ReassociationIndices> reassociation);
+                           ArrayRef<ReassociationIndices> reassociation,
+                           ArrayRef<int64_t> shape);
+
+/// extract_slice of a value of shape `shape` (unit strides, no dims
+/// dropped): a slice that keeps the sharded axis whole keeps its layout;
+/// one that takes exactly one of its groups is sharded plainly (q, k, v of
+/// a [Q; K; V] projection sharded by heads).
+LayoutOrError sliceLayout(LayoutAttr source, ArrayRef<int64_t> offsets,
+                          ArrayRef<int64_t> sizes, ArrayRef<int64_t> strides,
+                          ArrayRef<int64_t> shape);
+
+/// linalg.transpose: the sharded axis moves with its dim.
+LayoutOrError transposeLayout(LayoutAttr source,
+                              ArrayRef<int64_t> permutation);
+
+/// linalg.batch_matmul: both operands sharded alike on the batch dim (the
+/// heads of attention), or both replicated.
+LayoutOrError batchMatmulLayout(LayoutAttr lhs, LayoutAttr rhs);
+
+/// masked_fill of a value of layout `input` with a mask of shape
+/// `maskShape`: the mask is replicated and broadcast (size 1) along the
+/// sharded axis.
+LayoutOrError maskedFillLayout(LayoutAttr input, LayoutAttr mask,
+                               ArrayRef<int64_t> maskShape);
 
 /// Any other op: no partial operand; sharded operands agree and pass only
 /// through ops that keep shapes and have no regions (element-wise ops).
+/// A splat constant operand takes any layout (each rank builds its own).
 LayoutOrError otherOpLayout(Operation *op, ArrayRef<LayoutAttr> operands);
 
 /// Result `index` of a function: partial sums must be reduced first.

@@ -296,7 +296,8 @@ LogicalResult GradientChecker::visit(Operation *op) {
         if (isPartial(dy.layout))
           return add(op, collapse.getSrc(), dy);
         LayoutOrError dx =
-            expandLayout(dy.layout, collapse.getReassociationIndices());
+            expandLayout(dy.layout, collapse.getReassociationIndices(),
+                         collapse.getSrcType().getShape());
         return dx.failed() ? op->emitOpError(dx.getReason())
                            : add(op, collapse.getSrc(), {dx.get(), ""});
       })
@@ -304,7 +305,8 @@ LogicalResult GradientChecker::visit(Operation *op) {
         if (isPartial(dy.layout))
           return add(op, expand.getSrc(), dy);
         LayoutOrError dx =
-            collapseLayout(dy.layout, expand.getReassociationIndices());
+            collapseLayout(dy.layout, expand.getReassociationIndices(),
+                           expand.getResultType().getShape());
         return dx.failed() ? op->emitOpError(dx.getReason())
                            : add(op, expand.getSrc(), {dx.get(), ""});
       })

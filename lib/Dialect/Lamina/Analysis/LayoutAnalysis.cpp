@@ -10,6 +10,7 @@
 #include "lamina/Lamina/Analysis/LayoutRules.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "llvm/ADT/TypeSwitch.h"
 
@@ -116,11 +117,45 @@ LogicalResult LayoutChecker::visit(Operation *op) {
       })
       .Case([&](tensor::CollapseShapeOp collapse) {
         return assign(op, collapseLayout(get(collapse.getSrc()),
-                                         collapse.getReassociationIndices()));
+                                         collapse.getReassociationIndices(),
+                                         collapse.getSrcType().getShape()));
       })
       .Case([&](tensor::ExpandShapeOp expand) {
         return assign(op, expandLayout(get(expand.getSrc()),
-                                       expand.getReassociationIndices()));
+                                       expand.getReassociationIndices(),
+                                       expand.getResultType().getShape()));
+      })
+      .Case([&](tensor::ExtractSliceOp slice) -> LogicalResult {
+        LayoutAttr in = get(slice.getSource());
+        if (in.getKind() == LayoutKind::sharded &&
+            (slice.getSourceType().getRank() != slice.getType().getRank() ||
+             ShapedType::isDynamicShape(slice.getStaticOffsets()) ||
+             ShapedType::isDynamicShape(slice.getStaticSizes()) ||
+             ShapedType::isDynamicShape(slice.getStaticStrides())))
+          return op->emitOpError("slices a sharded value with dynamic or "
+                                 "rank-reducing bounds; all_gather it first");
+        return assign(op, sliceLayout(in, slice.getStaticOffsets(),
+                                      slice.getStaticSizes(),
+                                      slice.getStaticStrides(),
+                                      slice.getSourceType().getShape()));
+      })
+      .Case([&](linalg::TransposeOp transpose) {
+        return assign(op, transposeLayout(get(transpose.getInput()),
+                                          transpose.getPermutation()));
+      })
+      .Case([&](linalg::BatchMatmulOp matmul) {
+        if (matmul.getNumDpsInputs() != 2 || matmul.hasUserDefinedMaps())
+          return assign(op, otherOpLayout(
+                                op, llvm::map_to_vector(
+                                        op->getOperands(),
+                                        [&](Value v) { return get(v); })));
+        return assign(op, batchMatmulLayout(get(matmul.getDpsInputs()[0]),
+                                            get(matmul.getDpsInputs()[1])));
+      })
+      .Case([&](MaskedFillOp fill) {
+        return assign(op, maskedFillLayout(get(fill.getInput()),
+                                           get(fill.getMask()),
+                                           fill.getMask().getType().getShape()));
       })
       .Case([&](func::ReturnOp ret) {
         for (auto [index, value] : llvm::enumerate(ret.getOperands()))

@@ -2,6 +2,7 @@
 
 #include "lamina/Lamina/Analysis/LayoutRules.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "llvm/Support/raw_ostream.h"
 
 using namespace mlir;
@@ -14,8 +15,9 @@ LayoutAttr layout::replicated(MLIRContext *context) {
 LayoutAttr layout::partial(MLIRContext *context) {
   return LayoutAttr::get(context, LayoutKind::partial, std::nullopt);
 }
-LayoutAttr layout::sharded(MLIRContext *context, int64_t axis) {
-  return LayoutAttr::get(context, LayoutKind::sharded, axis);
+LayoutAttr layout::sharded(MLIRContext *context, int64_t axis,
+                           int64_t groups) {
+  return LayoutAttr::get(context, LayoutKind::sharded, axis, groups);
 }
 bool layout::isReplicated(LayoutAttr l) {
   return l.getKind() == LayoutKind::replicated;
@@ -50,8 +52,8 @@ LayoutAttr layout::matmulLayoutImpliedByWeight(LayoutAttr weight,
   if (!weight || isReplicated(weight))
     return {};
   if (isShardedOn(weight, 0))
-    return sharded(weight.getContext(), rank - 1);
-  if (isShardedOn(weight, 1))
+    return sharded(weight.getContext(), rank - 1, weight.getGroups());
+  if (isShardedOn(weight, 1) && weight.getGroups() == 1)
     return partial(weight.getContext());
   return {};
 }
@@ -74,8 +76,8 @@ LayoutOrError layout::matmulLayout(LayoutAttr x, LayoutAttr w, int64_t rank) {
                x));
     return matmulLayoutImpliedByWeight(w, rank);
   }
-  if (isShardedOn(w, 1)) {
-    if (!isShardedOn(x, last))
+  if (isShardedOn(w, 1) && w.getGroups() == 1) {
+    if (!isShardedOn(x, last) || x.getGroups() != 1)
       return LayoutOrError::error(
           text("is row parallel (weight S(1)) and needs its input sharded on "
                "the last axis (a column-parallel layer before it, or a "
@@ -93,7 +95,8 @@ Check layout::checkBias(LayoutAttr value, LayoutAttr bias, int64_t rank,
            ": every rank would add it once more (Slapo's double-bias bug); "
            "add a fwd_post all_reduce sync between the matmul and the bias";
   bool featuresSharded = isShardedOn(value, rank - 1);
-  if (featuresSharded && !isShardedOn(bias, 0))
+  if (featuresSharded &&
+      (!isShardedOn(bias, 0) || bias.getGroups() != value.getGroups()))
     return text("produces output features sharded over ranks (column "
                 "parallel), so its bias must be sharded on axis 0 too, but "
                 "the bias has layout ",
@@ -182,8 +185,8 @@ LayoutOrError layout::fusedQkvLayout(LayoutAttr x, LayoutAttr w, LayoutAttr b,
                                      int64_t headsAxis) {
   if (!isReplicated(x))
     return LayoutOrError::error(text("needs a replicated input, got ", x));
-  if (isShardedOn(w, 0)) {
-    if (!isShardedOn(b, 0))
+  if (isShardedOn(w, 0) && w.getGroups() == 1) {
+    if (!isShardedOn(b, 0) || b.getGroups() != 1)
       return LayoutOrError::error(
           "has its weight sharded by heads (S(0)) but not its bias");
     return sharded(x.getContext(), headsAxis);
@@ -240,7 +243,7 @@ LayoutOrError layout::syncForward(SyncAttr sync, LayoutAttr in) {
       return LayoutOrError::error("needs partial sums (P)");
     return sharded(context, *axis);
   case CollectiveKind::all_gather:
-    if (!isShardedOn(in, *axis))
+    if (!isShardedOn(in, *axis) || in.getGroups() != 1)
       return LayoutOrError::error(
           text("needs a value sharded on axis ", *axis));
     return replicated(context);
@@ -287,32 +290,122 @@ std::optional<Collective> layout::syncBackward(SyncAttr sync) {
 
 LayoutOrError
 layout::collapseLayout(LayoutAttr in,
-                       ArrayRef<ReassociationIndices> reassociation) {
-  LayoutAttr out = in;
-  if (in.getKind() == LayoutKind::sharded) {
-    out = LayoutAttr();
-    for (auto [group, dims] : llvm::enumerate(reassociation))
-      if (dims.front() == *in.getAxis())
-        out = sharded(in.getContext(), group);
-    if (!out)
-      return LayoutOrError::error(
-          text("merges the sharded axis ", *in.getAxis(),
-               " into an outer dimension; all_gather the value first"));
-  }
+                       ArrayRef<ReassociationIndices> reassociation,
+                       ArrayRef<int64_t> shape) {
   if (Check problem = checkNotPartial(in, "reshapes", ""))
     return LayoutOrError::error(*problem);
-  return out;
+  if (in.getKind() != LayoutKind::sharded)
+    return in;
+  int64_t axis = *in.getAxis();
+  for (auto [group, dims] : llvm::enumerate(reassociation)) {
+    if (!llvm::is_contained(dims, axis))
+      continue;
+    int64_t groups = in.getGroups();
+    for (int64_t dim : dims) {
+      if (dim == axis)
+        break;
+      if (ShapedType::isDynamic(shape[dim]))
+        return LayoutOrError::error(
+            text("merges the sharded axis ", axis,
+                 " with a dynamic outer dimension; all_gather the value "
+                 "first"));
+      groups *= shape[dim];
+    }
+    return sharded(in.getContext(), group, groups);
+  }
+  llvm_unreachable("a reassociation covers every dim");
 }
 
 LayoutOrError
 layout::expandLayout(LayoutAttr in,
-                     ArrayRef<ReassociationIndices> reassociation) {
-  LayoutAttr out = in;
-  if (in.getKind() == LayoutKind::sharded)
-    out = sharded(in.getContext(), reassociation[*in.getAxis()].front());
+                     ArrayRef<ReassociationIndices> reassociation,
+                     ArrayRef<int64_t> shape) {
   if (Check problem = checkNotPartial(in, "reshapes", ""))
     return LayoutOrError::error(*problem);
-  return out;
+  if (in.getKind() != LayoutKind::sharded)
+    return in;
+  const ReassociationIndices &dims = reassociation[*in.getAxis()];
+  int64_t prefix = 1;
+  for (int64_t dim : dims) {
+    // A unit dim cannot be sharded: the blocks lie in the next one.
+    if (prefix == in.getGroups() && shape[dim] != 1)
+      return sharded(in.getContext(), dim);
+    if (ShapedType::isDynamic(shape[dim]) || prefix > in.getGroups())
+      break;
+    prefix *= shape[dim];
+  }
+  return LayoutOrError::error(
+      text("splits the sharded axis ", *in.getAxis(), " (", in.getGroups(),
+           " groups) into dims that do not keep its groups apart; "
+           "all_gather the value first"));
+}
+
+LayoutOrError layout::sliceLayout(LayoutAttr in, ArrayRef<int64_t> offsets,
+                                  ArrayRef<int64_t> sizes,
+                                  ArrayRef<int64_t> strides,
+                                  ArrayRef<int64_t> shape) {
+  if (Check problem = checkNotPartial(in, "slices", ""))
+    return LayoutOrError::error(*problem);
+  if (in.getKind() != LayoutKind::sharded)
+    return in;
+  int64_t axis = *in.getAxis();
+  int64_t size = shape[axis];
+  if (offsets[axis] == 0 && sizes[axis] == size && strides[axis] == 1)
+    return in;
+  int64_t groupSize = size / in.getGroups();
+  if (in.getGroups() > 1 && sizes[axis] == groupSize &&
+      offsets[axis] % groupSize == 0 && strides[axis] == 1)
+    return sharded(in.getContext(), axis);
+  return LayoutOrError::error(
+      text("slices the sharded axis ", axis,
+           in.getGroups() > 1 ? " other than by whole groups" : "",
+           "; all_gather the value first"));
+}
+
+LayoutOrError layout::transposeLayout(LayoutAttr in,
+                                      ArrayRef<int64_t> permutation) {
+  if (Check problem = checkNotPartial(in, "transposes", ""))
+    return LayoutOrError::error(*problem);
+  if (in.getKind() != LayoutKind::sharded)
+    return in;
+  auto moved = llvm::find(permutation, *in.getAxis());
+  return sharded(in.getContext(), moved - permutation.begin(),
+                 in.getGroups());
+}
+
+LayoutOrError layout::batchMatmulLayout(LayoutAttr lhs, LayoutAttr rhs) {
+  if (isPartial(lhs) || isPartial(rhs))
+    return LayoutOrError::error(
+        "receives partial sums (layout P); add a fwd_post all_reduce sync "
+        "before it");
+  if (lhs == rhs && (isReplicated(lhs) || isShardedOn(lhs, 0)))
+    return lhs;
+  return LayoutOrError::error(
+      text("multiplies batches with layouts ", lhs, " and ", rhs,
+           "; both must be sharded alike on the batch dim (the heads) or "
+           "replicated"));
+}
+
+LayoutOrError layout::maskedFillLayout(LayoutAttr input, LayoutAttr mask,
+                                       ArrayRef<int64_t> maskShape) {
+  if (Check problem = checkNotPartial(input, "fills", ""))
+    return LayoutOrError::error(*problem);
+  if (!isReplicated(mask))
+    return LayoutOrError::error(
+        text("takes a mask with layout ", mask, "; the mask must be "
+                                                "replicated"));
+  if (input.getKind() == LayoutKind::sharded &&
+      maskShape[*input.getAxis()] != 1)
+    return LayoutOrError::error(
+        text("fills a value sharded on axis ", *input.getAxis(),
+             " with a mask that is not broadcast along it"));
+  return input;
+}
+
+/// A splat constant, which every rank can build at any shape.
+static bool isSplat(Value value) {
+  auto constant = value.getDefiningOp<arith::ConstantOp>();
+  return constant && isa<SplatElementsAttr>(constant.getValue());
 }
 
 LayoutOrError layout::otherOpLayout(Operation *op,
@@ -325,7 +418,7 @@ LayoutOrError layout::otherOpLayout(Operation *op,
           "receives partial sums (layout P); only a sync or another linear "
           "layer's reduction may take them: add a fwd_post all_reduce "
           "before it");
-    if (!isa<RankedTensorType>(operand.getType()))
+    if (!isa<RankedTensorType>(operand.getType()) || isSplat(operand))
       continue;
     if (!first && layout != common)
       return LayoutOrError::error(
@@ -347,6 +440,10 @@ LayoutOrError layout::otherOpLayout(Operation *op,
 }
 
 Check layout::checkResult(LayoutAttr value, unsigned index) {
+  if (value.getKind() == LayoutKind::sharded && value.getGroups() != 1)
+    return text("returns a value sharded in ", value.getGroups(),
+                " groups as result ", index,
+                "; slice the groups apart or all_gather it first");
   if (!isPartial(value))
     return std::nullopt;
   return text("returns partial sums (layout P) as result ", index,

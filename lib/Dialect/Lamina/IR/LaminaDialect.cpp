@@ -233,33 +233,48 @@ Attribute LayoutAttr::parse(AsmParser &parser, Type) {
     return {};
   }
   std::optional<int64_t> axis;
+  int64_t groups = 1;
   if (succeeded(parser.parseOptionalLParen())) {
     int64_t value;
-    if (parser.parseInteger(value) || parser.parseRParen())
+    if (parser.parseInteger(value))
       return {};
     axis = value;
+    if (succeeded(parser.parseOptionalComma()) &&
+        (parser.parseKeyword("groups") || parser.parseEqual() ||
+         parser.parseInteger(groups)))
+      return {};
+    if (parser.parseRParen())
+      return {};
   }
   if (parser.parseGreater())
     return {};
-  return parser.getChecked<LayoutAttr>(loc, parser.getContext(), *kind, axis);
+  return parser.getChecked<LayoutAttr>(loc, parser.getContext(), *kind, axis,
+                                       groups);
 }
 
 void LayoutAttr::print(AsmPrinter &printer) const {
   printer << "<" << stringifyLayoutKind(getKind());
-  if (getAxis())
-    printer << "(" << *getAxis() << ")";
+  if (getAxis()) {
+    printer << "(" << *getAxis();
+    if (getGroups() != 1)
+      printer << ", groups = " << getGroups();
+    printer << ")";
+  }
   printer << ">";
 }
 
 LogicalResult LayoutAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                                 LayoutKind kind,
-                                 std::optional<int64_t> axis) {
+                                 LayoutKind kind, std::optional<int64_t> axis,
+                                 int64_t groups) {
   if (kind == LayoutKind::sharded && !axis)
     return emitError() << "sharded layout needs an axis: S(axis)";
   if (kind != LayoutKind::sharded && axis)
     return emitError() << "only the sharded layout S takes an axis";
   if (axis && *axis < 0)
     return emitError() << "layout axis must be non-negative, got " << *axis;
+  if (groups < 1)
+    return emitError() << "a sharded axis has at least one group, got "
+                       << groups;
   return success();
 }
 
@@ -319,6 +334,19 @@ LogicalResult LaminaDialect::verifyOperationAttribute(Operation *op,
       return op->emitError() << "'" << kWeightPackingAttrName
                              << "' must be a module attribute mapping "
                                 "function names to arrays of types";
+    return success();
+  }
+  if (attr.getName() == kWeightPackingSourcesAttrName) {
+    auto sources = dyn_cast<DictionaryAttr>(attr.getValue());
+    bool valid = sources && isa<ModuleOp>(op) &&
+                 llvm::all_of(sources.getValue(), [](NamedAttribute entry) {
+                   return isa<DenseI64ArrayAttr>(entry.getValue());
+                 });
+    if (!valid)
+      return op->emitError() << "'" << kWeightPackingSourcesAttrName
+                             << "' must be a module attribute mapping "
+                                "function names to arrays of argument "
+                                "numbers";
     return success();
   }
   if (attr.getName() == kCheckpointAttrName) {

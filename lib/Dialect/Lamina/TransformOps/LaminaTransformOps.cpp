@@ -238,6 +238,8 @@ LogicalResult ShardTransformOp::verify() {
   // The I64Attr getter is unsigned: read the attribute's signed value.
   if (int64_t axis = getAxisAttr().getInt(); axis < 0)
     return emitOpError("axis must be non-negative, got ") << axis;
+  if (int64_t groups = getGroupsAttr().getInt(); groups < 1)
+    return emitOpError("groups must be positive, got ") << groups;
   return success();
 }
 
@@ -261,10 +263,20 @@ ShardTransformOp::applyToOne(transform::TransformRewriter &rewriter, Operation *
     return failOn(*this, target,
                   "the program declares no lamina.world_size to shard over");
   int64_t size = type.getDimSize(axis);
-  if (ShapedType::isDynamic(size) || size % *worldSize != 0)
+  int64_t groups = getGroups();
+  if (ShapedType::isDynamic(size) || size % groups != 0)
     return failOn(*this, target,
                   getParam() + " dimension " + Twine(axis) + " of size " +
-                      Twine(size) + " is not divisible by the world size " +
+                      Twine(size) + " is not " + Twine(groups) +
+                      " equal groups");
+  if ((size / groups) % *worldSize != 0)
+    return failOn(*this, target,
+                  getParam() + " dimension " + Twine(axis) + " of size " +
+                      Twine(size) +
+                      (groups > 1 ? " in " + Twine(groups) + " groups of " +
+                                        Twine(size / groups)
+                                  : Twine()) +
+                      " is not divisible by the world size " +
                       Twine(*worldSize));
   FunctionOpInterface function = getFunction(*argument);
   if (auto layout = function.getArgAttrOfType<LayoutAttr>(
@@ -278,7 +290,7 @@ ShardTransformOp::applyToOne(transform::TransformRewriter &rewriter, Operation *
     function.setArgAttr(argument->getArgNumber(),
                         LaminaDialect::kLayoutAttrName,
                         LayoutAttr::get(getContext(), LayoutKind::sharded,
-                                        axis));
+                                        axis, groups));
   });
   return DiagnosedSilenceableFailure::success();
 }

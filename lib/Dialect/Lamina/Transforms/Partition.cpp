@@ -4,7 +4,9 @@
 #include "lamina/Lamina/Analysis/LayoutAnalysis.h"
 #include "lamina/Lamina/Transforms/Passes.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Shard/IR/ShardDialect.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -48,7 +50,13 @@ private:
   LogicalResult partitionSync(SyncOp sync);
   LogicalResult partitionDropout(DropoutOp dropout);
   LogicalResult partitionFusedQKV(FusedQKVOp qkv);
+  LogicalResult partitionSlice(tensor::ExtractSliceOp slice);
   LogicalResult partitionOther(Operation *op);
+  /// Gives the inits of a destination-style op with sharded results their
+  /// per-rank shapes (a fresh tensor.empty, and its fill).
+  LogicalResult localizeInits(DestinationStyleOpInterface op);
+  /// Rebuilds the splat constants `op` takes at the shape `type`.
+  void localizeSplats(Operation *op, RankedTensorType type);
 
   func::FuncOp function;
   int64_t worldSize;
@@ -129,6 +137,12 @@ LogicalResult FunctionPartitioner::partitionDropout(DropoutOp dropout) {
   if (!config.isActive())
     return success();
   LayoutAttr layout = layoutOf(dropout.getInput());
+  if (layout && layout.getKind() == LayoutKind::sharded &&
+      layout.getGroups() != 1)
+    return dropout.emitOpError("drops a value sharded in ")
+           << layout.getGroups()
+           << " groups, whose elements have no contiguous place per rank; "
+              "slice the groups apart first";
   if (config.getForkRng()) {
     dropout.getRankMutable().assign(rank());
     return success();
@@ -156,6 +170,80 @@ LogicalResult FunctionPartitioner::partitionFusedQKV(FusedQKVOp qkv) {
   return success();
 }
 
+LogicalResult FunctionPartitioner::partitionSlice(tensor::ExtractSliceOp slice) {
+  LayoutAttr layout = layoutOf(slice.getSource());
+  if (!layout || layout.getKind() != LayoutKind::sharded)
+    return success();
+  int64_t axis = *layout.getAxis();
+  SmallVector<int64_t> offsets(slice.getStaticOffsets());
+  SmallVector<int64_t> sizes(slice.getStaticSizes());
+  // The source already has its per-rank shape; the slice's bounds are
+  // still the whole tensor's.
+  int64_t whole = slice.getSourceType().getDimSize(axis) * worldSize;
+  if (sizes[axis] == whole) {
+    sizes[axis] = whole / worldSize;
+  } else {
+    // One group of a grouped axis: its rank block sits at the same group
+    // index in the rank's share.
+    int64_t groupSize = whole / layout.getGroups();
+    int64_t localGroup = groupSize / worldSize;
+    offsets[axis] = offsets[axis] / groupSize * localGroup;
+    sizes[axis] = localGroup;
+  }
+  builder.setInsertionPoint(slice);
+  auto local = RankedTensorType::get(sizes, slice.getType().getElementType());
+  auto replacement = tensor::ExtractSliceOp::create(
+      builder, slice.getLoc(), local, slice.getSource(),
+      ValueRange{}, ValueRange{}, ValueRange{},
+      builder.getDenseI64ArrayAttr(offsets), builder.getDenseI64ArrayAttr(sizes),
+      slice.getStaticStridesAttr());
+  replace(slice, replacement.getResult());
+  return success();
+}
+
+LogicalResult
+FunctionPartitioner::localizeInits(DestinationStyleOpInterface op) {
+  for (OpOperand &init : op.getDpsInitsMutable()) {
+    OpResult result = op.getTiedOpResult(&init);
+    auto local = localType(result.getType(), layoutOf(result));
+    if (init.get().getType() == local)
+      continue;
+    builder.setInsertionPoint(op);
+    Value value = init.get();
+    auto fill = value.getDefiningOp<linalg::FillOp>();
+    Value empty = fill ? fill.getDpsInits()[0] : value;
+    if (!empty.getDefiningOp<tensor::EmptyOp>())
+      return op->emitOpError("has a sharded result whose init is not a "
+                             "fresh tensor; the partitioner cannot give it "
+                             "a per-rank shape");
+    Value fresh = tensor::EmptyOp::create(builder, op.getLoc(),
+                                          local.getShape(),
+                                          local.getElementType());
+    if (fill)
+      fresh = linalg::FillOp::create(builder, op.getLoc(), fill.getInputs(),
+                                     fresh)
+                  .getResult(0);
+    init.set(fresh);
+  }
+  return success();
+}
+
+void FunctionPartitioner::localizeSplats(Operation *op,
+                                         RankedTensorType type) {
+  for (OpOperand &operand : op->getOpOperands()) {
+    auto constant = operand.get().getDefiningOp<arith::ConstantOp>();
+    auto splat = constant ? dyn_cast<SplatElementsAttr>(constant.getValue())
+                          : SplatElementsAttr();
+    if (!splat || splat.getType() == type ||
+        splat.getType().getElementType() != type.getElementType())
+      continue;
+    builder.setInsertionPoint(op);
+    operand.set(arith::ConstantOp::create(
+        builder, constant.getLoc(),
+        SplatElementsAttr::get(type, splat.getSplatValue<Attribute>())));
+  }
+}
+
 /// Any other op: its results take the per-rank shapes of their layouts (the
 /// layout rules only let sharded values through ops whose result shapes
 /// follow their operands': matmuls, bias adds, element-wise ops); reshapes
@@ -178,6 +266,14 @@ LogicalResult FunctionPartitioner::partitionOther(Operation *op) {
     }
     return success();
   }
+  if (auto destination = dyn_cast<DestinationStyleOpInterface>(op);
+      destination && isa<linalg::TransposeOp, linalg::BatchMatmulOp>(op)) {
+    if (failed(localizeInits(destination)))
+      return failure();
+    for (OpResult result : op->getResults())
+      result.setType(localType(result.getType(), layoutOf(result)));
+    return success();
+  }
   for (OpResult result : op->getResults()) {
     auto tensor = dyn_cast<RankedTensorType>(result.getType());
     LayoutAttr layout = layoutOf(result);
@@ -186,7 +282,9 @@ LogicalResult FunctionPartitioner::partitionOther(Operation *op) {
     if (op->getNumRegions() != 0 || op->getNumOperands() == 0)
       return op->emitOpError("has a sharded result the partitioner cannot "
                              "give a per-rank shape");
-    result.setType(localType(tensor, layout));
+    RankedTensorType local = localType(tensor, layout);
+    localizeSplats(op, local);
+    result.setType(local);
   }
   return success();
 }
@@ -206,6 +304,9 @@ LogicalResult FunctionPartitioner::run() {
             .Case([&](SyncOp sync) { return partitionSync(sync); })
             .Case([&](DropoutOp dropout) { return partitionDropout(dropout); })
             .Case([&](FusedQKVOp qkv) { return partitionFusedQKV(qkv); })
+            .Case([&](tensor::ExtractSliceOp slice) {
+              return partitionSlice(slice);
+            })
             .Case([&](func::ReturnOp ret) {
               for (auto [index, value] : llvm::enumerate(ret.getOperands())) {
                 LayoutAttr layout = layoutOf(value);

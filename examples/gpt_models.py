@@ -8,7 +8,8 @@ QKV projection, `.view(B, T, nh, hd).transpose(1, 2)`), in two styles:
   bias, `nn.GELU`, the head tied to the token embedding, `targets` and
   `F.cross_entropy(..., ignore_index=-1)`, `x[:, [-1], :]` at inference.
 
-Nothing here is shaped for Lamina: the importer must take them as they are.
+Nothing here is shaped for Lamina: the importer takes them as they are
+(docs/models.md). The tests and examples/gpt_train.py use them.
 """
 
 import dataclasses
