@@ -116,9 +116,11 @@ module attributes {lamina.world_size = 2 : i64} {
 // -----
 
 module attributes {lamina.world_size = 2 : i64} {
+  // Merging [4, 8] sharded on 8 gives 4 groups of blocks: a value no rank
+  // can return as a block of the whole.
   func.func @reshape_sharded(%x: tensor<4x8xf32> {lamina.layout = #lamina.layout<S(1)>}) -> tensor<32xf32> {
-    // expected-error @+1 {{merges the sharded axis 1 into an outer dimension; all_gather the value first}}
     %0 = tensor.collapse_shape %x [[0, 1]] : tensor<4x8xf32> into tensor<32xf32>
+    // expected-error @+1 {{returns a value sharded in 4 groups as result 0; slice the groups apart or all_gather it first}}
     return %0 : tensor<32xf32>
   }
 }
@@ -126,11 +128,14 @@ module attributes {lamina.world_size = 2 : i64} {
 // -----
 
 module attributes {lamina.world_size = 2 : i64} {
-  func.func @transpose_sharded(%x: tensor<4x8xf32> {lamina.layout = #lamina.layout<S(1)>}) -> tensor<8x4xf32> {
+  // A transpose moves the sharding with its dim; adding the result to a
+  // value sharded on the other axis mixes layouts.
+  func.func @transpose_sharded(%x: tensor<4x8xf32> {lamina.layout = #lamina.layout<S(1)>}, %y: tensor<8x4xf32> {lamina.layout = #lamina.layout<S(1)>}) -> tensor<8x4xf32> {
     %e = tensor.empty() : tensor<8x4xf32>
-    // expected-error @+1 {{mixes operands with layouts #lamina.layout<S(1)> and #lamina.layout<R>}}
     %0 = linalg.transpose ins(%x : tensor<4x8xf32>) outs(%e : tensor<8x4xf32>) permutation = [1, 0]
-    return %0 : tensor<8x4xf32>
+    // expected-error @+1 {{mixes operands with layouts #lamina.layout<S(0)> and #lamina.layout<S(1)>}}
+    %1 = arith.addf %0, %y : tensor<8x4xf32>
+    return %1 : tensor<8x4xf32>
   }
 }
 

@@ -71,3 +71,31 @@ module attributes {lamina.world_size = 2 : i64} {
     return %2 : tensor<4x8x!lns.num<f = 10>>
   }
 }
+
+// -----
+
+// Dropout keys its mask by each element's place in the whole tensor, which
+// a value in groups does not have per rank.
+module attributes {lamina.world_size = 2 : i64} {
+  func.func @dropout_of_groups(%x: tensor<4x96xf32> {lamina.layout = #lamina.layout<S(1, groups = 3)>}, %seed: i64) -> tensor<4x32xf32> {
+    // expected-error @+1 {{drops a value sharded in 3 groups, whose elements have no contiguous place per rank; slice the groups apart first}}
+    %0 = lamina.dropout %x <p = 0.1, training> seed %seed : tensor<4x96xf32>
+    %1 = tensor.extract_slice %0[0, 0] [4, 32] [1, 1] : tensor<4x96xf32> to tensor<4x32xf32>
+    return %1 : tensor<4x32xf32>
+  }
+}
+
+// -----
+
+// A transpose into a tensor the program computed (not a fresh one) cannot
+// be given a per-rank init.
+module attributes {lamina.world_size = 2 : i64} {
+  func.func @transpose_into_computed(%x: tensor<4x8xf32> {lamina.layout = #lamina.layout<S(1)>}, %y: tensor<8x4xf32>) -> tensor<8x4xf32> {
+    %init = arith.addf %y, %y : tensor<8x4xf32>
+    // expected-error @+1 {{has a sharded result whose init is not a fresh tensor; the partitioner cannot give it a per-rank shape}}
+    %0 = linalg.transpose ins(%x : tensor<4x8xf32>) outs(%init : tensor<8x4xf32>) permutation = [1, 0]
+    %1 = tensor.collapse_shape %0 [[0, 1]] : tensor<8x4xf32> into tensor<32xf32>
+    %2 = tensor.expand_shape %1 [[0, 1]] output_shape [8, 4] : tensor<32xf32> into tensor<8x4xf32>
+    return %2 : tensor<8x4xf32>
+  }
+}

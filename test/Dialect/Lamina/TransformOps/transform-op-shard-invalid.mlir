@@ -23,3 +23,14 @@ module attributes {transform.with_named_sequence} {
     transform.yield
   }
 }
+
+// -----
+
+module attributes {transform.with_named_sequence} {
+  transform.named_sequence @__transform_main(%root: !transform.any_op) {
+    %fc = transform.lamina.match %root path "fc" : (!transform.any_op) -> !transform.any_op
+    // expected-error @+1 {{'transform.lamina.shard' op groups must be positive, got 0}}
+    transform.lamina.shard %fc "weight" axis 0 groups 0 : !transform.any_op
+    transform.yield
+  }
+}

@@ -241,3 +241,60 @@ module attributes {lamina.world_size = 2 : i64} {
     }
   }
 }
+
+// -----
+
+// A contiguous [Q; K; V] projection sharded by heads: each third on its
+// own.
+// CHECK-LABEL: func.func @qkv_by_heads
+// CHECK-SAME: %{{.+}}: tensor<96x32xf32> {lamina.layout = #lamina.layout<S(0, groups = 3)>}, %{{.+}}: tensor<96xf32> {lamina.layout = #lamina.layout<S(0, groups = 3)>}
+module attributes {lamina.world_size = 2 : i64} {
+  func.func @qkv_by_heads(%x: tensor<4x32xf32>, %w: tensor<96x32xf32>, %b: tensor<96xf32>) -> tensor<4x96xf32> {
+    %0 = lamina.linear "c_attn" %x, %w bias %b : (tensor<4x32xf32>, tensor<96x32xf32>, tensor<96xf32>) -> tensor<4x96xf32>
+    return %0 : tensor<4x96xf32>
+  }
+  module attributes {transform.with_named_sequence} {
+    transform.named_sequence @__transform_main(%root: !transform.any_op) {
+      %l = transform.lamina.match %root path "c_attn" : (!transform.any_op) -> !transform.any_op
+      transform.lamina.shard %l "weight" axis 0 groups 3 : !transform.any_op
+      transform.lamina.shard %l "bias" axis 0 groups 3 : !transform.any_op
+      transform.yield
+    }
+  }
+}
+
+// -----
+
+module attributes {lamina.world_size = 4 : i64} {
+  func.func @groups_not_divisible(%x: tensor<4x32xf32>, %w: tensor<96x32xf32>) -> tensor<4x96xf32> {
+    // expected-note @+1 {{layer 'c_attn'}}
+    %0 = lamina.linear "c_attn" %x, %w : (tensor<4x32xf32>, tensor<96x32xf32>) -> tensor<4x96xf32>
+    return %0 : tensor<4x96xf32>
+  }
+  module attributes {transform.with_named_sequence} {
+    transform.named_sequence @__transform_main(%root: !transform.any_op) {
+      %l = transform.lamina.match %root path "c_attn" : (!transform.any_op) -> !transform.any_op
+      // expected-error @+1 {{weight dimension 0 of size 96 is not 5 equal groups}}
+      transform.lamina.shard %l "weight" axis 0 groups 5 : !transform.any_op
+      transform.yield
+    }
+  }
+}
+
+// -----
+
+module attributes {lamina.world_size = 3 : i64} {
+  func.func @group_not_divisible(%x: tensor<4x32xf32>, %w: tensor<96x32xf32>) -> tensor<4x96xf32> {
+    // expected-note @+1 {{layer 'c_attn'}}
+    %0 = lamina.linear "c_attn" %x, %w : (tensor<4x32xf32>, tensor<96x32xf32>) -> tensor<4x96xf32>
+    return %0 : tensor<4x96xf32>
+  }
+  module attributes {transform.with_named_sequence} {
+    transform.named_sequence @__transform_main(%root: !transform.any_op) {
+      %l = transform.lamina.match %root path "c_attn" : (!transform.any_op) -> !transform.any_op
+      // expected-error @+1 {{weight dimension 0 of size 96 in 3 groups of 32 is not divisible by the world size 3}}
+      transform.lamina.shard %l "weight" axis 0 groups 3 : !transform.any_op
+      transform.yield
+    }
+  }
+}
