@@ -82,8 +82,78 @@ def tied_forward():
     torch.testing.assert_close(weight.detach(), rows)
 
 
+def vocab_parallel_forward():
+    """The token embedding sharded on its rows (vocabulary parallel, its
+    all-reduce after it) and the head tied to it column parallel (its
+    all-gather after it), on top of Megatron's blocks."""
+    model, twin = twins(TiedGPT)
+    sch = megatron(model, lambda b: (f"{b}.mlp.c_fc", f"{b}.mlp.c_proj"))
+    sch["transformer.wte"].shard("weight", 0)  # the head's weight too
+    sch["transformer.wte"].sync("fwd_post", "all_reduce")
+    sch["lm_head"].sync("fwd_post", "all_gather", axis=2)
+    built = lamina.build(sch)
+    idx = batch(2)
+    with torch.no_grad():
+        logits, _ = built(idx)
+        want, _ = twin(idx)
+    torch.testing.assert_close(logits, want)
+    rows = CONFIG.vocab_size // RANKS
+    weight = dict(built.named_parameters())["transformer.wte.weight"]
+    torch.testing.assert_close(
+        weight.detach(),
+        twin.transformer.wte.weight[RANK * rows:(RANK + 1) * rows])
+
+
+def tied_training():
+    """Megatron's training recipe (bwd_post all-reduces on the inputs of
+    the column-parallel layers): the loss, every parameter's gradient block
+    and three AdamW steps equal the unsharded eager model's."""
+    model, twin = twins(TiedGPT)
+    model.train(), twin.train()
+    sch = megatron(model, lambda b: (f"{b}.mlp.c_fc", f"{b}.mlp.c_proj"))
+    for i in range(CONFIG.n_layer):
+        for part in ("attn.c_attn", "mlp.c_fc"):
+            sch[f"transformer.h.{i}.{part}"].sync("bwd_post", "all_reduce")
+    # Compiled at build, so that the optimizer gets this rank's blocks.
+    idx = batch(0)
+    built = lamina.build(sch, (idx, torch.roll(idx, -1, dims=1)))
+    ours = torch.optim.AdamW(built.parameters(), lr=1e-2)
+    theirs = torch.optim.AdamW(twin.parameters(), lr=1e-2)
+    for step in range(3):
+        idx = batch(step)
+        targets = torch.roll(idx, -1, dims=1)
+        ours.zero_grad(), theirs.zero_grad()
+        _, loss = built(idx, targets)
+        _, want = twin(idx, targets)
+        loss.backward(), want.backward()
+        torch.testing.assert_close(loss, want,
+                                   msg=lambda m: f"step {step}: {m}")
+        if step == 0:
+            check_gradient_blocks(built, twin)
+        ours.step(), theirs.step()
+
+
+def check_gradient_blocks(built, twin):
+    """Each of the built model's gradients is this rank's block of the
+    eager model's (its heads' rows of each of Q, K and V for c_attn)."""
+    for name, parameter in built.named_parameters():
+        want = dict(twin.named_parameters())[name].grad
+        if parameter.shape != want.shape:
+            axis = next(a for a, (p, w) in enumerate(zip(parameter.shape,
+                                                         want.shape))
+                        if p != w)
+            groups = 3 if "c_attn" in name else 1
+            want = torch.cat([part.chunk(RANKS, dim=axis)[RANK]
+                              for part in want.chunk(groups, dim=axis)],
+                             dim=axis)
+        torch.testing.assert_close(parameter.grad, want, atol=1e-5,
+                                   rtol=1e-4, msg=lambda m: f"{name}: {m}")
+
+
 CHECKS = {"hand_written_forward": hand_written_forward,
-          "tied_forward": tied_forward}
+          "tied_forward": tied_forward,
+          "vocab_parallel_forward": vocab_parallel_forward,
+          "tied_training": tied_training}
 
 if __name__ == "__main__":
     for name in sys.argv[1:]:

@@ -1,6 +1,8 @@
 """Whole GPT-2 models Megatron-parallel on 2 and 4 MPI ranks
-(gpt_on_ranks.py): attention by heads, MLP column then row parallel,
-equal to the unsharded eager model."""
+(gpt_on_ranks.py): attention by heads, MLP column then row parallel, and
+a vocabulary-parallel embedding with its tied head, equal to the unsharded
+eager model; and trained with Megatron's recipe: loss, gradient blocks and
+AdamW steps equal to eager."""
 
 import pathlib
 
@@ -14,4 +16,5 @@ SCRIPT = pathlib.Path(__file__).with_name("gpt_on_ranks.py")
 @pytest.mark.parametrize("ranks", [2, 4])
 def test_megatron_gpt_on_ranks(ranks):
     assert_checks_pass_on_ranks(SCRIPT, ranks,
-                                ["hand_written_forward", "tied_forward"])
+                                ["hand_written_forward", "tied_forward",
+                                 "vocab_parallel_forward", "tied_training"])

@@ -357,21 +357,32 @@ def Lamina_EmbeddingOp : Lamina_LayerOp<"embedding"> {
     and Python checks the indices before a call, as PyTorch does.
     `padding_idx` is the row whose gradient stays zero.
 
+    Vocabulary parallel (what partitioning a weight sharded on its rows
+    makes of it): with `shards` n and `rank` r, `weight` is rank r's block
+    of the vocabulary, rows `[r·V/n, (r+1)·V/n)` of the whole; an index in
+    that range reads its row, any other gives zeros, so the ranks' results
+    sum to the embedding (an all-reduce follows).
+
     ```mlir
     %e = lamina.embedding "transformer.wte" %idx, %w
            : (tensor<2x8xi64>, tensor<64x32xf32>) -> tensor<2x8x32xf32>
+    %p = lamina.embedding "transformer.wte" %idx, %wblock shards 2 rank %r
+           : (tensor<2x8xi64>, tensor<32x32xf32>, index) -> tensor<2x8x32xf32>
     ```
   }];
   let arguments = (ins StrAttr:$path, RankedTensorOf<[I64]>:$input,
                    RankedTensorOf<[F32]>:$weight,
-                   OptionalAttr<I64Attr>:$padding_idx);
+                   OptionalAttr<I64Attr>:$padding_idx,
+                   OptionalAttr<ConfinedAttr<I64Attr, [IntMinValue<2>]>>:$shards,
+                   Optional<Index>:$rank);
   let results = (outs RankedTensorOf<[F32]>:$result);
   let extraClassDeclaration = [{
     /// An embedding has no bias (for LayerOpInterface).
     ::mlir::Value getBias() { return {}; }
   }];
   let assemblyFormat = [{
-    $path $input `,` $weight (`padding_idx` $padding_idx^)? attr-dict `:`
+    $path $input `,` $weight (`padding_idx` $padding_idx^)?
+    (`shards` $shards^ `rank` $rank)? attr-dict `:`
     functional-type(operands, results)
   }];
   let hasVerifier = 1;
@@ -503,7 +514,9 @@ def Lamina_EmbeddingGradOp : Lamina_Op<"embedding_grad"> {
   let summary = "the weight gradient of lamina.embedding: rows scatter-added";
   let description = [{
     `dweight[v, c] = Σ_{i: input[i] = v} dy[i, c]`, added in index order;
-    the row `padding_idx` stays zero, as do indices outside `[0, V)`.
+    the row `padding_idx` stays zero, as do indices outside `[0, V)`. With
+    `shards` and `rank`, the result is rank r's block of rows, as for
+    `lamina.embedding`.
 
     ```mlir
     %dw = lamina.embedding_grad %idx, %dy
@@ -512,10 +525,13 @@ def Lamina_EmbeddingGradOp : Lamina_Op<"embedding_grad"> {
   }];
   let arguments = (ins RankedTensorOf<[I64]>:$input,
                    RankedTensorOf<[F32]>:$cotangent,
-                   OptionalAttr<I64Attr>:$padding_idx);
+                   OptionalAttr<I64Attr>:$padding_idx,
+                   OptionalAttr<ConfinedAttr<I64Attr, [IntMinValue<2>]>>:$shards,
+                   Optional<Index>:$rank);
   let results = (outs RankedTensorOf<[F32]>:$result);
   let assemblyFormat = [{
-    $input `,` $cotangent (`padding_idx` $padding_idx^)? attr-dict `:`
+    $input `,` $cotangent (`padding_idx` $padding_idx^)?
+    (`shards` $shards^ `rank` $rank)? attr-dict `:`
     functional-type(operands, results)
   }];
   let hasVerifier = 1;

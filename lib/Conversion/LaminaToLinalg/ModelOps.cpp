@@ -53,6 +53,26 @@ Value clampedIndex(OpBuilder &b, Location loc, Value index, int64_t size) {
                                 last);
 }
 
+/// The first row (i64) of rank `rank`'s block of `rows` rows, or null for
+/// an embedding that is not split.
+Value firstRow(OpBuilder &b, Location loc, Value rank, int64_t rows) {
+  if (!rank)
+    return {};
+  Value rank64 = arith::IndexCastOp::create(b, loc, b.getI64Type(), rank);
+  return arith::MulIOp::create(b, loc, rank64,
+                               arith::ConstantIntOp::create(b, loc, rows, 64));
+}
+
+/// Whether the i64 `index` is in [0, rows).
+Value inRows(OpBuilder &b, Location loc, Value index, int64_t rows) {
+  Value zero = arith::ConstantIntOp::create(b, loc, 0, 64);
+  Value count = arith::ConstantIntOp::create(b, loc, rows, 64);
+  return arith::AndIOp::create(
+      b, loc,
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, index, zero),
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, index, count));
+}
+
 struct EmbeddingToLinalg : OpRewritePattern<EmbeddingOp> {
   using OpRewritePattern::OpRewritePattern;
 
@@ -69,14 +89,25 @@ struct EmbeddingToLinalg : OpRewritePattern<EmbeddingOp> {
     Value init = tensor::EmptyOp::create(rewriter, loc, type.getShape(),
                                          type.getElementType());
     Value weight = op.getWeight();
+    Value first = firstRow(rewriter, loc, op.getRank(), rows);
     auto gather = linalg::GenericOp::create(
         rewriter, loc, type, op.getInput(), init,
         ArrayRef<AffineMap>{indices, result}, parallelIterators(rank),
         [&](OpBuilder &b, Location nloc, ValueRange args) {
-          Value row = clampedIndex(b, nloc, args[0], rows);
+          Value index = args[0];
+          Value inBlock;
+          if (first) {
+            index = arith::SubIOp::create(b, nloc, index, first);
+            inBlock = inRows(b, nloc, index, rows);
+          }
+          Value row = clampedIndex(b, nloc, index, rows);
           Value column = linalg::IndexOp::create(b, nloc, rank - 1);
           Value element = tensor::ExtractOp::create(b, nloc, weight,
                                                     ValueRange{row, column});
+          if (inBlock)
+            element = arith::SelectOp::create(
+                b, nloc, inBlock, element,
+                floatConstant(b, nloc, element.getType(), 0.0));
           linalg::YieldOp::create(b, nloc, element);
         });
     rewriter.replaceOp(op, gather.getResult(0));
@@ -127,6 +158,7 @@ struct EmbeddingGradToLinalg : OpRewritePattern<EmbeddingGradOp> {
     std::optional<int64_t> padding = op.getPaddingIdx();
 
     Value zeros = filled(rewriter, loc, type.getShape(), element, 0.0);
+    Value first = firstRow(rewriter, loc, op.getRank(), rows);
     Value lower = arith::ConstantIndexOp::create(rewriter, loc, 0);
     Value upper = arith::ConstantIndexOp::create(rewriter, loc, tokens);
     Value step = arith::ConstantIndexOp::create(rewriter, loc, 1);
@@ -134,22 +166,19 @@ struct EmbeddingGradToLinalg : OpRewritePattern<EmbeddingGradOp> {
     auto loop = scf::ForOp::create(
         rewriter, loc, lower, upper, step, ValueRange{zeros},
         [&](OpBuilder &b, Location nloc, Value token, ValueRange acc) {
-          Value index = tensor::ExtractOp::create(b, nloc, indices, token);
-          // Indices outside the rows (and the padding row) add nothing.
-          Value zero64 = arith::ConstantIntOp::create(b, nloc, 0, 64);
-          Value rows64 = arith::ConstantIntOp::create(b, nloc, rows, 64);
-          Value keep = arith::AndIOp::create(
-              b, nloc,
-              arith::CmpIOp::create(b, nloc, arith::CmpIPredicate::sge, index,
-                                    zero64),
-              arith::CmpIOp::create(b, nloc, arith::CmpIPredicate::slt, index,
-                                    rows64));
+          Value global = tensor::ExtractOp::create(b, nloc, indices, token);
+          // Indices outside the (rank's) rows and the padding row add
+          // nothing.
+          Value index = first ? arith::SubIOp::create(b, nloc, global, first)
+                                    .getResult()
+                              : global;
+          Value keep = inRows(b, nloc, index, rows);
           if (padding) {
             Value pad = arith::ConstantIntOp::create(b, nloc, *padding, 64);
             keep = arith::AndIOp::create(
                 b, nloc, keep,
                 arith::CmpIOp::create(b, nloc, arith::CmpIPredicate::ne,
-                                      index, pad));
+                                      global, pad));
           }
           Value row = clampedIndex(b, nloc, index, rows);
           SmallVector<OpFoldResult> sizes = {b.getIndexAttr(1),

@@ -80,12 +80,15 @@ class ConcreteProxy(fx.Proxy):
 
 class Tracer(fx.Tracer):
     """Keeps Lamina's layers whole, records the module path of every node
-    and computes every node's value on the example inputs."""
+    and computes every node's value on the example inputs. Without example
+    inputs it traces symbolically, as torch.fx does (the graph's structure
+    only: a schedule asking where a block's values cross its boundary)."""
 
-    def __init__(self, example_inputs):
+    def __init__(self, example_inputs=None):
         super().__init__()
         self._paths = [""]
-        self._inputs = list(example_inputs)
+        self._concrete = example_inputs is not None
+        self._inputs = list(example_inputs or ())
         self._constants = {}      # id(tensor) → its get_attr node
         self._evaluating = False  # running a leaf module's forward eagerly
 
@@ -137,7 +140,7 @@ class Tracer(fx.Tracer):
 
     def create_proxy(self, kind, target, args, kwargs, name=None,
                      type_expr=None, proxy_factory_fn=None):
-        if kind == "output":
+        if kind == "output" or not self._concrete:
             return super().create_proxy(kind, target, args, kwargs, name,
                                         type_expr, proxy_factory_fn)
         if kind == "call_method" and target in _DATA_DEPENDENT:
@@ -163,12 +166,14 @@ class Tracer(fx.Tracer):
         return node
 
     def proxy(self, node):
-        return ConcreteProxy(node, self)
+        return ConcreteProxy(node, self) if self._concrete else \
+            super().proxy(node)
 
     def create_arg(self, a):
         # A tensor that depends on no input (a mask sliced from a buffer,
         # torch.arange(t)): a constant node holding its value.
-        if isinstance(a, torch.Tensor) and not isinstance(a, nn.Parameter):
+        if self._concrete and isinstance(a, torch.Tensor) and \
+                not isinstance(a, nn.Parameter):
             node = self._constants.get(id(a))
             if node is None:
                 name = next((n for n, b in self.root.named_buffers()
@@ -193,13 +198,25 @@ class Tracer(fx.Tracer):
 
     def iter(self, obj):
         # q, k, v = x.split(C, dim=2), or a layer's several results.
-        return iter([obj[i] for i in range(len(_value_of(obj)))])
+        if self._concrete:
+            return iter([obj[i] for i in range(len(_value_of(obj)))])
+        node = obj.node
+        if node.op == "call_module":
+            converter = converters.module_converter(
+                type(self.root.get_submodule(node.target)))
+            if converter is not None and converter.results > 1:
+                return iter([obj[i] for i in range(converter.results)])
+        return super().iter(obj)
 
     def to_bool(self, obj):
+        if not self._concrete:
+            return super().to_bool(obj)
         self._fail("Python control flow on a tensor's values (`if`, "
                    "`while` or `assert` on a tensor)")
 
     def keys(self, obj):
+        if not self._concrete:
+            return super().keys(obj)
         self._fail("** unpacking of a tensor")
 
     def _fail(self, what):

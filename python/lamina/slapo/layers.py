@@ -8,10 +8,10 @@ from .. import op as lamina_op
 
 def is_layer(module):
     """Whether Lamina imports `module` as one layer op: the linear family,
-    FusedQKV, LayerNorm, LNS linear layers."""
+    FusedQKV, LayerNorm, Embedding, LNS linear layers."""
     from ..lns import LNSLazyLinear, LNSLinear
     return isinstance(module, (nn.Linear, lamina_op.FusedQKV, nn.LayerNorm,
-                               LNSLinear, LNSLazyLinear))
+                               nn.Embedding, LNSLinear, LNSLazyLinear))
 
 
 def layer_tensor(module, name):

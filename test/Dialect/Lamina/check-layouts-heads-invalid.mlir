@@ -76,10 +76,11 @@ module attributes {lamina.world_size = 2 : i64} {
 
 // -----
 
-// A grouped weight cannot be row parallel.
+// A row-parallel weight in groups contracts only an input in the same
+// groups.
 module attributes {lamina.world_size = 2 : i64} {
   func.func @grouped_row_parallel(%x: tensor<4x96xf32> {lamina.layout = #lamina.layout<S(1)>}, %w: tensor<16x96xf32> {lamina.layout = #lamina.layout<S(1, groups = 3)>}) -> tensor<4x16xf32> {
-    // expected-error @+1 {{has a weight with unsupported layout #lamina.layout<S(1, groups = 3)>}}
+    // expected-error @+1 {{is row parallel (weight S(1)) and needs its input sharded on the last axis (a column-parallel layer before it, or a fwd_post scatter), but the input has layout #lamina.layout<S(1)>}}
     %0 = lamina.matmul %x, %w : (tensor<4x96xf32>, tensor<16x96xf32>) -> tensor<4x16xf32>
     return %0 : tensor<4x16xf32>
   }

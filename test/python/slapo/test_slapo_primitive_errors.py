@@ -14,6 +14,7 @@ class Model(nn.Module):
     def __init__(self):
         super().__init__()
         self.emb = nn.Embedding(16, 8)
+        self.conv = nn.Conv1d(8, 8, 1)
         self.fc1 = nn.Linear(8, 32)
         self.drop = nn.Dropout(0.1)
         self.fc2 = nn.Linear(32, 8)
@@ -40,9 +41,12 @@ def test_shard_rejections(sch):
     with pytest.raises(ScheduleError, match="cannot be sharded"):
         slapo.create_schedule(nn.Linear(3, 3), world_size=2).shard(
             "weight", axis=0)
-    # An embedding is not a layer Lamina compiles (yet): said, not crashed.
-    with pytest.raises(ScheduleError, match="Embedding"):
-        sch["emb"].shard("weight", axis=0)
+    # A convolution is not a layer Lamina compiles: said, not crashed.
+    with pytest.raises(ScheduleError, match="Conv1d"):
+        sch["conv"].shard("weight", axis=0)
+    # An embedding is one (vocabulary parallel on axis 0).
+    sch["emb"].shard("weight", axis=0)
+    assert sch["emb"].metadata.primitives["shard"]["weight"] == 0
     sch["fc1"].shard("weight", axis=-2)  # counted from the end: axis 0
     assert sch["fc1"].metadata.primitives["shard"]["weight"] == 0
 

@@ -164,6 +164,22 @@ LayoutOrError sliceLayout(LayoutAttr source, ArrayRef<int64_t> offsets,
                           ArrayRef<int64_t> sizes, ArrayRef<int64_t> strides,
                           ArrayRef<int64_t> shape);
 
+/// insert_slice of `source` into `dest` (of shape `destShape`, unit
+/// strides): alike layouts away from a sharded axis; a sharded source into
+/// fresh replicated zeros (the gradient of a slice), whole along the axis
+/// or as one of its groups, gives the zeros the source's blocks.
+LayoutOrError insertSliceLayout(LayoutAttr source, LayoutAttr dest,
+                                bool destIsFresh, ArrayRef<int64_t> offsets,
+                                ArrayRef<int64_t> sizes,
+                                ArrayRef<int64_t> strides,
+                                ArrayRef<int64_t> destShape);
+
+/// An embedding of replicated indices: a replicated weight gives a
+/// replicated result; a weight sharded on its rows (vocabulary parallel)
+/// gives partial sums, each rank's rows and zeros elsewhere.
+LayoutOrError embeddingLayout(LayoutAttr indices, LayoutAttr weight,
+                              StringRef path);
+
 /// linalg.transpose: the sharded axis moves with its dim.
 LayoutOrError transposeLayout(LayoutAttr source,
                               ArrayRef<int64_t> permutation);

@@ -3,6 +3,7 @@
 #include "lamina/Lamina/Analysis/GradientLayouts.h"
 #include "lamina/Lamina/Analysis/LayoutRules.h"
 
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/raw_ostream.h"
@@ -118,13 +119,14 @@ GradientChecker::matmul(Operation *op, StringRef path, LayoutAttr x,
              rowsSplit ? path.str() : std::string()}};
   }
   if (isShardedOn(w, 0)) {
-    if (!isShardedOn(dy.layout, last))
+    if (!isShardedOn(dy.layout, last) ||
+        dy.layout.getGroups() != w.getGroups())
       return op->emitOpError("is column parallel but the gradient of its "
                              "output has layout ")
-             << dy.layout << ", not S(" << last << ")";
+             << dy.layout << ", not " << sharded(context, last, w.getGroups());
     // dx = dy·W contracts the sharded features: partial sums.
     return MatmulGradients{{partial(context), path.str()},
-                           {sharded(context, 0), ""}};
+                           {sharded(context, 0, w.getGroups()), ""}};
   }
   if (isShardedOn(w, 1)) {
     if (!isReplicated(dy.layout))
@@ -184,7 +186,7 @@ FailureOr<Gradient> GradientChecker::sync(Operation *op, StringRef path,
 
 Gradient GradientChecker::rowsSum(Gradient dy, int64_t rank, StringRef path) {
   if (isShardedOn(dy.layout, rank - 1))
-    return {sharded(context, 0), ""};
+    return {sharded(context, 0, dy.layout.getGroups()), ""};
   if (isReplicated(dy.layout))
     return {replicated(context), ""};
   return {partial(context), path.str()}; // rows split over ranks, or P
@@ -309,6 +311,50 @@ LogicalResult GradientChecker::visit(Operation *op) {
                            expand.getResultType().getShape());
         return dx.failed() ? op->emitOpError(dx.getReason())
                            : add(op, expand.getSrc(), {dx.get(), ""});
+      })
+      .Case([&](tensor::ExtractSliceOp slice) -> LogicalResult {
+        // The cotangent placed in zeros: blocked like the forward source
+        // when blocked like the forward slice.
+        if (dy.layout == fwd(slice.getResult()))
+          return add(op, slice.getSource(), {fwd(slice.getSource()), ""});
+        return op->emitOpError("has no backward layout rule for its "
+                               "gradient ")
+               << dy.layout << " (the forward slice has layout "
+               << fwd(slice.getResult()) << ")";
+      })
+      .Case([&](linalg::TransposeOp transpose) -> LogicalResult {
+        ArrayRef<int64_t> permutation = transpose.getPermutation();
+        SmallVector<int64_t> inverse(permutation.size());
+        for (auto [i, source] : llvm::enumerate(permutation))
+          inverse[source] = i;
+        LayoutOrError dx = transposeLayout(dy.layout, inverse);
+        if (dx.failed())
+          return isPartial(dy.layout) ? add(op, transpose.getInput(), dy)
+                                      : op->emitOpError(dx.getReason());
+        return add(op, transpose.getInput(), {dx.get(), dy.origin});
+      })
+      .Case([&](linalg::BatchMatmulOp matmul) -> LogicalResult {
+        // dA = dC·Bᵀ and dB = Aᵀ·dC per batch: the batch's layout.
+        for (Value input : matmul.getDpsInputs())
+          if (failed(add(op, input, dy)))
+            return failure();
+        return success();
+      })
+      .Case([&](MaskedFillOp fill) {
+        return add(op, fill.getInput(), dy);
+      })
+      .Case([&](EmbeddingOp embedding) -> LogicalResult {
+        LayoutAttr weight = fwd(embedding.getWeight());
+        if (!isReplicated(weight))
+          return op->emitOpError(
+                     "is vocabulary parallel (weight ")
+                 << weight
+                 << "); its backward is not partitioned: train with the "
+                    "embedding replicated";
+        if (!isReplicated(dy.layout))
+          return op->emitOpError("has a gradient with layout ")
+                 << dy.layout << "; an embedding's gradient must be whole";
+        return add(op, embedding.getWeight(), dy);
       })
       .Default([&](Operation *other) -> LogicalResult {
         // Element-wise ops (the only ones the forward rules let sharded

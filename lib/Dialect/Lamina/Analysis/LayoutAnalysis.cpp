@@ -18,6 +18,14 @@ using namespace mlir;
 using namespace mlir::lamina;
 using namespace mlir::lamina::layout;
 
+/// A tensor.empty, or a linalg.fill of one: a value each rank can build at
+/// its own shape.
+static bool isFreshTensor(Value value) {
+  if (auto fill = value.getDefiningOp<linalg::FillOp>())
+    value = fill.getDpsInits()[0];
+  return value.getDefiningOp<tensor::EmptyOp>() != nullptr;
+}
+
 namespace {
 /// Propagates layouts through one function, reporting the first error.
 class LayoutChecker {
@@ -139,6 +147,24 @@ LogicalResult LayoutChecker::visit(Operation *op) {
                                       slice.getStaticStrides(),
                                       slice.getSourceType().getShape()));
       })
+      .Case([&](tensor::InsertSliceOp insert) -> LogicalResult {
+        if (ShapedType::isDynamicShape(insert.getStaticOffsets()) ||
+            ShapedType::isDynamicShape(insert.getStaticSizes()) ||
+            ShapedType::isDynamicShape(insert.getStaticStrides()) ||
+            insert.getSourceType().getRank() != insert.getType().getRank())
+          return assign(op, otherOpLayout(
+                                op, llvm::map_to_vector(
+                                        op->getOperands(),
+                                        [&](Value v) { return get(v); })));
+        Value dest = insert.getDest();
+        bool fresh = isFreshTensor(dest);
+        return assign(op, insertSliceLayout(
+                              get(insert.getSource()), get(dest), fresh,
+                              insert.getStaticOffsets(),
+                              insert.getStaticSizes(),
+                              insert.getStaticStrides(),
+                              insert.getType().getShape()));
+      })
       .Case([&](linalg::TransposeOp transpose) {
         return assign(op, transposeLayout(get(transpose.getInput()),
                                           transpose.getPermutation()));
@@ -151,6 +177,11 @@ LogicalResult LayoutChecker::visit(Operation *op) {
                                         [&](Value v) { return get(v); })));
         return assign(op, batchMatmulLayout(get(matmul.getDpsInputs()[0]),
                                             get(matmul.getDpsInputs()[1])));
+      })
+      .Case([&](EmbeddingOp embedding) {
+        return assign(op, embeddingLayout(get(embedding.getInput()),
+                                          get(embedding.getWeight()),
+                                          embedding.getPath()));
       })
       .Case([&](MaskedFillOp fill) {
         return assign(op, maskedFillLayout(get(fill.getInput()),

@@ -53,7 +53,7 @@ LayoutAttr layout::matmulLayoutImpliedByWeight(LayoutAttr weight,
     return {};
   if (isShardedOn(weight, 0))
     return sharded(weight.getContext(), rank - 1, weight.getGroups());
-  if (isShardedOn(weight, 1) && weight.getGroups() == 1)
+  if (isShardedOn(weight, 1))
     return partial(weight.getContext());
   return {};
 }
@@ -76,8 +76,10 @@ LayoutOrError layout::matmulLayout(LayoutAttr x, LayoutAttr w, int64_t rank) {
                x));
     return matmulLayoutImpliedByWeight(w, rank);
   }
-  if (isShardedOn(w, 1) && w.getGroups() == 1) {
-    if (!isShardedOn(x, last) || x.getGroups() != 1)
+  if (isShardedOn(w, 1)) {
+    // Contracting the sharded axis gives partial sums whatever its groups,
+    // as long as both operands hold the same parts of it.
+    if (!isShardedOn(x, last) || x.getGroups() != w.getGroups())
       return LayoutOrError::error(
           text("is row parallel (weight S(1)) and needs its input sharded on "
                "the last axis (a column-parallel layer before it, or a "
@@ -360,6 +362,55 @@ LayoutOrError layout::sliceLayout(LayoutAttr in, ArrayRef<int64_t> offsets,
       text("slices the sharded axis ", axis,
            in.getGroups() > 1 ? " other than by whole groups" : "",
            "; all_gather the value first"));
+}
+
+LayoutOrError layout::insertSliceLayout(LayoutAttr source, LayoutAttr dest,
+                                        bool destIsFresh,
+                                        ArrayRef<int64_t> offsets,
+                                        ArrayRef<int64_t> sizes,
+                                        ArrayRef<int64_t> strides,
+                                        ArrayRef<int64_t> destShape) {
+  if (isPartial(source) || isPartial(dest))
+    return LayoutOrError::error("inserts partial sums (layout P); add a "
+                                "fwd_post all_reduce sync before it");
+  if (source == dest)
+    return dest.getKind() == LayoutKind::sharded &&
+                   sizes[*dest.getAxis()] != destShape[*dest.getAxis()]
+               ? LayoutOrError::error(
+                     text("inserts into the sharded axis ", *dest.getAxis(),
+                          " of a value; all_gather the values first"))
+               : LayoutOrError(dest);
+  // A sharded slice into fresh zeros (the gradient of a slice): whole along
+  // the axis, or one group of it.
+  if (source.getKind() == LayoutKind::sharded && isReplicated(dest) &&
+      destIsFresh) {
+    int64_t axis = *source.getAxis();
+    if (sizes[axis] == destShape[axis] && offsets[axis] == 0 &&
+        strides[axis] == 1)
+      return source;
+    if (source.getGroups() == 1 && strides[axis] == 1 &&
+        destShape[axis] % sizes[axis] == 0 && offsets[axis] % sizes[axis] == 0)
+      return sharded(source.getContext(), axis,
+                     destShape[axis] / sizes[axis]);
+  }
+  return LayoutOrError::error(
+      text("inserts a value with layout ", source, " into one with layout ",
+           dest, "; all_gather the values first"));
+}
+
+LayoutOrError layout::embeddingLayout(LayoutAttr indices, LayoutAttr weight,
+                                      StringRef path) {
+  if (!isReplicated(indices))
+    return LayoutOrError::error(
+        text("takes indices with layout ", indices,
+             "; the indices must be replicated"));
+  if (isReplicated(weight))
+    return indices;
+  if (isShardedOn(weight, 0) && weight.getGroups() == 1)
+    return partial(weight.getContext()); // each rank its vocabulary's rows
+  return LayoutOrError::error(
+      text("shards its weight as ", weight,
+           "; an embedding is vocabulary parallel (S(0)) or replicated"));
 }
 
 LayoutOrError layout::transposeLayout(LayoutAttr in,

@@ -243,10 +243,12 @@ struct EmbeddingRule : Rule<EmbeddingRule, EmbeddingOp> {
                                            ArrayRef<Value> dys,
                                            MutableArrayRef<Value> dxs) const {
     auto embedding = cast<EmbeddingOp>(op);
+    Value rank = embedding.getRank() ? state.getPrimal(embedding.getRank())
+                                     : Value();
     dxs[1] = EmbeddingGradOp::create(
         b, op->getLoc(), embedding.getWeight().getType(),
         state.getPrimal(embedding.getInput()), dys[0],
-        embedding.getPaddingIdxAttr());
+        embedding.getPaddingIdxAttr(), embedding.getShardsAttr(), rank);
     return success();
   }
 };

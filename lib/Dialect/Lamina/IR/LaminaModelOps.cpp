@@ -40,21 +40,34 @@ static LogicalResult verifyPaddingIndex(Operation *op,
   return success();
 }
 
+/// A vocabulary-parallel embedding names its shards and its rank together.
+static LogicalResult verifyShards(Operation *op,
+                                  std::optional<uint64_t> shards, Value rank) {
+  if (shards.has_value() != static_cast<bool>(rank))
+    return op->emitOpError("takes its rank exactly when it is split into "
+                           "shards (vocabulary parallel)");
+  return success();
+}
+
 LogicalResult EmbeddingOp::verify() {
   auto table = cast<RankedTensorType>(getWeight().getType());
   if (failed(verifyEmbeddingShapes(*this, getInput().getType(), table,
-                                   getType(), "the result")))
+                                   getType(), "the result")) ||
+      failed(verifyShards(*this, getShards(), getRank())))
     return failure();
-  return verifyPaddingIndex(*this, getPaddingIdx(), table.getDimSize(0));
+  return verifyPaddingIndex(*this, getPaddingIdx(),
+                            table.getDimSize(0) * getShards().value_or(1));
 }
 
 LogicalResult EmbeddingGradOp::verify() {
   auto table = cast<RankedTensorType>(getType());
   if (failed(verifyEmbeddingShapes(*this, getInput().getType(), table,
                                    getCotangent().getType(),
-                                   "the cotangent")))
+                                   "the cotangent")) ||
+      failed(verifyShards(*this, getShards(), getRank())))
     return failure();
-  return verifyPaddingIndex(*this, getPaddingIdx(), table.getDimSize(0));
+  return verifyPaddingIndex(*this, getPaddingIdx(),
+                            table.getDimSize(0) * getShards().value_or(1));
 }
 
 LogicalResult MaskedFillOp::verify() {

@@ -51,6 +51,7 @@ private:
   LogicalResult partitionDropout(DropoutOp dropout);
   LogicalResult partitionFusedQKV(FusedQKVOp qkv);
   LogicalResult partitionSlice(tensor::ExtractSliceOp slice);
+  LogicalResult partitionInsert(tensor::InsertSliceOp insert);
   LogicalResult partitionOther(Operation *op);
   /// Gives the inits of a destination-style op with sharded results their
   /// per-rank shapes (a fresh tensor.empty, and its fill).
@@ -202,6 +203,43 @@ LogicalResult FunctionPartitioner::partitionSlice(tensor::ExtractSliceOp slice) 
 }
 
 LogicalResult
+FunctionPartitioner::partitionInsert(tensor::InsertSliceOp insert) {
+  LayoutAttr layout = layoutOf(insert.getResult());
+  if (!layout || layout.getKind() != LayoutKind::sharded)
+    return success();
+  int64_t axis = *layout.getAxis();
+  auto local = localType(insert.getType(), layout);
+  SmallVector<int64_t> offsets(insert.getStaticOffsets());
+  SmallVector<int64_t> sizes(insert.getStaticSizes());
+  // The slice's bounds are still the whole tensor's; the source already
+  // has its per-rank shape.
+  int64_t groupSize = insert.getType().getDimSize(axis) / layout.getGroups();
+  if (sizes[axis] != insert.getType().getDimSize(axis))
+    offsets[axis] = offsets[axis] / groupSize * (groupSize / worldSize);
+  sizes[axis] = insert.getSourceType().getDimSize(axis);
+  builder.setInsertionPoint(insert);
+  Value dest = insert.getDest();
+  if (dest.getType() != local) {
+    // Fresh zeros (the layout rule admits no other dest here).
+    auto fill = dest.getDefiningOp<linalg::FillOp>();
+    Value fresh = tensor::EmptyOp::create(builder, insert.getLoc(),
+                                          local.getShape(),
+                                          local.getElementType());
+    if (fill)
+      fresh = linalg::FillOp::create(builder, insert.getLoc(),
+                                     fill.getInputs(), fresh)
+                  .getResult(0);
+    dest = fresh;
+  }
+  auto replacement = tensor::InsertSliceOp::create(
+      builder, insert.getLoc(), insert.getSource(), dest, ValueRange{},
+      ValueRange{}, ValueRange{}, builder.getDenseI64ArrayAttr(offsets),
+      builder.getDenseI64ArrayAttr(sizes), insert.getStaticStridesAttr());
+  replace(insert, replacement.getResult());
+  return success();
+}
+
+LogicalResult
 FunctionPartitioner::localizeInits(DestinationStyleOpInterface op) {
   for (OpOperand &init : op.getDpsInitsMutable()) {
     OpResult result = op.getTiedOpResult(&init);
@@ -306,6 +344,18 @@ LogicalResult FunctionPartitioner::run() {
             .Case([&](FusedQKVOp qkv) { return partitionFusedQKV(qkv); })
             .Case([&](tensor::ExtractSliceOp slice) {
               return partitionSlice(slice);
+            })
+            .Case([&](tensor::InsertSliceOp insert) {
+              return partitionInsert(insert);
+            })
+            .Case([&](EmbeddingOp embedding) {
+              LayoutAttr weight = layoutOf(embedding.getWeight());
+              if (weight && weight.getKind() == LayoutKind::sharded) {
+                embedding.setShardsAttr(
+                    builder.getI64IntegerAttr(worldSize));
+                embedding.getRankMutable().assign(rank());
+              }
+              return success();
             })
             .Case([&](func::ReturnOp ret) {
               for (auto [index, value] : llvm::enumerate(ret.getOperands())) {

@@ -9,15 +9,16 @@ from .. import ir
 from . import converts
 
 
-def _layer_norm(emitter, node, path, normalized_shape, weight, bias, eps):
+def _layer_norm(emitter, node, what, path, normalized_shape, weight, bias,
+                eps):
     """`lamina.layer_norm "path" %x [weight %w] [bias %b] eps e`; `weight`
-    and `bias` are Values or None."""
+    and `bias` are Values or None; `what` names the norm in errors."""
     x = emitter.float_value(node, node.args[0])
     if tuple(normalized_shape) != emitter.shape(node)[-1:]:
-        emitter.fail(node, f"a layer norm over {list(normalized_shape)}, "
-                     "more than the last dim")
+        emitter.fail(node, f"{what} over more than the last dim "
+                     f"({list(normalized_shape)})")
     if x.type.element != ir.F32:
-        emitter.fail(node, f"a layer norm on {x.type}")
+        emitter.fail(node, f"{what} on {x.type}")
     operands = [x]
     syntax = [ir.string(path), x]
     for keyword, value in (("weight", weight), ("bias", bias)):
@@ -40,8 +41,8 @@ def layer_norm_module(emitter, node, module, path):
         weight = emitter.parameter(node, f"{path}.weight", module.weight)
         if module.bias is not None:
             bias = emitter.parameter(node, f"{path}.bias", module.bias)
-    return _layer_norm(emitter, node, path, module.normalized_shape, weight,
-                       bias, module.eps)
+    return _layer_norm(emitter, node, f"LayerNorm '{path}'", path,
+                       module.normalized_shape, weight, bias, module.eps)
 
 
 @converts(F.layer_norm, torch.layer_norm)
@@ -54,5 +55,5 @@ def layer_norm(emitter, node):
     weight, bias = (None if p is None else emitter.float_value(node, p)
                     for p in parts)
     eps = emitter.argument(node, 4, "eps", 1e-5)
-    return _layer_norm(emitter, node, emitter.path(node), shape, weight, bias,
-                       eps)
+    return _layer_norm(emitter, node, "F.layer_norm", emitter.path(node), shape,
+                       weight, bias, eps)
