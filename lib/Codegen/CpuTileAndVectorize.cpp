@@ -215,6 +215,75 @@ static std::string buildSchedule(unsigned index, const TilePlan &plan,
   return script;
 }
 
+/// The matmuls between layers (attention's scores and values: a
+/// `linalg.batch_matmul` per head, or a plain `linalg.matmul`), B read
+/// along N: register tiles of 4 rows × 16 columns (per batch), K in steps
+/// of 4 with the C tile held in registers across them. Static shapes whose
+/// M, N and K the tiles divide; others stay loop nests.
+static std::optional<SmallVector<int64_t>>
+planBetweenLayersMatmul(linalg::LinalgOp op) {
+  if (!op.hasPureTensorSemantics() || hasStage(op, "matmul") ||
+      !isa<linalg::MatmulOp, linalg::BatchMatmulOp>(op))
+    return std::nullopt;
+  if (auto matmul = dyn_cast<linalg::MatmulOp>(op.getOperation());
+      matmul && matmul.hasUserDefinedMaps())
+    return std::nullopt;
+  if (auto matmul = dyn_cast<linalg::BatchMatmulOp>(op.getOperation());
+      matmul && matmul.hasUserDefinedMaps())
+    return std::nullopt;
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  if (llvm::any_of(ranges, ShapedType::isDynamic))
+    return std::nullopt;
+  bool batched = ranges.size() == 4;
+  int64_t m = ranges[batched], n = ranges[batched + 1],
+          k = ranges[batched + 2];
+  if (m % 4 != 0 || n % 16 != 0 || k % 4 != 0 || k <= 4)
+    return std::nullopt;
+  SmallVector<int64_t> sizes;
+  if (batched)
+    sizes.push_back(1);
+  llvm::append_range(sizes, ArrayRef<int64_t>{4, 16, 4});
+  return sizes;
+}
+
+static std::string buildBetweenLayersMatmulSchedule(unsigned index,
+                                                    ArrayRef<int64_t> sizes) {
+  SmallVector<int64_t> outer(sizes.drop_back()), inner(sizes.size(), 0);
+  outer.push_back(0);
+  inner.back() = sizes.back();
+  std::string types = "(!transform.any_op";
+  for (size_t i = 0; i + 1 < sizes.size(); ++i)
+    types += ", !transform.any_op";
+  types += ")";
+  return llvm::formatv(
+             "  %t{0} = transform.structured.match attributes {{{1} = {0} : "
+             "i64} in %root : (!transform.any_op) -> !transform.any_op\n"
+             "  %r{0}, %r{0}_loops:{2} = transform.structured.fuse %t{0} "
+             "tile_sizes {3} : (!transform.any_op) -> {4}\n"
+             "  %k{0}, %kloop{0} = transform.structured.tile_using_for %r{0} "
+             "tile_sizes {5} : (!transform.any_op) -> (!transform.any_op, "
+             "!transform.any_op)\n"
+             "  %lin{0} = transform.structured.match interface{{LinalgOp} in "
+             "%r{0}_loops#0 : (!transform.any_op) -> !transform.any_op\n"
+             "  transform.structured.vectorize %lin{0} : !transform.any_op\n"
+             "  transform.apply_patterns to %func {{\n"
+             "    transform.apply_patterns.canonicalization\n"
+             "    transform.apply_patterns.tensor.fold_tensor_subset_ops_into_"
+             "vector_transfers\n"
+             "  } : !transform.any_op\n"
+             "  transform.apply_patterns to %func {{\n"
+             "    transform.apply_patterns.vector.transfer_permutation_"
+             "patterns\n"
+             "    transform.apply_patterns.vector.reduction_to_contract\n"
+             "  } : !transform.any_op\n"
+             "  transform.apply_cse to %func : !transform.any_op\n"
+             "  transform.loop.hoist_loop_invariant_subsets %kloop{0} : "
+             "!transform.any_op\n",
+             index, kTargetAttr, sizes.size() - 1, tileSizes(outer), types,
+             tileSizes(inner))
+      .str();
+}
+
 /// Element-wise ops (residual adds, a lone bias add or activation, an
 /// epilogue of an unpacked matmul): rows of 16 lanes, vectorized. Ops on
 /// i64 or i32 integers (LNS codes, whose additions are long chains) take
@@ -310,6 +379,15 @@ struct LaminaCpuTileAndVectorizePass
                     IntegerAttr::get(IntegerType::get(&getContext(), 64),
                                      index));
         body += buildElementwiseSchedule(index++, *sizes);
+      }
+    });
+    module.walk([&](linalg::LinalgOp op) {
+      if (std::optional<SmallVector<int64_t>> sizes =
+              planBetweenLayersMatmul(op)) {
+        op->setAttr(kTargetAttr,
+                    IntegerAttr::get(IntegerType::get(&getContext(), 64),
+                                     index));
+        body += buildBetweenLayersMatmulSchedule(index++, *sizes);
       }
     });
     module.walk([&](linalg::GenericOp op) {

@@ -92,3 +92,42 @@ func.func @transpose_feeding_a_matmul(%w: tensor<512x64xf32>) -> tensor<64x512xf
   %t = linalg.transpose ins(%w : tensor<512x64xf32>) outs(%e : tensor<64x512xf32>) permutation = [1, 0]
   return %t : tensor<64x512xf32>
 }
+
+// -----
+
+// Attention's scores, a batch matmul between layers (per head: q [128, 64]
+// times kᵀ [64, 128]): per batch, register tiles of 4 rows × 16 columns, K
+// in steps of 4 with the accumulator in registers (the fill folded into
+// its initial value), the tile written once.
+// CHECK-LABEL: func.func @scores
+// CHECK: scf.for %{{.*}} = %c0 to %c32 step %c1
+// CHECK: scf.for %{{.*}} = %c0 to %c128 step %c4
+// CHECK: scf.for %{{.*}} = %c0 to %c128 step %c16
+// CHECK: %[[ACC:.+]] = scf.for %{{.*}} = %c0 to %c64 step %c4 iter_args(%{{.*}} = %{{.*}}) -> (vector<1x4x16xf32>)
+// CHECK: vector.transfer_read {{.*}} : tensor<32x128x64xf32>, vector<1x4x4xf32>
+// CHECK: vector.transfer_read {{.*}} : tensor<32x64x128xf32>, vector<1x4x16xf32>
+// CHECK: vector.contract {{.*}} : vector<1x4x4xf32>, vector<1x4x16xf32> into vector<1x4x16xf32>
+// CHECK: vector.transfer_write %[[ACC]], {{.*}} : vector<1x4x16xf32>, tensor<1x4x16xf32>
+// CHECK-NOT: vector.transfer_write
+// CHECK: return
+func.func @scores(%q: tensor<32x128x64xf32>, %kt: tensor<32x64x128xf32>) -> tensor<32x128x128xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<32x128x128xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%e : tensor<32x128x128xf32>) -> tensor<32x128x128xf32>
+  %s = linalg.batch_matmul ins(%q, %kt : tensor<32x128x64xf32>, tensor<32x64x128xf32>) outs(%acc : tensor<32x128x128xf32>) -> tensor<32x128x128xf32>
+  return %s : tensor<32x128x128xf32>
+}
+
+// -----
+
+// N = 24 is not a multiple of 16: the batch matmul stays a loop nest.
+// CHECK-LABEL: func.func @untiled_scores
+// CHECK-NOT: vector.contract
+// CHECK: linalg.batch_matmul
+func.func @untiled_scores(%q: tensor<2x8x8xf32>, %kt: tensor<2x8x24xf32>) -> tensor<2x8x24xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<2x8x24xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%e : tensor<2x8x24xf32>) -> tensor<2x8x24xf32>
+  %s = linalg.batch_matmul ins(%q, %kt : tensor<2x8x8xf32>, tensor<2x8x24xf32>) outs(%acc : tensor<2x8x24xf32>) -> tensor<2x8x24xf32>
+  return %s : tensor<2x8x24xf32>
+}

@@ -77,6 +77,11 @@ class ConcreteProxy(fx.Proxy):
     def __len__(self):
         return len(self.node.meta["lamina_value"])
 
+    def __iter__(self):
+        # fx's own __iter__ reads the caller's bytecode, which it cannot
+        # index on Python 3.11; the value knows its length.
+        return self.tracer.iter(self)
+
 
 class Tracer(fx.Tracer):
     """Keeps Lamina's layers whole, records the module path of every node
