@@ -219,7 +219,9 @@ static std::string buildSchedule(unsigned index, const TilePlan &plan,
 /// `linalg.batch_matmul` per head, or a plain `linalg.matmul`), B read
 /// along N: register tiles of 4 rows × 16 columns (per batch), K in steps
 /// of 4 with the C tile held in registers across them. Static shapes whose
-/// M, N and K the tiles divide; others stay loop nests.
+/// M, N and K the tiles divide; others stay loop nests. Producers are not
+/// fused into the tiles: a transposed operand (kᵀ, the backward's) would
+/// be pulled in and vectorized with the contraction.
 static std::optional<SmallVector<int64_t>>
 planBetweenLayersMatmul(linalg::LinalgOp op) {
   if (!op.hasPureTensorSemantics() || hasStage(op, "matmul") ||
@@ -258,8 +260,8 @@ static std::string buildBetweenLayersMatmulSchedule(unsigned index,
   return llvm::formatv(
              "  %t{0} = transform.structured.match attributes {{{1} = {0} : "
              "i64} in %root : (!transform.any_op) -> !transform.any_op\n"
-             "  %r{0}, %r{0}_loops:{2} = transform.structured.fuse %t{0} "
-             "tile_sizes {3} : (!transform.any_op) -> {4}\n"
+             "  %r{0}, %r{0}_loops:{2} = transform.structured.tile_using_for "
+             "%t{0} tile_sizes {3} : (!transform.any_op) -> {4}\n"
              "  %k{0}, %kloop{0} = transform.structured.tile_using_for %r{0} "
              "tile_sizes {5} : (!transform.any_op) -> (!transform.any_op, "
              "!transform.any_op)\n"

@@ -97,8 +97,7 @@ func.func @transpose_feeding_a_matmul(%w: tensor<512x64xf32>) -> tensor<64x512xf
 
 // Attention's scores, a batch matmul between layers (per head: q [128, 64]
 // times kᵀ [64, 128]): per batch, register tiles of 4 rows × 16 columns, K
-// in steps of 4 with the accumulator in registers (the fill folded into
-// its initial value), the tile written once.
+// in steps of 4 with the accumulator in registers, the tile written once.
 // CHECK-LABEL: func.func @scores
 // CHECK: scf.for %{{.*}} = %c0 to %c32 step %c1
 // CHECK: scf.for %{{.*}} = %c0 to %c128 step %c4

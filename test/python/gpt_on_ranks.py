@@ -104,7 +104,7 @@ def vocab_parallel_forward():
         twin.transformer.wte.weight[RANK * rows:(RANK + 1) * rows])
 
 
-def tied_training():
+def tied_training(vocab_parallel=False):
     """Megatron's training recipe (bwd_post all-reduces on the inputs of
     the column-parallel layers): the loss, every parameter's gradient block
     and three AdamW steps equal the unsharded eager model's."""
@@ -114,6 +114,14 @@ def tied_training():
     for i in range(CONFIG.n_layer):
         for part in ("attn.c_attn", "mlp.c_fc"):
             sch[f"transformer.h.{i}.{part}"].sync("bwd_post", "all_reduce")
+    if vocab_parallel:
+        # Every rank computes the loss on the whole logits: the gathered
+        # logits' gradient is whole, each rank keeps its block of it.
+        sch["transformer.wte"].shard("weight", 0)
+        sch["transformer.wte"].sync("fwd_post", "all_reduce")
+        sch["lm_head"].sync("fwd_post", "all_gather", axis=2,
+                            tensor_parallel_output_grad=False)
+        sch["lm_head"].sync("bwd_post", "all_reduce")
     # Compiled at build, so that the optimizer gets this rank's blocks.
     idx = batch(0)
     built = lamina.build(sch, (idx, torch.roll(idx, -1, dims=1)))
@@ -153,7 +161,8 @@ def check_gradient_blocks(built, twin):
 CHECKS = {"hand_written_forward": hand_written_forward,
           "tied_forward": tied_forward,
           "vocab_parallel_forward": vocab_parallel_forward,
-          "tied_training": tied_training}
+          "tied_training": tied_training,
+          "vocab_parallel_training": lambda: tied_training(True)}
 
 if __name__ == "__main__":
     for name in sys.argv[1:]:

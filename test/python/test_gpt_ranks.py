@@ -17,4 +17,5 @@ SCRIPT = pathlib.Path(__file__).with_name("gpt_on_ranks.py")
 def test_megatron_gpt_on_ranks(ranks):
     assert_checks_pass_on_ranks(SCRIPT, ranks,
                                 ["hand_written_forward", "tied_forward",
-                                 "vocab_parallel_forward", "tied_training"])
+                                 "vocab_parallel_forward", "tied_training",
+                                 "vocab_parallel_training"])

@@ -35,11 +35,11 @@ Value floatConstant(OpBuilder &b, Location loc, Type type, double value) {
 }
 
 /// A tensor of `shape` filled with `value`.
-Value filled(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
-             Type element, double value) {
+Value filled(OpBuilder &b, Location loc, ArrayRef<int64_t> shape, Type element,
+             double value) {
   Value init = tensor::EmptyOp::create(b, loc, shape, element);
-  return linalg::FillOp::create(b, loc,
-                                floatConstant(b, loc, element, value), init)
+  return linalg::FillOp::create(b, loc, floatConstant(b, loc, element, value),
+                                init)
       .getResult(0);
 }
 
@@ -48,9 +48,8 @@ Value clampedIndex(OpBuilder &b, Location loc, Value index, int64_t size) {
   Value asIndex = arith::IndexCastOp::create(b, loc, b.getIndexType(), index);
   Value zero = arith::ConstantIndexOp::create(b, loc, 0);
   Value last = arith::ConstantIndexOp::create(b, loc, size - 1);
-  return arith::MinSIOp::create(b, loc,
-                                arith::MaxSIOp::create(b, loc, asIndex, zero),
-                                last);
+  return arith::MinSIOp::create(
+      b, loc, arith::MaxSIOp::create(b, loc, asIndex, zero), last);
 }
 
 /// The first row (i64) of rank `rank`'s block of `rows` rows, or null for
@@ -169,16 +168,16 @@ struct EmbeddingGradToLinalg : OpRewritePattern<EmbeddingGradOp> {
           Value global = tensor::ExtractOp::create(b, nloc, indices, token);
           // Indices outside the (rank's) rows and the padding row add
           // nothing.
-          Value index = first ? arith::SubIOp::create(b, nloc, global, first)
-                                    .getResult()
-                              : global;
+          Value index =
+              first ? arith::SubIOp::create(b, nloc, global, first).getResult()
+                    : global;
           Value keep = inRows(b, nloc, index, rows);
           if (padding) {
             Value pad = arith::ConstantIntOp::create(b, nloc, *padding, 64);
             keep = arith::AndIOp::create(
                 b, nloc, keep,
-                arith::CmpIOp::create(b, nloc, arith::CmpIPredicate::ne,
-                                      global, pad));
+                arith::CmpIOp::create(b, nloc, arith::CmpIPredicate::ne, global,
+                                      pad));
           }
           Value row = clampedIndex(b, nloc, index, rows);
           SmallVector<OpFoldResult> sizes = {b.getIndexAttr(1),
@@ -187,8 +186,8 @@ struct EmbeddingGradToLinalg : OpRewritePattern<EmbeddingGradOp> {
                                                b.getIndexAttr(1)};
           SmallVector<OpFoldResult> source = {token, b.getIndexAttr(0)};
           SmallVector<OpFoldResult> target = {row, b.getIndexAttr(0)};
-          Value dy = tensor::ExtractSliceOp::create(
-              b, nloc, rowType, cotangent, source, sizes, strides);
+          Value dy = tensor::ExtractSliceOp::create(b, nloc, rowType, cotangent,
+                                                    source, sizes, strides);
           Value old = tensor::ExtractSliceOp::create(b, nloc, rowType, acc[0],
                                                      target, sizes, strides);
           AffineMap identity =
@@ -196,13 +195,12 @@ struct EmbeddingGradToLinalg : OpRewritePattern<EmbeddingGradOp> {
           Value sum =
               linalg::GenericOp::create(
                   b, nloc, rowType, ValueRange{dy}, ValueRange{old},
-                  ArrayRef<AffineMap>{identity, identity},
-                  parallelIterators(1),
+                  ArrayRef<AffineMap>{identity, identity}, parallelIterators(1),
                   [&](OpBuilder &ib, Location iloc, ValueRange args) {
                     Value added =
                         arith::AddFOp::create(ib, iloc, args[1], args[0]);
-                    Value kept = arith::SelectOp::create(ib, iloc, keep,
-                                                         added, args[1]);
+                    Value kept =
+                        arith::SelectOp::create(ib, iloc, keep, added, args[1]);
                     linalg::YieldOp::create(ib, iloc, kept);
                   })
                   .getResult(0);
@@ -282,22 +280,22 @@ RowStatistics rowStatistics(OpBuilder &b, Location loc, Value logits,
           ArrayRef<AffineMap>{maps.full, maps.row}, maps.rowReduction,
           [](OpBuilder &nb, Location nloc, ValueRange args) {
             linalg::YieldOp::create(
-                nb, nloc, arith::MaximumFOp::create(nb, nloc, args[0], args[1])
-                              .getResult());
+                nb, nloc,
+                arith::MaximumFOp::create(nb, nloc, args[0], args[1])
+                    .getResult());
           })
           .getResult(0);
   Value sumExp =
       linalg::GenericOp::create(
           b, loc, rowsType, ValueRange{logits, max},
           filled(b, loc, {rows}, element, 0.0),
-          ArrayRef<AffineMap>{maps.full, maps.row, maps.row},
-          maps.rowReduction,
+          ArrayRef<AffineMap>{maps.full, maps.row, maps.row}, maps.rowReduction,
           [](OpBuilder &nb, Location nloc, ValueRange args) {
             Value shifted = arith::SubFOp::create(nb, nloc, args[0], args[1]);
             Value e = math::ExpOp::create(nb, nloc, shifted);
             linalg::YieldOp::create(
-                nb, nloc, arith::AddFOp::create(nb, nloc, args[2], e)
-                              .getResult());
+                nb, nloc,
+                arith::AddFOp::create(nb, nloc, args[2], e).getResult());
           })
           .getResult(0);
   return {max, sumExp};
@@ -312,8 +310,8 @@ Value counts(OpBuilder &b, Location loc, Value target, int64_t ignoreIndex) {
 
 /// Whether column `linalg.index 1` is target `t`.
 Value isTarget(OpBuilder &b, Location loc, Value target) {
-  Value column = arith::IndexCastOp::create(
-      b, loc, b.getI64Type(), linalg::IndexOp::create(b, loc, 1));
+  Value column = arith::IndexCastOp::create(b, loc, b.getI64Type(),
+                                            linalg::IndexOp::create(b, loc, 1));
   return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, column,
                                target);
 }
@@ -330,8 +328,7 @@ Value countedTargets(OpBuilder &b, Location loc, Value targets, Type element,
                Value one = floatConstant(nb, nloc, element, 1.0);
                Value zero = floatConstant(nb, nloc, element, 0.0);
                Value add = arith::SelectOp::create(
-                   nb, nloc, counts(nb, nloc, args[0], ignoreIndex), one,
-                   zero);
+                   nb, nloc, counts(nb, nloc, args[0], ignoreIndex), one, zero);
                linalg::YieldOp::create(
                    nb, nloc,
                    arith::AddFOp::create(nb, nloc, args[1], add).getResult());
@@ -365,8 +362,8 @@ struct CrossEntropyToLinalg : OpRewritePattern<CrossEntropyOp> {
               Value x = arith::SelectOp::create(
                   b, nloc, isTarget(b, nloc, args[1]), args[0], zero);
               linalg::YieldOp::create(
-                  b, nloc, arith::AddFOp::create(b, nloc, args[2], x)
-                               .getResult());
+                  b, nloc,
+                  arith::AddFOp::create(b, nloc, args[2], x).getResult());
             })
             .getResult(0);
     auto scalarType = RankedTensorType::get({}, element);
@@ -387,8 +384,8 @@ struct CrossEntropyToLinalg : OpRewritePattern<CrossEntropyOp> {
               Value kept = arith::SelectOp::create(
                   b, nloc, counts(b, nloc, args[3], ignoreIndex), term, zero);
               linalg::YieldOp::create(
-                  b, nloc, arith::AddFOp::create(b, nloc, args[4], kept)
-                               .getResult());
+                  b, nloc,
+                  arith::AddFOp::create(b, nloc, args[4], kept).getResult());
             })
             .getResult(0);
     if (op.getSum()) {
@@ -420,8 +417,8 @@ struct CrossEntropyGradToLinalg : OpRewritePattern<CrossEntropyGradOp> {
     Value perRow = op.getCotangent();
     SmallVector<Value> inputs = {logits, stats.max, stats.sumExp, targets,
                                  perRow};
-    SmallVector<AffineMap> indexing = {maps.full, maps.row, maps.row,
-                                       maps.row, maps.rowScalar};
+    SmallVector<AffineMap> indexing = {maps.full, maps.row, maps.row, maps.row,
+                                       maps.rowScalar};
     bool mean = !op.getSum();
     if (mean) {
       inputs.push_back(
@@ -429,8 +426,8 @@ struct CrossEntropyGradToLinalg : OpRewritePattern<CrossEntropyGradOp> {
       indexing.push_back(maps.rowScalar);
     }
     indexing.push_back(maps.full);
-    Value init = tensor::EmptyOp::create(rewriter, loc, type.getShape(),
-                                         element);
+    Value init =
+        tensor::EmptyOp::create(rewriter, loc, type.getShape(), element);
     auto gradient = linalg::GenericOp::create(
         rewriter, loc, type, inputs, init, indexing, parallelIterators(2),
         [&](OpBuilder &b, Location nloc, ValueRange args) {
@@ -441,13 +438,12 @@ struct CrossEntropyGradToLinalg : OpRewritePattern<CrossEntropyGradOp> {
           Value zero = floatConstant(b, nloc, element, 0.0);
           Value hot = arith::SelectOp::create(
               b, nloc, isTarget(b, nloc, args[3]), one, zero);
-          Value scale = mean ? arith::DivFOp::create(b, nloc, args[4],
-                                                     args[5])
-                                   .getResult()
-                             : args[4];
+          Value scale =
+              mean
+                  ? arith::DivFOp::create(b, nloc, args[4], args[5]).getResult()
+                  : args[4];
           Value dx = arith::MulFOp::create(
-              b, nloc, scale,
-              arith::SubFOp::create(b, nloc, probability, hot));
+              b, nloc, scale, arith::SubFOp::create(b, nloc, probability, hot));
           Value kept = arith::SelectOp::create(
               b, nloc, counts(b, nloc, args[3], ignoreIndex), dx, zero);
           linalg::YieldOp::create(b, nloc, kept);

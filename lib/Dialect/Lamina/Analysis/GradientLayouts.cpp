@@ -344,17 +344,13 @@ LogicalResult GradientChecker::visit(Operation *op) {
         return add(op, fill.getInput(), dy);
       })
       .Case([&](EmbeddingOp embedding) -> LogicalResult {
-        LayoutAttr weight = fwd(embedding.getWeight());
-        if (!isReplicated(weight))
-          return op->emitOpError(
-                     "is vocabulary parallel (weight ")
-                 << weight
-                 << "); its backward is not partitioned: train with the "
-                    "embedding replicated";
+        // Every rank adds the whole cotangent's rows into its block of
+        // the vocabulary (or the whole weight).
         if (!isReplicated(dy.layout))
           return op->emitOpError("has a gradient with layout ")
                  << dy.layout << "; an embedding's gradient must be whole";
-        return add(op, embedding.getWeight(), dy);
+        return add(op, embedding.getWeight(),
+                   {fwd(embedding.getWeight()), ""});
       })
       .Default([&](Operation *other) -> LogicalResult {
         // Element-wise ops (the only ones the forward rules let sharded

@@ -183,6 +183,17 @@ LogicalResult LayoutChecker::visit(Operation *op) {
                                           get(embedding.getWeight()),
                                           embedding.getPath()));
       })
+      .Case([&](EmbeddingGradOp grad) -> LogicalResult {
+        for (Value operand : {grad.getInput(), grad.getCotangent()})
+          if (!isReplicated(get(operand)))
+            return op->emitOpError("takes ")
+                   << get(operand)
+                   << " indices or cotangents; an embedding's gradient "
+                      "needs them replicated";
+        auto declared =
+            grad->getAttrOfType<LayoutAttr>(LaminaDialect::kLayoutAttrName);
+        return assign(op, declared ? declared : replicated(context));
+      })
       .Case([&](MaskedFillOp fill) {
         return assign(op, maskedFillLayout(get(fill.getInput()),
                                            get(fill.getMask()),

@@ -17,6 +17,7 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Utils/ReshapeOpsUtils.h"
 #include "mlir/IR/DialectRegistry.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 
 using namespace mlir;
 using namespace mlir::lamina;
@@ -245,10 +246,19 @@ struct EmbeddingRule : Rule<EmbeddingRule, EmbeddingOp> {
     auto embedding = cast<EmbeddingOp>(op);
     Value rank = embedding.getRank() ? state.getPrimal(embedding.getRank())
                                      : Value();
-    dxs[1] = EmbeddingGradOp::create(
+    auto grad = EmbeddingGradOp::create(
         b, op->getLoc(), embedding.getWeight().getType(),
         state.getPrimal(embedding.getInput()), dys[0],
         embedding.getPaddingIdxAttr(), embedding.getShardsAttr(), rank);
+    // A weight declared vocabulary parallel gets its gradient in blocks
+    // too: the partitioner reads the layout from the op.
+    if (auto argument = dyn_cast<BlockArgument>(embedding.getWeight()))
+      if (auto function = dyn_cast<FunctionOpInterface>(
+              argument.getOwner()->getParentOp()))
+        if (auto layout = function.getArgAttrOfType<LayoutAttr>(
+                argument.getArgNumber(), LaminaDialect::kLayoutAttrName))
+          grad->setAttr(LaminaDialect::kLayoutAttrName, layout);
+    dxs[1] = grad;
     return success();
   }
 };

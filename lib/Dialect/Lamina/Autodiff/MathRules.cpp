@@ -11,8 +11,8 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/IR/BuiltinAttributes.h"
-#include "mlir/IR/TypeUtilities.h"
 #include "mlir/IR/DialectRegistry.h"
+#include "mlir/IR/TypeUtilities.h"
 
 #include "lamina/Lamina/IR/LaminaAutodiffInterface.h"
 
@@ -105,13 +105,13 @@ struct PowFRule : Rule<PowFRule, math::PowFOp> {
     Value x = state.getPrimal(pow.getLhs());
     Value c = state.getPrimal(pow.getRhs());
     Value one = splat(b, loc, c.getType(), 1.0);
-    Value lower = math::PowFOp::create(b, loc, x,
-                                       arith::SubFOp::create(b, loc, c, one));
+    Value lower =
+        math::PowFOp::create(b, loc, x, arith::SubFOp::create(b, loc, c, one));
     dxs[0] = mul(b, loc, dys[0], mul(b, loc, c, lower));
     if (!pow.getRhs().getDefiningOp<arith::ConstantOp>()) {
       Value y = state.getPrimal(pow.getResult());
-      dxs[1] = mul(b, loc, dys[0],
-                   mul(b, loc, y, math::LogOp::create(b, loc, x)));
+      dxs[1] =
+          mul(b, loc, dys[0], mul(b, loc, y, math::LogOp::create(b, loc, x)));
     }
     return success();
   }

@@ -420,6 +420,15 @@ LogicalResult LaminaDialect::verifyOperationAttribute(Operation *op,
                              << "' must be \"matmul\" or \"epilogue\"";
     return success();
   }
+  if (attr.getName() == kLayoutAttrName) {
+    // The gradient of a vocabulary-parallel embedding's weight: its result
+    // is the weight's blocks, which nothing else in the backward implies.
+    if (!isa<LayoutAttr>(attr.getValue()) || !isa<EmbeddingGradOp>(op))
+      return op->emitError() << "'" << kLayoutAttrName
+                             << "' on an op is the layout of a "
+                                "lamina.embedding_grad's result";
+    return success();
+  }
   return op->emitError() << "unknown lamina attribute '"
                          << attr.getName().getValue() << "'";
 }

@@ -26,8 +26,8 @@ static LogicalResult verifyEmbeddingShapes(Operation *op,
   if (rows.getShape() != ArrayRef<int64_t>(expected))
     return op->emitOpError()
            << rowsName << " must have the indices' shape followed by the "
-           << table.getDimSize(1) << " features, [" << expected
-           << "], got " << rows;
+           << table.getDimSize(1) << " features, [" << expected << "], got "
+           << rows;
   return success();
 }
 
@@ -41,8 +41,8 @@ static LogicalResult verifyPaddingIndex(Operation *op,
 }
 
 /// A vocabulary-parallel embedding names its shards and its rank together.
-static LogicalResult verifyShards(Operation *op,
-                                  std::optional<uint64_t> shards, Value rank) {
+static LogicalResult verifyShards(Operation *op, std::optional<uint64_t> shards,
+                                  Value rank) {
   if (shards.has_value() != static_cast<bool>(rank))
     return op->emitOpError("takes its rank exactly when it is split into "
                            "shards (vocabulary parallel)");
@@ -91,10 +91,8 @@ static LogicalResult verifyClassificationShapes(Operation *op,
                                                 RankedTensorType logits,
                                                 RankedTensorType targets) {
   if (logits.getRank() != 2 || !logits.hasStaticShape())
-    return op->emitOpError("takes static logits [N, classes], got ")
-           << logits;
-  if (targets.getRank() != 1 ||
-      targets.getDimSize(0) != logits.getDimSize(0))
+    return op->emitOpError("takes static logits [N, classes], got ") << logits;
+  if (targets.getRank() != 1 || targets.getDimSize(0) != logits.getDimSize(0))
     return op->emitOpError("takes one target per row of the logits, ")
            << "tensor<" << logits.getDimSize(0) << "xi64>, got " << targets;
   return success();

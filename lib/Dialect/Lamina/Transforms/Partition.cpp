@@ -56,6 +56,10 @@ private:
   /// Gives the inits of a destination-style op with sharded results their
   /// per-rank shapes (a fresh tensor.empty, and its fill).
   LogicalResult localizeInits(DestinationStyleOpInterface op);
+  /// A fresh tensor (tensor.empty, or its linalg.fill) like `value` at the
+  /// per-rank type `local`, built at the builder's point; failure when
+  /// `value` is not one.
+  FailureOr<Value> rebuildFresh(Value value, RankedTensorType local);
   /// Rebuilds the splat constants `op` takes at the shape `type`.
   void localizeSplats(Operation *op, RankedTensorType type);
 
@@ -202,6 +206,22 @@ LogicalResult FunctionPartitioner::partitionSlice(tensor::ExtractSliceOp slice) 
   return success();
 }
 
+FailureOr<Value> FunctionPartitioner::rebuildFresh(Value value,
+                                                   RankedTensorType local) {
+  auto fill = value.getDefiningOp<linalg::FillOp>();
+  Value empty = fill ? fill.getDpsInits()[0] : value;
+  if (!empty.getDefiningOp<tensor::EmptyOp>())
+    return failure();
+  Value fresh = tensor::EmptyOp::create(builder, value.getLoc(),
+                                        local.getShape(),
+                                        local.getElementType());
+  if (fill)
+    fresh = linalg::FillOp::create(builder, value.getLoc(), fill.getInputs(),
+                                   fresh)
+                .getResult(0);
+  return fresh;
+}
+
 LogicalResult
 FunctionPartitioner::partitionInsert(tensor::InsertSliceOp insert) {
   LayoutAttr layout = layoutOf(insert.getResult());
@@ -220,16 +240,12 @@ FunctionPartitioner::partitionInsert(tensor::InsertSliceOp insert) {
   builder.setInsertionPoint(insert);
   Value dest = insert.getDest();
   if (dest.getType() != local) {
-    // Fresh zeros (the layout rule admits no other dest here).
-    auto fill = dest.getDefiningOp<linalg::FillOp>();
-    Value fresh = tensor::EmptyOp::create(builder, insert.getLoc(),
-                                          local.getShape(),
-                                          local.getElementType());
-    if (fill)
-      fresh = linalg::FillOp::create(builder, insert.getLoc(),
-                                     fill.getInputs(), fresh)
-                  .getResult(0);
-    dest = fresh;
+    // Fresh zeros: the layout rule admits no other dest here.
+    FailureOr<Value> fresh = rebuildFresh(dest, local);
+    if (failed(fresh))
+      return insert.emitOpError("inserts into a sharded value that is not a "
+                                "fresh tensor");
+    dest = *fresh;
   }
   auto replacement = tensor::InsertSliceOp::create(
       builder, insert.getLoc(), insert.getSource(), dest, ValueRange{},
@@ -247,21 +263,12 @@ FunctionPartitioner::localizeInits(DestinationStyleOpInterface op) {
     if (init.get().getType() == local)
       continue;
     builder.setInsertionPoint(op);
-    Value value = init.get();
-    auto fill = value.getDefiningOp<linalg::FillOp>();
-    Value empty = fill ? fill.getDpsInits()[0] : value;
-    if (!empty.getDefiningOp<tensor::EmptyOp>())
+    FailureOr<Value> fresh = rebuildFresh(init.get(), local);
+    if (failed(fresh))
       return op->emitOpError("has a sharded result whose init is not a "
                              "fresh tensor; the partitioner cannot give it "
                              "a per-rank shape");
-    Value fresh = tensor::EmptyOp::create(builder, op.getLoc(),
-                                          local.getShape(),
-                                          local.getElementType());
-    if (fill)
-      fresh = linalg::FillOp::create(builder, op.getLoc(), fill.getInputs(),
-                                     fresh)
-                  .getResult(0);
-    init.set(fresh);
+    init.set(*fresh);
   }
   return success();
 }
@@ -347,6 +354,17 @@ LogicalResult FunctionPartitioner::run() {
             })
             .Case([&](tensor::InsertSliceOp insert) {
               return partitionInsert(insert);
+            })
+            .Case([&](EmbeddingGradOp grad) {
+              LayoutAttr layout = layoutOf(grad.getResult());
+              if (layout && layout.getKind() == LayoutKind::sharded) {
+                grad.setShardsAttr(builder.getI64IntegerAttr(worldSize));
+                grad.getRankMutable().assign(rank());
+                grad.getResult().setType(
+                    localType(grad.getType(), layout));
+              }
+              grad->removeAttr(LaminaDialect::kLayoutAttrName);
+              return success();
             })
             .Case([&](EmbeddingOp embedding) {
               LayoutAttr weight = layoutOf(embedding.getWeight());
