@@ -54,6 +54,12 @@ private:
   static StringRef pathOf(std::optional<StringRef> path) {
     return path.value_or("");
   }
+  /// The rule of ops without one of their own, on `op`'s operands.
+  LayoutOrError otherLayout(Operation *op) {
+    return otherOpLayout(op,
+                         llvm::map_to_vector(op->getOperands(),
+                                             [&](Value v) { return get(v); }));
+  }
   int64_t rankOf(Value value) {
     return cast<RankedTensorType>(value.getType()).getRank();
   }
@@ -152,10 +158,7 @@ LogicalResult LayoutChecker::visit(Operation *op) {
             ShapedType::isDynamicShape(insert.getStaticSizes()) ||
             ShapedType::isDynamicShape(insert.getStaticStrides()) ||
             insert.getSourceType().getRank() != insert.getType().getRank())
-          return assign(op, otherOpLayout(
-                                op, llvm::map_to_vector(
-                                        op->getOperands(),
-                                        [&](Value v) { return get(v); })));
+          return assign(op, otherLayout(op));
         Value dest = insert.getDest();
         bool fresh = isFreshTensor(dest);
         return assign(op, insertSliceLayout(
@@ -171,10 +174,7 @@ LogicalResult LayoutChecker::visit(Operation *op) {
       })
       .Case([&](linalg::BatchMatmulOp matmul) {
         if (matmul.getNumDpsInputs() != 2 || matmul.hasUserDefinedMaps())
-          return assign(op, otherOpLayout(
-                                op, llvm::map_to_vector(
-                                        op->getOperands(),
-                                        [&](Value v) { return get(v); })));
+          return assign(op, otherLayout(op));
         return assign(op, batchMatmulLayout(get(matmul.getDpsInputs()[0]),
                                             get(matmul.getDpsInputs()[1])));
       })
@@ -206,9 +206,7 @@ LogicalResult LayoutChecker::visit(Operation *op) {
         return success();
       })
       .Default([&](Operation *other) {
-        SmallVector<LayoutAttr> operands = llvm::map_to_vector(
-            other->getOperands(), [&](Value value) { return get(value); });
-        return assign(other, otherOpLayout(other, operands));
+        return assign(other, otherLayout(other));
       });
 }
 

@@ -53,6 +53,14 @@ private:
   LogicalResult partitionSlice(tensor::ExtractSliceOp slice);
   LogicalResult partitionInsert(tensor::InsertSliceOp insert);
   LogicalResult partitionOther(Operation *op);
+  /// Where the group starting at `offset` of a grouped axis of `whole`
+  /// elements starts in a rank's share: the same group index, in groups of
+  /// the rank's block size.
+  int64_t localGroupOffset(int64_t offset, int64_t whole,
+                           LayoutAttr layout) const {
+    int64_t groupSize = whole / layout.getGroups();
+    return offset / groupSize * (groupSize / worldSize);
+  }
   /// Gives the inits of a destination-style op with sharded results their
   /// per-rank shapes (a fresh tensor.empty, and its fill).
   LogicalResult localizeInits(DestinationStyleOpInterface op);
@@ -190,10 +198,8 @@ LogicalResult FunctionPartitioner::partitionSlice(tensor::ExtractSliceOp slice) 
   } else {
     // One group of a grouped axis: its rank block sits at the same group
     // index in the rank's share.
-    int64_t groupSize = whole / layout.getGroups();
-    int64_t localGroup = groupSize / worldSize;
-    offsets[axis] = offsets[axis] / groupSize * localGroup;
-    sizes[axis] = localGroup;
+    offsets[axis] = localGroupOffset(offsets[axis], whole, layout);
+    sizes[axis] = whole / layout.getGroups() / worldSize;
   }
   builder.setInsertionPoint(slice);
   auto local = RankedTensorType::get(sizes, slice.getType().getElementType());
@@ -233,9 +239,9 @@ FunctionPartitioner::partitionInsert(tensor::InsertSliceOp insert) {
   SmallVector<int64_t> sizes(insert.getStaticSizes());
   // The slice's bounds are still the whole tensor's; the source already
   // has its per-rank shape.
-  int64_t groupSize = insert.getType().getDimSize(axis) / layout.getGroups();
-  if (sizes[axis] != insert.getType().getDimSize(axis))
-    offsets[axis] = offsets[axis] / groupSize * (groupSize / worldSize);
+  int64_t whole = insert.getType().getDimSize(axis);
+  if (sizes[axis] != whole)
+    offsets[axis] = localGroupOffset(offsets[axis], whole, layout);
   sizes[axis] = insert.getSourceType().getDimSize(axis);
   builder.setInsertionPoint(insert);
   Value dest = insert.getDest();
