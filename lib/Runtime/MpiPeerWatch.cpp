@@ -1,23 +1,28 @@
-//===- MpiPeerWatch.cpp - Name the rank that died in a blocking MPI call -===//
+//===- MpiPeerWatch.cpp - Name the rank that died, end the ranks waiting --===//
 
 #include "MpiPeerWatch.h"
 
+#include "MpiNotary.h"
+
 #include <mpi.h>
 
-#include <atomic>
-#include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <iterator>
-#include <string>
+#include <new>
 #include <thread>
-#include <vector>
 
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <ifaddrs.h>
+#include <netinet/in.h>
 #include <poll.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 namespace mlir::lamina::peer_watch {
@@ -29,51 +34,104 @@ struct Identity {
   char host[64];
 };
 
-/// How long a rank that saw a death waits for its blocking call before it
-/// exits: long enough for the other survivors to see the same death first.
-constexpr std::chrono::milliseconds kGrace(1000);
+/// Where the hub (rank 0's notary) listens: a TCP port and the host's IPv4
+/// addresses, other interfaces before loopback (network byte order).
+struct HubAddress {
+  uint16_t port = 0;
+  uint32_t count = 0;
+  uint32_t addresses[8] = {};
+};
 
-/// The blocking MPI call this rank is in, or null.
-std::atomic<const char *> activeCall{nullptr};
+/// How long a rank tries each of the hub's addresses.
+constexpr int kConnectTimeoutMs = 2000;
 
-/// What start() learnt; read-only afterwards.
+/// Before start(), and in jobs of one rank, the state no notary reads.
+SharedState localState;
+SharedState *state = &localState;
+
 int thisRank = 0, numRanks = 1;
-std::vector<Identity> peers;
-char thisHost[64] = {};
+std::vector<std::string> labels;
 
-/// Whether process `pid` is gone: no such process, or a zombie its parent
-/// has not reaped yet.
-bool isGone(pid_t pid) {
-  if (kill(pid, 0) != 0)
-    return errno == ESRCH;
-  char path[64];
-  std::snprintf(path, sizeof(path), "/proc/%d/stat", static_cast<int>(pid));
-  FILE *stat = std::fopen(path, "r");
-  if (!stat)
-    return true;
-  // "pid (command) state ...": the state follows the last ')'.
-  char line[512];
-  size_t length = std::fread(line, 1, sizeof(line) - 1, stat);
-  std::fclose(stat);
-  line[length] = '\0';
-  const char *close = std::strrchr(line, ')');
-  return close && close[1] == ' ' && (close[2] == 'Z' || close[2] == 'X');
+int listenForNotaries(HubAddress &hub) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in address = {};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_ANY);
+  socklen_t length = sizeof(address);
+  if (fd < 0 || bind(fd, reinterpret_cast<sockaddr *>(&address), length) ||
+      listen(fd, SOMAXCONN) ||
+      getsockname(fd, reinterpret_cast<sockaddr *>(&address), &length)) {
+    if (fd >= 0)
+      close(fd);
+    return -1;
+  }
+  hub.port = address.sin_port;
+  ifaddrs *interfaces = nullptr;
+  if (getifaddrs(&interfaces) == 0) {
+    for (bool loopback : {false, true})
+      for (ifaddrs *i = interfaces; i; i = i->ifa_next) {
+        if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET ||
+            hub.count == std::size(hub.addresses))
+          continue;
+        uint32_t ip =
+            reinterpret_cast<sockaddr_in *>(i->ifa_addr)->sin_addr.s_addr;
+        if ((ntohl(ip) >> 24 == 127) == loopback)
+          hub.addresses[hub.count++] = ip;
+      }
+    freeifaddrs(interfaces);
+  }
+  return fd;
 }
 
-/// Reports the dead ranks and ends this one, if it is inside a blocking
-/// call; returns otherwise (a rank may end normally after its last call).
-void reportIfBlocked() {
-  const char *call = activeCall.load();
-  if (!call)
-    return;
-  std::string message =
-      "lamina MPI runtime: rank " + std::to_string(thisRank) + " of " +
-      std::to_string(numRanks) + ": " + describeDeadPeers() +
-      " died while this rank waited in " + call + "; exiting\n";
-  // One write: MPICH's launcher may kill this rank any moment now.
-  (void)!write(STDERR_FILENO, message.data(), message.size());
-  std::this_thread::sleep_for(kGrace);
-  std::_Exit(EXIT_FAILURE);
+int connectTo(uint32_t ip, uint16_t port) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0)
+    return -1;
+  sockaddr_in address = {};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = ip;
+  address.sin_port = port;
+  int error = 0;
+  socklen_t length = sizeof(error);
+  pollfd writable = {fd, POLLOUT, 0};
+  bool connected =
+      connect(fd, reinterpret_cast<sockaddr *>(&address), sizeof(address)) ==
+          0 ||
+      (errno == EINPROGRESS && poll(&writable, 1, kConnectTimeoutMs) == 1 &&
+       getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length) == 0 &&
+       error == 0);
+  if (!connected) {
+    close(fd);
+    return -1;
+  }
+  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  return fd;
+}
+
+int connectToHub(const HubAddress &hub) {
+  for (uint32_t i = 0; hub.port && i < hub.count; ++i)
+    if (int fd = connectTo(hub.addresses[i], hub.port); fd >= 0)
+      return fd;
+  std::fprintf(stderr,
+               "lamina MPI runtime: rank %d of %d cannot reach rank 0's "
+               "notary; if a rank dies, this one may not learn which\n",
+               thisRank, numRanks);
+  return -1;
+}
+
+/// Starts the notary as a grandchild in a session of its own (out of the
+/// process group the launcher kills, and never a child this rank's code
+/// could wait for).
+void startNotary(NotarySetup &setup) {
+  pid_t child = fork();
+  if (child == 0) {
+    if (fork() != 0)
+      _exit(0);
+    setsid();
+    runNotary(setup);
+  }
+  if (child > 0)
+    waitpid(child, nullptr, 0);
 }
 
 /// The fatal signals a rank reports before it dies, and what ran on each
@@ -85,6 +143,7 @@ char fatalPrefix[64];
 /// Says which rank dies (its own launcher may name only a process id),
 /// then lets the previous handler do what it did.
 void reportFatalSignal(int signal) {
+  state->fatalSignal.store(signal);
   (void)!write(STDERR_FILENO, fatalPrefix, std::strlen(fatalPrefix));
   const char *name = sigabbrev_np(signal);
   (void)!write(STDERR_FILENO, name, std::strlen(name));
@@ -108,20 +167,6 @@ void installFatalSignalReport() {
     sigaction(kFatalSignals[i], &action, &previousActions[i]);
 }
 
-/// Waits for a peer on this host to exit (a pidfd becomes readable the
-/// moment its process does, before anyone reaps it), then for this rank to
-/// be blocked on it.
-void watch(std::vector<pollfd> pidfds) {
-  for (;;) {
-    if (poll(pidfds.data(), pidfds.size(), -1) <= 0)
-      continue;
-    for (;;) {
-      reportIfBlocked();
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-  }
-}
-
 } // namespace
 
 void start() {
@@ -132,37 +177,58 @@ void start() {
   Identity self = {};
   self.pid = getpid();
   gethostname(self.host, sizeof(self.host) - 1);
-  std::memcpy(thisHost, self.host, sizeof(thisHost));
-  peers.resize(numRanks);
-  MPI_Allgather(&self, sizeof(Identity), MPI_BYTE, peers.data(),
+  std::vector<Identity> identities(numRanks);
+  MPI_Allgather(&self, sizeof(Identity), MPI_BYTE, identities.data(),
                 sizeof(Identity), MPI_BYTE, MPI_COMM_WORLD);
-  installFatalSignalReport();
-  std::vector<pollfd> pidfds;
-  for (int peer = 0; peer < numRanks; ++peer) {
-    if (peer == thisRank || std::strcmp(peers[peer].host, thisHost) != 0)
-      continue;
-    int fd = static_cast<int>(syscall(SYS_pidfd_open, peers[peer].pid, 0));
+  for (const Identity &identity : identities)
+    labels.push_back("process " + std::to_string(identity.pid) + " on " +
+                     identity.host);
+
+  NotarySetup setup;
+  HubAddress hub;
+  if (thisRank == 0)
+    setup.listenFd = listenForNotaries(hub);
+  MPI_Bcast(&hub, sizeof(hub), MPI_BYTE, 0, MPI_COMM_WORLD);
+  setup.connections.resize(thisRank == 0 ? numRanks : 1);
+  if (thisRank != 0)
+    setup.connections[0].fd = connectToHub(hub);
+  setup.pollSet.resize(setup.connections.size() + 2);
+
+  void *page = mmap(nullptr, sizeof(SharedState), PROT_READ | PROT_WRITE,
+                    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (page != MAP_FAILED)
+    state = new (page) SharedState();
+  setup.rank = thisRank;
+  setup.numRanks = numRanks;
+  setup.rankPid = getpid();
+  setup.state = state;
+  setup.rankPidfd = static_cast<int>(syscall(SYS_pidfd_open, getpid(), 0));
+  setup.labels = labels;
+  if (state != &localState && setup.rankPidfd >= 0)
+    startNotary(setup);
+  for (int fd : {setup.rankPidfd, setup.listenFd, setup.connections[0].fd})
     if (fd >= 0)
-      pidfds.push_back({fd, POLLIN, 0});
-  }
-  if (!pidfds.empty())
-    std::thread(watch, std::move(pidfds)).detach();
+      close(fd);
+  installFatalSignalReport();
 }
+
+void recordExit(int status) { state->exitStatus.store(status); }
 
 std::string describeDeadPeers() {
-  std::string dead;
-  for (int peer = 0; peer < static_cast<int>(peers.size()); ++peer) {
-    if (peer == thisRank || std::strcmp(peers[peer].host, thisHost) != 0 ||
-        !isGone(static_cast<pid_t>(peers[peer].pid)))
-      continue;
-    dead += (dead.empty() ? "rank " : ", rank ") + std::to_string(peer) +
-            " (process " + std::to_string(peers[peer].pid) + " on " +
-            peers[peer].host + ")";
-  }
-  return dead;
+  if (numRanks == 1)
+    return "";
+  // The notaries decide within milliseconds of a death.
+  for (int i = 0; i < 200 && state->deadRank.load() < 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  int dead = state->deadRank.load();
+  if (dead < 0 || dead == thisRank)
+    return "";
+  return "rank " + std::to_string(dead) + " (" + labels[dead] + ")";
 }
 
-BlockingCall::BlockingCall(const char *name) { activeCall.store(name); }
-BlockingCall::~BlockingCall() { activeCall.store(nullptr); }
+BlockingCall::BlockingCall(const char *name) {
+  state->blockingCall.store(name);
+}
+BlockingCall::~BlockingCall() { state->blockingCall.store(nullptr); }
 
 } // namespace mlir::lamina::peer_watch

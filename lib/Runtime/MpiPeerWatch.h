@@ -1,12 +1,11 @@
-//===- MpiPeerWatch.h - Name the rank that died in a blocking MPI call ---===//
+//===- MpiPeerWatch.h - Name the rank that died, end the ranks waiting ----===//
 //
 // When one rank of a job dies (a crash, an abort, a kill) while the others
 // wait for it in a collective or a transfer, MPI leaves them waiting, or
-// MPICH's launcher kills them without saying which rank failed. A watch
-// thread checks the other ranks' processes while this rank is inside an
-// MPI call, and when one is gone, exits this rank with an error naming it.
-// Only ranks on the same host can be checked (by process id); for others
-// the launcher's clean-up still applies.
+// MPICH's launcher kills them without saying which rank failed. Each rank
+// starts a notary process (MpiNotary.h) that outlives it: the notaries,
+// connected on any host, agree on the rank that died first, name it on
+// stderr, and end the ranks that wait for it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,13 +16,17 @@
 
 namespace mlir::lamina::peer_watch {
 
-/// Exchanges process ids and host names with every rank (collective: call
-/// on all ranks, right after MPI_Init) and starts the watch thread. The
-/// thread never calls MPI.
+/// Exchanges process ids, host names and the hub's address with every rank
+/// (collective: call on all ranks, right after MPI_Init) and starts this
+/// rank's notary.
 void start();
 
-/// "rank 1 (process 4242 on host), ..." for each rank on this host whose
-/// process is gone; empty when none is (or start() did not run).
+/// Records the status this rank passes to exit(): 0 is a clean end, which
+/// its notary does not report.
+void recordExit(int status);
+
+/// "rank 1 (process 4242 on host)" when the notaries have found a rank
+/// dead; empty otherwise (after waiting a little for their verdict).
 std::string describeDeadPeers();
 
 /// Marks this rank as inside the blocking MPI call `name` while alive.

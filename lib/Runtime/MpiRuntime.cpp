@@ -27,12 +27,19 @@ void ensureInitialized() {
   // of ending the process inside MPI.
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   mlir::lamina::peer_watch::start();
-  std::atexit([] {
-    int finalized = 0;
-    MPI_Finalized(&finalized);
-    if (!finalized)
-      MPI_Finalize();
-  });
+  on_exit(
+      [](int status, void *) {
+        mlir::lamina::peer_watch::recordExit(status);
+        // A failing rank leaves at once: finalising would wait for the
+        // others, which may be waiting for it.
+        if (status != 0)
+          return;
+        int finalized = 0;
+        MPI_Finalized(&finalized);
+        if (!finalized)
+          MPI_Finalize();
+      },
+      nullptr);
 }
 
 [[noreturn]] void fail(const char *message) {

@@ -1,10 +1,14 @@
 // What upstream verifiers of MLIR 22.1 crash on or miss is an error at
-// Lamina's entry points (lib/Support/ParseModule.cpp); found by
+// Lamina's entry points (lib/Support/ParseModule.cpp; lamina-opt checks
+// before its first pass); found by
 // lamina-gpu-fuzzer and lamina-parse-fuzzer.
 // RUN: rm -rf %t && split-file %s %t
 // RUN: not lamina-run %t/workgroup.mlir 2>&1 | FileCheck %t/workgroup.mlir
 // RUN: not lamina-compile %t/workgroup.mlir -o %t.o 2>&1 | FileCheck %t/workgroup.mlir
+// RUN: not lamina-opt %t/workgroup.mlir 2>&1 | FileCheck %t/workgroup.mlir
 // RUN: not lamina-run %t/empty-symbol.mlir 2>&1 | FileCheck %t/empty-symbol.mlir
+// RUN: not lamina-opt %t/empty-symbol.mlir 2>&1 | FileCheck %t/empty-symbol.mlir
+// RUN: not lamina-opt %t/workgroup.mlir --lamina-cpu-pipeline 2>&1 | FileCheck %t/workgroup.mlir
 
 //--- workgroup.mlir
 

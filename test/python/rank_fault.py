@@ -1,8 +1,8 @@
 """A rank that dies in the middle of a tensor-parallel run, run by
 test_mpi_faults.py under `mpirun.mpich -np W`: `python3 rank_fault.py HOW`.
 Every rank compiles the Megatron MLP and runs it once ("rank R: ready"),
-then the last rank dies (HOW: abort, kill or segfault) while the others
-wait for it in the next run's all-reduce."""
+then the last rank dies (HOW: abort, kill, segfault or exit, a
+sys.exit(3)) while the others wait for it in the next run's all-reduce."""
 
 import ctypes
 import os
@@ -49,6 +49,8 @@ if RANK == WORLD - 1:
         os.kill(os.getpid(), signal.SIGKILL)
     elif how == "segfault":
         ctypes.string_at(0)
+    elif how == "exit":
+        sys.exit(3)
 with torch.no_grad():
     compiled(x)
 print(f"rank {RANK}: finished", flush=True)

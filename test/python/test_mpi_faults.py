@@ -1,10 +1,9 @@
 """A rank that dies while the others wait for it in a collective
 (rank_fault.py under mpirun.mpich): every other rank exits within 30 s,
-and the rank that died is named. A rank that aborts or faults names itself
-before it dies (Lamina's MPI runtime reports fatal signals); a rank killed
-outright (SIGKILL) is named by the survivors' peer watch when it sees the
-death before MPICH's launcher kills the survivors (its clean-up does, even
-with -disable-auto-cleanup)."""
+and the rank that died is named, by itself and by every rank that waited
+for it. The names come from the ranks' notaries (lib/Runtime/MpiNotary.h),
+processes outside the process group that MPICH's launcher kills when a
+rank dies, so they are said even when the launcher is quicker."""
 
 import pathlib
 import re
@@ -33,6 +32,14 @@ def run_until_a_rank_dies(how, ranks):
     assert ended - died < 30, f"the others took {ended - died:.1f} s\n{output}"
     pid = re.search(rf"rank {dead}: ready, process (\d+)",
                     completed.stdout).group(1)
+    # Every survivor is told, and says, which rank it waited for.
+    for rank in range(dead):
+        assert (f"lamina MPI runtime: rank {rank} of {ranks}: rank {dead} "
+                f"(process {pid} on ") in completed.stderr, output
+    reports = re.findall(r"rank \d+ of \d+: (rank \d+ \(process \d+) on .*\) "
+                         r"died while this rank waited in MPI_Allreduce",
+                         completed.stderr)
+    assert reports == [f"rank {dead} (process {pid}"] * dead, output
     return completed.stderr, dead, pid, output
 
 
@@ -46,10 +53,16 @@ def test_a_dying_rank_names_itself(how, signal, ranks):
 
 
 @pytest.mark.parametrize("ranks", [2, 4])
-def test_a_killed_rank_ends_the_others(ranks):
+def test_a_killed_rank_is_named(ranks):
     stderr, dead, pid, output = run_until_a_rank_dies("kill", ranks)
-    # The survivors' peer watch and the launcher's clean-up race: whichever
-    # sees the death first ends them. A watch that wins names the rank.
-    for report in re.findall(r"rank \d of \d+: (.*) died while this rank "
-                             r"waited in MPI_Allreduce", stderr):
-        assert report.startswith(f"rank {dead} (process {pid} on "), output
+    # The notary reads how its rank ended while the launcher has not reaped
+    # it yet; after that, only that it ended.
+    assert re.search(rf"lamina MPI runtime: rank {dead} of {ranks} \(process "
+                     rf"{pid} on .*\) (was killed by SIGKILL|ended without "
+                     r"finishing)\n", stderr), output
+
+
+def test_a_rank_exiting_with_a_failure_status_is_named():
+    stderr, dead, pid, output = run_until_a_rank_dies("exit", 2)
+    assert re.search(rf"lamina MPI runtime: rank {dead} of 2 \(process {pid} "
+                     r"on .*\) exited with status 3\n", stderr), output
