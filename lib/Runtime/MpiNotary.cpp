@@ -8,9 +8,11 @@
 #include <csignal>
 #include <cstring>
 #include <ctime>
+#include <iterator>
 
 #include <fcntl.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 namespace mlir::lamina::peer_watch {
@@ -349,9 +351,28 @@ void resetSignals() {
   sigprocmask(SIG_SETMASK, &none, nullptr);
 }
 
+/// Closes what the notary inherited from its rank (MPI's sockets and shared
+/// memory, the launcher's pipes) except stderr, stdout and its own.
+void closeInheritedFiles(const NotarySetup &setup) {
+  int keep[] = {STDOUT_FILENO, STDERR_FILENO, setup.rankPidfd, setup.listenFd,
+                setup.numRanks > 0 && setup.rank != 0 ? setup.connections[0].fd
+                                                      : -1};
+  std::sort(std::begin(keep), std::end(keep));
+  unsigned next = 0;
+  for (int fd : keep) {
+    if (fd < 0 || static_cast<unsigned>(fd) < next)
+      continue;
+    if (static_cast<unsigned>(fd) > next)
+      syscall(SYS_close_range, next, static_cast<unsigned>(fd) - 1, 0);
+    next = static_cast<unsigned>(fd) + 1;
+  }
+  syscall(SYS_close_range, next, ~0u, 0);
+}
+
 } // namespace
 
 void runNotary(NotarySetup &setup) {
+  closeInheritedFiles(setup);
   resetSignals();
   Notary(setup).run();
 }
