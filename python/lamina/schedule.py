@@ -206,8 +206,11 @@ def _sync_text(mode, sync_op_or_fn, kwargs):
             f"{_string(sync_op_or_fn)}")
     if kwargs.get("axis") is not None:
         text += f" axis {int(kwargs['axis'])}"
-    if not kwargs.get("tensor_parallel_output_grad", True):
-        text += " {{tensor_parallel_output_grad = false}}"
+    # Left out, backward generation derives the gather's transpose.
+    output_grad = kwargs.get("tensor_parallel_output_grad")
+    if output_grad is not None:
+        text += (" {{tensor_parallel_output_grad = "
+                 f"{'true' if output_grad else 'false'}}}}}")
     return text + " : !transform.any_op"
 
 

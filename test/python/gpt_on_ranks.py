@@ -119,8 +119,9 @@ def tied_training(vocab_parallel=False):
         # logits' gradient is whole, each rank keeps its block of it.
         sch["transformer.wte"].shard("weight", 0)
         sch["transformer.wte"].sync("fwd_post", "all_reduce")
-        sch["lm_head"].sync("fwd_post", "all_gather", axis=2,
-                            tensor_parallel_output_grad=False)
+        # The gathered logits' gradient is whole: the gather's backward,
+        # derived, keeps this rank's block.
+        sch["lm_head"].sync("fwd_post", "all_gather", axis=2)
         sch["lm_head"].sync("bwd_post", "all_reduce")
     # Compiled at build, so that the optimizer gets this rank's blocks.
     idx = batch(0)

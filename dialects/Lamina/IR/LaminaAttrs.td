@@ -76,6 +76,12 @@ def Lamina_SyncAttr : Lamina_Attr<"Sync", "sync"> {
     `all_gather`, `reduce_scatter` and `scatter` need an axis, `all_reduce`
     takes none.
 
+    The backward of an `all_gather` reduce-scatters a partial gradient
+    (`tensor_parallel_output_grad = true`) or keeps this rank's block of a
+    gradient whole on every rank (`false`). Without the parameter, backward
+    generation derives which from the gradient's layout; with it, the
+    gradient layout check holds the program to it.
+
     ```mlir
     #lamina.sync<fwd_post, all_reduce>
     #lamina.sync<fwd_pre, all_gather, axis = 1>
@@ -86,7 +92,7 @@ def Lamina_SyncAttr : Lamina_Attr<"Sync", "sync"> {
     EnumParameter<Lamina_SyncModeEnum>:$mode,
     EnumParameter<Lamina_CollectiveKindEnum>:$collective,
     OptionalParameter<"std::optional<int64_t>">:$axis,
-    DefaultValuedParameter<"bool", "true">:$tensorParallelOutputGrad);
+    OptionalParameter<"std::optional<bool>">:$tensorParallelOutputGrad);
   let hasCustomAssemblyFormat = 1;
   let genVerifyDecl = 1;
 }

@@ -220,7 +220,10 @@ def Lamina_SyncTransformOp : Lamina_LayerAttributeOp<"sync"> {
     `lamina.sync` on the layer's output. On the program itself (the
     schedule's `%root`), a `fwd_post` sync acts on every function result.
     `fwd_pre` (all_gather) and `bwd_post` (all_reduce, the identity in the
-    forward pass) insert a `lamina.sync` on the layer's input.
+    forward pass) insert a `lamina.sync` on the layer's input. An
+    all_gather's `tensor_parallel_output_grad` (a bool attribute) fixes its
+    backward; without it, backward generation derives it (see
+    `#lamina.sync`).
 
     #### Return modes
     Reads the handle, modifies the payload (a fwd_post sync on
@@ -240,7 +243,7 @@ def Lamina_SyncTransformOp : Lamina_LayerAttributeOp<"sync"> {
   let arguments = (ins TransformHandleTypeInterface:$target,
                    StrAttr:$mode, StrAttr:$collective,
                    OptionalAttr<I64Attr>:$axis,
-                   DefaultValuedAttr<BoolAttr, "true">:$tensor_parallel_output_grad);
+                   OptionalAttr<BoolAttr>:$tensor_parallel_output_grad);
   let assemblyFormat = [{
     $target $mode $collective (`axis` $axis^)? attr-dict `:` type($target)
   }];

@@ -11,6 +11,7 @@ from torch import nn
 
 from .. import _lamina, training
 from ..schedule import ScheduleError
+from .block_init import BlockInit, WholeTensorNeeded, block_indices
 from .layers import layer_tensor
 from .schedule import Schedule
 
@@ -60,25 +61,107 @@ def _initialise(module, path, init_fn):
             "init_weights callable, to initialise its parameters")
 
 
-def _materialise(model, init_weights):
+def _materialise(model, init_weights, plan=None, rank=0, ranks=1):
     """Meta parameters become real ones; with init_weights, every module
     owning parameters is initialised (on every rank alike: the draws come
-    from a generator seeded by lamina.manual_seed's seed)."""
-    init_fn = init_weights if callable(init_weights) else None
+    from a generator seeded by lamina.manual_seed's seed and the module's
+    path). On several ranks, a meta parameter the shard `plan` names
+    (id → (axis, groups)) becomes this rank's block only, initialised by
+    block_init; the model keeps in its place a placeholder of the whole
+    shape storing one element (what tracing needs). Returns the blocks by
+    their placeholder's id."""
+    plan = plan if ranks > 1 else {}
+    blocks = {}
     for path, module in model.named_modules():
         own = list(module.named_parameters(recurse=False))
         meta = [(n, p) for n, p in own if p.device.type == "meta"]
-        for name, param in meta:
-            real = nn.Parameter(torch.zeros(param.shape, dtype=param.dtype),
-                                requires_grad=param.requires_grad)
-            real.__dict__.update(param.__dict__)  # annotations
-            module.register_parameter(name, real)
-        if own and init_weights:
-            with torch.random.fork_rng(devices=[]):
-                torch.manual_seed(native_build._seed +
-                                  zlib.crc32(path.encode()))
-                with torch.no_grad():
-                    _initialise(module, path, init_fn)
+        if not meta and not (own and init_weights):
+            continue
+        sharded = {n: plan[id(p)] for n, p in meta if id(p) in plan}
+        try:
+            made = _initialise_blockwise(module, path, meta, sharded, rank,
+                                         ranks, init_weights)
+        except WholeTensorNeeded:
+            # The initialiser needs the whole tensors: made whole, then cut.
+            made = _initialise_whole(module, path, meta, sharded, rank,
+                                     ranks, init_weights)
+        for name, (param, values) in made.items():
+            block = nn.Parameter(values, requires_grad=param.requires_grad)
+            block.__dict__.update(param.__dict__)  # annotations
+            placeholder = nn.Parameter(
+                torch.zeros((), dtype=param.dtype).expand(param.shape),
+                requires_grad=param.requires_grad)
+            placeholder.__dict__.update(param.__dict__)
+            module.register_parameter(name, placeholder)
+            blocks[id(placeholder)] = block
+    return blocks
+
+
+def _real(param):
+    real = nn.Parameter(torch.zeros(param.shape, dtype=param.dtype),
+                        requires_grad=param.requires_grad)
+    real.__dict__.update(param.__dict__)  # annotations
+    return real
+
+
+def _initialise_blockwise(module, path, meta, sharded, rank, ranks,
+                          init_weights):
+    """{name: (meta parameter, this rank's block)} of the sharded ones, the
+    others made whole; all initialised."""
+    views = {}
+    for name, param in meta:
+        if name in sharded:
+            axis, groups = sharded[name]
+            views[name] = (param, BlockInit(
+                param.shape, param.dtype, axis,
+                block_indices(param.shape[axis], rank, ranks, groups)))
+            module._parameters[name] = views[name][1]
+        else:
+            module.register_parameter(name, _real(param))
+    _seeded_init(module, path, init_weights)
+    return {name: (param, view.block) for name, (param, view)
+            in views.items()}
+
+
+def _initialise_whole(module, path, meta, sharded, rank, ranks,
+                      init_weights):
+    for name, param in meta:
+        module.register_parameter(name, _real(param))
+    _seeded_init(module, path, init_weights)
+    made = {}
+    for name, param in meta:
+        if name in sharded:
+            axis, groups = sharded[name]
+            keep = torch.tensor(block_indices(param.shape[axis], rank, ranks,
+                                              groups))
+            whole = module._parameters[name].detach()
+            made[name] = (param, whole.index_select(axis, keep))
+    return made
+
+
+def _seeded_init(module, path, init_weights):
+    if not init_weights or not module._parameters:
+        return
+    init_fn = init_weights if callable(init_weights) else None
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(native_build._seed + zlib.crc32(path.encode()))
+        with torch.no_grad():
+            _initialise(module, path, init_fn)
+
+
+def shard_plan(sch):
+    """id(parameter) → (axis, groups) of every parameter the schedule
+    shards."""
+    plan = {}
+    for _, child in sch.named_schedules():
+        for name, axis in child.metadata.primitives["shard"].items():
+            local, _, leaf = name.rpartition(".")
+            if leaf == "input":
+                continue
+            owner = child.mod.get_submodule(local) if local else child.mod
+            plan[id(layer_tensor(owner, leaf))] = (
+                axis, child.metadata.shard_groups.get(name, 1))
+    return plan
 
 
 def materialise_meta(model, init_weights=None):
@@ -88,10 +171,11 @@ def materialise_meta(model, init_weights=None):
         _materialise(model, True if init_weights is None else init_weights)
 
 
-def _register_blocks(compiled, sch):
+def _register_blocks(compiled, sch, blocks):
     """On several ranks: this rank's block of every sharded parameter, as
     the built module's Parameter from the start (so that an optimizer made
-    right after build holds the Parameters the program trains)."""
+    right after build holds the Parameters the program trains); `blocks`
+    holds those made at materialisation, by their placeholder's id."""
     if sch.world_size == 1 or _lamina.world_size() == 1:
         return
     own = dict(compiled.named_parameters())
@@ -106,8 +190,12 @@ def _register_blocks(compiled, sch):
             full = model_names.get(id(param))
             if full is None or own.get(full) is not param:
                 continue
-            training._set_parameter(compiled, full, training.parameter_block(
-                param, axis, _lamina.rank(), sch.world_size))
+            block = blocks.get(id(param))
+            if block is None:
+                block = training.parameter_block(
+                    param, axis, _lamina.rank(), sch.world_size,
+                    child.metadata.shard_groups.get(name, 1))
+            training._set_parameter(compiled, full, block)
 
 
 def build(sch, target=None, init_weights=True, example_inputs=None,
@@ -133,12 +221,16 @@ def build(sch, target=None, init_weights=True, example_inputs=None,
     if not (isinstance(init_weights, bool) or callable(init_weights)):
         raise ScheduleError("init_weights takes True, False or a callable "
                             "applied to each module")
-    _materialise(sch.mod, init_weights)
+    distributed = sch.world_size > 1 and _lamina.world_size() > 1
+    blocks = _materialise(sch.mod, init_weights,
+                          shard_plan(sch) if distributed else None,
+                          _lamina.rank() if distributed else 0,
+                          sch.world_size)
     native = sch.lamina_schedule
     if example_inputs is None and native._example_inputs is not None:
         example_inputs = native._example_inputs
     compiled = native_build.build(
         native, example_inputs, target=target or "cpu",
         pipeline=kwargs.get("pipeline", "lamina-cpu-pipeline"))
-    _register_blocks(compiled, sch)
+    _register_blocks(compiled, sch, blocks)
     return compiled, None

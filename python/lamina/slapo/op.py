@@ -1,10 +1,11 @@
-"""slapo.op: the layer classes Lamina compiles (lamina.op), and FusedMLP
-built from them."""
+"""slapo.op: the layer classes Lamina compiles (lamina.op), FusedMLP built
+from them, and the attention modules (FlashAttentionOp, FlashAttention)."""
 
 from torch import nn
 
 from ..op import (FusedQKV, LinearWithAct, LinearWithDropout,
                   LinearWithSeparateBias, LinearWithSyncFunc)
+from .attention import FlashAttention, FlashAttentionOp
 
 
 class FusedMLP(nn.Module):
@@ -23,5 +24,5 @@ class FusedMLP(nn.Module):
         return self.fc_out(self.fc_in(hidden_states))
 
 
-__all__ = ["FusedMLP", "FusedQKV", "LinearWithAct", "LinearWithDropout",
+__all__ = ["FlashAttention", "FlashAttentionOp", "FusedMLP", "FusedQKV", "LinearWithAct", "LinearWithDropout",
            "LinearWithSeparateBias", "LinearWithSyncFunc"]

@@ -99,6 +99,8 @@ def _shard_one(sch, name, axis, groups=1):
                             f"already sharded along axis {shards[name]}")
     _native_layers(sch, local).shard(leaf, axis, groups)
     shards[name] = axis
+    if groups != 1:
+        sch.metadata.shard_groups[name] = groups
     if tensor is not None:
         sch.annotate(name, "orig_shape", tuple(tensor.shape))
 

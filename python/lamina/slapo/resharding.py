@@ -4,8 +4,10 @@ A scheme names the layout of the last two axes of a value before and
 after: R replicated, S sharded. Leaving a sharded axis is an all_gather,
 entering one a scatter; moving the sharded axis (RS->SR, SR->RS) is an
 all-to-all, which Lamina computes as an all_gather then a scatter. The
-backward of a resharding gather keeps each rank's block of the (whole,
-replicated) gradient; that of a scatter gathers it.
+backward of a resharding gather is derived from its gradient's layout: it
+keeps each rank's block of a gradient whole on every rank, and
+reduce-scatters a partial one (a column-parallel layer after it, as in
+Slapo's scheme 5); that of a scatter gathers it.
 """
 
 import re
@@ -43,11 +45,7 @@ def collectives(layouts, rank):
     target = _sharded_axis(after, rank)
     steps = []
     if source is not None and source != target:
-        # The gathered value is replicated: every rank computes the same
-        # from it, so its gradient is whole on every rank and the backward
-        # keeps this rank's block (no reduction).
-        steps.append(("all_gather", {"axis": source,
-                                     "tensor_parallel_output_grad": False}))
+        steps.append(("all_gather", {"axis": source}))
     if target is not None and source != target:
         steps.append(("scatter", {"axis": target}))
     return steps

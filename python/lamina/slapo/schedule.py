@@ -40,6 +40,8 @@ class ScheduleMetadata:
     tie_weights: dict = field(default_factory=OrderedDict)
     param_tags: set = field(default_factory=set)
     primitives: dict = field(default_factory=OrderedDict)
+    # Lamina's: shard groups other than 1 (name → groups).
+    shard_groups: dict = field(default_factory=dict)
 
 
 _PRIMITIVE_NAMES = ("annotate", "checkpoint", "cut_pipeline_stage",

@@ -46,13 +46,13 @@ module attributes {lamina.world_size = 2 : i64} {
 
 // A forward all-gather of column-parallel outputs whose gradient is whole on
 // every rank must not be reduce-scattered (that would sum the ranks' copies):
-// tensor_parallel_output_grad = false splits it instead; the default needs
-// partial gradients.
+// tensor_parallel_output_grad = false splits it instead; true needs partial
+// gradients.
 module attributes {lamina.world_size = 2 : i64} {
   func.func @gather_of_whole_gradient(%x: tensor<4x8xf32>,
       %w: tensor<16x8xf32> {lamina.layout = #lamina.layout<S(0)>}) -> tensor<4x16xf32> {
-    // expected-error @+1 {{'lamina.linear_sync' op sync #lamina.sync<fwd_post, all_gather, axis = 1> on layer 'fc' transposes to reduce_scatter, which needs partial (P) gradients, but the gradient has layout #lamina.layout<R>: every rank holds the whole gradient; with tensor_parallel_output_grad = false the backward keeps each rank's block instead}}
-    %y = lamina.linear_sync "fc" %x, %w sync <fwd_post, all_gather, axis = 1> : (tensor<4x8xf32>, tensor<16x8xf32>) -> tensor<4x16xf32>
+    // expected-error @+1 {{'lamina.linear_sync' op sync #lamina.sync<fwd_post, all_gather, axis = 1, tensor_parallel_output_grad = true> on layer 'fc' transposes to reduce_scatter, which needs partial (P) gradients, but the gradient has layout #lamina.layout<R>: every rank holds the whole gradient; with tensor_parallel_output_grad = false the backward keeps each rank's block instead}}
+    %y = lamina.linear_sync "fc" %x, %w sync <fwd_post, all_gather, axis = 1, tensor_parallel_output_grad = true> : (tensor<4x8xf32>, tensor<16x8xf32>) -> tensor<4x16xf32>
     return %y : tensor<4x16xf32>
   }
 }
@@ -65,6 +65,19 @@ module attributes {lamina.world_size = 2 : i64} {
       %w: tensor<16x8xf32> {lamina.layout = #lamina.layout<S(0)>}) -> tensor<4x16xf32> {
     %s = lamina.sync "fc" %x <bwd_post, all_reduce> : tensor<4x8xf32>
     %y = lamina.linear_sync "fc" %s, %w sync <fwd_post, all_gather, axis = 1, tensor_parallel_output_grad = false> : (tensor<4x8xf32>, tensor<16x8xf32>) -> tensor<4x16xf32>
+    return %y : tensor<4x16xf32>
+  }
+}
+
+// -----
+
+// The same gather leaving its transpose open: derived from the whole
+// gradient (this rank's block), accepted.
+module attributes {lamina.world_size = 2 : i64} {
+  func.func @gather_derived_split(%x: tensor<4x8xf32>,
+      %w: tensor<16x8xf32> {lamina.layout = #lamina.layout<S(0)>}) -> tensor<4x16xf32> {
+    %s = lamina.sync "fc" %x <bwd_post, all_reduce> : tensor<4x8xf32>
+    %y = lamina.linear_sync "fc" %s, %w sync <fwd_post, all_gather, axis = 1> : (tensor<4x8xf32>, tensor<16x8xf32>) -> tensor<4x16xf32>
     return %y : tensor<4x16xf32>
   }
 }

@@ -106,3 +106,34 @@ module attributes {lamina.world_size = 2 : i64} {
     return %g : tensor<4x16xf32>
   }
 }
+
+// -----
+
+// Gathers that leave their transpose open (Slapo's resharding strings) get
+// the one their gradient needs. Slapo's scheme 5: fc1 column parallel, its
+// output gathered ("RS->RR"); fc2 column parallel on the whole value, its
+// output gathered. fc2's gather gets the whole dy: this rank's block
+// (all_slice). fc1's gather gets fc2's input gradient, a partial sum on each
+// rank (dX₂ = dY₂ᵣ·W₂ᵣ): reduce-scattered into fc1's output gradient, S(1);
+// fc1's input gradient is then partial, all-reduced by its bwd_post sync.
+
+// CHECK-LABEL: func.func @main_backward(
+// CHECK-SAME: %[[DY:[^:]*]]: tensor<4x8xf32>)
+// CHECK: %[[DY2:.*]] = shard.all_slice %[[DY]] on @lamina_grid grid_axes = [0] slice_axis = 1 : tensor<4x8xf32> -> tensor<4x4xf32>
+// CHECK: %[[DH:.*]] = lamina.matmul "fc2" %[[DY2]]
+// CHECK: %[[DH1:.*]] = shard.reduce_scatter %[[DH]] on @lamina_grid grid_axes = [0] scatter_axis = 1 : tensor<4x16xf32> -> tensor<4x8xf32>
+// CHECK: lamina.matmul "fc1" %[[DH1]]
+// CHECK: shard.all_reduce
+// CHECK: return
+module attributes {lamina.world_size = 2 : i64} {
+  func.func @main(%x: tensor<4x8xf32>,
+      %w1: tensor<16x8xf32> {lamina.layout = #lamina.layout<S(0)>},
+      %w2: tensor<8x16xf32> {lamina.layout = #lamina.layout<S(0)>}) -> tensor<4x8xf32> {
+    %s = lamina.sync "fc1" %x <bwd_post, all_reduce> : tensor<4x8xf32>
+    %h = lamina.linear "fc1" %s, %w1 : (tensor<4x8xf32>, tensor<16x8xf32>) -> tensor<4x16xf32>
+    %hg = lamina.sync "fc1" %h <fwd_post, all_gather, axis = 1> : tensor<4x16xf32>
+    %y = lamina.linear "fc2" %hg, %w2 : (tensor<4x16xf32>, tensor<8x16xf32>) -> tensor<4x8xf32>
+    %yg = lamina.sync "fc2" %y <fwd_post, all_gather, axis = 1> : tensor<4x8xf32>
+    return %yg : tensor<4x8xf32>
+  }
+}

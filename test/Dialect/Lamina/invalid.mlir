@@ -651,3 +651,11 @@ func.func @from_sync_not_a_sync(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
   %0 = arith.negf %x {lamina.from_sync = 1 : i64} : tensor<4x8xf32>
   return %0 : tensor<4x8xf32>
 }
+
+// -----
+
+func.func @sync_output_grad_of_all_reduce(%x: tensor<4x16xf32>) -> tensor<4x16xf32> {
+  // expected-error @+1 {{tensor_parallel_output_grad chooses the backward of an all_gather; all_reduce's backward has no choice}}
+  %0 = lamina.sync %x <fwd_post, all_reduce, tensor_parallel_output_grad = false> : tensor<4x16xf32>
+  return %0 : tensor<4x16xf32>
+}

@@ -10,6 +10,7 @@ Train-mode dropout cannot reproduce PyTorch's random stream: models with
 dropout are compared in eval mode."""
 
 import copy
+import importlib
 import sys
 
 import torch
@@ -22,6 +23,8 @@ from lamina import ScheduleError
 from lamina.slapo import op
 
 RANK, RANKS = lamina.rank(), lamina.world_size()
+# (lamina.slapo.build the attribute is the function.)
+materialise_meta = importlib.import_module("lamina.slapo.build").materialise_meta
 TOL = 1e-5  # Slapo's verify_grads tolerance
 
 
@@ -129,36 +132,46 @@ def seq_para():
         raise AssertionError("a Python sync function was accepted")
     except ScheduleError as error:
         assert 'shard("input", axis)' in str(error), error
-    # Slapo's recipe: its bwd_post all-reduce on top of the all-gather
-    # (whose backward already reduce-scatters the partial gradients) sums
-    # the input gradient twice. Slapo's test compares parameter gradients
-    # only; Lamina's gradient-layout check rejects it when the model trains.
+    # Slapo's recipe puts a bwd_post all-reduce on top of the all-gather.
+    # Its gradient is then whole, and the gather's backward, derived from
+    # that, keeps this rank's block: right (an all-reduce and a split where
+    # the recipe without it reduce-scatters once). Written with
+    # tensor_parallel_output_grad=True, the gather would sum it again:
+    # rejected.
+    data = torch.randn(3, 16, 30)
+    for bwd_post in (True, False):
+        recipe = slapo.create_schedule(copy.deepcopy(model))
+        sequence_parallel(recipe, bwd_post=bwd_post)
+        sch_model, _ = slapo.build(recipe, init_weights=False)
+        reference = copy.deepcopy(model)
+        out, out_ref, grad, grad_ref = run_both(sch_model, reference, data)
+        torch.testing.assert_close(out, out_ref)
+        # The input is sharded on the sequence: its gradient is this
+        # rank's block.
+        torch.testing.assert_close(grad, grad_ref, atol=TOL, rtol=TOL)
+        check_blocks(sch_model, reference, {
+            "linear1.weight": 0, "linear1.bias": 0, "linear2.weight": 1,
+            "linear2.bias": "none"})
     if RANKS > 1:  # on one rank every collective is the identity
-        slapo_recipe = slapo.create_schedule(copy.deepcopy(model))
-        sequence_parallel(slapo_recipe, bwd_post=True)
-        slapo_model, _ = slapo.build(slapo_recipe, init_weights=False)
+        doubled = slapo.create_schedule(copy.deepcopy(model))
+        sequence_parallel(doubled, bwd_post=True, output_grad=True)
+        doubled_model, _ = slapo.build(doubled, init_weights=False)
         try:
-            slapo_model(torch.randn(3, 16, 30, requires_grad=True))
+            doubled_model(torch.randn(3, 16, 30, requires_grad=True))
             raise AssertionError("the double reduction was accepted")
         except ScheduleError as error:
             assert "transposes to reduce_scatter" in str(error), error
-    sequence_parallel(sch, bwd_post=False)
-    sch_model, _ = slapo.build(sch, init_weights=False)
-    data = torch.randn(3, 16, 30)
-    out, out_ref, grad, grad_ref = run_both(sch_model, model, data)
-    torch.testing.assert_close(out, out_ref)
-    # The input is sharded on the sequence: its gradient is this rank's
-    # block.
-    torch.testing.assert_close(grad, grad_ref, atol=TOL, rtol=TOL)
-    check_blocks(sch_model, model, {
-        "linear1.weight": 0, "linear1.bias": 0, "linear2.weight": 1,
-        "linear2.bias": "none"})
 
 
-def sequence_parallel(sch, bwd_post):
-    """Slapo's test_seq_para schedule, the input sharded on the sequence."""
+def sequence_parallel(sch, bwd_post, output_grad=None):
+    """Slapo's test_seq_para schedule, the input sharded on the sequence
+    (the input gather's tensor_parallel_output_grad left out, as Slapo's
+    test leaves it, or `output_grad`)."""
     sch["linear1"].shard("input", axis=1)
-    sch["linear1"].sync(mode="fwd_pre", sync_op_or_fn="all_gather", axis=1)
+    gather = {} if output_grad is None else \
+        {"tensor_parallel_output_grad": output_grad}
+    sch["linear1"].sync(mode="fwd_pre", sync_op_or_fn="all_gather", axis=1,
+                        **gather)
     sch["linear1"].shard("weight", axis=0)
     sch["linear1"].shard("bias", axis=0)
     if bwd_post:
@@ -305,6 +318,54 @@ def consolidation():
             torch.testing.assert_close(param.data, torch.zeros_like(param))
 
 
+class DelayedMLP(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear1 = nn.Linear(32, 64)
+        self.linear2 = nn.Linear(64, 32)
+
+    def forward(self, data):
+        return self.linear2(F.gelu(self.linear1(data)))
+
+
+def delayed_init_blocks():
+    """Item 2: under init_empty_weights each rank allocates only its block
+    of a sharded parameter. Build initialises the block alone, bit for bit
+    the block of the model initialised whole from the same seeds; the
+    schedule's model keeps one-element placeholders of the whole shapes. An
+    initialiser that needs the whole tensor (orthogonal_) gets it, one
+    module at a time, and the rank keeps its block."""
+    blocks = {"linear1.weight": 0, "linear1.bias": 0, "linear2.weight": 1,
+              "linear2.bias": "none"}
+
+    def orthogonal(module):
+        if isinstance(module, nn.Linear):
+            nn.init.orthogonal_(module.weight)
+            nn.init.normal_(module.bias)
+
+    for init_weights in (True, orthogonal):
+        with slapo.init_empty_weights():
+            model = DelayedMLP()
+        whole = copy.deepcopy(model)
+        materialise_meta(whole, init_weights)
+        sch = slapo.create_schedule(model)
+        megatron(sch)
+        built, _ = slapo.build(sch, init_weights=init_weights)
+        params = dict(built.named_parameters())
+        reference = dict(whole.named_parameters())
+        for name, axis in blocks.items():
+            assert torch.equal(params[name].detach(),
+                               block(reference[name].detach(), axis)), name
+        if RANKS > 1:
+            placeholders = dict(sch.mod.named_parameters())
+            for name in ("linear1.weight", "linear1.bias", "linear2.weight"):
+                assert placeholders[name].storage().nbytes() == 4, name
+        data = torch.randn(4, 32)
+        with torch.no_grad():
+            torch.testing.assert_close(built(data), whole(data), rtol=TOL,
+                                       atol=TOL)
+
+
 def verify_linear():
     """test_verify.py::test_linear and test_meta_distributed: Verify passes
     the Megatron recipe and catches one without its fwd_post all-reduce;
@@ -385,7 +446,9 @@ def reshard():
     columns without fc1's bwd_post all-reduce: their forward is right (what
     Slapo's Verify checks, check_gradients=False here) and their backward
     wrong, which Lamina's Verify reports; with the all-reduce added they
-    train right."""
+    train right. In scheme 5 the backward of fc1's gather ("RS->RR") is a
+    reduce-scatter, derived from the partial input gradient of the
+    column-parallel fc2 after it."""
     inputs = [torch.randn(2, 16, 32)]
     sch_1 = slapo.create_schedule(ReshardMLP(32))
     with slapo.Verify(sch_1, inputs):
@@ -395,15 +458,8 @@ def reshard():
         # (recipe, gradients compared, the error Lamina gives or None)
         variants = [(steps, False, None)]
         if ("fc1", "weight", 0) in steps:
-            variants.append((steps, True, "transposes to scatter"
-                             if number == 5 else 'add sync("bwd_post"'))
-            # Scheme 5 gathers fc1's output into column-parallel fc2, whose
-            # partial input gradient the gather's backward must
-            # reduce-scatter: a resharding string cannot say so
-            # (sync("fwd_post", "all_gather", axis=2) can).
-            variants.append((steps + [bwd_post], True,
-                             "transposes to scatter" if number == 5
-                             else None))
+            variants.append((steps, True, 'add sync("bwd_post"'))
+            variants.append((steps + [bwd_post], True, None))
         for recipe, gradients, expected in variants:
             with slapo.init_empty_weights():
                 mlp = ReshardMLP(32)
@@ -631,7 +687,7 @@ def gpt_style_training():
 CHECKS = {name: fn for name, fn in globals().items()
           if callable(fn) and fn.__module__ == __name__ and
           name in ("shard_mlp", "shard_linear", "seq_para", "shard_annotate",
-                   "consolidation", "verify_linear",
+                   "consolidation", "delayed_init_blocks", "verify_linear",
                    "verify_catches_a_missing_bwd_post", "reshard",
                    "fork_rng", "checkpoint_module", "world_size_from_mpi",
                    "optimizer_after_build", "gpt_style_training",

@@ -3,6 +3,11 @@ initialization.py): (model, optimizer) as Slapo returns them, compiled at
 the first call or for example inputs and again per input shape, weights
 initialised as init_weights says, models created on the meta device."""
 
+import copy
+import importlib
+import subprocess
+import sys
+
 import pytest
 import torch
 from torch import nn
@@ -143,3 +148,86 @@ def test_set_random_seed_seeds_dropout_masks():
     assert not torch.equal(runs[0], runs[2])
     with pytest.raises(ScheduleError, match="fork_rng"):
         slapo.get_cuda_rng_tracker()
+
+
+# -- each rank initialises only its block --------------------------------------
+
+build_module = importlib.import_module("lamina.slapo.build")
+
+
+class Embedded(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.wte = nn.Embedding(48, 16, padding_idx=0)
+        self.qkv = nn.Linear(16, 48)
+        self.out = nn.Linear(48, 16)
+
+    def forward(self, idx):
+        return self.out(self.qkv(self.wte(idx)))
+
+
+def hf_style(module):
+    """HuggingFace's _init_weights: normal_ through .data, zero_ biases."""
+    if isinstance(module, (nn.Linear, nn.Embedding)):
+        module.weight.data.normal_(mean=0.0, std=0.02)
+    if isinstance(module, nn.Linear):
+        module.bias.data.zero_()
+
+
+# (name, axis, groups) sharded; the embedding's padding row is zeroed
+# through a view, which needs the whole tensor.
+PLAN = [("wte.weight", 0, 1), ("qkv.weight", 0, 3), ("qkv.bias", 0, 3),
+        ("out.weight", 1, 1)]
+
+
+@pytest.mark.parametrize("init_weights", [True, hf_style])
+@pytest.mark.parametrize("rank", [0, 1])
+def test_a_block_is_initialised_as_the_whole_would_be(init_weights, rank):
+    with slapo.init_empty_weights():
+        model = Embedded()
+    whole = copy.deepcopy(model)
+    build_module.materialise_meta(whole, init_weights)
+    params = dict(model.named_parameters())
+    plan = {id(params[name]): (axis, groups) for name, axis, groups in PLAN}
+    blocks = build_module._materialise(model, init_weights, plan, rank, 2)
+    placeholders = dict(model.named_parameters())
+    reference = dict(whole.named_parameters())
+    for name, axis, groups in PLAN:
+        placeholder = placeholders[name]
+        assert placeholder.shape == reference[name].shape
+        assert placeholder.storage().nbytes() == 4  # one element
+        want = reference[name].detach().chunk(groups, axis)
+        size = want[0].shape[axis] // 2
+        want = torch.cat([w.narrow(axis, rank * size, size) for w in want],
+                         axis)
+        assert torch.equal(blocks[id(placeholder)].detach(), want), name
+    # Replicated parameters are whole, as initialised unsharded.
+    assert torch.equal(placeholders["out.bias"], reference["out.bias"])
+
+
+MEMORY_PROBE = """
+import resource, sys, torch
+from torch import nn
+import importlib
+import lamina.slapo as slapo
+build = importlib.import_module("lamina.slapo.build")
+with slapo.init_empty_weights():
+    model = nn.Linear(2048, 16384, bias=False)  # 128 MiB of float32
+plan = {id(model.weight): (int(sys.argv[1]), 1)}
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+blocks = build._materialise(model, True, plan, 1, 2)
+after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+(block,) = blocks.values()
+print((after - before) / 1024, block.numel() * 4 / 2**20)
+"""
+
+
+@pytest.mark.parametrize("axis", [0, 1])
+def test_a_rank_allocates_only_its_block(axis):
+    completed = subprocess.run([sys.executable, "-c", MEMORY_PROBE,
+                                str(axis)], capture_output=True, text=True,
+                               timeout=300, check=True)
+    grown, block = (float(v) for v in completed.stdout.split())
+    assert block == 64
+    # The block and a chunk of the random stream, not the 128 MiB whole.
+    assert grown < 1.25 * block, completed.stdout

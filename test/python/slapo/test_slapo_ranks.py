@@ -15,7 +15,7 @@ from rank_checks import assert_checks_pass_on_ranks
 SCRIPT = pathlib.Path(__file__).with_name("slapo_on_ranks.py")
 
 ON_ONE_RANK = ["shard_mlp", "shard_linear", "seq_para", "shard_annotate",
-               "consolidation", "checkpoint_module", "world_size_from_mpi",
+               "consolidation", "delayed_init_blocks", "checkpoint_module", "world_size_from_mpi",
                "optimizer_after_build", "fork_rng", "verify_linear"]
 CHECKS = {
     1: ON_ONE_RANK,

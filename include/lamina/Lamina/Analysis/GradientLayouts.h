@@ -31,12 +31,27 @@ namespace mlir::lamina {
 /// gradients.
 llvm::SmallPtrSet<Value, 8> getLayerParameters(func::FuncOp function);
 
+/// An all_gather sync written without tensor_parallel_output_grad, on `op`
+/// (a lamina.sync, or the layer holding it), and the sync with the choice
+/// its gradient's layout makes: reduce-scatter a partial gradient, keep
+/// this rank's block of a whole one.
+struct DerivedSync {
+  Operation *op;
+  SyncAttr resolved;
+};
+
 /// The layout of the gradient of every value of `function` that receives
 /// one, given the forward layouts `layouts` (from inferLayouts), or failure
-/// after reporting the first gradient the backward would leave wrong.
+/// after reporting the first gradient the backward would leave wrong. The
+/// choices made for all_gather syncs that leave them open go to `derived`.
 FailureOr<llvm::DenseMap<Value, LayoutAttr>>
 inferGradientLayouts(func::FuncOp function,
-                     const llvm::DenseMap<Value, LayoutAttr> &layouts);
+                     const llvm::DenseMap<Value, LayoutAttr> &layouts,
+                     SmallVectorImpl<DerivedSync> *derived = nullptr);
+
+/// Writes the choices into the program, so that the collectives
+/// partitioning makes of these syncs transpose as decided.
+void applyDerivedSyncs(ArrayRef<DerivedSync> derived);
 
 } // namespace mlir::lamina
 

@@ -61,7 +61,7 @@ Attribute SyncAttr::parse(AsmParser &parser, Type) {
     return {};
   }
   std::optional<int64_t> axis;
-  bool outputGrad = true;
+  std::optional<bool> outputGrad;
   while (succeeded(parser.parseOptionalComma())) {
     SMLoc keyLoc = parser.getCurrentLocation();
     StringRef key;
@@ -99,19 +99,20 @@ void SyncAttr::print(AsmPrinter &printer) const {
           << stringifyCollectiveKind(getCollective());
   if (getAxis())
     printer << ", axis = " << *getAxis();
-  if (!getTensorParallelOutputGrad())
-    printer << ", tensor_parallel_output_grad = false";
+  if (std::optional<bool> outputGrad = getTensorParallelOutputGrad())
+    printer << ", tensor_parallel_output_grad = "
+            << (*outputGrad ? "true" : "false");
   printer << ">";
 }
 
 LogicalResult SyncAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                SyncMode mode, CollectiveKind collective,
-                               std::optional<int64_t> axis, bool) {
-  bool legal = mode == SyncMode::fwd_post ||
-               (mode == SyncMode::fwd_pre &&
-                collective == CollectiveKind::all_gather) ||
-               (mode == SyncMode::bwd_post &&
-                collective == CollectiveKind::all_reduce);
+                               std::optional<int64_t> axis,
+                               std::optional<bool> outputGrad) {
+  bool legal =
+      mode == SyncMode::fwd_post ||
+      (mode == SyncMode::fwd_pre && collective == CollectiveKind::all_gather) ||
+      (mode == SyncMode::bwd_post && collective == CollectiveKind::all_reduce);
   if (!legal)
     return emitError() << "sync mode " << stringifySyncMode(mode)
                        << " does not exist with "
@@ -126,6 +127,11 @@ LogicalResult SyncAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << "all_reduce takes no axis";
   if (axis && *axis < 0)
     return emitError() << "sync axis must be non-negative, got " << *axis;
+  if (outputGrad && collective != CollectiveKind::all_gather)
+    return emitError() << "tensor_parallel_output_grad chooses the backward "
+                          "of an all_gather; "
+                       << stringifyCollectiveKind(collective)
+                       << "'s backward has no choice";
   return success();
 }
 
@@ -194,8 +200,8 @@ void DropoutAttr::print(AsmPrinter &printer) const {
 }
 
 LogicalResult DropoutAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                                  llvm::APFloat p, bool, uint64_t,
-                                  bool forkRng, std::optional<int64_t> shardAxis,
+                                  llvm::APFloat p, bool, uint64_t, bool forkRng,
+                                  std::optional<int64_t> shardAxis,
                                   int64_t shards) {
   double value = p.convertToDouble();
   if (!(value >= 0.0 && value <= 1.0))
@@ -305,7 +311,7 @@ LayoutAttr mlir::lamina::getDeclaredLayout(Value value) {
   if (!function || arg.getOwner() != &function.getFunctionBody().front())
     return {};
   return function.getArgAttrOfType<LayoutAttr>(arg.getArgNumber(),
-                                                LaminaDialect::kLayoutAttrName);
+                                               LaminaDialect::kLayoutAttrName);
 }
 
 LogicalResult LaminaDialect::verifyOperationAttribute(Operation *op,
@@ -313,18 +319,18 @@ LogicalResult LaminaDialect::verifyOperationAttribute(Operation *op,
   if (attr.getName() == kWorldSizeAttrName) {
     auto size = dyn_cast<IntegerAttr>(attr.getValue());
     if (!isa<ModuleOp>(op))
-      return op->emitError() << "'" << kWorldSizeAttrName
-                             << "' belongs on a builtin.module";
+      return op->emitError()
+             << "'" << kWorldSizeAttrName << "' belongs on a builtin.module";
     if (!size || size.getInt() < 1)
-      return op->emitError() << "'" << kWorldSizeAttrName
-                             << "' must be a positive integer";
+      return op->emitError()
+             << "'" << kWorldSizeAttrName << "' must be a positive integer";
     return success();
   }
   if (attr.getName() == kWeightPackingAttrName) {
     auto plan = dyn_cast<DictionaryAttr>(attr.getValue());
     bool valid = plan && isa<ModuleOp>(op);
-    for (NamedAttribute entry : plan ? plan.getValue()
-                                     : ArrayRef<NamedAttribute>()) {
+    for (NamedAttribute entry :
+         plan ? plan.getValue() : ArrayRef<NamedAttribute>()) {
       auto types = dyn_cast<ArrayAttr>(entry.getValue());
       valid &= types && llvm::all_of(types, [](Attribute type) {
                  return isa<TypeAttr>(type);
@@ -350,7 +356,8 @@ LogicalResult LaminaDialect::verifyOperationAttribute(Operation *op,
     return success();
   }
   if (attr.getName() == kCheckpointAttrName) {
-    if (!isa<UnitAttr>(attr.getValue()) || !isa<LaminaDialect>(op->getDialect()))
+    if (!isa<UnitAttr>(attr.getValue()) ||
+        !isa<LaminaDialect>(op->getDialect()))
       return op->emitError() << "'" << attr.getName().getValue()
                              << "' is a unit attribute of lamina layers";
     return success();
@@ -372,8 +379,8 @@ LogicalResult LaminaDialect::verifyOperationAttribute(Operation *op,
   }
   if (attr.getName() == kFromSyncAttrName) {
     if (!isa<SyncAttr>(attr.getValue()))
-      return op->emitError() << "'" << kFromSyncAttrName
-                             << "' must be a #lamina.sync";
+      return op->emitError()
+             << "'" << kFromSyncAttrName << "' must be a #lamina.sync";
     return success();
   }
   if (attr.getName() == kResultLayoutsAttrName) {
@@ -392,8 +399,8 @@ LogicalResult LaminaDialect::verifyOperationAttribute(Operation *op,
   }
   if (attr.getName() == kBackwardAttrName) {
     if (!isa<StringAttr>(attr.getValue()))
-      return op->emitError() << "'" << kBackwardAttrName
-                             << "' must be a string";
+      return op->emitError()
+             << "'" << kBackwardAttrName << "' must be a string";
     return success();
   }
   if (attr.getName() == kPartitionedAttrName) {
@@ -414,10 +421,10 @@ LogicalResult LaminaDialect::verifyOperationAttribute(Operation *op,
   }
   if (attr.getName() == kStageAttrName) {
     auto stage = dyn_cast<StringAttr>(attr.getValue());
-    if (!stage || (stage.getValue() != "matmul" &&
-                   stage.getValue() != "epilogue"))
-      return op->emitError() << "'" << kStageAttrName
-                             << "' must be \"matmul\" or \"epilogue\"";
+    if (!stage ||
+        (stage.getValue() != "matmul" && stage.getValue() != "epilogue"))
+      return op->emitError()
+             << "'" << kStageAttrName << "' must be \"matmul\" or \"epilogue\"";
     return success();
   }
   if (attr.getName() == kLayoutAttrName) {
@@ -438,8 +445,8 @@ LogicalResult LaminaDialect::verifyRegionArgAttribute(Operation *op, unsigned,
                                                       NamedAttribute attr) {
   if (attr.getName() == kAnnotationsAttrName) {
     if (!isa<DictionaryAttr>(attr.getValue()))
-      return op->emitError() << "'" << kAnnotationsAttrName
-                             << "' must be a dictionary";
+      return op->emitError()
+             << "'" << kAnnotationsAttrName << "' must be a dictionary";
     return success();
   }
   if (attr.getName() != kLayoutAttrName)

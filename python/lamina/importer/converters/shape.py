@@ -1,6 +1,6 @@
 """Shapes: view / reshape that split or merge neighbouring dims, permute /
-transpose, contiguous, unit dims, split, and indexing (slices, ints and
-lists of ints; a layer's several results)."""
+transpose, contiguous, unit dims, expand, split, and indexing (slices, ints
+and lists of ints; a layer's several results)."""
 
 import operator
 
@@ -8,6 +8,7 @@ import torch
 
 from .. import ir
 from . import converts
+from .elementwise import broadcast
 from .upstream import collapse_shape, empty, expand_shape
 
 
@@ -172,6 +173,14 @@ def split(emitter, node):
                             [1] * x.type.rank))
         start += size
     return parts
+
+
+@converts("expand", "expand_as")
+def expand(emitter, node):
+    """`linalg.broadcast` stretching unit dims and adding leading ones, as
+    PyTorch's expand (a view there, a copy here)."""
+    x = emitter.value(node, node.args[0])
+    return broadcast(emitter, node, x, emitter.shape(node))
 
 
 @converts("unsqueeze", torch.unsqueeze, "squeeze", torch.squeeze)
