@@ -16,7 +16,9 @@ using namespace mlir;
 namespace {
 /// Lowers the vector ops of the scheduled tiles (after bufferization); 8×8
 /// f32 transposes become AVX2 shuffles and blends (inline asm: the JIT
-/// initializes the native asm parser).
+/// initializes the native asm parser). Row reductions of several rows at
+/// once (a tile of a loss's per-row statistics) become one reduction per
+/// row.
 constexpr StringLiteral kLowerVectorsScript = R"mlir(
 module attributes {transform.with_named_sequence} {
 transform.named_sequence @lower_vectors(%root: !transform.any_op {transform.readonly}) {
@@ -25,6 +27,7 @@ transform.named_sequence @lower_vectors(%root: !transform.any_op {transform.read
   transform.apply_cse to %f : !transform.any_op
   transform.apply_patterns to %f {
     transform.apply_patterns.vector.lower_contraction lowering_strategy = outerproduct
+    transform.apply_patterns.vector.lower_multi_reduction lowering_strategy = innerreduction
   } : !transform.any_op
   transform.apply_patterns to %f {
     transform.apply_patterns.vector.lower_outerproduct
@@ -46,11 +49,10 @@ transform.named_sequence @lower_vectors(%root: !transform.any_op {transform.read
 )mlir";
 
 struct LaminaCpuLowerVectorsPass
-    : mlir::lamina::impl::LaminaCpuLowerVectorsBase<
-          LaminaCpuLowerVectorsPass> {
+    : mlir::lamina::impl::LaminaCpuLowerVectorsBase<LaminaCpuLowerVectorsPass> {
   void runOnOperation() override {
-    if (failed(mlir::lamina::applyTransformScript(getOperation(), kLowerVectorsScript,
-                           "lower_vectors")))
+    if (failed(mlir::lamina::applyTransformScript(
+            getOperation(), kLowerVectorsScript, "lower_vectors")))
       signalPassFailure();
   }
 };

@@ -55,7 +55,8 @@ def _array(argument):
         return argument.detach().cpu().contiguous().numpy()
     if isinstance(argument, int):
         return np.array(argument, dtype=np.int64)
-    return np.ascontiguousarray(argument)
+    # (np.ascontiguousarray would make a 0-d array 1-d.)
+    return np.asarray(argument, order="C")
 
 
 class CachedProgram:

@@ -11,6 +11,7 @@ import sys
 import torch
 
 import lamina
+import lamina.slapo as slapo
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] /
                        "examples"))
@@ -104,12 +105,41 @@ def vocab_parallel_forward():
         twin.transformer.wte.weight[RANK * rows:(RANK + 1) * rows])
 
 
-def tied_training(vocab_parallel=False):
+def slapo_megatron(model):
+    """Megatron's training recipe with the vocabulary-parallel embedding
+    and head, in Slapo's API and keyword spellings (lamina.slapo)."""
+    sch = slapo.create_schedule(model)
+    for i in range(CONFIG.n_layer):
+        block = sch[f"transformer.h.{i}"]
+        for column, row in (("attn.c_attn", "attn.c_proj"),
+                            ("mlp.c_fc", "mlp.c_proj")):
+            groups = {"groups": 3} if column == "attn.c_attn" else {}
+            block[column].shard("weight", axis=0, **groups)
+            block[column].shard("bias", axis=0, **groups)
+            block[column].sync(mode="bwd_post", sync_op_or_fn="all_reduce")
+            block[row].shard("weight", axis=1)
+            block[row].sync(mode="fwd_post", sync_op_or_fn="all_reduce")
+    sch["transformer.wte"].shard("weight", axis=0)
+    sch["transformer.wte"].sync(mode="fwd_post", sync_op_or_fn="all_reduce")
+    sch["lm_head"].sync(mode="fwd_post", sync_op_or_fn="all_gather", axis=2)
+    sch["lm_head"].sync(mode="bwd_post", sync_op_or_fn="all_reduce")
+    return sch
+
+
+def tied_training(vocab_parallel=False, slapo_api=False):
     """Megatron's training recipe (bwd_post all-reduces on the inputs of
     the column-parallel layers): the loss, every parameter's gradient block
     and three AdamW steps equal the unsharded eager model's."""
     model, twin = twins(TiedGPT)
     model.train(), twin.train()
+    idx = batch(0)
+    if slapo_api:
+        built, optimizer = slapo.build(
+            slapo_megatron(model), init_weights=False,
+            example_inputs=(idx, torch.roll(idx, -1, dims=1)))
+        assert optimizer is None
+        train(built, twin)
+        return
     sch = megatron(model, lambda b: (f"{b}.mlp.c_fc", f"{b}.mlp.c_proj"))
     for i in range(CONFIG.n_layer):
         for part in ("attn.c_attn", "mlp.c_fc"):
@@ -124,8 +154,12 @@ def tied_training(vocab_parallel=False):
         sch["lm_head"].sync("fwd_post", "all_gather", axis=2)
         sch["lm_head"].sync("bwd_post", "all_reduce")
     # Compiled at build, so that the optimizer gets this rank's blocks.
-    idx = batch(0)
-    built = lamina.build(sch, (idx, torch.roll(idx, -1, dims=1)))
+    train(lamina.build(sch, (idx, torch.roll(idx, -1, dims=1))), twin)
+
+
+def train(built, twin):
+    """Three AdamW steps of `built` and the eager `twin`: equal losses, and
+    this rank's blocks of the twin's gradients at the first."""
     ours = torch.optim.AdamW(built.parameters(), lr=1e-2)
     theirs = torch.optim.AdamW(twin.parameters(), lr=1e-2)
     for step in range(3):
@@ -163,7 +197,8 @@ CHECKS = {"hand_written_forward": hand_written_forward,
           "tied_forward": tied_forward,
           "vocab_parallel_forward": vocab_parallel_forward,
           "tied_training": tied_training,
-          "vocab_parallel_training": lambda: tied_training(True)}
+          "vocab_parallel_training": lambda: tied_training(True),
+          "slapo_training": lambda: tied_training(True, slapo_api=True)}
 
 if __name__ == "__main__":
     for name in sys.argv[1:]:

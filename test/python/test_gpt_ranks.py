@@ -1,8 +1,9 @@
 """Whole GPT-2 models Megatron-parallel on 2 and 4 MPI ranks
 (gpt_on_ranks.py): attention by heads, MLP column then row parallel, and
 a vocabulary-parallel embedding with its tied head, equal to the unsharded
-eager model; and trained with Megatron's recipe: loss, gradient blocks and
-AdamW steps equal to eager."""
+eager model; and trained with Megatron's recipe (with the native API and
+with Slapo's, lamina.slapo): loss, gradient blocks and AdamW steps equal
+to eager."""
 
 import pathlib
 
@@ -19,3 +20,7 @@ def test_megatron_gpt_on_ranks(ranks):
                                 ["hand_written_forward", "tied_forward",
                                  "vocab_parallel_forward", "tied_training",
                                  "vocab_parallel_training"])
+
+
+def test_slapo_schedule_trains_the_gpt_on_two_ranks():
+    assert_checks_pass_on_ranks(SCRIPT, 2, ["slapo_training"])

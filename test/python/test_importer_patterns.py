@@ -386,6 +386,45 @@ def test_summed_cross_entropy_module():
                                                                0, 4]))
 
 
+def test_per_token_cross_entropy():
+    """reduction="none": one loss per row (0 for an ignored target), as a
+    masked mean over tokens is written; gradients through the per-row
+    cotangent."""
+    class PerToken(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.head = nn.Linear(16, 24)
+
+        def forward(self, x, targets):
+            logits = self.head(x)
+            losses = F.cross_entropy(logits.view(-1, 24), targets.view(-1),
+                                     reduction="none")
+            return losses.view(targets.shape)
+
+    targets = torch.tensor([[3, -100, 23, 0, 7], [5, 1, -100, 2, 2]])
+    compiled = compiled_matches_eager(PerToken, randn(2, 5, 16), targets)
+    assert "none" in compiled.ir("imported")
+
+
+class Reductions(nn.Module):
+    """Sums and means as losses and statistics are written."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 6)
+
+    def forward(self, x):
+        y = self.fc(x)
+        return (y.mean(), y.sum(dim=1), torch.mean(y, dim=(0, 2),
+                                                    keepdim=True),
+                torch.sum(y, -1, keepdim=True), (y * y).mean(-1))
+
+
+def test_sums_and_means_over_any_dims():
+    compiled = compiled_matches_eager(Reductions, randn(3, 4, 8))
+    assert "linalg.reduce" in compiled.ir("imported")
+
+
 # -- what is not supported ----------------------------------------------------
 
 
@@ -423,11 +462,13 @@ class Unsupported(nn.Module):
     (lambda: Unsupported(lambda y: y[torch.tensor([0, 1])]),
      "tensor indices are not imported"),
     (lambda: Unsupported(lambda y: F.cross_entropy(
-        y, torch.tensor([0, 1]), reduction="none")), "reduction='none'"),
+        y, torch.tensor([0, 1]), weight=torch.ones(8))), "class weights"),
     (lambda: Unsupported(lambda y: F.cross_entropy(
         y, torch.tensor([0, 1]), label_smoothing=0.1)), "label_smoothing"),
     (lambda: Unsupported(lambda y: y.masked_fill(y > 0, 0.0)),
      "function gt"),
+    (lambda: Unsupported(lambda y: y.sum(dtype=torch.float64)),
+     "sum with a dtype"),
 ])
 def test_unsupported_constructs_name_the_op_and_module(make, message):
     with pytest.raises(UnsupportedOperationError, match=message):

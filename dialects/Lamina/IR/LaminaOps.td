@@ -415,23 +415,27 @@ def Lamina_CrossEntropyOp : Lamina_Op<"cross_entropy"> {
   let summary = "F.cross_entropy of logits `[N, V]` and class indices `[N]`";
   let description = [{
     `loss_n = logsumexp(x[n, :]) − x[n, t_n]` for every `n` whose target is
-    not `ignore_index`; the result is their mean over those `n` (`mean`, as
-    PyTorch: NaN when every target is ignored) or their sum (`sum`). A
-    target outside `[0, V)` that is not ignored contributes
-    `logsumexp(x[n, :])` (Python checks the targets before a call).
+    not `ignore_index`; the result is their mean over those `n` (the
+    default, as PyTorch: NaN when every target is ignored), their sum
+    (`sum`), or the losses themselves, 0 for the ignored rows (`none`, a
+    tensor `[N]`). A target outside `[0, V)` that is not ignored
+    contributes `logsumexp(x[n, :])` (Python checks the targets before a
+    call).
 
     ```mlir
-    %l = lamina.cross_entropy %logits, %targets ignore_index -1 mean
+    %l = lamina.cross_entropy %logits, %targets ignore_index -1
            : (tensor<16x64xf32>, tensor<16xi64>) -> tensor<f32>
+    %each = lamina.cross_entropy %logits, %targets ignore_index -1 none
+           : (tensor<16x64xf32>, tensor<16xi64>) -> tensor<16xf32>
     ```
   }];
   let arguments = (ins RankedTensorOf<[F32]>:$logits,
                    RankedTensorOf<[I64]>:$targets, I64Attr:$ignore_index,
-                   UnitAttr:$sum, OptionalAttr<StrAttr>:$path);
-  let results = (outs 0DTensorOf<[F32]>:$result);
+                   UnitAttr:$sum, UnitAttr:$none, OptionalAttr<StrAttr>:$path);
+  let results = (outs RankedTensorOf<[F32]>:$result);
   let assemblyFormat = [{
     ($path^)? $logits `,` $targets `ignore_index` $ignore_index (`sum` $sum^)?
-    attr-dict `:` functional-type(operands, results)
+    (`none` $none^)? attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }
@@ -540,9 +544,10 @@ def Lamina_EmbeddingGradOp : Lamina_Op<"embedding_grad"> {
 def Lamina_CrossEntropyGradOp : Lamina_Op<"cross_entropy_grad"> {
   let summary = "the logits gradient of lamina.cross_entropy";
   let description = [{
-    `dx[n, v] = g · (softmax(x[n, :])[v] − [v = t_n])` for the targets not
-    ignored (zero rows for the others), `g = dloss / count` for `mean`
-    (count: the targets not ignored), `g = dloss` for `sum`.
+    `dx[n, v] = g_n · (softmax(x[n, :])[v] − [v = t_n])` for the targets
+    not ignored (zero rows for the others), `g_n = dloss / count` for the
+    mean (count: the targets not ignored), `g_n = dloss` for `sum`, and
+    `g_n = dloss[n]` for `none` (a cotangent `[N]`).
 
     ```mlir
     %dx = lamina.cross_entropy_grad %logits, %targets, %dl ignore_index -1
@@ -551,12 +556,12 @@ def Lamina_CrossEntropyGradOp : Lamina_Op<"cross_entropy_grad"> {
   }];
   let arguments = (ins RankedTensorOf<[F32]>:$logits,
                    RankedTensorOf<[I64]>:$targets,
-                   0DTensorOf<[F32]>:$cotangent, I64Attr:$ignore_index,
-                   UnitAttr:$sum);
+                   RankedTensorOf<[F32]>:$cotangent, I64Attr:$ignore_index,
+                   UnitAttr:$sum, UnitAttr:$none);
   let results = (outs RankedTensorOf<[F32]>:$result);
   let assemblyFormat = [{
     $logits `,` $targets `,` $cotangent `ignore_index` $ignore_index
-    (`sum` $sum^)? attr-dict `:` functional-type(operands, results)
+    (`sum` $sum^)? (`none` $none^)? attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }

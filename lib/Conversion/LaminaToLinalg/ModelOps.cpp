@@ -366,28 +366,47 @@ struct CrossEntropyToLinalg : OpRewritePattern<CrossEntropyOp> {
                   arith::AddFOp::create(b, nloc, args[2], x).getResult());
             })
             .getResult(0);
+    // logsumexp − x[n, t_n] for the rows that count, 0 for the others.
+    auto rowLoss = [&](OpBuilder &b, Location nloc, ValueRange args) {
+      Value logSumExp = arith::AddFOp::create(
+          b, nloc, math::LogOp::create(b, nloc, args[1]), args[0]);
+      Value term = arith::SubFOp::create(b, nloc, logSumExp, args[2]);
+      Value zero = floatConstant(b, nloc, element, 0.0);
+      return arith::SelectOp::create(
+                 b, nloc, counts(b, nloc, args[3], ignoreIndex), term, zero)
+          .getResult();
+    };
+    SmallVector<Value> rowInputs = {stats.max, stats.sumExp, picked, targets};
+    if (op.getNone()) {
+      Value losses =
+          linalg::GenericOp::create(
+              rewriter, loc, rowsType, rowInputs,
+              tensor::EmptyOp::create(rewriter, loc, rowsType.getShape(),
+                                      element)
+                  .getResult(),
+              SmallVector<AffineMap>(5, maps.perRow), parallelIterators(1),
+              [&](OpBuilder &b, Location nloc, ValueRange args) {
+                linalg::YieldOp::create(b, nloc, rowLoss(b, nloc, args));
+              })
+              .getResult(0);
+      rewriter.replaceOp(op, losses);
+      return success();
+    }
     auto scalarType = RankedTensorType::get({}, element);
-    // Σ over the rows that count of logsumexp − x[n, t_n].
-    Value total =
-        linalg::GenericOp::create(
-            rewriter, loc, scalarType,
-            ValueRange{stats.max, stats.sumExp, picked, targets},
-            filled(rewriter, loc, {}, element, 0.0),
-            ArrayRef<AffineMap>{maps.perRow, maps.perRow, maps.perRow,
-                                maps.perRow, maps.scalar},
-            maps.columnReduction,
-            [&](OpBuilder &b, Location nloc, ValueRange args) {
-              Value logSumExp = arith::AddFOp::create(
-                  b, nloc, math::LogOp::create(b, nloc, args[1]), args[0]);
-              Value term = arith::SubFOp::create(b, nloc, logSumExp, args[2]);
-              Value zero = floatConstant(b, nloc, element, 0.0);
-              Value kept = arith::SelectOp::create(
-                  b, nloc, counts(b, nloc, args[3], ignoreIndex), term, zero);
-              linalg::YieldOp::create(
-                  b, nloc,
-                  arith::AddFOp::create(b, nloc, args[4], kept).getResult());
-            })
-            .getResult(0);
+    Value total = linalg::GenericOp::create(
+                      rewriter, loc, scalarType, rowInputs,
+                      filled(rewriter, loc, {}, element, 0.0),
+                      ArrayRef<AffineMap>{maps.perRow, maps.perRow, maps.perRow,
+                                          maps.perRow, maps.scalar},
+                      maps.columnReduction,
+                      [&](OpBuilder &b, Location nloc, ValueRange args) {
+                        linalg::YieldOp::create(
+                            b, nloc,
+                            arith::AddFOp::create(b, nloc, args[4],
+                                                  rowLoss(b, nloc, args))
+                                .getResult());
+                      })
+                      .getResult(0);
     if (op.getSum()) {
       rewriter.replaceOp(op, total);
       return success();
@@ -413,13 +432,15 @@ struct CrossEntropyGradToLinalg : OpRewritePattern<CrossEntropyGradOp> {
     Type element = type.getElementType();
     int64_t ignoreIndex = op.getIgnoreIndex();
     RowStatistics stats = rowStatistics(rewriter, loc, logits, maps);
-    // The cotangent of each row's loss: dloss, over the count for a mean.
+    // The cotangent of each row's loss: dloss (dloss[n] for `none`), over
+    // the count for a mean.
     Value perRow = op.getCotangent();
     SmallVector<Value> inputs = {logits, stats.max, stats.sumExp, targets,
                                  perRow};
     SmallVector<AffineMap> indexing = {maps.full, maps.row, maps.row, maps.row,
-                                       maps.rowScalar};
-    bool mean = !op.getSum();
+                                       op.getNone() ? maps.row
+                                                    : maps.rowScalar};
+    bool mean = !op.getSum() && !op.getNone();
     if (mean) {
       inputs.push_back(
           countedTargets(rewriter, loc, targets, element, ignoreIndex, maps));

@@ -1,7 +1,11 @@
 """slapo.op: the layer classes Lamina compiles (lamina.op), FusedMLP built
-from them, and the attention modules (FlashAttentionOp, FlashAttention)."""
+from them, the attention modules (FlashAttentionOp, FlashAttention) and
+ParallelCrossEntropy."""
 
+import torch.nn.functional as F
 from torch import nn
+
+from ..schedule import ScheduleError
 
 from ..op import (FusedQKV, LinearWithAct, LinearWithDropout,
                   LinearWithSeparateBias, LinearWithSyncFunc)
@@ -24,5 +28,30 @@ class FusedMLP(nn.Module):
         return self.fc_out(self.fc_in(hidden_states))
 
 
-__all__ = ["FlashAttention", "FlashAttentionOp", "FusedMLP", "FusedQKV", "LinearWithAct", "LinearWithDropout",
-           "LinearWithSeparateBias", "LinearWithSyncFunc"]
+class ParallelCrossEntropy(nn.Module):
+    """Slapo's vocabulary-parallel cross entropy: the loss of each token (no
+    reduction) of `outputs` [..., vocab] against `labels` [...]. Slapo
+    computes it on each rank's block of the vocabulary with its own
+    collectives; Lamina computes it on the whole logits, so a head sharded
+    by vocabulary is gathered before it (``sync("fwd_post", "all_gather",
+    axis=-1)``), the gather's backward keeping each rank's block of the
+    logits' gradient."""
+
+    def __init__(self, group=None):
+        super().__init__()
+        if group is not None:
+            raise ScheduleError("ParallelCrossEntropy(group=...): Lamina's "
+                                "ranks are the MPI world; process groups "
+                                "are not taken")
+        self.group = group
+
+    def forward(self, outputs, labels):
+        vocab = outputs.size(-1)
+        losses = F.cross_entropy(outputs.reshape(-1, vocab),
+                                 labels.reshape(-1), reduction="none")
+        return losses.view(labels.shape)
+
+
+__all__ = ["FlashAttention", "FlashAttentionOp", "FusedMLP", "FusedQKV",
+           "LinearWithAct", "LinearWithDropout", "LinearWithSeparateBias",
+           "LinearWithSyncFunc", "ParallelCrossEntropy"]

@@ -68,10 +68,11 @@ def _tied_parameters(module):
 
 def _is_leaf(module):
     """Slapo's rule: torch.nn's own modules (not containers) have no
-    children schedules."""
+    children schedules. Beyond Slapo, an nn.ModuleDict is a container too
+    (nanoGPT's `transformer`: `sch["transformer.h.0"]`)."""
     origin = type(module).__module__
     return origin.startswith(("torch.nn", "torch.ao.nn")) and \
-        not isinstance(module, (nn.Sequential, nn.ModuleList))
+        not isinstance(module, (nn.Sequential, nn.ModuleList, nn.ModuleDict))
 
 
 def _is_module_list(module):

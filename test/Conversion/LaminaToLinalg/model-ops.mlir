@@ -115,3 +115,32 @@ func.func @cross_entropy_grad(%x: tensor<16x64xf32>, %t: tensor<16xi64>, %dl: te
   %0 = lamina.cross_entropy_grad %x, %t, %dl ignore_index -1 sum : (tensor<16x64xf32>, tensor<16xi64>, tensor<f32>) -> tensor<16x64xf32>
   return %0 : tensor<16x64xf32>
 }
+
+// -----
+
+// One loss per row (reduction none): the rows' losses, 0 where the target
+// is ignored, with no reduction over the rows.
+// CHECK-LABEL: func.func @per_row_cross_entropy
+// CHECK: %[[LOSSES:.+]] = linalg.generic {{.*}} iterator_types = ["parallel"]} ins(%{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} : tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xi64>) outs(%{{.+}} : tensor<16xf32>)
+// CHECK: math.log
+// CHECK: arith.select
+// CHECK-NOT: arith.divf
+// CHECK: return %[[LOSSES]] : tensor<16xf32>
+func.func @per_row_cross_entropy(%x: tensor<16x64xf32>, %t: tensor<16xi64>) -> tensor<16xf32> {
+  %0 = lamina.cross_entropy %x, %t ignore_index -1 none : (tensor<16x64xf32>, tensor<16xi64>) -> tensor<16xf32>
+  return %0 : tensor<16xf32>
+}
+
+// -----
+
+// Its gradient: row n's cotangent dl[n] read by the row map; no count
+// among the inputs.
+// CHECK-DAG: #[[ROW:.+]] = affine_map<(d0, d1) -> (d0)>
+// CHECK-LABEL: func.func @per_row_cross_entropy_grad
+// CHECK-SAME: %[[DL:[a-z0-9]+]]: tensor<16xf32>)
+// CHECK: linalg.generic {indexing_maps = [#{{.+}}, #[[ROW]], #[[ROW]], #[[ROW]], #[[ROW]], #{{.+}}], iterator_types = ["parallel", "parallel"]} ins(%{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %[[DL]] : tensor<16x64xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xi64>, tensor<16xf32>)
+// CHECK: arith.mulf
+func.func @per_row_cross_entropy_grad(%x: tensor<16x64xf32>, %t: tensor<16xi64>, %dl: tensor<16xf32>) -> tensor<16x64xf32> {
+  %0 = lamina.cross_entropy_grad %x, %t, %dl ignore_index -1 none : (tensor<16x64xf32>, tensor<16xi64>, tensor<16xf32>) -> tensor<16x64xf32>
+  return %0 : tensor<16x64xf32>
+}

@@ -69,3 +69,16 @@ func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
   %p = math.powf %r, %c : tensor<4xf32>
   return %p : tensor<4xf32>
 }
+
+// -----
+
+// Per-row losses (reduction none): the backward takes one cotangent per
+// row and passes it to the loss's gradient, which keeps `none`.
+// CHECK-LABEL: func.func @main_backward(
+// CHECK-SAME: %[[X:[a-z0-9]+]]: tensor<4x6xf32>, %[[T:[a-z0-9]+]]: tensor<4xi64>, %[[DL:[a-z0-9]+]]: tensor<4xf32>) -> tensor<4x6xf32>
+// CHECK: %[[DX:.+]] = lamina.cross_entropy_grad %[[X]], %[[T]], %[[DL]] ignore_index -100 none : (tensor<4x6xf32>, tensor<4xi64>, tensor<4xf32>) -> tensor<4x6xf32>
+// CHECK: return %[[DX]]
+func.func @main(%x: tensor<4x6xf32>, %t: tensor<4xi64>) -> tensor<4xf32> {
+  %l = lamina.cross_entropy %x, %t ignore_index -100 none : (tensor<4x6xf32>, tensor<4xi64>) -> tensor<4xf32>
+  return %l : tensor<4xf32>
+}

@@ -81,9 +81,33 @@ func.func @cross_entropy_targets(%x: tensor<16x64xf32>, %t: tensor<15xi64>) -> t
 // -----
 
 func.func @cross_entropy_result(%x: tensor<16x64xf32>, %t: tensor<16xi64>) -> tensor<1xf32> {
-  // expected-error @+1 {{result #0 must be 0D tensor of 32-bit float values}}
+  // expected-error @+1 {{result must be 'tensor<f32>' (the reduced loss), got 'tensor<1xf32>'}}
   %0 = lamina.cross_entropy %x, %t ignore_index -1 : (tensor<16x64xf32>, tensor<16xi64>) -> tensor<1xf32>
   return %0 : tensor<1xf32>
+}
+
+// -----
+
+func.func @cross_entropy_per_row_result(%x: tensor<16x64xf32>, %t: tensor<16xi64>) -> tensor<f32> {
+  // expected-error @+1 {{result must be 'tensor<16xf32>' (one loss per row), got 'tensor<f32>'}}
+  %0 = lamina.cross_entropy %x, %t ignore_index -1 none : (tensor<16x64xf32>, tensor<16xi64>) -> tensor<f32>
+  return %0 : tensor<f32>
+}
+
+// -----
+
+func.func @cross_entropy_two_reductions(%x: tensor<16x64xf32>, %t: tensor<16xi64>) -> tensor<f32> {
+  // expected-error @+1 {{takes one reduction: sum or none}}
+  %0 = lamina.cross_entropy %x, %t ignore_index -1 sum none : (tensor<16x64xf32>, tensor<16xi64>) -> tensor<f32>
+  return %0 : tensor<f32>
+}
+
+// -----
+
+func.func @cross_entropy_grad_per_row_cotangent(%x: tensor<16x64xf32>, %t: tensor<16xi64>, %dl: tensor<f32>) -> tensor<16x64xf32> {
+  // expected-error @+1 {{the cotangent must be 'tensor<16xf32>' (one loss per row), got 'tensor<f32>'}}
+  %0 = lamina.cross_entropy_grad %x, %t, %dl ignore_index -1 none : (tensor<16x64xf32>, tensor<16xi64>, tensor<f32>) -> tensor<16x64xf32>
+  return %0 : tensor<16x64xf32>
 }
 
 // -----

@@ -29,3 +29,12 @@ func.func @cross_entropy(%x: tensor<16x64xf32>, %t: tensor<16xi64>, %dl: tensor<
   %2 = lamina.cross_entropy_grad %x, %t, %dl ignore_index -1 : (tensor<16x64xf32>, tensor<16xi64>, tensor<f32>) -> tensor<16x64xf32>
   return %0, %1, %2 : tensor<f32>, tensor<f32>, tensor<16x64xf32>
 }
+
+// CHECK-LABEL: func.func @cross_entropy_per_row
+func.func @cross_entropy_per_row(%x: tensor<16x64xf32>, %t: tensor<16xi64>, %dl: tensor<16xf32>) -> (tensor<16xf32>, tensor<16x64xf32>) {
+  // CHECK: lamina.cross_entropy %{{.*}}, %{{.*}} ignore_index -100 none : (tensor<16x64xf32>, tensor<16xi64>) -> tensor<16xf32>
+  %0 = lamina.cross_entropy %x, %t ignore_index -100 none : (tensor<16x64xf32>, tensor<16xi64>) -> tensor<16xf32>
+  // CHECK: lamina.cross_entropy_grad %{{.*}}, %{{.*}}, %{{.*}} ignore_index -100 none : (tensor<16x64xf32>, tensor<16xi64>, tensor<16xf32>) -> tensor<16x64xf32>
+  %1 = lamina.cross_entropy_grad %x, %t, %dl ignore_index -100 none : (tensor<16x64xf32>, tensor<16xi64>, tensor<16xf32>) -> tensor<16x64xf32>
+  return %0, %1 : tensor<16xf32>, tensor<16x64xf32>
+}

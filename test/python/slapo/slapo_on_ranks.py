@@ -163,6 +163,83 @@ def seq_para():
             assert "transposes to reduce_scatter" in str(error), error
 
 
+def word_embedding():
+    """test_shard.py::test_word_embedding. Slapo masks the other ranks'
+    rows with Python fwd_pre / fwd_post hooks (deviation 1); Lamina's
+    embedding shards by vocabulary itself, and the fwd_post all-reduce sums
+    the ranks' rows."""
+    vocab_size = 100
+
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embedding = nn.Embedding(vocab_size, 10)
+
+        def forward(self, x):
+            return self.embedding(x)
+
+    model = Model()
+    sch = slapo.create_schedule(copy.deepcopy(model))
+    sch["embedding"].shard("weight", axis=0)
+    sch["embedding"].sync(mode="fwd_post", sync_op_or_fn="all_reduce")
+    sch_model, _ = slapo.build(sch, init_weights=False)
+    data = torch.randint(1, vocab_size - 1, (1, 10))
+    out = sch_model(data)
+    out.mean().backward()
+    out_ref = model(data)
+    out_ref.mean().backward()
+    torch.testing.assert_close(out, out_ref)
+    check_blocks(sch_model, model, {"embedding.weight": 0})
+
+
+def tie_weights():
+    """test_shard.py::test_tie_weights: tied parameters stay one Parameter
+    in the schedule's model through the shard and sync primitives."""
+    class Stage0(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.wte = nn.Embedding(10, 10)
+            self.linear = nn.Linear(10, 10, bias=False)
+
+        def forward(self, x):
+            return self.linear(self.wte(x))
+
+    class StageN(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.linear = nn.Linear(10, 10, bias=False)
+
+        def forward(self, x):
+            return self.linear(x)
+
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.stage0 = Stage0()
+            self.stage1 = StageN()
+            self.stage2 = StageN()
+
+        def forward(self, x):
+            return self.stage2(self.stage1(self.stage0(x)))
+
+    with slapo.init_empty_weights():
+        model = Model()
+        model.stage1.linear.weight = model.stage0.wte.weight
+        model.stage2.linear.weight = model.stage0.wte.weight
+    sch = slapo.create_schedule(model)
+    assert sch.metadata.tie_weights
+    assert id(sch.mod.stage0.wte.weight) == id(sch.mod.stage1.linear.weight)
+    assert id(sch.mod.stage0.wte.weight) == id(sch.mod.stage2.linear.weight)
+    sch["stage0.wte"].shard("weight", axis=0)
+    sch["stage0.wte"].sync(mode="fwd_post", sync_op_or_fn="all_gather",
+                           axis=0, tensor_parallel_output_grad=False)
+    sch["stage0.wte"].sync(mode="bwd_post", sync_op_or_fn="all_reduce")
+    sch["stage1.linear"].shard("weight", axis=0)
+    sch["stage2.linear"].shard("weight", axis=0)
+    assert id(sch.mod.stage0.wte.weight) == id(sch.mod.stage1.linear.weight)
+    assert id(sch.mod.stage0.wte.weight) == id(sch.mod.stage2.linear.weight)
+
+
 def sequence_parallel(sch, bwd_post, output_grad=None):
     """Slapo's test_seq_para schedule, the input sharded on the sequence
     (the input gather's tensor_parallel_output_grad left out, as Slapo's
@@ -364,6 +441,40 @@ def delayed_init_blocks():
         with torch.no_grad():
             torch.testing.assert_close(built(data), whole(data), rtol=TOL,
                                        atol=TOL)
+
+
+class TokenLoss(nn.Module):
+    """A head over the vocabulary and Slapo's ParallelCrossEntropy, the
+    per-token losses averaged; the labels are a buffer."""
+
+    def __init__(self):
+        super().__init__()
+        self.head = nn.Linear(16, 32)
+        self.loss = op.ParallelCrossEntropy()
+        self.register_buffer("labels", torch.randint(0, 32, (4, 3)))
+
+    def forward(self, data):
+        return self.loss(self.head(data), self.labels).mean()
+
+
+def parallel_cross_entropy():
+    """slapo.op.ParallelCrossEntropy after a head sharded by vocabulary:
+    the head's output gathered (its backward derived: each rank keeps its
+    block of the logits' gradient), the input's partial gradient
+    all-reduced; loss, input gradient and each rank's parameter-gradient
+    blocks equal eager PyTorch's."""
+    model = TokenLoss()
+    sch = slapo.create_schedule(copy.deepcopy(model))
+    sch["head"].shard("weight", axis=0)
+    sch["head"].shard("bias", axis=0)
+    sch["head"].sync(mode="fwd_post", sync_op_or_fn="all_gather", axis=2)
+    sch["head"].sync(mode="bwd_post", sync_op_or_fn="all_reduce")
+    built, _ = slapo.build(sch, init_weights=False)
+    out, out_ref, grad, grad_ref = run_both(built, model,
+                                            torch.randn(4, 3, 16))
+    torch.testing.assert_close(out, out_ref, atol=TOL, rtol=TOL)
+    torch.testing.assert_close(grad, grad_ref, atol=TOL, rtol=TOL)
+    check_blocks(built, model, {"head.weight": 0, "head.bias": 0})
 
 
 def verify_linear():
@@ -688,6 +799,8 @@ CHECKS = {name: fn for name, fn in globals().items()
           if callable(fn) and fn.__module__ == __name__ and
           name in ("shard_mlp", "shard_linear", "seq_para", "shard_annotate",
                    "consolidation", "delayed_init_blocks", "verify_linear",
+                   "parallel_cross_entropy", "word_embedding",
+                   "tie_weights",
                    "verify_catches_a_missing_bwd_post", "reshard",
                    "fork_rng", "checkpoint_module", "world_size_from_mpi",
                    "optimizer_after_build", "gpt_style_training",

@@ -16,7 +16,8 @@ SCRIPT = pathlib.Path(__file__).with_name("slapo_on_ranks.py")
 
 ON_ONE_RANK = ["shard_mlp", "shard_linear", "seq_para", "shard_annotate",
                "consolidation", "delayed_init_blocks", "checkpoint_module", "world_size_from_mpi",
-               "optimizer_after_build", "fork_rng", "verify_linear"]
+               "optimizer_after_build", "fork_rng", "verify_linear",
+               "parallel_cross_entropy", "word_embedding", "tie_weights"]
 CHECKS = {
     1: ON_ONE_RANK,
     # Only meaningful with collectives between ranks: the Verify failures of

@@ -365,8 +365,13 @@ LogicalResult GradientChecker::visit(Operation *op) {
           if (!type || !isa<FloatType>(type.getElementType()))
             continue;
           if (type != other->getResult(0).getType()) {
-            if (isReplicated(dy.layout) && isReplicated(fwd(operand)))
-              continue; // whole values: no layout to follow
+            // Whole values (a reduction, a loss of whole logits): the
+            // operand's gradient is whole too.
+            if (isReplicated(dy.layout) && isReplicated(fwd(operand))) {
+              if (failed(add(other, operand, dy)))
+                return failure();
+              continue;
+            }
             return other->emitOpError("has no backward layout rule for its "
                                       "sharded gradient ")
                    << dy.layout;

@@ -98,15 +98,38 @@ static LogicalResult verifyClassificationShapes(Operation *op,
   return success();
 }
 
+/// The loss's type for its reduction: one per row for `none`, else 0-d.
+static LogicalResult verifyReducedType(Operation *op, RankedTensorType logits,
+                                       Type type, bool sum, bool none,
+                                       StringRef what) {
+  if (sum && none)
+    return op->emitOpError("takes one reduction: sum or none");
+  auto expected = none ? RankedTensorType::get({logits.getDimSize(0)},
+                                               logits.getElementType())
+                       : RankedTensorType::get({}, logits.getElementType());
+  if (type != expected)
+    return op->emitOpError() << what << " must be " << expected << " ("
+                             << (none ? "one loss per row" : "the reduced loss")
+                             << "), got " << type;
+  return success();
+}
+
 LogicalResult CrossEntropyOp::verify() {
-  return verifyClassificationShapes(*this, getLogits().getType(),
-                                    getTargets().getType());
+  if (failed(verifyClassificationShapes(*this, getLogits().getType(),
+                                        getTargets().getType())))
+    return failure();
+  return verifyReducedType(*this, getLogits().getType(), getType(), getSum(),
+                           getNone(), "result");
 }
 
 LogicalResult CrossEntropyGradOp::verify() {
   if (getType() != getLogits().getType())
     return emitOpError("result must have the logits' type ")
            << getLogits().getType() << ", got " << getType();
-  return verifyClassificationShapes(*this, getLogits().getType(),
-                                    getTargets().getType());
+  if (failed(verifyClassificationShapes(*this, getLogits().getType(),
+                                        getTargets().getType())))
+    return failure();
+  return verifyReducedType(*this, getLogits().getType(),
+                           getCotangent().getType(), getSum(), getNone(),
+                           "the cotangent");
 }

@@ -1,5 +1,6 @@
 """Losses: F.cross_entropy and nn.CrossEntropyLoss as
-`lamina.cross_entropy` (lowered in C++), the result a 0-d tensor."""
+`lamina.cross_entropy` (lowered in C++): the result a 0-d tensor (mean,
+sum) or one loss per row (reduction="none")."""
 
 import torch.nn.functional as F
 from torch import nn
@@ -14,9 +15,9 @@ def _cross_entropy(emitter, node, weight, ignore_index, reduction,
         emitter.fail(node, f"{what} with class weights")
     if label_smoothing:
         emitter.fail(node, f"{what} with label_smoothing")
-    if reduction not in ("mean", "sum"):
-        emitter.fail(node, f"{what} with reduction={reduction!r} (mean or "
-                     "sum)")
+    if reduction not in ("mean", "sum", "none"):
+        emitter.fail(node, f"{what} with reduction={reduction!r} (mean, sum "
+                     "or none)")
     logits = emitter.float_value(node, node.args[0])
     targets = emitter.value(node, emitter.argument(node, 1, "target"))
     if logits.type.rank != 2 or logits.type.element != ir.F32:
@@ -28,18 +29,18 @@ def _cross_entropy(emitter, node, weight, ignore_index, reduction,
     emitter.index_bound(node, emitter.argument(node, 1, "target"),
                         logits.type.shape[1], what, ignored=ignore_index)
     result = emitter.result_type(node)
-    total = ["sum"] if reduction == "sum" else []
+    reduced = [reduction] if reduction != "mean" else []
     return emitter.builder.op(
         "lamina.cross_entropy", ir.operand_list(logits, targets),
-        "ignore_index", int(ignore_index), *total,
+        "ignore_index", int(ignore_index), *reduced,
         types=ir.function_type([logits.type, targets.type], [result]),
         results=[result])
 
 
 @converts(F.cross_entropy)
 def cross_entropy(emitter, node):
-    """`lamina.cross_entropy`: the mean (or sum) over the targets that are
-    not ignore_index of logsumexp(x[n]) − x[n, t_n]."""
+    """`lamina.cross_entropy`: the mean (or sum, or each) over the targets
+    that are not ignore_index of logsumexp(x[n]) − x[n, t_n]."""
     arg = emitter.argument
     return _cross_entropy(emitter, node, arg(node, 2, "weight"),
                           arg(node, 4, "ignore_index", -100),
