@@ -137,3 +137,26 @@ module attributes {lamina.world_size = 2 : i64} {
     return %yg : tensor<4x8xf32>
   }
 }
+
+// -----
+
+// A loss on the gathered logits of a vocabulary-parallel head: the loss's
+// gradient is whole on every rank (a 0-d loss of whole logits), so the
+// gather, written without tensor_parallel_output_grad, keeps this rank's
+// block of the logits' gradient instead of reduce-scattering it.
+
+// CHECK-LABEL: func.func @main_backward(
+// CHECK: %[[DLOGITS:.*]] = lamina.cross_entropy_grad
+// CHECK: shard.all_slice %[[DLOGITS]] on @lamina_grid grid_axes = [0] slice_axis = 1 : tensor<4x16xf32> -> tensor<4x8xf32>
+// CHECK-NOT: shard.reduce_scatter
+// CHECK: return
+module attributes {lamina.world_size = 2 : i64} {
+  func.func @main(%x: tensor<4x8xf32>, %t: tensor<4xi64>,
+      %w: tensor<16x8xf32> {lamina.layout = #lamina.layout<S(0)>}) -> tensor<f32> {
+    %s = lamina.sync "head" %x <bwd_post, all_reduce> : tensor<4x8xf32>
+    %y = lamina.linear "head" %s, %w : (tensor<4x8xf32>, tensor<16x8xf32>) -> tensor<4x16xf32>
+    %g = lamina.sync "head" %y <fwd_post, all_gather, axis = 1> : tensor<4x16xf32>
+    %l = lamina.cross_entropy %g, %t ignore_index -1 : (tensor<4x16xf32>, tensor<4xi64>) -> tensor<f32>
+    return %l : tensor<f32>
+  }
+}
