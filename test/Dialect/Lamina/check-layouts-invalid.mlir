@@ -223,3 +223,17 @@ module attributes {lamina.world_size = 2 : i64} {
     return %1 : tensor<4x8xf32>
   }
 }
+
+// -----
+
+// A loss on the logits of a head sharded by vocabulary, not gathered first
+// (how Slapo's ParallelCrossEntropy is used): the loss takes whole logits.
+module attributes {lamina.world_size = 2 : i64} {
+  func.func @loss_of_sharded_logits(%x: tensor<4x8xf32>, %t: tensor<4xi64>,
+      %w: tensor<16x8xf32> {lamina.layout = #lamina.layout<S(0)>}) -> tensor<f32> {
+    %y = lamina.linear "head" %x, %w : (tensor<4x8xf32>, tensor<16x8xf32>) -> tensor<4x16xf32>
+    // expected-error @+1 {{'lamina.cross_entropy' op mixes operands with layouts #lamina.layout<S(1)> and #lamina.layout<R>: all_gather the sharded one first (a fwd_post all_gather sync on the layer computing it)}}
+    %l = lamina.cross_entropy %y, %t ignore_index -1 : (tensor<4x16xf32>, tensor<4xi64>) -> tensor<f32>
+    return %l : tensor<f32>
+  }
+}

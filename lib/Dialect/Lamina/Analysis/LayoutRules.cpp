@@ -463,9 +463,15 @@ LayoutOrError layout::otherOpLayout(Operation *op,
           "before it");
     if (!isa<RankedTensorType>(operand.getType()) || isSplat(operand))
       continue;
-    if (!first && layout != common)
+    if (!first && layout != common) {
+      bool sharded = common.getKind() == LayoutKind::sharded ||
+                     layout.getKind() == LayoutKind::sharded;
       return LayoutOrError::error(
-          text("mixes operands with layouts ", common, " and ", layout));
+          text("mixes operands with layouts ", common, " and ", layout,
+               sharded ? ": all_gather the sharded one first (a fwd_post "
+                         "all_gather sync on the layer computing it)"
+                       : ""));
+    }
     common = layout;
     first = false;
   }
