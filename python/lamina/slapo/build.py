@@ -149,19 +149,23 @@ def _seeded_init(module, path, init_weights):
             _initialise(module, path, init_fn)
 
 
-def shard_plan(sch):
-    """id(parameter) → (axis, groups) of every parameter the schedule
-    shards."""
-    plan = {}
+def _sharded_parameters(sch):
+    """(parameter, axis, groups) of every parameter the schedule shards."""
     for _, child in sch.named_schedules():
         for name, axis in child.metadata.primitives["shard"].items():
             local, _, leaf = name.rpartition(".")
             if leaf == "input":
                 continue
             owner = child.mod.get_submodule(local) if local else child.mod
-            plan[id(layer_tensor(owner, leaf))] = (
-                axis, child.metadata.shard_groups.get(name, 1))
-    return plan
+            yield (layer_tensor(owner, leaf), axis,
+                   child.metadata.shard_groups.get(name, 1))
+
+
+def shard_plan(sch):
+    """id(parameter) → (axis, groups) of every parameter the schedule
+    shards."""
+    return {id(param): (axis, groups)
+            for param, axis, groups in _sharded_parameters(sch)}
 
 
 def materialise_meta(model, init_weights=None):
@@ -180,22 +184,15 @@ def _register_blocks(compiled, sch, blocks):
         return
     own = dict(compiled.named_parameters())
     model_names = {id(p): n for n, p in sch.mod.named_parameters()}
-    for _, child in sch.named_schedules():
-        for name, axis in child.metadata.primitives["shard"].items():
-            local, _, leaf = name.rpartition(".")
-            if leaf == "input":
-                continue
-            owner = child.mod.get_submodule(local) if local else child.mod
-            param = layer_tensor(owner, leaf)
-            full = model_names.get(id(param))
-            if full is None or own.get(full) is not param:
-                continue
-            block = blocks.get(id(param))
-            if block is None:
-                block = training.parameter_block(
-                    param, axis, _lamina.rank(), sch.world_size,
-                    child.metadata.shard_groups.get(name, 1))
-            training._set_parameter(compiled, full, block)
+    for param, axis, groups in _sharded_parameters(sch):
+        full = model_names.get(id(param))
+        if full is None or own.get(full) is not param:
+            continue
+        block = blocks.get(id(param))
+        if block is None:
+            block = training.parameter_block(param, axis, _lamina.rank(),
+                                             sch.world_size, groups)
+        training._set_parameter(compiled, full, block)
 
 
 def build(sch, target=None, init_weights=True, example_inputs=None,
