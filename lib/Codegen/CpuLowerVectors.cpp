@@ -49,10 +49,11 @@ transform.named_sequence @lower_vectors(%root: !transform.any_op {transform.read
 )mlir";
 
 struct LaminaCpuLowerVectorsPass
-    : mlir::lamina::impl::LaminaCpuLowerVectorsBase<LaminaCpuLowerVectorsPass> {
+    : mlir::lamina::impl::LaminaCpuLowerVectorsBase<
+          LaminaCpuLowerVectorsPass> {
   void runOnOperation() override {
-    if (failed(mlir::lamina::applyTransformScript(
-            getOperation(), kLowerVectorsScript, "lower_vectors")))
+    if (failed(mlir::lamina::applyTransformScript(getOperation(), kLowerVectorsScript,
+                           "lower_vectors")))
       signalPassFailure();
   }
 };

@@ -25,7 +25,8 @@ struct MatmulGradients {
   Gradient input, weight;
 };
 
-template <typename... Parts> std::string text(const Parts &...parts) {
+template <typename... Parts>
+std::string text(const Parts &...parts) {
   std::string result;
   llvm::raw_string_ostream os(result);
   (os << ... << parts);
@@ -41,7 +42,8 @@ class GradientChecker {
 public:
   GradientChecker(func::FuncOp function,
                   const DenseMap<Value, LayoutAttr> &forward)
-      : function(function), forward(forward), context(function.getContext()) {}
+      : function(function), forward(forward),
+        context(function.getContext()) {}
 
   LogicalResult run();
   SmallVector<DerivedSync> derivedSyncs;
@@ -62,8 +64,9 @@ private:
     return cast<RankedTensorType>(value.getType()).getRank();
   }
   LogicalResult add(Operation *at, Value value, Gradient gradient);
-  FailureOr<MatmulGradients> matmul(Operation *op, StringRef path, LayoutAttr x,
-                                    LayoutAttr w, Gradient dy, int64_t rank);
+  FailureOr<MatmulGradients> matmul(Operation *op, StringRef path,
+                                    LayoutAttr x, LayoutAttr w, Gradient dy,
+                                    int64_t rank);
   FailureOr<Gradient> sync(Operation *op, StringRef path, SyncAttr spec,
                            Gradient dy);
   Gradient rowsSum(Gradient dy, int64_t rank, StringRef path);
@@ -91,9 +94,9 @@ LogicalResult GradientChecker::add(Operation *at, Value value,
   const Gradient *partialOne = isPartial(first.layout)      ? &first
                                : isPartial(gradient.layout) ? &gradient
                                                             : nullptr;
-  InFlightDiagnostic diag = at->emitOpError("the gradient of its operand sums ")
-                            << first.layout << " and " << gradient.layout
-                            << " contributions";
+  InFlightDiagnostic diag =
+      at->emitOpError("the gradient of its operand sums ")
+      << first.layout << " and " << gradient.layout << " contributions";
   if (partialOne)
     diag << ": the partial sums come from " << describeLayer(partialOne->origin)
          << "; add sync(\"bwd_post\", \"all_reduce\") on the input of "
@@ -101,25 +104,25 @@ LogicalResult GradientChecker::add(Operation *at, Value value,
   return diag;
 }
 
-FailureOr<MatmulGradients> GradientChecker::matmul(Operation *op,
-                                                   StringRef path, LayoutAttr x,
-                                                   LayoutAttr w, Gradient dy,
-                                                   int64_t rank) {
+FailureOr<MatmulGradients>
+GradientChecker::matmul(Operation *op, StringRef path, LayoutAttr x,
+                        LayoutAttr w, Gradient dy, int64_t rank) {
   int64_t last = rank - 1;
   if (isReplicated(w)) {
     // dx = dy·W keeps dy's layout; dW = Σ_rows dyᵀ·x is partial when the
     // rows are split over ranks.
-    bool rowsSplit =
-        isPartial(dy.layout) ||
-        (dy.layout.getKind() == LayoutKind::sharded &&
-         !isShardedOn(dy.layout, last)) ||
-        (x.getKind() == LayoutKind::sharded && !isShardedOn(x, last));
-    return MatmulGradients{dy,
-                           {rowsSplit ? partial(context) : replicated(context),
-                            rowsSplit ? path.str() : std::string()}};
+    bool rowsSplit = isPartial(dy.layout) ||
+                     (dy.layout.getKind() == LayoutKind::sharded &&
+                      !isShardedOn(dy.layout, last)) ||
+                     (x.getKind() == LayoutKind::sharded &&
+                      !isShardedOn(x, last));
+    return MatmulGradients{
+        dy, {rowsSplit ? partial(context) : replicated(context),
+             rowsSplit ? path.str() : std::string()}};
   }
   if (isShardedOn(w, 0)) {
-    if (!isShardedOn(dy.layout, last) || dy.layout.getGroups() != w.getGroups())
+    if (!isShardedOn(dy.layout, last) ||
+        dy.layout.getGroups() != w.getGroups())
       return op->emitOpError("is column parallel but the gradient of its "
                              "output has layout ")
              << dy.layout << ", not " << sharded(context, last, w.getGroups());
@@ -160,8 +163,8 @@ FailureOr<Gradient> GradientChecker::sync(Operation *op, StringRef path,
     InFlightDiagnostic diag =
         op->emitOpError("sync ")
         << spec << " on " << describeLayer(path) << " transposes to "
-        << stringifyCollectiveKind(backward->kind) << ", which needs " << needs
-        << " gradients, but the gradient has layout " << dy.layout;
+        << stringifyCollectiveKind(backward->kind) << ", which needs "
+        << needs << " gradients, but the gradient has layout " << dy.layout;
     if (spec.getMode() == SyncMode::bwd_post && isReplicated(dy.layout))
       diag << ": every rank already holds the whole gradient, which the "
               "all-reduce would multiply by the world size";
@@ -252,19 +255,21 @@ LogicalResult GradientChecker::visit(Operation *op) {
   auto path = [&](std::optional<StringRef> p) { return p.value_or(""); };
   return llvm::TypeSwitch<Operation *, LogicalResult>(op)
       .Case([&](MatmulOp matmul) {
-        FailureOr<MatmulGradients> grads = this->matmul(
-            op, path(matmul.getPath()), fwd(matmul.getInput()),
-            fwd(matmul.getWeight()), dy, rankOf(matmul.getInput()));
+        FailureOr<MatmulGradients> grads =
+            this->matmul(op, path(matmul.getPath()), fwd(matmul.getInput()),
+                         fwd(matmul.getWeight()), dy,
+                         rankOf(matmul.getInput()));
         if (failed(grads))
           return failure();
         return success(succeeded(add(op, matmul.getInput(), grads->input)) &&
                        succeeded(add(op, matmul.getWeight(), grads->weight)));
       })
       .Case([&](BiasAddOp biasAdd) {
-        return success(succeeded(add(op, biasAdd.getInput(), dy)) &&
-                       succeeded(add(op, biasAdd.getBias(),
-                                     rowsSum(dy, biasAdd.getType().getRank(),
-                                             path(biasAdd.getPath())))));
+        return success(
+            succeeded(add(op, biasAdd.getInput(), dy)) &&
+            succeeded(add(op, biasAdd.getBias(),
+                          rowsSum(dy, biasAdd.getType().getRank(),
+                                  path(biasAdd.getPath())))));
       })
       .Case([&](SyncOp syncOp) {
         FailureOr<Gradient> dx =
@@ -278,23 +283,23 @@ LogicalResult GradientChecker::visit(Operation *op) {
                              : replicated(context);
         Gradient projected{out, ""};
         FailureOr<MatmulGradients> grads =
-            matmul(op, qkv.getPath(), fwd(qkv.getInput()), fwd(qkv.getWeight()),
-                   projected, rankOf(qkv.getInput()));
+            matmul(op, qkv.getPath(), fwd(qkv.getInput()),
+                   fwd(qkv.getWeight()), projected, rankOf(qkv.getInput()));
         if (failed(grads))
           return failure();
-        return success(succeeded(add(op, qkv.getInput(), grads->input)) &&
-                       succeeded(add(op, qkv.getWeight(), grads->weight)) &&
-                       succeeded(add(op, qkv.getBias(),
-                                     rowsSum(projected, rankOf(qkv.getInput()),
-                                             qkv.getPath()))));
+        return success(
+            succeeded(add(op, qkv.getInput(), grads->input)) &&
+            succeeded(add(op, qkv.getWeight(), grads->weight)) &&
+            succeeded(add(op, qkv.getBias(),
+                          rowsSum(projected, rankOf(qkv.getInput()),
+                                  qkv.getPath()))));
       })
       .Case([&](LayerNormOp norm) {
         // Σ over rows of a whole gradient is whole; of a row-sharded one,
         // partial.
-        Gradient params =
-            isReplicated(dy.layout)
-                ? Gradient{replicated(context), ""}
-                : Gradient{partial(context), norm.getPath().str()};
+        Gradient params = isReplicated(dy.layout)
+                     ? Gradient{replicated(context), ""}
+                     : Gradient{partial(context), norm.getPath().str()};
         LogicalResult result = add(op, norm.getInput(), dy);
         for (Value parameter : {norm.getWeight(), norm.getBias()})
           if (parameter && succeeded(result))
@@ -347,14 +352,17 @@ LogicalResult GradientChecker::visit(Operation *op) {
             return failure();
         return success();
       })
-      .Case([&](MaskedFillOp fill) { return add(op, fill.getInput(), dy); })
+      .Case([&](MaskedFillOp fill) {
+        return add(op, fill.getInput(), dy);
+      })
       .Case([&](EmbeddingOp embedding) -> LogicalResult {
         // Every rank adds the whole cotangent's rows into its block of
         // the vocabulary (or the whole weight).
         if (!isReplicated(dy.layout))
           return op->emitOpError("has a gradient with layout ")
                  << dy.layout << "; an embedding's gradient must be whole";
-        return add(op, embedding.getWeight(), {fwd(embedding.getWeight()), ""});
+        return add(op, embedding.getWeight(),
+                   {fwd(embedding.getWeight()), ""});
       })
       .Default([&](Operation *other) -> LogicalResult {
         // Element-wise ops (the only ones the forward rules let sharded

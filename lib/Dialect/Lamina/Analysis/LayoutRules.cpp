@@ -15,7 +15,8 @@ LayoutAttr layout::replicated(MLIRContext *context) {
 LayoutAttr layout::partial(MLIRContext *context) {
   return LayoutAttr::get(context, LayoutKind::partial, std::nullopt);
 }
-LayoutAttr layout::sharded(MLIRContext *context, int64_t axis, int64_t groups) {
+LayoutAttr layout::sharded(MLIRContext *context, int64_t axis,
+                           int64_t groups) {
   return LayoutAttr::get(context, LayoutKind::sharded, axis, groups);
 }
 bool layout::isReplicated(LayoutAttr l) {
@@ -29,7 +30,8 @@ bool layout::isShardedOn(LayoutAttr l, int64_t axis) {
 }
 
 /// Streams `parts` into one string (attributes print themselves).
-template <typename... Parts> static std::string text(const Parts &...parts) {
+template <typename... Parts>
+static std::string text(const Parts &...parts) {
   std::string result;
   llvm::raw_string_ostream os(result);
   (os << ... << parts);
@@ -123,7 +125,8 @@ Check layout::checkDropout(DropoutAttr dropout, LayoutAttr value) {
   return std::nullopt;
 }
 
-LayoutOrError layout::syncLayout(SyncAttr sync, LayoutAttr in, StringRef path) {
+LayoutOrError layout::syncLayout(SyncAttr sync, LayoutAttr in,
+                                StringRef path) {
   LayoutOrError result = syncForward(sync, in);
   if (!result.failed())
     return result;
@@ -217,8 +220,9 @@ LayoutOrError layout::softmaxLayout(LayoutAttr input, int64_t dim,
   if (Check problem = checkNotPartial(input, "applies softmax to", path))
     return LayoutOrError::error(*problem);
   if (isShardedOn(input, dim))
-    return LayoutOrError::error(text("normalizes along the sharded axis ", dim,
-                                     "; all_gather the value first"));
+    return LayoutOrError::error(
+        text("normalizes along the sharded axis ", dim,
+             "; all_gather the value first"));
   return input;
 }
 
@@ -314,9 +318,10 @@ layout::collapseLayout(LayoutAttr in,
   llvm_unreachable("a reassociation covers every dim");
 }
 
-LayoutOrError layout::expandLayout(LayoutAttr in,
-                                   ArrayRef<ReassociationIndices> reassociation,
-                                   ArrayRef<int64_t> shape) {
+LayoutOrError
+layout::expandLayout(LayoutAttr in,
+                     ArrayRef<ReassociationIndices> reassociation,
+                     ArrayRef<int64_t> shape) {
   if (Check problem = checkNotPartial(in, "reshapes", ""))
     return LayoutOrError::error(*problem);
   if (in.getKind() != LayoutKind::sharded)
@@ -385,18 +390,20 @@ LayoutOrError layout::insertSliceLayout(LayoutAttr source, LayoutAttr dest,
       return source;
     if (source.getGroups() == 1 && strides[axis] == 1 &&
         destShape[axis] % sizes[axis] == 0 && offsets[axis] % sizes[axis] == 0)
-      return sharded(source.getContext(), axis, destShape[axis] / sizes[axis]);
+      return sharded(source.getContext(), axis,
+                     destShape[axis] / sizes[axis]);
   }
-  return LayoutOrError::error(text("inserts a value with layout ", source,
-                                   " into one with layout ", dest,
-                                   "; all_gather the values first"));
+  return LayoutOrError::error(
+      text("inserts a value with layout ", source, " into one with layout ",
+           dest, "; all_gather the values first"));
 }
 
 LayoutOrError layout::embeddingLayout(LayoutAttr indices, LayoutAttr weight,
                                       StringRef path) {
   if (!isReplicated(indices))
-    return LayoutOrError::error(text("takes indices with layout ", indices,
-                                     "; the indices must be replicated"));
+    return LayoutOrError::error(
+        text("takes indices with layout ", indices,
+             "; the indices must be replicated"));
   if (isReplicated(weight))
     return indices;
   if (isShardedOn(weight, 0) && weight.getGroups() == 1)
@@ -413,7 +420,8 @@ LayoutOrError layout::transposeLayout(LayoutAttr in,
   if (in.getKind() != LayoutKind::sharded)
     return in;
   auto moved = llvm::find(permutation, *in.getAxis());
-  return sharded(in.getContext(), moved - permutation.begin(), in.getGroups());
+  return sharded(in.getContext(), moved - permutation.begin(),
+                 in.getGroups());
 }
 
 LayoutOrError layout::batchMatmulLayout(LayoutAttr lhs, LayoutAttr rhs) {
@@ -434,9 +442,9 @@ LayoutOrError layout::maskedFillLayout(LayoutAttr input, LayoutAttr mask,
   if (Check problem = checkNotPartial(input, "fills", ""))
     return LayoutOrError::error(*problem);
   if (!isReplicated(mask))
-    return LayoutOrError::error(text("takes a mask with layout ", mask,
-                                     "; the mask must be "
-                                     "replicated"));
+    return LayoutOrError::error(
+        text("takes a mask with layout ", mask, "; the mask must be "
+                                                "replicated"));
   if (input.getKind() == LayoutKind::sharded &&
       maskShape[*input.getAxis()] != 1)
     return LayoutOrError::error(

@@ -34,9 +34,9 @@ std::pair<Value, Value> linearCotangents(OpBuilder &b, Location loc, Value x,
                               buildTranspose2D(b, loc, w), path);
   Value rowsOfDy = buildFlattenRows(b, loc, dy);
   Value rowsOfX = buildFlattenRows(b, loc, x);
-  Value dw =
-      MatmulOp::create(b, loc, w.getType(), buildTranspose2D(b, loc, rowsOfDy),
-                       buildTranspose2D(b, loc, rowsOfX), path);
+  Value dw = MatmulOp::create(b, loc, w.getType(),
+                              buildTranspose2D(b, loc, rowsOfDy),
+                              buildTranspose2D(b, loc, rowsOfX), path);
   return {dx, dw};
 }
 
@@ -63,7 +63,8 @@ struct MatmulRule : Rule<MatmulRule, MatmulOp> {
 
 struct BiasAddRule : Rule<BiasAddRule, BiasAddOp> {
   LogicalResult buildVectorJacobianProduct(Operation *op, OpBuilder &b,
-                                           ReverseState &, ArrayRef<Value> dys,
+                                           ReverseState &,
+                                           ArrayRef<Value> dys,
                                            MutableArrayRef<Value> dxs) const {
     dxs[0] = dys[0];
     dxs[1] = buildSumLeadingDims(b, op->getLoc(), dys[0]);
@@ -77,10 +78,10 @@ struct ActivationRule : Rule<ActivationRule, ActivationOp> {
                                            ArrayRef<Value> dys,
                                            MutableArrayRef<Value> dxs) const {
     auto activation = cast<ActivationOp>(op);
-    dxs[0] = ActivationGradOp::create(b, op->getLoc(), activation.getType(),
-                                      activation.getKindAttr(),
-                                      state.getPrimal(activation.getInput()),
-                                      dys[0], activation.getPathAttr());
+    dxs[0] = ActivationGradOp::create(
+        b, op->getLoc(), activation.getType(), activation.getKindAttr(),
+        state.getPrimal(activation.getInput()), dys[0],
+        activation.getPathAttr());
     return success();
   }
 };
@@ -91,10 +92,8 @@ struct DropoutRule : Rule<DropoutRule, DropoutOp> {
                                            ArrayRef<Value> dys,
                                            MutableArrayRef<Value> dxs) const {
     auto dropout = cast<DropoutOp>(op);
-    Value seed =
-        dropout.getSeed() ? state.getPrimal(dropout.getSeed()) : Value();
-    Value rank =
-        dropout.getRank() ? state.getPrimal(dropout.getRank()) : Value();
+    Value seed = dropout.getSeed() ? state.getPrimal(dropout.getSeed()) : Value();
+    Value rank = dropout.getRank() ? state.getPrimal(dropout.getRank()) : Value();
     dxs[0] = DropoutOp::create(b, op->getLoc(), dropout.getType(), dys[0],
                                dropout.getConfig(), seed, rank,
                                dropout.getPathAttr());
@@ -107,7 +106,8 @@ struct DropoutRule : Rule<DropoutRule, DropoutOp> {
 /// its backward collective.
 struct SyncRule : Rule<SyncRule, SyncOp> {
   LogicalResult buildVectorJacobianProduct(Operation *op, OpBuilder &b,
-                                           ReverseState &, ArrayRef<Value> dys,
+                                           ReverseState &,
+                                           ArrayRef<Value> dys,
                                            MutableArrayRef<Value> dxs) const {
     auto sync = cast<SyncOp>(op);
     std::optional<int64_t> worldSize = getWorldSize(op);
@@ -132,19 +132,19 @@ struct LayerNormRule : Rule<LayerNormRule, LayerNormOp> {
                                            ArrayRef<Value> dys,
                                            MutableArrayRef<Value> dxs) const {
     auto norm = cast<LayerNormOp>(op);
-    Value weight =
-        norm.getWeight() ? state.getPrimal(norm.getWeight()) : Value();
+    Value weight = norm.getWeight() ? state.getPrimal(norm.getWeight())
+                                    : Value();
     auto type = cast<RankedTensorType>(norm.getType());
     if (ShapedType::isDynamic(type.getShape().back()))
       return op->emitOpError("backward needs a static normalized (last) dim, "
                              "got ")
              << type;
-    auto features =
-        RankedTensorType::get({type.getShape().back()}, type.getElementType());
-    auto grad = LayerNormGradOp::create(b, op->getLoc(),
-                                        TypeRange{type, features, features},
-                                        state.getPrimal(norm.getInput()),
-                                        dys[0], weight, norm.getEpsilonAttr());
+    auto features = RankedTensorType::get({type.getShape().back()},
+                                          type.getElementType());
+    auto grad = LayerNormGradOp::create(
+        b, op->getLoc(), TypeRange{type, features, features},
+        state.getPrimal(norm.getInput()), dys[0], weight,
+        norm.getEpsilonAttr());
     // Operands: input, then the optional weight and bias.
     dxs[0] = grad.getInputGrad();
     unsigned next = 1;
@@ -163,8 +163,8 @@ struct SoftmaxRule : Rule<SoftmaxRule, SoftmaxOp> {
                                            MutableArrayRef<Value> dxs) const {
     auto softmax = cast<SoftmaxOp>(op);
     dxs[0] = SoftmaxGradOp::create(b, op->getLoc(), softmax.getType(),
-                                   state.getPrimal(softmax.getResult()), dys[0],
-                                   softmax.getDimAttr());
+                                   state.getPrimal(softmax.getResult()),
+                                   dys[0], softmax.getDimAttr());
     return success();
   }
 };
@@ -179,8 +179,8 @@ Value interleaveCotangents(OpBuilder &b, Location loc, ArrayRef<Value> dqkv,
   shape.push_back(3);
   auto stackedType = RankedTensorType::get(shape, part.getElementType());
   MLIRContext *context = b.getContext();
-  AffineMap partMap =
-      AffineMap::getMultiDimIdentityMap(rank, context).dropResult(rank - 1);
+  AffineMap partMap = AffineMap::getMultiDimIdentityMap(rank, context)
+                          .dropResult(rank - 1);
   AffineMap outMap = AffineMap::getMultiDimIdentityMap(rank, context);
   SmallVector<utils::IteratorType> iterators(rank,
                                              utils::IteratorType::parallel);
@@ -193,10 +193,10 @@ Value interleaveCotangents(OpBuilder &b, Location loc, ArrayRef<Value> dqkv,
             Value t = linalg::IndexOp::create(nb, nloc, rank - 1);
             Value one = arith::ConstantIndexOp::create(nb, nloc, 1);
             Value zero = arith::ConstantIndexOp::create(nb, nloc, 0);
-            Value isQ = arith::CmpIOp::create(
-                nb, nloc, arith::CmpIPredicate::eq, t, zero);
-            Value isK = arith::CmpIOp::create(nb, nloc,
-                                              arith::CmpIPredicate::eq, t, one);
+            Value isQ = arith::CmpIOp::create(nb, nloc, arith::CmpIPredicate::eq,
+                                              t, zero);
+            Value isK = arith::CmpIOp::create(nb, nloc, arith::CmpIPredicate::eq,
+                                              t, one);
             Value kv = arith::SelectOp::create(nb, nloc, isK, args[1], args[2]);
             Value value = arith::SelectOp::create(nb, nloc, isQ, args[0], kv);
             linalg::YieldOp::create(nb, nloc, value);
@@ -226,9 +226,10 @@ struct FusedQKVRule : Rule<FusedQKVRule, FusedQKVOp> {
     shape.push_back(weightType.getDimSize(0));
     auto projected = RankedTensorType::get(shape, inputType.getElementType());
     Value dProjected = interleaveCotangents(b, loc, dys, projected);
-    auto [dx, dw] = linearCotangents(b, loc, state.getPrimal(qkv.getInput()),
-                                     state.getPrimal(qkv.getWeight()),
-                                     dProjected, qkv.getPathAttr());
+    auto [dx, dw] =
+        linearCotangents(b, loc, state.getPrimal(qkv.getInput()),
+                         state.getPrimal(qkv.getWeight()), dProjected,
+                         qkv.getPathAttr());
     dxs[0] = dx;
     dxs[1] = dw;
     dxs[2] = buildSumLeadingDims(b, loc, dProjected);
@@ -243,8 +244,8 @@ struct EmbeddingRule : Rule<EmbeddingRule, EmbeddingOp> {
                                            ArrayRef<Value> dys,
                                            MutableArrayRef<Value> dxs) const {
     auto embedding = cast<EmbeddingOp>(op);
-    Value rank =
-        embedding.getRank() ? state.getPrimal(embedding.getRank()) : Value();
+    Value rank = embedding.getRank() ? state.getPrimal(embedding.getRank())
+                                     : Value();
     auto grad = EmbeddingGradOp::create(
         b, op->getLoc(), embedding.getWeight().getType(),
         state.getPrimal(embedding.getInput()), dys[0],
@@ -252,8 +253,8 @@ struct EmbeddingRule : Rule<EmbeddingRule, EmbeddingOp> {
     // A weight declared vocabulary parallel gets its gradient in blocks
     // too: the partitioner reads the layout from the op.
     if (auto argument = dyn_cast<BlockArgument>(embedding.getWeight()))
-      if (auto function =
-              dyn_cast<FunctionOpInterface>(argument.getOwner()->getParentOp()))
+      if (auto function = dyn_cast<FunctionOpInterface>(
+              argument.getOwner()->getParentOp()))
         if (auto layout = function.getArgAttrOfType<LayoutAttr>(
                 argument.getArgNumber(), LaminaDialect::kLayoutAttrName))
           grad->setAttr(LaminaDialect::kLayoutAttrName, layout);

@@ -109,10 +109,11 @@ LogicalResult SyncAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                SyncMode mode, CollectiveKind collective,
                                std::optional<int64_t> axis,
                                std::optional<bool> outputGrad) {
-  bool legal =
-      mode == SyncMode::fwd_post ||
-      (mode == SyncMode::fwd_pre && collective == CollectiveKind::all_gather) ||
-      (mode == SyncMode::bwd_post && collective == CollectiveKind::all_reduce);
+  bool legal = mode == SyncMode::fwd_post ||
+               (mode == SyncMode::fwd_pre &&
+                collective == CollectiveKind::all_gather) ||
+               (mode == SyncMode::bwd_post &&
+                collective == CollectiveKind::all_reduce);
   if (!legal)
     return emitError() << "sync mode " << stringifySyncMode(mode)
                        << " does not exist with "
@@ -200,8 +201,8 @@ void DropoutAttr::print(AsmPrinter &printer) const {
 }
 
 LogicalResult DropoutAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                                  llvm::APFloat p, bool, uint64_t, bool forkRng,
-                                  std::optional<int64_t> shardAxis,
+                                  llvm::APFloat p, bool, uint64_t,
+                                  bool forkRng, std::optional<int64_t> shardAxis,
                                   int64_t shards) {
   double value = p.convertToDouble();
   if (!(value >= 0.0 && value <= 1.0))
@@ -311,7 +312,7 @@ LayoutAttr mlir::lamina::getDeclaredLayout(Value value) {
   if (!function || arg.getOwner() != &function.getFunctionBody().front())
     return {};
   return function.getArgAttrOfType<LayoutAttr>(arg.getArgNumber(),
-                                               LaminaDialect::kLayoutAttrName);
+                                                LaminaDialect::kLayoutAttrName);
 }
 
 LogicalResult LaminaDialect::verifyOperationAttribute(Operation *op,
@@ -319,18 +320,18 @@ LogicalResult LaminaDialect::verifyOperationAttribute(Operation *op,
   if (attr.getName() == kWorldSizeAttrName) {
     auto size = dyn_cast<IntegerAttr>(attr.getValue());
     if (!isa<ModuleOp>(op))
-      return op->emitError()
-             << "'" << kWorldSizeAttrName << "' belongs on a builtin.module";
+      return op->emitError() << "'" << kWorldSizeAttrName
+                             << "' belongs on a builtin.module";
     if (!size || size.getInt() < 1)
-      return op->emitError()
-             << "'" << kWorldSizeAttrName << "' must be a positive integer";
+      return op->emitError() << "'" << kWorldSizeAttrName
+                             << "' must be a positive integer";
     return success();
   }
   if (attr.getName() == kWeightPackingAttrName) {
     auto plan = dyn_cast<DictionaryAttr>(attr.getValue());
     bool valid = plan && isa<ModuleOp>(op);
-    for (NamedAttribute entry :
-         plan ? plan.getValue() : ArrayRef<NamedAttribute>()) {
+    for (NamedAttribute entry : plan ? plan.getValue()
+                                     : ArrayRef<NamedAttribute>()) {
       auto types = dyn_cast<ArrayAttr>(entry.getValue());
       valid &= types && llvm::all_of(types, [](Attribute type) {
                  return isa<TypeAttr>(type);
@@ -356,8 +357,7 @@ LogicalResult LaminaDialect::verifyOperationAttribute(Operation *op,
     return success();
   }
   if (attr.getName() == kCheckpointAttrName) {
-    if (!isa<UnitAttr>(attr.getValue()) ||
-        !isa<LaminaDialect>(op->getDialect()))
+    if (!isa<UnitAttr>(attr.getValue()) || !isa<LaminaDialect>(op->getDialect()))
       return op->emitError() << "'" << attr.getName().getValue()
                              << "' is a unit attribute of lamina layers";
     return success();
@@ -379,8 +379,8 @@ LogicalResult LaminaDialect::verifyOperationAttribute(Operation *op,
   }
   if (attr.getName() == kFromSyncAttrName) {
     if (!isa<SyncAttr>(attr.getValue()))
-      return op->emitError()
-             << "'" << kFromSyncAttrName << "' must be a #lamina.sync";
+      return op->emitError() << "'" << kFromSyncAttrName
+                             << "' must be a #lamina.sync";
     return success();
   }
   if (attr.getName() == kResultLayoutsAttrName) {
@@ -399,8 +399,8 @@ LogicalResult LaminaDialect::verifyOperationAttribute(Operation *op,
   }
   if (attr.getName() == kBackwardAttrName) {
     if (!isa<StringAttr>(attr.getValue()))
-      return op->emitError()
-             << "'" << kBackwardAttrName << "' must be a string";
+      return op->emitError() << "'" << kBackwardAttrName
+                             << "' must be a string";
     return success();
   }
   if (attr.getName() == kPartitionedAttrName) {
@@ -421,10 +421,10 @@ LogicalResult LaminaDialect::verifyOperationAttribute(Operation *op,
   }
   if (attr.getName() == kStageAttrName) {
     auto stage = dyn_cast<StringAttr>(attr.getValue());
-    if (!stage ||
-        (stage.getValue() != "matmul" && stage.getValue() != "epilogue"))
-      return op->emitError()
-             << "'" << kStageAttrName << "' must be \"matmul\" or \"epilogue\"";
+    if (!stage || (stage.getValue() != "matmul" &&
+                   stage.getValue() != "epilogue"))
+      return op->emitError() << "'" << kStageAttrName
+                             << "' must be \"matmul\" or \"epilogue\"";
     return success();
   }
   if (attr.getName() == kLayoutAttrName) {
@@ -445,8 +445,8 @@ LogicalResult LaminaDialect::verifyRegionArgAttribute(Operation *op, unsigned,
                                                       NamedAttribute attr) {
   if (attr.getName() == kAnnotationsAttrName) {
     if (!isa<DictionaryAttr>(attr.getValue()))
-      return op->emitError()
-             << "'" << kAnnotationsAttrName << "' must be a dictionary";
+      return op->emitError() << "'" << kAnnotationsAttrName
+                             << "' must be a dictionary";
     return success();
   }
   if (attr.getName() != kLayoutAttrName)

@@ -68,7 +68,8 @@ public:
   BackwardBuilder(func::FuncOp forward, func::FuncOp backward,
                   llvm::StringSet<> checkpointed)
       : forward(forward), backward(backward),
-        checkpointed(std::move(checkpointed)), builder(backward.getContext()) {}
+        checkpointed(std::move(checkpointed)),
+        builder(backward.getContext()) {}
 
   LogicalResult run();
   ArrayRef<Value> getSaved() const { return saved.getArrayRef(); }
@@ -137,21 +138,23 @@ Value BackwardBuilder::getPrimal(Value value) {
 Value BackwardBuilder::zerosLike(Value value) {
   auto type = cast<RankedTensorType>(value.getType());
   Location loc = value.getLoc();
-  Value empty = type.hasStaticShape()
-                    ? tensor::EmptyOp::create(builder, loc, type.getShape(),
-                                              type.getElementType())
-                    : tensor::EmptyOp::create(
-                          builder, loc,
-                          tensor::getMixedSizes(builder, loc, getPrimal(value)),
-                          type.getElementType());
-  Value zero = isLns(value) ? lns::ConstantOp::create(
-                                  builder, loc, type.getElementType(),
-                                  builder.getI64IntegerAttr(lns::codes::kZero))
-                                  .getResult()
-                            : arith::ConstantOp::create(
-                                  builder, loc,
-                                  builder.getZeroAttr(type.getElementType()))
-                                  .getResult();
+  Value empty =
+      type.hasStaticShape()
+          ? tensor::EmptyOp::create(builder, loc, type.getShape(),
+                                    type.getElementType())
+          : tensor::EmptyOp::create(
+                builder, loc,
+                tensor::getMixedSizes(builder, loc, getPrimal(value)),
+                type.getElementType());
+  Value zero =
+      isLns(value)
+          ? lns::ConstantOp::create(builder, loc, type.getElementType(),
+                                    builder.getI64IntegerAttr(
+                                        lns::codes::kZero))
+                .getResult()
+          : arith::ConstantOp::create(
+                builder, loc, builder.getZeroAttr(type.getElementType()))
+                .getResult();
   return linalg::FillOp::create(builder, loc, zero, empty).getResult(0);
 }
 
@@ -264,18 +267,18 @@ LogicalResult BackwardBuilder::run() {
     gradientArgs.push_back(argument.getArgNumber());
   }
   func::ReturnOp::create(builder, forward.getLoc(), gradients);
-  backward.setType(FunctionType::get(backward.getContext(),
-                                     entry->getArgumentTypes(),
-                                     ValueRange(gradients).getTypes()));
+  backward.setType(FunctionType::get(
+      backward.getContext(), entry->getArgumentTypes(),
+      ValueRange(gradients).getTypes()));
   return success();
 }
 
 /// `@<f>_forward`: `function` returning, after its results, `saved`.
 static func::FuncOp buildForward(func::FuncOp function, ArrayRef<Value> saved,
                                  OpBuilder &builder) {
-  auto forward = func::FuncOp::create(
-      builder, function.getLoc(), (function.getSymName() + "_forward").str(),
-      function.getFunctionType());
+  auto forward = func::FuncOp::create(builder, function.getLoc(),
+                                      (function.getSymName() + "_forward").str(),
+                                      function.getFunctionType());
   forward.setAllArgAttrs(function.getAllArgAttrs());
   for (unsigned i = 0, e = function.getNumResults(); i < e; ++i)
     forward.setResultAttrs(i, function.getResultAttrDict(i));
@@ -342,8 +345,8 @@ struct ShardedArguments {
 /// finishShardedGradients needs, or fails after reporting the first gradient
 /// the backward would get wrong. The all_gather syncs that leave their
 /// transpose open get the one their gradients need.
-static FailureOr<ShardedArguments>
-analyzeShardedArguments(func::FuncOp function, int64_t worldSize) {
+static FailureOr<ShardedArguments> analyzeShardedArguments(func::FuncOp function,
+                                                           int64_t worldSize) {
   FailureOr<DenseMap<Value, LayoutAttr>> layouts = inferLayouts(function);
   if (failed(layouts))
     return failure();
@@ -500,9 +503,9 @@ struct LaminaGenerateBackwardPass
         builder.getFunctionType(backwardInputs, {}));
     BackwardBuilder generator(target, backward, std::move(checkpointed));
     if (failed(generator.run()) ||
-        (sharded &&
-         failed(finishShardedGradients(
-             backward, target, generator.getGradientArguments(), *sharded)))) {
+        (sharded && failed(finishShardedGradients(
+                        backward, target, generator.getGradientArguments(),
+                        *sharded)))) {
       backward.erase();
       return signalPassFailure();
     }
