@@ -1,5 +1,4 @@
-//===- MpiNotary.cpp - A process per rank that outlives it to name the dead
-//===//
+//===- MpiNotary.cpp - A process per rank that names the rank that died --===//
 
 #include "MpiNotary.h"
 
@@ -354,9 +353,9 @@ void resetSignals() {
 /// Closes what the notary inherited from its rank (MPI's sockets and shared
 /// memory, the launcher's pipes) except stderr, stdout and its own.
 void closeInheritedFiles(const NotarySetup &setup) {
+  int hub = setup.rank != 0 ? setup.connections[0].fd : -1;
   int keep[] = {STDOUT_FILENO, STDERR_FILENO, setup.rankPidfd, setup.listenFd,
-                setup.numRanks > 0 && setup.rank != 0 ? setup.connections[0].fd
-                                                      : -1};
+                hub};
   std::sort(std::begin(keep), std::end(keep));
   unsigned next = 0;
   for (int fd : keep) {

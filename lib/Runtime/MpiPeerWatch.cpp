@@ -214,7 +214,7 @@ void start() {
 
 void recordExit(int status) { state->exitStatus.store(status); }
 
-std::string describeDeadPeers() {
+std::string describeDeadRank() {
   if (numRanks == 1)
     return "";
   // The notaries decide within milliseconds of a death.

@@ -27,7 +27,7 @@ void recordExit(int status);
 
 /// "rank 1 (process 4242 on host)" when the notaries have found a rank
 /// dead; empty otherwise (after waiting a little for their verdict).
-std::string describeDeadPeers();
+std::string describeDeadRank();
 
 /// Marks this rank as inside the blocking MPI call `name` while alive.
 class BlockingCall {

@@ -56,7 +56,7 @@ void check(int status, const char *call) {
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   // A rank that died is named, and this one exits: MPI_Abort could wait for
   // the dead rank.
-  std::string dead = mlir::lamina::peer_watch::describeDeadPeers();
+  std::string dead = mlir::lamina::peer_watch::describeDeadRank();
   if (!dead.empty()) {
     std::fprintf(stderr,
                  "lamina MPI runtime: rank %d of %d: %s failed: %s died; "

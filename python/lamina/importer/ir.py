@@ -214,7 +214,7 @@ class Builder:
         `results` the result types. Returns the result Value, a list of them
         for several results, or None for none.
         """
-        values = [self._fresh(t) for t in results]
+        values = [self.fresh(t) for t in results]
         text = " ".join(str(piece) for piece in (name,) + syntax)
         if types is not None:
             text += f" : {types}"
@@ -225,7 +225,9 @@ class Builder:
             return None
         return values[0] if len(values) == 1 else values
 
-    def _fresh(self, type_):
+    def fresh(self, type_):
+        """A Value of `type_` with a name not used yet in the function (an
+        op's result, or a block argument of a region written as text)."""
         self._count += 1
         return Value(f"%v{self._count}", type_)
 

@@ -70,38 +70,40 @@ def _materialise(model, init_weights, plan=None, rank=0, ranks=1):
     block_init; the model keeps in its place a placeholder of the whole
     shape storing one element (what tracing needs). Returns the blocks by
     their placeholder's id."""
-    plan = plan if ranks > 1 else {}
+    plan = plan if plan and ranks > 1 else {}
     blocks = {}
     for path, module in model.named_modules():
         own = list(module.named_parameters(recurse=False))
         meta = [(n, p) for n, p in own if p.device.type == "meta"]
-        if not meta and not (own and init_weights):
+        initialise = init_weights if own else False
+        if not meta and not initialise:
             continue
         sharded = {n: plan[id(p)] for n, p in meta if id(p) in plan}
         try:
             made = _initialise_blockwise(module, path, meta, sharded, rank,
-                                         ranks, init_weights)
+                                         ranks, initialise)
         except WholeTensorNeeded:
             # The initialiser needs the whole tensors: made whole, then cut.
             made = _initialise_whole(module, path, meta, sharded, rank,
-                                     ranks, init_weights)
+                                     ranks, initialise)
         for name, (param, values) in made.items():
-            block = nn.Parameter(values, requires_grad=param.requires_grad)
-            block.__dict__.update(param.__dict__)  # annotations
-            placeholder = nn.Parameter(
-                torch.zeros((), dtype=param.dtype).expand(param.shape),
-                requires_grad=param.requires_grad)
-            placeholder.__dict__.update(param.__dict__)
+            placeholder = _like(param, torch.zeros(
+                (), dtype=param.dtype).expand(param.shape))
             module.register_parameter(name, placeholder)
-            blocks[id(placeholder)] = block
+            blocks[id(placeholder)] = _like(param, values)
     return blocks
 
 
+def _like(param, values):
+    """A Parameter holding `values`, with `param`'s requires_grad and
+    annotations."""
+    like = nn.Parameter(values, requires_grad=param.requires_grad)
+    like.__dict__.update(param.__dict__)
+    return like
+
+
 def _real(param):
-    real = nn.Parameter(torch.zeros(param.shape, dtype=param.dtype),
-                        requires_grad=param.requires_grad)
-    real.__dict__.update(param.__dict__)  # annotations
-    return real
+    return _like(param, torch.zeros(param.shape, dtype=param.dtype))
 
 
 def _initialise_blockwise(module, path, meta, sharded, rank, ranks,
@@ -132,15 +134,14 @@ def _initialise_whole(module, path, meta, sharded, rank, ranks,
     for name, param in meta:
         if name in sharded:
             axis, groups = sharded[name]
-            keep = torch.tensor(block_indices(param.shape[axis], rank, ranks,
-                                              groups))
-            whole = module._parameters[name].detach()
-            made[name] = (param, whole.index_select(axis, keep))
+            block = training.parameter_block(module._parameters[name], axis,
+                                             rank, ranks, groups)
+            made[name] = (param, block.detach())
     return made
 
 
 def _seeded_init(module, path, init_weights):
-    if not init_weights or not module._parameters:
+    if not init_weights:
         return
     init_fn = init_weights if callable(init_weights) else None
     with torch.random.fork_rng(devices=[]):

@@ -456,6 +456,6 @@ void mlir::lamina::applyDerivedSyncs(ArrayRef<DerivedSync> derived) {
     if (auto syncOp = dyn_cast<SyncOp>(sync.op))
       syncOp.setSpecAttr(sync.resolved);
     else
-      sync.op->setAttr("sync", sync.resolved); // a layer's sync slot
+      cast<LinearLayerOpInterface>(sync.op).setLayerSync(sync.resolved);
   }
 }

@@ -1,7 +1,7 @@
 """Sums and means of a tensor (`Tensor.sum`, `torch.sum`, `Tensor.mean`,
 `torch.mean`) over all dims or the given ones, with keepdim: a
 `linalg.reduce` adding the elements into a zero-filled tensor, the mean
-then scaled by one over the count of elements summed."""
+then divided by the count of elements summed, as PyTorch computes it."""
 
 import math
 
@@ -16,7 +16,7 @@ from .upstream import constant, filled
 @converts("sum", torch.sum, "mean", torch.mean)
 def reduction(emitter, node):
     """`linalg.reduce` of `arith.addf` over the dims (all of them when none
-    are given); a mean multiplies by 1 / count."""
+    are given); a mean divides the sum by the count."""
     name = getattr(node.target, "__name__", str(node.target))
     x = emitter.float_value(node, node.args[0])
     dims = emitter.argument(node, 1, "dim", None)
@@ -35,7 +35,7 @@ def reduction(emitter, node):
     reduced_type = x.type.with_shape(kept)
     zero = constant(builder, ir.float_literal(0.0, element.dtype), element)
     init = filled(builder, zero, reduced_type)
-    element_value, accumulator, total = (builder._fresh(element)
+    element_value, accumulator, total = (builder.fresh(element)
                                          for _ in range(3))
     body = (f"\n      ({element_value}: {element}, {accumulator}: {element}) "
             f"{{\n        {total} = arith.addf {element_value}, "
@@ -46,9 +46,9 @@ def reduction(emitter, node):
                        results=[reduced_type])
     if name == "mean":
         count = math.prod(x.type.shape[d] for d in dims)
-        literal = ir.float_literal(1.0 / count, element.dtype)
-        scale = constant(builder, f"dense<{literal}>", reduced_type)
-        value = builder.op("arith.mulf", ir.operand_list(value, scale),
+        literal = ir.float_literal(float(count), element.dtype)
+        divisor = constant(builder, f"dense<{literal}>", reduced_type)
+        value = builder.op("arith.divf", ir.operand_list(value, divisor),
                            types=reduced_type, results=[reduced_type])
     return reshape_to(emitter, node, value, emitter.shape(node)) \
         if keepdim else value
