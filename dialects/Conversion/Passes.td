@@ -27,7 +27,9 @@ def ConvertLaminaToLinalg : Pass<"convert-lamina-to-linalg"> {
     Layers on LNS numbers lower to `lns.linear` / `lns.add`.
 
     Sync points must have been partitioned into collectives first; in a
-    single-rank program they are the identity.
+    single-rank program they are the identity. A vocabulary-parallel
+    `cross_entropy` (or its gradient) all-reduces its row statistics with
+    `shard.all_reduce` over the partitioner's grid.
 
     With `weight-block=B` (the CPU pipeline uses 16), a float weight
     `W[N, K]` with `N % B == 0` is packed by `linalg.pack` into
@@ -46,6 +48,7 @@ def ConvertLaminaToLinalg : Pass<"convert-lamina-to-linalg"> {
     "::mlir::linalg::LinalgDialect",
     "::mlir::math::MathDialect",
     "::mlir::scf::SCFDialect",
+    "::mlir::shard::ShardDialect",
     "::mlir::tensor::TensorDialect",
     "::mlir::lamina::lns::LnsDialect",
   ];

@@ -171,42 +171,44 @@ struct BF16 {
 template <typename T>
 constexpr bool kNative = !std::is_same_v<T, F16> && !std::is_same_v<T, BF16>;
 
-/// Sum-reduces `count` elements of every rank's `send` into `receive`
-/// (all-reduce) or, with `perRank` set, scatters the sum's blocks of
-/// `perRank` elements (reduce-scatter).
+/// Reduces `count` elements of every rank's `send` by `op` (MPI_SUM,
+/// MPI_MAX) into `receive` (all-reduce) or, with `perRank` set, scatters the
+/// result's blocks of `perRank` elements (reduce-scatter).
 template <typename T>
-void reduce(const void *send, void *receive, int64_t count, int64_t perRank) {
+void reduce(const void *send, void *receive, int64_t count, int64_t perRank,
+            MPI_Op op = MPI_SUM) {
   if constexpr (kNative<T>) {
     if (perRank)
       callMpi("MPI_Reduce_scatter_block", [&] {
         return MPI_Reduce_scatter_block(send, receive, int(perRank), T::type(),
-                                        MPI_SUM, MPI_COMM_WORLD);
+                                        op, MPI_COMM_WORLD);
       });
     else
       callMpi("MPI_Allreduce", [&] {
-        return MPI_Allreduce(send, receive, int(count), T::type(), MPI_SUM,
+        return MPI_Allreduce(send, receive, int(count), T::type(), op,
                              MPI_COMM_WORLD);
       });
   } else {
     using S = typename T::Storage;
     const S *in = static_cast<const S *>(send);
-    std::vector<float> wide(count), sum(perRank ? perRank : count);
+    std::vector<float> wide(count), reduced(perRank ? perRank : count);
     for (int64_t i = 0; i < count; ++i)
       wide[i] = T::widen(in[i]);
-    reduce<F32>(wide.data(), sum.data(), count, perRank);
+    reduce<F32>(wide.data(), reduced.data(), count, perRank, op);
     S *out = static_cast<S *>(receive);
-    for (size_t i = 0; i < sum.size(); ++i)
-      out[i] = T::narrow(sum[i]);
+    for (size_t i = 0; i < reduced.size(); ++i)
+      out[i] = T::narrow(reduced[i]);
   }
 }
 
 template <typename T>
-void allReduce(int64_t r0, void *d0, int64_t r1, void *d1) {
+void allReduce(int64_t r0, void *d0, int64_t r1, void *d1,
+               MPI_Op op = MPI_SUM) {
   Buffer in(r0, d0, sizeof(typename T::Storage));
   Buffer out(r1, d1, sizeof(typename T::Storage));
   worldSize();
   CollectiveTimer timer;
-  reduce<T>(in.data, out.data, in.numElements(), 0);
+  reduce<T>(in.data, out.data, in.numElements(), 0, op);
 }
 
 /// Concatenates the ranks' blocks on `axis`: each rank's block is `outer`
@@ -277,6 +279,10 @@ int64_t laminaMpiWorldSize() { return worldSize(); }
                                    void *d1) {                                 \
     allReduce<T>(r0, d0, r1, d1);                                              \
   }                                                                            \
+  void laminaMpiAllReduceMax_##suffix(int64_t r0, void *d0, int64_t r1,        \
+                                      void *d1) {                              \
+    allReduce<T>(r0, d0, r1, d1, MPI_MAX);                                     \
+  }                                                                            \
   void laminaMpiAllGather_##suffix(int64_t r0, void *d0, int64_t r1, void *d1, \
                                    int64_t axis) {                             \
     allGather<T>(r0, d0, r1, d1, axis);                                        \
@@ -298,6 +304,8 @@ mlir::lamina::getMpiRuntimeSymbols() {
 #define LAMINA_MPI_ENTRY(suffix)                                               \
   {"laminaMpiAllReduce_" #suffix,                                              \
    reinterpret_cast<void *>(&laminaMpiAllReduce_##suffix)},                    \
+      {"laminaMpiAllReduceMax_" #suffix,                                       \
+       reinterpret_cast<void *>(&laminaMpiAllReduceMax_##suffix)},             \
       {"laminaMpiAllGather_" #suffix,                                          \
        reinterpret_cast<void *>(&laminaMpiAllGather_##suffix)},                \
   {                                                                            \

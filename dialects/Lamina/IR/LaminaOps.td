@@ -422,20 +422,34 @@ def Lamina_CrossEntropyOp : Lamina_Op<"cross_entropy"> {
     contributes `logsumexp(x[n, :])` (Python checks the targets before a
     call).
 
+    Vocabulary parallel (what partitioning logits sharded on the classes
+    makes of it, as Megatron's and Slapo's ParallelCrossEntropy): with
+    `shards` n and `rank` r, `logits` is rank r's block of the classes,
+    columns `[r·V/n, (r+1)·V/n)` of the whole `V`. The op computes the whole
+    loss on every rank from three all-reduces over the ranks of `[N]`
+    values: the rows' maxima (max), their sums of `exp(x − max)` and the
+    target logits, each found on the one rank holding its class (sums). No
+    rank holds the whole logits.
+
     ```mlir
     %l = lamina.cross_entropy %logits, %targets ignore_index -1
            : (tensor<16x64xf32>, tensor<16xi64>) -> tensor<f32>
     %each = lamina.cross_entropy %logits, %targets ignore_index -1 none
            : (tensor<16x64xf32>, tensor<16xi64>) -> tensor<16xf32>
+    %v = lamina.cross_entropy %block, %targets ignore_index -1 shards 2 rank %r
+           : (tensor<16x32xf32>, tensor<16xi64>, index) -> tensor<f32>
     ```
   }];
   let arguments = (ins RankedTensorOf<[F32]>:$logits,
                    RankedTensorOf<[I64]>:$targets, I64Attr:$ignore_index,
-                   UnitAttr:$sum, UnitAttr:$none, OptionalAttr<StrAttr>:$path);
+                   UnitAttr:$sum, UnitAttr:$none, OptionalAttr<StrAttr>:$path,
+                   OptionalAttr<ConfinedAttr<I64Attr, [IntMinValue<2>]>>:$shards,
+                   Optional<Index>:$rank);
   let results = (outs RankedTensorOf<[F32]>:$result);
   let assemblyFormat = [{
     ($path^)? $logits `,` $targets `ignore_index` $ignore_index (`sum` $sum^)?
-    (`none` $none^)? attr-dict `:` functional-type(operands, results)
+    (`none` $none^)? (`shards` $shards^ `rank` $rank)? attr-dict `:`
+    functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }
@@ -549,6 +563,11 @@ def Lamina_CrossEntropyGradOp : Lamina_Op<"cross_entropy_grad"> {
     mean (count: the targets not ignored), `g_n = dloss` for `sum`, and
     `g_n = dloss[n]` for `none` (a cotangent `[N]`).
 
+    Vocabulary parallel (`shards` n, `rank` r, as on `lamina.cross_entropy`):
+    `logits` and the result are rank r's block of the classes; the softmax's
+    row maxima and sums are all-reduced over the ranks, and the block's
+    gradient needs nothing else from the others.
+
     ```mlir
     %dx = lamina.cross_entropy_grad %logits, %targets, %dl ignore_index -1
             : (tensor<16x64xf32>, tensor<16xi64>, tensor<f32>) -> tensor<16x64xf32>
@@ -557,11 +576,14 @@ def Lamina_CrossEntropyGradOp : Lamina_Op<"cross_entropy_grad"> {
   let arguments = (ins RankedTensorOf<[F32]>:$logits,
                    RankedTensorOf<[I64]>:$targets,
                    RankedTensorOf<[F32]>:$cotangent, I64Attr:$ignore_index,
-                   UnitAttr:$sum, UnitAttr:$none);
+                   UnitAttr:$sum, UnitAttr:$none,
+                   OptionalAttr<ConfinedAttr<I64Attr, [IntMinValue<2>]>>:$shards,
+                   Optional<Index>:$rank);
   let results = (outs RankedTensorOf<[F32]>:$result);
   let assemblyFormat = [{
     $logits `,` $targets `,` $cotangent `ignore_index` $ignore_index
-    (`sum` $sum^)? (`none` $none^)? attr-dict `:` functional-type(operands, results)
+    (`sum` $sum^)? (`none` $none^)? (`shards` $shards^ `rank` $rank)? attr-dict
+    `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }

@@ -21,6 +21,7 @@ int64_t laminaMpiWorldSize();
 
 #define LAMINA_MPI_DECLARE(suffix)                                             \
   void laminaMpiAllReduce_##suffix(int64_t, void *, int64_t, void *);          \
+  void laminaMpiAllReduceMax_##suffix(int64_t, void *, int64_t, void *);       \
   void laminaMpiAllGather_##suffix(int64_t, void *, int64_t, void *, int64_t); \
   void laminaMpiReduceScatter_##suffix(int64_t, void *, int64_t, void *,       \
                                        int64_t);

@@ -16,9 +16,11 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Shard/IR/ShardDialect.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Utils/ReshapeOpsUtils.h"
 #include "mlir/IR/PatternMatch.h"
+#include "mlir/IR/SymbolTable.h"
 #include "mlir/Transforms/DialectConversion.h"
 
 namespace mlir::lamina {
@@ -646,6 +648,15 @@ struct FusedQKVToLinalg : OpRewritePattern<FusedQKVOp> {
   }
 };
 
+/// A cross-entropy op (or its gradient) on a rank's block of the classes.
+static bool isVocabularyParallelLoss(Operation *op) {
+  if (auto loss = dyn_cast<CrossEntropyOp>(op))
+    return loss.getShards().has_value();
+  if (auto grad = dyn_cast<CrossEntropyGradOp>(op))
+    return grad.getShards().has_value();
+  return false;
+}
+
 struct ConvertLaminaToLinalgPass
     : mlir::lamina::impl::ConvertLaminaToLinalgBase<ConvertLaminaToLinalgPass> {
   using Base::Base;
@@ -654,6 +665,15 @@ struct ConvertLaminaToLinalgPass
     Operation *root = getOperation();
     // Collectives must have been partitioned away in multi-rank programs.
     WalkResult unpartitioned = root->walk([](Operation *op) {
+      if (isVocabularyParallelLoss(op) &&
+          !SymbolTable::lookupNearestSymbolFrom(
+              op,
+              StringAttr::get(op->getContext(), LaminaDialect::kGridName))) {
+        op->emitOpError("is vocabulary parallel, but there is no @")
+            << LaminaDialect::kGridName
+            << " grid to all-reduce over (lamina-partition makes it)";
+        return WalkResult::interrupt();
+      }
       auto layer = dyn_cast<LinearLayerOpInterface>(op);
       bool hasSync = isa<SyncOp>(op) || (layer && layer.getLayerSync());
       std::optional<int64_t> worldSize = getWorldSize(op);

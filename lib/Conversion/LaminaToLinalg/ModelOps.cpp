@@ -7,7 +7,9 @@
 // mask broadcast by its indexing map. `lamina.cross_entropy` and its
 // gradient are row reductions (max, Σ exp, the target's logit picked by a
 // comparison with the column index) and an element-wise generic: no
-// gathers over the classes.
+// gathers over the classes. Vocabulary parallel, each rank holds a block of
+// the classes: the three row statistics are all-reduced over the ranks
+// (shard collectives, lowered to MPI later), as Megatron's loss does.
 //
 //===----------------------------------------------------------------------===//
 
@@ -19,6 +21,7 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/PatternMatch.h"
 
@@ -267,8 +270,38 @@ struct ClassificationMaps {
       utils::IteratorType::reduction};
 };
 
+/// Where a rank's block of the classes sits: no block (whole logits), or
+/// the block of `rank` among `shards`.
+struct ClassBlock {
+  std::optional<int64_t> shards;
+  Value rank;
+
+  /// `values` combined over the ranks by `kind`; `values` itself for whole
+  /// logits.
+  Value allReduce(OpBuilder &b, Location loc, Value values,
+                  shard::ReductionKind kind) const {
+    if (!shards)
+      return values;
+    MLIRContext *context = b.getContext();
+    return shard::AllReduceOp::create(
+        b, loc, values.getType(),
+        FlatSymbolRefAttr::get(context, LaminaDialect::kGridName),
+        b.getDenseI16ArrayAttr({0}), values,
+        shard::ReductionKindAttr::get(context, kind));
+  }
+  /// The class of column 0 of the block, as i64 (none for whole logits).
+  Value firstClass(OpBuilder &b, Location loc, int64_t blockSize) const {
+    if (!shards)
+      return {};
+    Value start = arith::MulIOp::create(
+        b, loc, rank, arith::ConstantIndexOp::create(b, loc, blockSize));
+    return arith::IndexCastOp::create(b, loc, b.getI64Type(), start);
+  }
+};
+
 RowStatistics rowStatistics(OpBuilder &b, Location loc, Value logits,
-                            const ClassificationMaps &maps) {
+                            const ClassificationMaps &maps,
+                            const ClassBlock &block) {
   auto type = cast<RankedTensorType>(logits.getType());
   Type element = type.getElementType();
   int64_t rows = type.getDimSize(0);
@@ -285,6 +318,7 @@ RowStatistics rowStatistics(OpBuilder &b, Location loc, Value logits,
                     .getResult());
           })
           .getResult(0);
+  max = block.allReduce(b, loc, max, shard::ReductionKind::Max);
   Value sumExp =
       linalg::GenericOp::create(
           b, loc, rowsType, ValueRange{logits, max},
@@ -298,7 +332,7 @@ RowStatistics rowStatistics(OpBuilder &b, Location loc, Value logits,
                 arith::AddFOp::create(nb, nloc, args[2], e).getResult());
           })
           .getResult(0);
-  return {max, sumExp};
+  return {max, block.allReduce(b, loc, sumExp, shard::ReductionKind::Sum)};
 }
 
 /// Whether target `t` (i64) counts: it is not the ignored index.
@@ -308,10 +342,14 @@ Value counts(OpBuilder &b, Location loc, Value target, int64_t ignoreIndex) {
                                ignored);
 }
 
-/// Whether column `linalg.index 1` is target `t`.
-Value isTarget(OpBuilder &b, Location loc, Value target) {
+/// Whether column `linalg.index 1` is target `t`: in a block of the classes
+/// whose column 0 is class `firstClass`, or of whole logits (no
+/// `firstClass`).
+Value isTarget(OpBuilder &b, Location loc, Value target, Value firstClass) {
   Value column = arith::IndexCastOp::create(b, loc, b.getI64Type(),
                                             linalg::IndexOp::create(b, loc, 1));
+  if (firstClass)
+    column = arith::AddIOp::create(b, loc, column, firstClass);
   return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, column,
                                target);
 }
@@ -348,9 +386,12 @@ struct CrossEntropyToLinalg : OpRewritePattern<CrossEntropyOp> {
     Type element = type.getElementType();
     int64_t rows = type.getDimSize(0);
     int64_t ignoreIndex = op.getIgnoreIndex();
-    RowStatistics stats = rowStatistics(rewriter, loc, logits, maps);
+    ClassBlock block{op.getShards(), op.getRank()};
+    RowStatistics stats = rowStatistics(rewriter, loc, logits, maps, block);
     auto rowsType = RankedTensorType::get({rows}, element);
-    // x[n, t_n], picked by comparing the column with the target.
+    Value firstClass = block.firstClass(rewriter, loc, type.getDimSize(1));
+    // x[n, t_n], picked by comparing the column with the target (on the
+    // rank whose block holds it, 0 on the others).
     Value picked =
         linalg::GenericOp::create(
             rewriter, loc, rowsType, ValueRange{logits, targets},
@@ -360,12 +401,14 @@ struct CrossEntropyToLinalg : OpRewritePattern<CrossEntropyOp> {
             [&](OpBuilder &b, Location nloc, ValueRange args) {
               Value zero = floatConstant(b, nloc, element, 0.0);
               Value x = arith::SelectOp::create(
-                  b, nloc, isTarget(b, nloc, args[1]), args[0], zero);
+                  b, nloc, isTarget(b, nloc, args[1], firstClass), args[0],
+                  zero);
               linalg::YieldOp::create(
                   b, nloc,
                   arith::AddFOp::create(b, nloc, args[2], x).getResult());
             })
             .getResult(0);
+    picked = block.allReduce(rewriter, loc, picked, shard::ReductionKind::Sum);
     // logsumexp − x[n, t_n] for the rows that count, 0 for the others.
     auto rowLoss = [&](OpBuilder &b, Location nloc, ValueRange args) {
       Value logSumExp = arith::AddFOp::create(
@@ -431,7 +474,9 @@ struct CrossEntropyGradToLinalg : OpRewritePattern<CrossEntropyGradOp> {
     RankedTensorType type = op.getType();
     Type element = type.getElementType();
     int64_t ignoreIndex = op.getIgnoreIndex();
-    RowStatistics stats = rowStatistics(rewriter, loc, logits, maps);
+    ClassBlock block{op.getShards(), op.getRank()};
+    RowStatistics stats = rowStatistics(rewriter, loc, logits, maps, block);
+    Value firstClass = block.firstClass(rewriter, loc, type.getDimSize(1));
     // The cotangent of each row's loss: dloss (dloss[n] for `none`), over
     // the count for a mean.
     Value perRow = op.getCotangent();
@@ -458,7 +503,7 @@ struct CrossEntropyGradToLinalg : OpRewritePattern<CrossEntropyGradOp> {
           Value one = floatConstant(b, nloc, element, 1.0);
           Value zero = floatConstant(b, nloc, element, 0.0);
           Value hot = arith::SelectOp::create(
-              b, nloc, isTarget(b, nloc, args[3]), one, zero);
+              b, nloc, isTarget(b, nloc, args[3], firstClass), one, zero);
           Value scale =
               mean
                   ? arith::DivFOp::create(b, nloc, args[4], args[5]).getResult()

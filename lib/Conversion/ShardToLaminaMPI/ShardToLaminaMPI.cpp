@@ -96,7 +96,19 @@ static LogicalResult checkSum(Operation *op, shard::ReductionKind kind) {
     return success();
   return op->emitOpError("reduces with '")
          << shard::stringifyReductionKind(kind)
-         << "'; Lamina's MPI runtime sums only";
+         << "'; Lamina's MPI runtime reduce-scatters sums only";
+}
+
+/// The runtime's all-reduce for `kind`: sums and maxima.
+static FailureOr<StringRef> allReduceName(Operation *op,
+                                          shard::ReductionKind kind) {
+  if (kind == shard::ReductionKind::Sum)
+    return StringRef("AllReduce");
+  if (kind == shard::ReductionKind::Max)
+    return StringRef("AllReduceMax");
+  return op->emitOpError("reduces with '")
+         << shard::stringifyReductionKind(kind)
+         << "'; Lamina's MPI runtime all-reduces sums and maxima only";
 }
 
 /// Lowers one op of the shard dialect; failure after an error for any op
@@ -130,13 +142,14 @@ static LogicalResult lowerShardOp(Operation *op, RuntimeCallBuilder &runtime) {
   if (auto rank = dyn_cast<shard::ProcessLinearIndexOp>(op)) {
     replacement = runtime.rank(b, loc);
   } else if (auto allReduce = dyn_cast<shard::AllReduceOp>(op)) {
-    if (failed(checkSum(op, allReduce.getReduction())))
+    FailureOr<StringRef> name = allReduceName(op, allReduce.getReduction());
+    if (failed(name))
       return failure();
     if (allReduce.getInput().getType() != allReduce.getType())
       return op->emitOpError("changes the element type; Lamina's MPI "
                              "runtime reduces in the operand's type");
-    replacement = callRuntime("AllReduce", allReduce.getInput(),
-                              allReduce.getType(), {});
+    replacement =
+        callRuntime(*name, allReduce.getInput(), allReduce.getType(), {});
   } else if (auto gather = dyn_cast<shard::AllGatherOp>(op)) {
     replacement = callRuntime(
         "AllGather", gather.getInput(), gather.getResult().getType(),

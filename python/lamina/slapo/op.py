@@ -30,12 +30,11 @@ class FusedMLP(nn.Module):
 
 class ParallelCrossEntropy(nn.Module):
     """Slapo's vocabulary-parallel cross entropy: the loss of each token (no
-    reduction) of `outputs` [..., vocab] against `labels` [...]. Slapo
-    computes it on each rank's block of the vocabulary with its own
-    collectives; Lamina computes it on the whole logits, so a head sharded
-    by vocabulary is gathered before it (``sync("fwd_post", "all_gather",
-    axis=-1)``), the gather's backward keeping each rank's block of the
-    logits' gradient."""
+    reduction) of `outputs` [..., vocab] against `labels` [...]. Traced as
+    F.cross_entropy; on the output of a head sharded by vocabulary (not
+    gathered) the compiler makes it vocabulary parallel, as Slapo's: each
+    rank computes on its block of the vocabulary, the rows' statistics
+    all-reduced, and gets its block of the logits' gradient."""
 
     def __init__(self, group=None):
         super().__init__()

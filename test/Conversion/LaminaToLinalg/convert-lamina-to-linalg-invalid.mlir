@@ -17,3 +17,12 @@ module attributes {lamina.world_size = 2 : i64} {
     return %0 : tensor<4x16xf32>
   }
 }
+
+// -----
+
+// A vocabulary-parallel loss written by hand, with no grid to reduce over.
+func.func @loss_without_grid(%x: tensor<16x32xf32>, %t: tensor<16xi64>, %r: index) -> tensor<f32> {
+  // expected-error @+1 {{'lamina.cross_entropy' op is vocabulary parallel, but there is no @lamina_grid grid to all-reduce over (lamina-partition makes it)}}
+  %0 = lamina.cross_entropy %x, %t ignore_index -1 shards 2 rank %r : (tensor<16x32xf32>, tensor<16xi64>, index) -> tensor<f32>
+  return %0 : tensor<f32>
+}

@@ -144,3 +144,51 @@ func.func @per_row_cross_entropy_grad(%x: tensor<16x64xf32>, %t: tensor<16xi64>,
   %0 = lamina.cross_entropy_grad %x, %t, %dl ignore_index -1 none : (tensor<16x64xf32>, tensor<16xi64>, tensor<16xf32>) -> tensor<16x64xf32>
   return %0 : tensor<16x64xf32>
 }
+
+// -----
+
+// Vocabulary parallel: rank %r holds classes [32·r, 32·r + 32) of 64. The
+// row maxima are all-reduced by max, the sums of exp(x − max) and the
+// picked target logits (0 on the ranks not holding the target) by sum; the
+// column's class is its index plus the block's first class.
+// CHECK-LABEL: func.func @vocabulary_parallel_cross_entropy
+// CHECK-SAME: %[[R:[a-z0-9]+]]: index)
+// CHECK: %[[LMAX:.+]] = linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]
+// CHECK: arith.maximumf
+// CHECK: %[[MAX:.+]] = shard.all_reduce %[[LMAX]] on @lamina_grid grid_axes = [0] reduction = max : tensor<16xf32> -> tensor<16xf32>
+// CHECK: %[[LS:.+]] = linalg.generic {{.*}} ins(%{{.+}}, %[[MAX]] : tensor<16x32xf32>, tensor<16xf32>)
+// CHECK: math.exp
+// CHECK: %[[S:.+]] = shard.all_reduce %[[LS]] on @lamina_grid grid_axes = [0] : tensor<16xf32> -> tensor<16xf32>
+// CHECK: %[[START:.+]] = arith.muli %[[R]], %c32
+// CHECK: %[[FIRST:.+]] = arith.index_cast %[[START]] : index to i64
+// CHECK: %[[LP:.+]] = linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]
+// CHECK: %[[V:.+]] = linalg.index 1 : index
+// CHECK: %[[V64:.+]] = arith.index_cast %[[V]] : index to i64
+// CHECK: %[[CLASS:.+]] = arith.addi %[[V64]], %[[FIRST]] : i64
+// CHECK: arith.cmpi eq, %[[CLASS]]
+// CHECK: %[[P:.+]] = shard.all_reduce %[[LP]] on @lamina_grid grid_axes = [0] : tensor<16xf32> -> tensor<16xf32>
+// CHECK: linalg.generic {{.*}} iterator_types = ["reduction"]} ins(%[[MAX]], %[[S]], %[[P]], %{{.+}} : tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xi64>) outs(%{{.+}} : tensor<f32>)
+shard.grid @lamina_grid(shape = 2) {sym_visibility = "private"}
+func.func @vocabulary_parallel_cross_entropy(%x: tensor<16x32xf32>, %t: tensor<16xi64>, %r: index) -> tensor<f32> {
+  %0 = lamina.cross_entropy %x, %t ignore_index -1 shards 2 rank %r : (tensor<16x32xf32>, tensor<16xi64>, index) -> tensor<f32>
+  return %0 : tensor<f32>
+}
+
+// -----
+
+// Its gradient: the block of the softmax from the all-reduced statistics,
+// less the one-hot target at the block's classes; nothing gathered.
+// CHECK-LABEL: func.func @vocabulary_parallel_cross_entropy_grad
+// CHECK: shard.all_reduce %{{.+}} reduction = max : tensor<16xf32> -> tensor<16xf32>
+// CHECK: shard.all_reduce %{{.+}} : tensor<16xf32> -> tensor<16xf32>
+// CHECK-NOT: shard.
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "parallel"]} ins(%{{.+}} : tensor<16x32xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xi64>, tensor<f32>, tensor<f32>) outs(%{{.+}} : tensor<16x32xf32>)
+// CHECK: arith.addi
+// CHECK: arith.cmpi eq
+// CHECK-NOT: shard.
+// CHECK: return
+shard.grid @lamina_grid(shape = 2) {sym_visibility = "private"}
+func.func @vocabulary_parallel_cross_entropy_grad(%x: tensor<16x32xf32>, %t: tensor<16xi64>, %dl: tensor<f32>, %r: index) -> tensor<16x32xf32> {
+  %0 = lamina.cross_entropy_grad %x, %t, %dl ignore_index -1 shards 2 rank %r : (tensor<16x32xf32>, tensor<16xi64>, tensor<f32>, index) -> tensor<16x32xf32>
+  return %0 : tensor<16x32xf32>
+}

@@ -10,10 +10,19 @@ func.func @all_to_all(%x: tensor<4x8xf32>) -> tensor<8x4xf32> {
 // -----
 
 shard.grid @lamina_grid(shape = 2) {sym_visibility = "private"}
-func.func @max(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
-  // expected-error @+1 {{reduces with 'max'; Lamina's MPI runtime sums only}}
-  %0 = shard.all_reduce %x on @lamina_grid grid_axes = [0] reduction = max : tensor<4x8xf32> -> tensor<4x8xf32>
+func.func @min(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{reduces with 'min'; Lamina's MPI runtime all-reduces sums and maxima only}}
+  %0 = shard.all_reduce %x on @lamina_grid grid_axes = [0] reduction = min : tensor<4x8xf32> -> tensor<4x8xf32>
   return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+shard.grid @lamina_grid(shape = 2) {sym_visibility = "private"}
+func.func @max_scatter(%x: tensor<4x8xf32>) -> tensor<2x8xf32> {
+  // expected-error @+1 {{reduces with 'max'; Lamina's MPI runtime reduce-scatters sums only}}
+  %0 = shard.reduce_scatter %x on @lamina_grid grid_axes = [0] reduction = max scatter_axis = 0 : tensor<4x8xf32> -> tensor<2x8xf32>
+  return %0 : tensor<2x8xf32>
 }
 
 // -----

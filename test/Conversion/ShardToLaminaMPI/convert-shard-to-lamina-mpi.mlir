@@ -3,6 +3,7 @@
 // CHECK-NOT: shard.
 // CHECK-DAG: func.func private @laminaMpiRank() -> i64
 // CHECK-DAG: func.func private @laminaMpiAllReduce_f32(memref<*xf32>, memref<*xf32>)
+// CHECK-DAG: func.func private @laminaMpiAllReduceMax_f32(memref<*xf32>, memref<*xf32>)
 // CHECK-DAG: func.func private @laminaMpiAllGather_bf16(memref<*xbf16>, memref<*xbf16>, i64)
 // CHECK-DAG: func.func private @laminaMpiReduceScatter_f32(memref<*xf32>, memref<*xf32>, i64)
 shard.grid @lamina_grid(shape = 2) {sym_visibility = "private"}
@@ -19,6 +20,14 @@ shard.grid @lamina_grid(shape = 2) {sym_visibility = "private"}
 func.func @all_reduce(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
   %0 = shard.all_reduce %x on @lamina_grid grid_axes = [0] : tensor<4x8xf32> -> tensor<4x8xf32>
   return %0 : tensor<4x8xf32>
+}
+
+// Maxima (a vocabulary-parallel loss's row maxima) have their own entry.
+// CHECK-LABEL: func.func @all_reduce_max
+// CHECK: call @laminaMpiAllReduceMax_f32(%{{.*}}, %{{.*}}) : (memref<*xf32>, memref<*xf32>) -> ()
+func.func @all_reduce_max(%x: tensor<16xf32>) -> tensor<16xf32> {
+  %0 = shard.all_reduce %x on @lamina_grid grid_axes = [0] reduction = max : tensor<16xf32> -> tensor<16xf32>
+  return %0 : tensor<16xf32>
 }
 
 // The gather and scatter axes travel as i64 arguments.

@@ -226,13 +226,38 @@ module attributes {lamina.world_size = 2 : i64} {
 
 // -----
 
-// A loss on the logits of a head sharded by vocabulary, not gathered first
-// (how Slapo's ParallelCrossEntropy is used): the loss takes whole logits.
+// A loss on logits sharded by rows (tokens), not classes: each rank would
+// compute the loss of its rows only.
 module attributes {lamina.world_size = 2 : i64} {
-  func.func @loss_of_sharded_logits(%x: tensor<4x8xf32>, %t: tensor<4xi64>,
-      %w: tensor<16x8xf32> {lamina.layout = #lamina.layout<S(0)>}) -> tensor<f32> {
+  func.func @loss_of_row_sharded_logits(%x: tensor<4x8xf32> {lamina.layout = #lamina.layout<S(0)>},
+      %t: tensor<4xi64>, %w: tensor<16x8xf32>) -> tensor<f32> {
     %y = lamina.linear "head" %x, %w : (tensor<4x8xf32>, tensor<16x8xf32>) -> tensor<4x16xf32>
-    // expected-error @+1 {{'lamina.cross_entropy' op mixes operands with layouts #lamina.layout<S(1)> and #lamina.layout<R>: all_gather the sharded one first (a fwd_post all_gather sync on the layer computing it)}}
+    // expected-error @+1 {{'lamina.cross_entropy' op takes logits with layout #lamina.layout<S(0)>; a loss takes whole logits or logits sharded on the classes (S(1), vocabulary parallel): all_gather them first}}
+    %l = lamina.cross_entropy %y, %t ignore_index -1 : (tensor<4x16xf32>, tensor<4xi64>) -> tensor<f32>
+    return %l : tensor<f32>
+  }
+}
+
+// -----
+
+// The loss of a row-parallel head's partial sums.
+module attributes {lamina.world_size = 2 : i64} {
+  func.func @loss_of_partial_logits(%x: tensor<4x8xf32> {lamina.layout = #lamina.layout<S(1)>},
+      %t: tensor<4xi64>, %w: tensor<16x8xf32> {lamina.layout = #lamina.layout<S(1)>}) -> tensor<f32> {
+    %y = lamina.matmul "head" %x, %w : (tensor<4x8xf32>, tensor<16x8xf32>) -> tensor<4x16xf32>
+    // expected-error @+1 {{'lamina.cross_entropy' op takes the loss of partial sums (layout P) of the value; add a fwd_post all_reduce (or reduce_scatter) sync before it}}
+    %l = lamina.cross_entropy %y, %t ignore_index -1 : (tensor<4x16xf32>, tensor<4xi64>) -> tensor<f32>
+    return %l : tensor<f32>
+  }
+}
+
+// -----
+
+// Targets sharded over the ranks while the logits are whole.
+module attributes {lamina.world_size = 2 : i64} {
+  func.func @loss_of_sharded_targets(%y: tensor<4x16xf32>,
+      %t: tensor<4xi64> {lamina.layout = #lamina.layout<S(0)>}) -> tensor<f32> {
+    // expected-error @+1 {{'lamina.cross_entropy' op takes targets with layout #lamina.layout<S(0)>; the targets must be replicated}}
     %l = lamina.cross_entropy %y, %t ignore_index -1 : (tensor<4x16xf32>, tensor<4xi64>) -> tensor<f32>
     return %l : tensor<f32>
   }

@@ -160,3 +160,35 @@ module attributes {lamina.world_size = 2 : i64} {
     return %l : tensor<f32>
   }
 }
+
+// -----
+
+// A head sharded by vocabulary and its loss (vocabulary parallel, no
+// gather). By hand, per rank: the loss is whole; dYᵣ, the gradient of this
+// rank's [4, 8] block of the logits, comes from the block and the
+// all-reduced row statistics (inside lamina.cross_entropy_grad); dWᵣ = dYᵣᵀ·X
+// is this rank's rows; dX = dYᵣ·Wᵣ is a partial sum, all-reduced by the
+// head's bwd_post sync.
+// CHECK-LABEL: func.func @main_forward(
+// CHECK: %[[RANK:.*]] = shard.process_linear_index
+// CHECK: lamina.cross_entropy %{{.*}}, %{{.*}} ignore_index -1 shards 2 rank %[[RANK]] : (tensor<4x8xf32>, tensor<4xi64>, index) -> tensor<f32>
+// CHECK-LABEL: func.func @main_backward(
+// CHECK-SAME: %[[X:[^:]*]]: tensor<4x8xf32>, %[[T:[^:]*]]: tensor<4xi64>, %[[W:[^:]*]]: tensor<8x8xf32> {lamina.layout = #lamina.layout<S(0)>},
+// CHECK-SAME: -> (tensor<4x8xf32>, tensor<8x8xf32> {lamina.layout = #lamina.layout<S(0)>})
+// CHECK: %[[BRANK:.*]] = shard.process_linear_index
+// CHECK-NOT: shard.all_gather
+// CHECK: %[[DY:.*]] = lamina.cross_entropy_grad %{{.*}}, %[[T]], %{{.*}} ignore_index -1 shards 2 rank %[[BRANK]] : (tensor<4x8xf32>, tensor<4xi64>, tensor<f32>, index) -> tensor<4x8xf32>
+// CHECK: %[[DXP:.*]] = lamina.matmul "head" %[[DY]]
+// CHECK: %[[DW:.*]] = lamina.matmul "head"
+// CHECK: %[[DX:.*]] = shard.all_reduce %[[DXP]]
+// CHECK-NOT: shard.
+// CHECK: return %[[DX]], %[[DW]]
+module attributes {lamina.world_size = 2 : i64} {
+  func.func @main(%x: tensor<4x8xf32>, %t: tensor<4xi64>,
+      %w: tensor<16x8xf32> {lamina.layout = #lamina.layout<S(0)>}) -> tensor<f32> {
+    %s = lamina.sync "head" %x <bwd_post, all_reduce> : tensor<4x8xf32>
+    %y = lamina.linear "head" %s, %w : (tensor<4x8xf32>, tensor<16x8xf32>) -> tensor<4x16xf32>
+    %l = lamina.cross_entropy %y, %t ignore_index -1 : (tensor<4x16xf32>, tensor<4xi64>) -> tensor<f32>
+    return %l : tensor<f32>
+  }
+}

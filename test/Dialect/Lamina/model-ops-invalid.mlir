@@ -125,3 +125,29 @@ func.func @cross_entropy_grad_targets(%x: tensor<16x64xf32>, %t: tensor<16x1xi64
   %0 = lamina.cross_entropy_grad %x, %t, %dl ignore_index -1 : (tensor<16x64xf32>, tensor<16x1xi64>, tensor<f32>) -> tensor<16x64xf32>
   return %0 : tensor<16x64xf32>
 }
+
+// -----
+
+// A vocabulary-parallel loss names its shards and its rank together (the
+// custom syntax takes both; the generic form could drop one).
+func.func @cross_entropy_shards_without_rank(%x: tensor<16x32xf32>, %t: tensor<16xi64>) -> tensor<f32> {
+  // expected-error @+1 {{takes its rank exactly when it is split into shards (vocabulary parallel)}}
+  %0 = "lamina.cross_entropy"(%x, %t) {ignore_index = -1 : i64, shards = 2 : i64} : (tensor<16x32xf32>, tensor<16xi64>) -> tensor<f32>
+  return %0 : tensor<f32>
+}
+
+// -----
+
+func.func @cross_entropy_grad_rank_without_shards(%x: tensor<16x32xf32>, %t: tensor<16xi64>, %dl: tensor<f32>, %r: index) -> tensor<16x32xf32> {
+  // expected-error @+1 {{takes its rank exactly when it is split into shards (vocabulary parallel)}}
+  %0 = "lamina.cross_entropy_grad"(%x, %t, %dl, %r) {ignore_index = -1 : i64} : (tensor<16x32xf32>, tensor<16xi64>, tensor<f32>, index) -> tensor<16x32xf32>
+  return %0 : tensor<16x32xf32>
+}
+
+// -----
+
+func.func @cross_entropy_one_shard(%x: tensor<16x32xf32>, %t: tensor<16xi64>, %r: index) -> tensor<f32> {
+  // expected-error @+1 {{attribute 'shards' failed to satisfy constraint}}
+  %0 = lamina.cross_entropy %x, %t ignore_index -1 shards 1 rank %r : (tensor<16x32xf32>, tensor<16xi64>, index) -> tensor<f32>
+  return %0 : tensor<f32>
+}

@@ -30,6 +30,16 @@ func.func @cross_entropy(%x: tensor<16x64xf32>, %t: tensor<16xi64>, %dl: tensor<
   return %0, %1, %2 : tensor<f32>, tensor<f32>, tensor<16x64xf32>
 }
 
+// Vocabulary parallel: a rank's block of the classes.
+// CHECK-LABEL: func.func @cross_entropy_vocabulary_parallel
+func.func @cross_entropy_vocabulary_parallel(%x: tensor<16x32xf32>, %t: tensor<16xi64>, %dl: tensor<f32>, %r: index) -> (tensor<f32>, tensor<16x32xf32>) {
+  // CHECK: lamina.cross_entropy %{{.*}}, %{{.*}} ignore_index -1 shards 2 rank %{{.*}} : (tensor<16x32xf32>, tensor<16xi64>, index) -> tensor<f32>
+  %0 = lamina.cross_entropy %x, %t ignore_index -1 shards 2 rank %r : (tensor<16x32xf32>, tensor<16xi64>, index) -> tensor<f32>
+  // CHECK: lamina.cross_entropy_grad %{{.*}}, %{{.*}}, %{{.*}} ignore_index -1 shards 2 rank %{{.*}} : (tensor<16x32xf32>, tensor<16xi64>, tensor<f32>, index) -> tensor<16x32xf32>
+  %1 = lamina.cross_entropy_grad %x, %t, %dl ignore_index -1 shards 2 rank %r : (tensor<16x32xf32>, tensor<16xi64>, tensor<f32>, index) -> tensor<16x32xf32>
+  return %0, %1 : tensor<f32>, tensor<16x32xf32>
+}
+
 // CHECK-LABEL: func.func @cross_entropy_per_row
 func.func @cross_entropy_per_row(%x: tensor<16x64xf32>, %t: tensor<16xi64>, %dl: tensor<16xf32>) -> (tensor<16xf32>, tensor<16x64xf32>) {
   // CHECK: lamina.cross_entropy %{{.*}}, %{{.*}} ignore_index -100 none : (tensor<16x64xf32>, tensor<16xi64>) -> tensor<16xf32>

@@ -168,3 +168,24 @@ module attributes {lamina.world_size = 2 : i64} {
     return %0 : tensor<2x4x8x8xf32>
   }
 }
+
+// -----
+
+// A head sharded by vocabulary and its loss, not gathered (Megatron's and
+// Slapo's ParallelCrossEntropy): each rank keeps its [4, 8] block of the
+// [4, 16] logits, and the loss becomes vocabulary parallel on that block.
+// CHECK-LABEL: func.func @vocabulary_parallel_loss
+// CHECK-SAME: %[[T:[a-z0-9]+]]: tensor<4xi64>
+// CHECK: %[[RANK:.+]] = shard.process_linear_index on @lamina_grid : index
+// CHECK: %[[Y:.+]] = lamina.matmul "head" %{{.+}} : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+// CHECK-NOT: shard.all_gather
+// CHECK: %[[L:.+]] = lamina.cross_entropy %[[Y]], %[[T]] ignore_index -1 shards 2 rank %[[RANK]] : (tensor<4x8xf32>, tensor<4xi64>, index) -> tensor<f32>
+// CHECK: return %[[L]] : tensor<f32>
+module attributes {lamina.world_size = 2 : i64} {
+  func.func @vocabulary_parallel_loss(%x: tensor<4x8xf32>, %t: tensor<4xi64>,
+      %w: tensor<16x8xf32> {lamina.layout = #lamina.layout<S(0)>}) -> tensor<f32> {
+    %y = lamina.matmul "head" %x, %w : (tensor<4x8xf32>, tensor<16x8xf32>) -> tensor<4x16xf32>
+    %l = lamina.cross_entropy %y, %t ignore_index -1 : (tensor<4x16xf32>, tensor<4xi64>) -> tensor<f32>
+    return %l : tensor<f32>
+  }
+}

@@ -11,6 +11,7 @@ dropout are compared in eval mode."""
 
 import copy
 import importlib
+import re
 import sys
 
 import torch
@@ -458,23 +459,78 @@ class TokenLoss(nn.Module):
 
 
 def parallel_cross_entropy():
-    """slapo.op.ParallelCrossEntropy after a head sharded by vocabulary:
-    the head's output gathered (its backward derived: each rank keeps its
-    block of the logits' gradient), the input's partial gradient
-    all-reduced; loss, input gradient and each rank's parameter-gradient
+    """slapo.op.ParallelCrossEntropy after a head sharded by vocabulary, as
+    Slapo's users write it: no gather, the loss vocabulary parallel (each
+    rank its block of the logits, the row statistics all-reduced; no rank
+    holds the whole logits), the input's partial gradient all-reduced; and
+    the same with the head's output gathered first (the gather's backward
+    derived). Loss, input gradient and each rank's parameter-gradient
     blocks equal eager PyTorch's."""
-    model = TokenLoss()
+    for gathered in (False, True):
+        model = TokenLoss()
+        sch = slapo.create_schedule(copy.deepcopy(model))
+        sch["head"].shard("weight", axis=0)
+        sch["head"].shard("bias", axis=0)
+        if gathered:
+            sch["head"].sync(mode="fwd_post", sync_op_or_fn="all_gather",
+                             axis=2)
+        sch["head"].sync(mode="bwd_post", sync_op_or_fn="all_reduce")
+        built, _ = slapo.build(sch, init_weights=False)
+        out, out_ref, grad, grad_ref = run_both(built, model,
+                                                torch.randn(4, 3, 16))
+        torch.testing.assert_close(out, out_ref, atol=TOL, rtol=TOL)
+        torch.testing.assert_close(grad, grad_ref, atol=TOL, rtol=TOL)
+        check_blocks(built, model, {"head.weight": 0, "head.bias": 0})
+        if RANKS > 1:
+            rank_program = built.ir("partitioned")
+            assert ("shard.all_gather" in rank_program) == gathered
+            # The loss of this rank's block of the [12, 32] logits.
+            vocabulary_parallel = re.search(
+                rf"lamina\.cross_entropy .* shards {RANKS} rank "
+                rf".*\(tensor<12x{32 // RANKS}xf32>", rank_program)
+            assert bool(vocabulary_parallel) != gathered
+
+
+class MaskedTokenLoss(nn.Module):
+    """A head over the vocabulary and F.cross_entropy's mean over the
+    targets that are not ignored (GPT's loss); targets and their mask are
+    buffers."""
+
+    def __init__(self):
+        super().__init__()
+        self.head = nn.Linear(16, 32)
+        targets = torch.randint(0, 32, (12,))
+        targets[::5] = -1
+        self.register_buffer("targets", targets)
+
+    def forward(self, data):
+        logits = self.head(data)
+        return F.cross_entropy(logits.view(-1, logits.size(-1)),
+                               self.targets, ignore_index=-1)
+
+
+def vocabulary_parallel_loss():
+    """GPT's loss on a head sharded by vocabulary (Megatron's
+    vocabulary-parallel cross entropy): the mean over the targets not
+    ignored, and its gradients, equal eager PyTorch's; each rank keeps its
+    block of the head's gradients."""
+    model = MaskedTokenLoss()
     sch = slapo.create_schedule(copy.deepcopy(model))
     sch["head"].shard("weight", axis=0)
     sch["head"].shard("bias", axis=0)
-    sch["head"].sync(mode="fwd_post", sync_op_or_fn="all_gather", axis=2)
     sch["head"].sync(mode="bwd_post", sync_op_or_fn="all_reduce")
     built, _ = slapo.build(sch, init_weights=False)
-    out, out_ref, grad, grad_ref = run_both(built, model,
-                                            torch.randn(4, 3, 16))
-    torch.testing.assert_close(out, out_ref, atol=TOL, rtol=TOL)
-    torch.testing.assert_close(grad, grad_ref, atol=TOL, rtol=TOL)
+    data = torch.randn(4, 3, 16)
+    x, x_ref = data.clone().requires_grad_(), data.clone().requires_grad_()
+    loss, loss_ref = built(x), model(x_ref)
+    loss.backward()
+    loss_ref.backward()
+    torch.testing.assert_close(loss, loss_ref, atol=TOL, rtol=TOL)
+    torch.testing.assert_close(x.grad, x_ref.grad, atol=TOL, rtol=TOL)
     check_blocks(built, model, {"head.weight": 0, "head.bias": 0})
+    if RANKS > 1:
+        assert "lamina.cross_entropy_grad" in built.ir("training")
+        assert "shard.all_gather" not in built.ir("partitioned")
 
 
 def verify_linear():
@@ -799,8 +855,8 @@ CHECKS = {name: fn for name, fn in globals().items()
           if callable(fn) and fn.__module__ == __name__ and
           name in ("shard_mlp", "shard_linear", "seq_para", "shard_annotate",
                    "consolidation", "delayed_init_blocks", "verify_linear",
-                   "parallel_cross_entropy", "word_embedding",
-                   "tie_weights",
+                   "parallel_cross_entropy", "vocabulary_parallel_loss",
+                   "word_embedding", "tie_weights",
                    "verify_catches_a_missing_bwd_post", "reshard",
                    "fork_rng", "checkpoint_module", "world_size_from_mpi",
                    "optimizer_after_build", "gpt_style_training",

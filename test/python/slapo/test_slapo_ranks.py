@@ -1,7 +1,8 @@
 """Slapo's distributed test cases (slapo_on_ranks.py) on 1 and 2 MPI ranks
 under mpirun.mpich: sharding recipes with output, input-gradient and
 parameter-gradient blocks equal to eager PyTorch's at Slapo's tolerance,
-annotations and delayed initialisation, Verify (gradients included), the
+annotations and delayed initialisation, losses on a head sharded by
+vocabulary (vocabulary parallel, or gathered first), Verify (gradients included), the
 eight resharding schemes, fork_rng, checkpointing, the world size from the
 launched world, an optimizer made right after build, and a GPT-style
 stack scheduled with Slapo's primitives trained with AdamW on 2 ranks."""
@@ -17,7 +18,8 @@ SCRIPT = pathlib.Path(__file__).with_name("slapo_on_ranks.py")
 ON_ONE_RANK = ["shard_mlp", "shard_linear", "seq_para", "shard_annotate",
                "consolidation", "delayed_init_blocks", "checkpoint_module", "world_size_from_mpi",
                "optimizer_after_build", "fork_rng", "verify_linear",
-               "parallel_cross_entropy", "word_embedding", "tie_weights"]
+               "parallel_cross_entropy", "vocabulary_parallel_loss",
+               "word_embedding", "tie_weights"]
 CHECKS = {
     1: ON_ONE_RANK,
     # Only meaningful with collectives between ranks: the Verify failures of

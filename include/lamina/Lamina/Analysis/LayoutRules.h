@@ -180,6 +180,13 @@ LayoutOrError insertSliceLayout(LayoutAttr source, LayoutAttr dest,
 LayoutOrError embeddingLayout(LayoutAttr indices, LayoutAttr weight,
                               StringRef path);
 
+/// A cross-entropy loss of logits `[N, V]` and replicated targets: whole
+/// logits give a whole loss; logits sharded on the classes (a head sharded
+/// by vocabulary, not gathered) give it too, each rank computing the loss
+/// from its block and all-reduced row statistics (vocabulary parallel).
+LayoutOrError crossEntropyLayout(LayoutAttr logits, LayoutAttr targets,
+                                 StringRef path);
+
 /// linalg.transpose: the sharded axis moves with its dim.
 LayoutOrError transposeLayout(LayoutAttr source,
                               ArrayRef<int64_t> permutation);

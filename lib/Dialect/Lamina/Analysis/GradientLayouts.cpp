@@ -355,6 +355,14 @@ LogicalResult GradientChecker::visit(Operation *op) {
       .Case([&](MaskedFillOp fill) {
         return add(op, fill.getInput(), dy);
       })
+      .Case([&](CrossEntropyOp loss) -> LogicalResult {
+        // Each rank's logits block gets its block of the gradient: the
+        // softmax's row statistics are whole on every rank.
+        if (!isReplicated(dy.layout))
+          return op->emitOpError("has a gradient with layout ")
+                 << dy.layout << "; a loss's gradient must be whole";
+        return add(op, loss.getLogits(), {fwd(loss.getLogits()), ""});
+      })
       .Case([&](EmbeddingOp embedding) -> LogicalResult {
         // Every rank adds the whole cotangent's rows into its block of
         // the vocabulary (or the whole weight).

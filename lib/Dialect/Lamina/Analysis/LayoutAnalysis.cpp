@@ -194,6 +194,11 @@ LogicalResult LayoutChecker::visit(Operation *op) {
             grad->getAttrOfType<LayoutAttr>(LaminaDialect::kLayoutAttrName);
         return assign(op, declared ? declared : replicated(context));
       })
+      .Case([&](CrossEntropyOp loss) {
+        return assign(op, crossEntropyLayout(get(loss.getLogits()),
+                                             get(loss.getTargets()),
+                                             pathOf(loss.getPath())));
+      })
       .Case([&](MaskedFillOp fill) {
         return assign(op, maskedFillLayout(get(fill.getInput()),
                                            get(fill.getMask()),

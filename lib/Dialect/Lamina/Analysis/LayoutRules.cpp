@@ -413,6 +413,24 @@ LayoutOrError layout::embeddingLayout(LayoutAttr indices, LayoutAttr weight,
            "; an embedding is vocabulary parallel (S(0)) or replicated"));
 }
 
+LayoutOrError layout::crossEntropyLayout(LayoutAttr logits, LayoutAttr targets,
+                                         StringRef path) {
+  MLIRContext *context = logits.getContext();
+  if (!isReplicated(targets))
+    return LayoutOrError::error(text("takes targets with layout ", targets,
+                                     "; the targets must be replicated"));
+  if (Check problem = checkNotPartial(logits, "takes the loss of", path))
+    return LayoutOrError::error(*problem);
+  if (isReplicated(logits))
+    return logits;
+  if (isShardedOn(logits, 1) && logits.getGroups() == 1)
+    return replicated(context); // vocabulary parallel
+  return LayoutOrError::error(
+      text("takes logits with layout ", logits,
+           "; a loss takes whole logits or logits sharded on the classes "
+           "(S(1), vocabulary parallel): all_gather them first"));
+}
+
 LayoutOrError layout::transposeLayout(LayoutAttr in,
                                       ArrayRef<int64_t> permutation) {
   if (Check problem = checkNotPartial(in, "transposes", ""))

@@ -287,7 +287,8 @@ struct CrossEntropyRule : Rule<CrossEntropyRule, CrossEntropyOp> {
         b, op->getLoc(), loss.getLogits().getType(),
         state.getPrimal(loss.getLogits()), state.getPrimal(loss.getTargets()),
         dys[0], loss.getIgnoreIndexAttr(), loss.getSumAttr(),
-        loss.getNoneAttr());
+        loss.getNoneAttr(), loss.getShardsAttr(),
+        loss.getRank() ? state.getPrimal(loss.getRank()) : Value());
     return success();
   }
 };

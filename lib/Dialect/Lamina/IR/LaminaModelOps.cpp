@@ -40,7 +40,8 @@ static LogicalResult verifyPaddingIndex(Operation *op,
   return success();
 }
 
-/// A vocabulary-parallel embedding names its shards and its rank together.
+/// A vocabulary-parallel op (an embedding, a loss) names its shards and its
+/// rank together.
 static LogicalResult verifyShards(Operation *op, std::optional<uint64_t> shards,
                                   Value rank) {
   if (shards.has_value() != static_cast<bool>(rank))
@@ -116,7 +117,8 @@ static LogicalResult verifyReducedType(Operation *op, RankedTensorType logits,
 
 LogicalResult CrossEntropyOp::verify() {
   if (failed(verifyClassificationShapes(*this, getLogits().getType(),
-                                        getTargets().getType())))
+                                        getTargets().getType())) ||
+      failed(verifyShards(*this, getShards(), getRank())))
     return failure();
   return verifyReducedType(*this, getLogits().getType(), getType(), getSum(),
                            getNone(), "result");
@@ -127,7 +129,8 @@ LogicalResult CrossEntropyGradOp::verify() {
     return emitOpError("result must have the logits' type ")
            << getLogits().getType() << ", got " << getType();
   if (failed(verifyClassificationShapes(*this, getLogits().getType(),
-                                        getTargets().getType())))
+                                        getTargets().getType())) ||
+      failed(verifyShards(*this, getShards(), getRank())))
     return failure();
   return verifyReducedType(*this, getLogits().getType(),
                            getCotangent().getType(), getSum(), getNone(),

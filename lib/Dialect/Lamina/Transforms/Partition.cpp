@@ -372,6 +372,14 @@ LogicalResult FunctionPartitioner::run() {
               grad->removeAttr(LaminaDialect::kLayoutAttrName);
               return success();
             })
+            .Case([&](CrossEntropyOp loss) {
+              LayoutAttr logits = layoutOf(loss.getLogits());
+              if (logits && logits.getKind() == LayoutKind::sharded) {
+                loss.setShardsAttr(builder.getI64IntegerAttr(worldSize));
+                loss.getRankMutable().assign(rank());
+              }
+              return success();
+            })
             .Case([&](EmbeddingOp embedding) {
               LayoutAttr weight = layoutOf(embedding.getWeight());
               if (weight && weight.getKind() == LayoutKind::sharded) {
