@@ -10,6 +10,8 @@
 #include "lamina/Lamina/IR/Lamina.h"
 #include "lamina/Support/TransformScript.h"
 
+#include "mlir/Analysis/SliceAnalysis.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -314,6 +316,82 @@ planElementwise(linalg::GenericOp op) {
   return sizes;
 }
 
+/// Reductions along the last dim (a loss's or a softmax's row maxima and
+/// sums, a norm's statistics) whose combiner reorders safely: float
+/// additions and maxima. Each row is tiled off, its reduction split into
+/// 16 partial lanes accumulated in registers across the row and combined
+/// once at its end, so the row's element-wise work (exp, subtractions) is
+/// vectorized. LNS sums keep their order: their combiners are not floats.
+/// Bodies reading `linalg.index` stay loops: upstream's partial-reduction
+/// tiling (MLIR 22) leaves the index of the split dim relative to its tile.
+static std::optional<SmallVector<int64_t>>
+planRowReduction(linalg::GenericOp op) {
+  if (!op.hasPureTensorSemantics() || op.getNumDpsInits() != 1 ||
+      op.getNumReductionLoops() != 1 || hasStage(op, "matmul") ||
+      !op.getBody()->getOps<linalg::IndexOp>().empty())
+    return std::nullopt;
+  SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
+  if (iterators.back() != utils::IteratorType::reduction)
+    return std::nullopt;
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  if (llvm::any_of(ranges, ShapedType::isDynamic) ||
+      llvm::is_contained(ranges, 0) || ranges.back() % 16 != 0 ||
+      ranges.back() <= 16)
+    return std::nullopt;
+  if (llvm::any_of(op->getOperandTypes(), [](Type type) {
+        return getElementTypeOrSelf(type).isInteger(1);
+      }))
+    return std::nullopt;
+  SmallVector<Operation *> combiners;
+  if (!isa<FloatType>(getElementTypeOrSelf(op.getDpsInits()[0].getType())) ||
+      !matchReduction(op.getRegionOutputArgs(), 0, combiners) ||
+      combiners.size() != 1 ||
+      !isa<arith::AddFOp, arith::MaximumFOp, arith::MinimumFOp>(combiners[0]))
+    return std::nullopt;
+  SmallVector<int64_t> rows(ranges.size(), 1);
+  rows.back() = 0;
+  return rows;
+}
+
+static std::string buildRowReductionSchedule(unsigned index,
+                                             ArrayRef<int64_t> rows) {
+  std::string script = llvm::formatv(
+      "  %t{0} = transform.structured.match attributes {{{1} = {0} : i64} in "
+      "%root : (!transform.any_op) -> !transform.any_op\n",
+      index, kTargetAttr);
+  std::string row = "%t" + std::to_string(index);
+  if (rows.size() > 1) {
+    std::string types = "(!transform.any_op";
+    for (size_t i = 1; i < rows.size(); ++i)
+      types += ", !transform.any_op";
+    types += ")";
+    script += llvm::formatv(
+        "  %row{0}, %row{0}_loops:{1} = transform.structured.tile_using_for "
+        "%t{0} tile_sizes {2} : (!transform.any_op) -> {3}\n",
+        index, rows.size() - 1, tileSizes(rows), types);
+    row = "%row" + std::to_string(index);
+  }
+  SmallVector<int64_t> lanes(rows.size(), 0);
+  lanes.back() = 16;
+  script += llvm::formatv(
+      "  %fill{0}, %part{0}, %combine{0}, %lanes{0} = "
+      "transform.structured.tile_reduction_using_for {1} by tile_sizes = {2} "
+      ": (!transform.any_op) -> (!transform.any_op, !transform.any_op, "
+      "!transform.any_op, !transform.any_op)\n"
+      "  transform.structured.vectorize %part{0} : !transform.any_op\n"
+      "  transform.structured.vectorize %combine{0} : !transform.any_op\n"
+      "  transform.structured.vectorize %fill{0} : !transform.any_op\n"
+      "  transform.apply_patterns to %func {{\n"
+      "    transform.apply_patterns.canonicalization\n"
+      "    transform.apply_patterns.tensor.fold_tensor_subset_ops_into_vector_"
+      "transfers\n"
+      "  } : !transform.any_op\n"
+      "  transform.loop.hoist_loop_invariant_subsets %lanes{0} : "
+      "!transform.any_op\n",
+      index, row, tileSizes(lanes));
+  return script;
+}
+
 /// Whether `op` reads a tensor at computed indices (an embedding's
 /// gather): its vectorization must be told to handle n-D tensor.extract
 /// (a contiguous load along the row, a gather otherwise).
@@ -412,6 +490,12 @@ struct LaminaCpuTileAndVectorizePass
                                        IntegerType::get(&getContext(), 64),
                                        index));
           body += buildElementwiseSchedule(index++, *sizes, hasExtract(op));
+        } else if (std::optional<SmallVector<int64_t>> rows =
+                       planRowReduction(op)) {
+          op->setAttr(kTargetAttr, IntegerAttr::get(
+                                       IntegerType::get(&getContext(), 64),
+                                       index));
+          body += buildRowReductionSchedule(index++, *rows);
         }
         return;
       }

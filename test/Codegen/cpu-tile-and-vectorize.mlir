@@ -130,3 +130,72 @@ func.func @untiled_scores(%q: tensor<2x8x8xf32>, %kt: tensor<2x8x24xf32>) -> ten
   %s = linalg.batch_matmul ins(%q, %kt : tensor<2x8x8xf32>, tensor<2x8x24xf32>) outs(%acc : tensor<2x8x24xf32>) -> tensor<2x8x24xf32>
   return %s : tensor<2x8x24xf32>
 }
+
+// -----
+
+// A row reduction of floats (a loss's Σ exp(x − max)): each row tiled off,
+// its 512 columns reduced in 16 lanes carried in registers across the row
+// (no transfer inside the lane loop writes the accumulator back), the lanes
+// combined once at the row's end.
+// CHECK-LABEL: func.func @row_sum_exp
+// THREADS-LABEL: func.func @row_sum_exp
+// CHECK: scf.for
+// CHECK: %[[LANES:.+]] = scf.for %{{.+}} = %c0 to %c512 step %c16 iter_args(%[[ACC:.+]] = %{{.+}}) -> (vector<1x16xf32>)
+// CHECK: math.exp %{{.+}} : vector<1x16xf32>
+// CHECK: %[[SUM:.+]] = arith.addf %[[ACC]], %{{.+}} : vector<1x16xf32>
+// CHECK-NEXT: scf.yield %[[SUM]] : vector<1x16xf32>
+// CHECK: vector.multi_reduction <add>, %{{.+}}, %{{.+}} [1] : vector<1x16xf32> to vector<1xf32>
+#rows = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d0)>
+func.func @row_sum_exp(%x: tensor<8x512xf32>, %m: tensor<8xf32>) -> tensor<8xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<8xf32>
+  %init = linalg.fill ins(%zero : f32) outs(%e : tensor<8xf32>) -> tensor<8xf32>
+  %s = linalg.generic {indexing_maps = [#rows, #row, #row], iterator_types = ["parallel", "reduction"]}
+      ins(%x, %m : tensor<8x512xf32>, tensor<8xf32>) outs(%init : tensor<8xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %d = arith.subf %a, %b : f32
+    %p = math.exp %d : f32
+    %r = arith.addf %acc, %p : f32
+    linalg.yield %r : f32
+  } -> tensor<8xf32>
+  return %s : tensor<8xf32>
+}
+
+// -----
+
+// Integer reductions (LNS codes, whose sums are not associative) and
+// bodies reading linalg.index (which upstream's partial-reduction tiling
+// leaves relative to the tile) keep their loops and their order.
+// CHECK-LABEL: func.func @ordered_reductions
+// CHECK-NOT: vector.
+// CHECK: linalg.generic
+// CHECK: linalg.generic
+// CHECK: return
+#rows = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d0)>
+func.func @ordered_reductions(%c: tensor<8x512xi64>, %x: tensor<8x512xf32>) -> (tensor<8xi64>, tensor<8xf32>) {
+  %zero = arith.constant 0 : i64
+  %e = tensor.empty() : tensor<8xi64>
+  %init = linalg.fill ins(%zero : i64) outs(%e : tensor<8xi64>) -> tensor<8xi64>
+  %s = linalg.generic {indexing_maps = [#rows, #row], iterator_types = ["parallel", "reduction"]}
+      ins(%c : tensor<8x512xi64>) outs(%init : tensor<8xi64>) {
+  ^bb0(%a: i64, %acc: i64):
+    %r = arith.addi %acc, %a : i64
+    linalg.yield %r : i64
+  } -> tensor<8xi64>
+  %fzero = arith.constant 0.0 : f32
+  %fe = tensor.empty() : tensor<8xf32>
+  %finit = linalg.fill ins(%fzero : f32) outs(%fe : tensor<8xf32>) -> tensor<8xf32>
+  %w = linalg.generic {indexing_maps = [#rows, #row], iterator_types = ["parallel", "reduction"]}
+      ins(%x : tensor<8x512xf32>) outs(%finit : tensor<8xf32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %i = linalg.index 1 : index
+    %i64 = arith.index_cast %i : index to i64
+    %f = arith.sitofp %i64 : i64 to f32
+    %p = arith.mulf %a, %f : f32
+    %r = arith.addf %acc, %p : f32
+    linalg.yield %r : f32
+  } -> tensor<8xf32>
+  return %s, %w : tensor<8xi64>, tensor<8xf32>
+}

@@ -5,11 +5,10 @@
 // cotangent row into its weight row, in token order (as PyTorch's CPU
 // kernel accumulates). `lamina.masked_fill` is a select generic with the
 // mask broadcast by its indexing map. `lamina.cross_entropy` and its
-// gradient are row reductions (max, Σ exp, the target's logit picked by a
-// comparison with the column index) and an element-wise generic: no
-// gathers over the classes. Vocabulary parallel, each rank holds a block of
-// the classes: the three row statistics are all-reduced over the ranks
-// (shard collectives, lowered to MPI later), as Megatron's loss does.
+// gradient are row reductions (max, Σ exp), the target's logit read at its
+// column, and an element-wise generic. Vocabulary parallel, each rank holds
+// a block of the classes: the three row statistics are all-reduced over the
+// ranks (shard collectives, lowered to MPI later), as Megatron's loss does.
 //
 //===----------------------------------------------------------------------===//
 
@@ -291,11 +290,7 @@ struct ClassBlock {
   }
   /// The class of column 0 of the block, as i64 (none for whole logits).
   Value firstClass(OpBuilder &b, Location loc, int64_t blockSize) const {
-    if (!shards)
-      return {};
-    Value start = arith::MulIOp::create(
-        b, loc, rank, arith::ConstantIndexOp::create(b, loc, blockSize));
-    return arith::IndexCastOp::create(b, loc, b.getI64Type(), start);
+    return firstRow(b, loc, rank, blockSize);
   }
 };
 
@@ -390,22 +385,31 @@ struct CrossEntropyToLinalg : OpRewritePattern<CrossEntropyOp> {
     RowStatistics stats = rowStatistics(rewriter, loc, logits, maps, block);
     auto rowsType = RankedTensorType::get({rows}, element);
     Value firstClass = block.firstClass(rewriter, loc, type.getDimSize(1));
-    // x[n, t_n], picked by comparing the column with the target (on the
-    // rank whose block holds it, 0 on the others).
+    // x[n, t_n], read at the target's column (on the rank whose block holds
+    // it; 0 on the others, and for a target outside the classes).
+    int64_t columns = type.getDimSize(1);
     Value picked =
         linalg::GenericOp::create(
-            rewriter, loc, rowsType, ValueRange{logits, targets},
-            filled(rewriter, loc, {rows}, element, 0.0),
-            ArrayRef<AffineMap>{maps.full, maps.row, maps.row},
-            maps.rowReduction,
+            rewriter, loc, rowsType, targets,
+            tensor::EmptyOp::create(rewriter, loc, rowsType.getShape(),
+                                    element)
+                .getResult(),
+            ArrayRef<AffineMap>{maps.perRow, maps.perRow},
+            parallelIterators(1),
             [&](OpBuilder &b, Location nloc, ValueRange args) {
+              Value column = args[0];
+              if (firstClass)
+                column = arith::SubIOp::create(b, nloc, column, firstClass);
+              Value row = linalg::IndexOp::create(b, nloc, 0);
+              Value x = tensor::ExtractOp::create(
+                  b, nloc, logits,
+                  ValueRange{row, clampedIndex(b, nloc, column, columns)});
               Value zero = floatConstant(b, nloc, element, 0.0);
-              Value x = arith::SelectOp::create(
-                  b, nloc, isTarget(b, nloc, args[1], firstClass), args[0],
-                  zero);
               linalg::YieldOp::create(
                   b, nloc,
-                  arith::AddFOp::create(b, nloc, args[2], x).getResult());
+                  arith::SelectOp::create(
+                      b, nloc, inRows(b, nloc, column, columns), x, zero)
+                      .getResult());
             })
             .getResult(0);
     picked = block.allReduce(rewriter, loc, picked, shard::ReductionKind::Sum);

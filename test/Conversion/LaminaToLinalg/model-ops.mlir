@@ -66,16 +66,24 @@ func.func @masked_fill(%s: tensor<2x4x8x8xf32>, %m: tensor<1x1x8x8xi1>) -> tenso
 // -----
 
 // Cross-entropy, mean over the targets that are not -1:
-//   max_n = max_v x, s_n = Σ_v exp(x − max_n), p_n = Σ_v [v = t_n]·x,
+//   max_n = max_v x, s_n = Σ_v exp(x − max_n), p_n = x[n, t_n] (0 for a
+//   target outside [0, 64)),
 //   loss = Σ_n [t_n ≠ −1]·(log s_n + max_n − p_n) / Σ_n [t_n ≠ −1].
 // CHECK-LABEL: func.func @cross_entropy
+// CHECK-SAME: (%[[X:.+]]: tensor<16x64xf32>,
 // CHECK: %[[MAX:.+]] = linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]
 // CHECK: arith.maximumf
 // CHECK: %[[S:.+]] = linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]
 // CHECK: math.exp
-// CHECK: %[[P:.+]] = linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]
-// CHECK: %[[V:.+]] = linalg.index 1 : index
-// CHECK: arith.cmpi eq
+// CHECK: %[[P:.+]] = linalg.generic {{.*}} iterator_types = ["parallel"]} ins(%{{.+}} : tensor<16xi64>) outs(%{{.+}} : tensor<16xf32>)
+// CHECK: %[[N:.+]] = linalg.index 0 : index
+// CHECK: %[[T:.+]] = arith.index_cast %{{.+}} : i64 to index
+// CHECK: %[[LOW:.+]] = arith.maxsi %[[T]], %c0
+// CHECK: %[[COL:.+]] = arith.minsi %[[LOW]], %c63
+// CHECK: %[[XT:.+]] = tensor.extract %[[X]][%[[N]], %[[COL]]] : tensor<16x64xf32>
+// CHECK: arith.cmpi sge
+// CHECK: arith.cmpi slt
+// CHECK: arith.select %{{.+}}, %[[XT]], %{{.+}} : f32
 // CHECK: %[[TOTAL:.+]] = linalg.generic {{.*}} iterator_types = ["reduction"]} ins(%[[MAX]], %[[S]], %[[P]], %{{.+}} : tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xi64>) outs(%{{.+}} : tensor<f32>)
 // CHECK: math.log
 // CHECK: arith.cmpi ne, %{{.+}}, %c-1_i64
@@ -149,8 +157,8 @@ func.func @per_row_cross_entropy_grad(%x: tensor<16x64xf32>, %t: tensor<16xi64>,
 
 // Vocabulary parallel: rank %r holds classes [32·r, 32·r + 32) of 64. The
 // row maxima are all-reduced by max, the sums of exp(x − max) and the
-// picked target logits (0 on the ranks not holding the target) by sum; the
-// column's class is its index plus the block's first class.
+// picked target logits (0 on the ranks not holding the target) by sum; a
+// target's column in the block is the target less the block's first class.
 // CHECK-LABEL: func.func @vocabulary_parallel_cross_entropy
 // CHECK-SAME: %[[R:[a-z0-9]+]]: index)
 // CHECK: %[[LMAX:.+]] = linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]
@@ -159,13 +167,13 @@ func.func @per_row_cross_entropy_grad(%x: tensor<16x64xf32>, %t: tensor<16xi64>,
 // CHECK: %[[LS:.+]] = linalg.generic {{.*}} ins(%{{.+}}, %[[MAX]] : tensor<16x32xf32>, tensor<16xf32>)
 // CHECK: math.exp
 // CHECK: %[[S:.+]] = shard.all_reduce %[[LS]] on @lamina_grid grid_axes = [0] : tensor<16xf32> -> tensor<16xf32>
-// CHECK: %[[START:.+]] = arith.muli %[[R]], %c32
-// CHECK: %[[FIRST:.+]] = arith.index_cast %[[START]] : index to i64
-// CHECK: %[[LP:.+]] = linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]
-// CHECK: %[[V:.+]] = linalg.index 1 : index
-// CHECK: %[[V64:.+]] = arith.index_cast %[[V]] : index to i64
-// CHECK: %[[CLASS:.+]] = arith.addi %[[V64]], %[[FIRST]] : i64
-// CHECK: arith.cmpi eq, %[[CLASS]]
+// CHECK: %[[R64:.+]] = arith.index_cast %[[R]] : index to i64
+// CHECK: %[[FIRST:.+]] = arith.muli %[[R64]], %c32_i64 : i64
+// CHECK: %[[LP:.+]] = linalg.generic {{.*}} iterator_types = ["parallel"]}
+// CHECK: %[[COL:.+]] = arith.subi %{{.+}}, %[[FIRST]] : i64
+// CHECK: tensor.extract
+// CHECK: arith.cmpi sge, %[[COL]]
+// CHECK: arith.cmpi slt, %[[COL]]
 // CHECK: %[[P:.+]] = shard.all_reduce %[[LP]] on @lamina_grid grid_axes = [0] : tensor<16xf32> -> tensor<16xf32>
 // CHECK: linalg.generic {{.*}} iterator_types = ["reduction"]} ins(%[[MAX]], %[[S]], %[[P]], %{{.+}} : tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xi64>) outs(%{{.+}} : tensor<f32>)
 shard.grid @lamina_grid(shape = 2) {sym_visibility = "private"}
