@@ -485,16 +485,17 @@ struct LaminaCpuTileAndVectorizePass
         targetIsMatmul = true;
       }
       if (!matmul || !matmul.hasPureTensorSemantics()) {
-        if (std::optional<SmallVector<int64_t>> sizes = planElementwise(op)) {
+        auto markTarget = [&] {
           op->setAttr(kTargetAttr, IntegerAttr::get(
                                        IntegerType::get(&getContext(), 64),
                                        index));
+        };
+        if (std::optional<SmallVector<int64_t>> sizes = planElementwise(op)) {
+          markTarget();
           body += buildElementwiseSchedule(index++, *sizes, hasExtract(op));
         } else if (std::optional<SmallVector<int64_t>> rows =
                        planRowReduction(op)) {
-          op->setAttr(kTargetAttr, IntegerAttr::get(
-                                       IntegerType::get(&getContext(), 64),
-                                       index));
+          markTarget();
           body += buildRowReductionSchedule(index++, *rows);
         }
         return;

@@ -391,11 +391,9 @@ struct CrossEntropyToLinalg : OpRewritePattern<CrossEntropyOp> {
     Value picked =
         linalg::GenericOp::create(
             rewriter, loc, rowsType, targets,
-            tensor::EmptyOp::create(rewriter, loc, rowsType.getShape(),
-                                    element)
+            tensor::EmptyOp::create(rewriter, loc, rowsType.getShape(), element)
                 .getResult(),
-            ArrayRef<AffineMap>{maps.perRow, maps.perRow},
-            parallelIterators(1),
+            ArrayRef<AffineMap>{maps.perRow, maps.perRow}, parallelIterators(1),
             [&](OpBuilder &b, Location nloc, ValueRange args) {
               Value column = args[0];
               if (firstClass)
