@@ -94,9 +94,17 @@ def LaminaCpuTileAndVectorize : Pass<"lamina-cpu-tile-and-vectorize",
 
     Other element-wise ops (residual adds, a bias add or activation that was
     not fused, the epilogue of an unpacked matmul) whose last dimension is a
-    multiple of 16 are tiled into rows of 16 lanes and vectorized. Ops whose
-    shapes do not allow a clean schedule (dynamic, or a large odd K) are left
-    to the loop lowering.
+    multiple of 16 are tiled into rows of 16 lanes and vectorized. Float
+    reductions along the last dimension whose combiner is an addition or a
+    maximum (a loss's or a softmax's row statistics, a norm's mean and
+    variance) are tiled into rows, and each row's reduction is split into
+    16 lanes accumulated in registers and combined once at the row's end
+    (`tile_reduction_using_for`): the row's element-wise work is vectorized
+    and the sum is reordered as PyTorch's vectorized kernels reorder it.
+    Integer reductions (LNS codes, whose additions do not reassociate) and
+    bodies reading `linalg.index` keep their loops. Ops whose shapes do not
+    allow a clean schedule (dynamic, or a large odd K) are left to the loop
+    lowering.
 
     With `threads=N > 1`, the cache-level tiles form an `scf.forall` (the
     matmul and its fill fused into it), which the pipeline runs on N
