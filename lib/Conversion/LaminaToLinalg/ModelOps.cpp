@@ -14,6 +14,7 @@
 
 #include "Patterns.h"
 
+#include "lamina/Lamina/Analysis/Collectives.h"
 #include "lamina/Lamina/IR/Lamina.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -279,14 +280,7 @@ struct ClassBlock {
   /// logits.
   Value allReduce(OpBuilder &b, Location loc, Value values,
                   shard::ReductionKind kind) const {
-    if (!shards)
-      return values;
-    MLIRContext *context = b.getContext();
-    return shard::AllReduceOp::create(
-        b, loc, values.getType(),
-        FlatSymbolRefAttr::get(context, LaminaDialect::kGridName),
-        b.getDenseI16ArrayAttr({0}), values,
-        shard::ReductionKindAttr::get(context, kind));
+    return shards ? layout::buildAllReduce(b, loc, values, kind) : values;
   }
   /// The class of column 0 of the block, as i64 (none for whole logits).
   Value firstClass(OpBuilder &b, Location loc, int64_t blockSize) const {
@@ -384,10 +378,10 @@ struct CrossEntropyToLinalg : OpRewritePattern<CrossEntropyOp> {
     ClassBlock block{op.getShards(), op.getRank()};
     RowStatistics stats = rowStatistics(rewriter, loc, logits, maps, block);
     auto rowsType = RankedTensorType::get({rows}, element);
-    Value firstClass = block.firstClass(rewriter, loc, type.getDimSize(1));
+    int64_t columns = type.getDimSize(1);
+    Value firstClass = block.firstClass(rewriter, loc, columns);
     // x[n, t_n], read at the target's column (on the rank whose block holds
     // it; 0 on the others, and for a target outside the classes).
-    int64_t columns = type.getDimSize(1);
     Value picked =
         linalg::GenericOp::create(
             rewriter, loc, rowsType, targets,

@@ -2,7 +2,8 @@
 //
 // One builder of the `shard` ops that implement a layout::Collective, for
 // the partitioner (forward syncs), the reverse-mode rules (their backward
-// collectives) and backward generation (parameter and input gradients).
+// collectives) and backward generation (parameter and input gradients),
+// and of the all-reduces that vocabulary-parallel ops lower to.
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,6 +14,10 @@
 
 #include "mlir/IR/Builders.h"
 
+namespace mlir::shard {
+enum class ReductionKind : uint32_t;
+} // namespace mlir::shard
+
 namespace mlir::lamina::layout {
 
 /// `collective` of `input` (sums for the reductions), giving a value of
@@ -21,6 +26,11 @@ namespace mlir::lamina::layout {
 Value buildCollective(OpBuilder &b, Location loc, Collective collective,
                       Value input, Type resultType,
                       FlatSymbolRefAttr grid = {}, DenseI16ArrayAttr axes = {});
+
+/// An all-reduce of `input` by `reduction` (sums, maxima) on the partitioned
+/// module's grid.
+Value buildAllReduce(OpBuilder &b, Location loc, Value input,
+                     shard::ReductionKind reduction);
 
 } // namespace mlir::lamina::layout
 

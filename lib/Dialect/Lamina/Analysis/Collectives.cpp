@@ -33,3 +33,13 @@ Value layout::buildCollective(OpBuilder &b, Location loc, Collective collective,
   }
   llvm_unreachable("unknown collective");
 }
+
+Value layout::buildAllReduce(OpBuilder &b, Location loc, Value input,
+                             shard::ReductionKind reduction) {
+  MLIRContext *context = b.getContext();
+  return shard::AllReduceOp::create(
+      b, loc, input.getType(),
+      FlatSymbolRefAttr::get(context, LaminaDialect::kGridName),
+      b.getDenseI16ArrayAttr({0}), input,
+      shard::ReductionKindAttr::get(context, reduction));
+}
