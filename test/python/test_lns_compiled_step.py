@@ -176,3 +176,36 @@ def test_hyper_parameters_change_without_recompiling():
         F.mse_loss(twin(x), t).backward()
         twin_sgd.step()
     assert torch.equal(net[0].weight.codes, twin[0].weight.codes)
+
+
+class ScaledSGD(lns.LNSSGD):
+    """SGD whose step is lr²·g: a user's own update, stated once."""
+
+    @staticmethod
+    def update(a, plan, w, g, hyper, state):
+        return lns.LNSSGD.update(a, plan, w, a.mul(g, hyper("lr")), hyper,
+                                 state)
+
+
+def test_an_optimizer_update_is_written_once():
+    # The compiled step evaluates the optimizer's own `update`: overriding
+    # it changes eager and compiled steps alike.
+    torch.manual_seed(3)
+    eager, _ = _net_and_sgd()
+    compiled, plain = copy.deepcopy(eager), copy.deepcopy(eager)
+    opts = [ScaledSGD(m[0].lns_parameters(), lr=0.5, momentum=0.5)
+            for m in (eager, compiled)]
+    plain_opt = lns.LNSSGD(plain[0].lns_parameters(), lr=0.5, momentum=0.5)
+    step = lns.compile_step(compiled, F.mse_loss, opts[1], _inputs())
+    for _ in range(2):
+        x, t = _inputs()
+        for model, opt in ((eager, opts[0]), (plain, plain_opt)):
+            opt.zero_grad()
+            F.mse_loss(model(x), t).backward()
+            opt.step()
+        step(x, t)
+        for a, b, c in zip(eager[0].lns_parameters(),
+                           compiled[0].lns_parameters(),
+                           plain[0].lns_parameters()):
+            assert torch.equal(a["params"][0], b["params"][0])
+            assert not torch.equal(a["params"][0], c["params"][0])

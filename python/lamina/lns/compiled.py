@@ -16,8 +16,8 @@ from .. import _lamina
 from .._lamina import Program
 from . import kernels as K
 from . import trace
-from .autograd import ZERO, codes
-from .optim import LNSAdam, LNSSGD, _group_base
+from .autograd import codes, is_zero
+from .optim import LNSOptimizer, _group_base
 from .tensor import LNSTensor
 
 
@@ -190,7 +190,7 @@ class CompiledStep:
     loss.backward() and optimizer.step() would) and returns the loss."""
 
     def __init__(self, model, loss_fn, optimizer, example_inputs):
-        if not isinstance(optimizer, (LNSSGD, LNSAdam)):
+        if not isinstance(optimizer, LNSOptimizer):
             raise CompileError("compile_step takes an LNSSGD or LNSAdam "
                                "optimizer")
         self.model, self.loss_fn, self.optimizer = model, loss_fn, optimizer
@@ -247,27 +247,18 @@ class CompiledStep:
     # -- the step program -------------------------------------------------
 
     def _variant(self):
-        optimizer = self.optimizer
-        keys = []
-        for p, base, group in self.entries:
-            state = optimizer.state.get(p, {})
-            decay = not bool(_is_zero(group["weight_decay"].code_in(base)))
-            if isinstance(optimizer, LNSSGD):
-                momentum = not bool(_is_zero(group["momentum"].code_in(base)))
-                keys.append(("sgd", decay, momentum,
-                             "momentum_buffer" in state, group["nesterov"],
-                             group["maximize"]))
-            else:
-                keys.append(("adam", decay, group["amsgrad"],
-                             group["maximize"]))
-        return tuple(keys)
+        """The plan of every parameter's update (a program per variant)."""
+        return tuple(self.optimizer.plan(group, base,
+                                         self.optimizer.state.get(p, {}))
+                     for p, base, group in self.entries)
 
     def _program(self, variant):
-        program = self._programs.get(variant)
-        if program is None:
-            program = Program(self._module(variant), "step")
-            self._programs[variant] = program
-        return program
+        compiled = self._programs.get(variant)
+        if compiled is None:
+            source, updates = self._module(variant)
+            compiled = (Program(source, "step"), updates)
+            self._programs[variant] = compiled
+        return compiled
 
     def _module(self, variant):
         differentiated = self.differentiated
@@ -293,25 +284,27 @@ class CompiledStep:
                      f"{back_args}) : ({back_types}) -> "
                      f"({', '.join(gradients)})")
         results.append(("%fw#0", self.loss_type))
-        updates = _Update(lines, states, hypers)
-        new_params, new_states, grads = [], [], []
-        for i, ((p, base, group), key) in enumerate(zip(self.entries, variant)):
+        new_params, new_states, grads, updates = [], [], [], []
+        for i, ((p, base, group), plan) in enumerate(zip(self.entries,
+                                                         variant)):
             grad = f"%g#{n_in + i}"
             grads.append((grad, params[i][1]))
-            p_new, state_out = updates.parameter(i, key, params[i][0],
-                                                 params[i][1], grad, base,
-                                                 len(p.shape))
+            update = _UpdateProgram(i, p.shape, base, lines, states, hypers)
+            p_new, state_out = update.emit(self.optimizer, plan,
+                                           params[i][0], grad)
             new_params.append((p_new, params[i][1]))
             new_states += state_out
+            updates.append(update)
         results += new_params + new_states + grads
         signature = ", ".join(f"{n}: {t}" for n, t in inputs + params + states
                               + hypers)
         body = "\n  ".join(lines)
-        return (differentiated.rstrip().rstrip("}") +
-                f"  func.func @step({signature}) -> "
-                f"({', '.join(t for _, t in results)}) {{\n  {body}\n  "
-                f"return {', '.join(n for n, _ in results)} : "
-                f"{', '.join(t for _, t in results)}\n  }}\n}}\n")
+        source = (differentiated.rstrip().rstrip("}") +
+                  f"  func.func @step({signature}) -> "
+                  f"({', '.join(t for _, t in results)}) {{\n  {body}\n  "
+                  f"return {', '.join(n for n, _ in results)} : "
+                  f"{', '.join(t for _, t in results)}\n  }}\n}}\n")
+        return source, updates
 
     # -- calls ------------------------------------------------------------
 
@@ -322,191 +315,121 @@ class CompiledStep:
                              f"{self.shapes}; got "
                              f"{[tuple(t.shape) for t in inputs]}")
         variant = self._variant()
-        program = self._program(variant)
+        program, updates = self._program(variant)
         optimizer = self.optimizer
         arrays = [codes(t.lns) for t in inputs]
         arrays += [codes(p) for p, _, _ in self.entries]
         state_arrays, hyper_arrays = [], []
-        for (p, base, group), key in zip(self.entries, variant):
-            state = optimizer.state[p]
-            s, h = _Update.arguments(optimizer, key, group, base, state)
+        for (p, base, group), plan, update in zip(self.entries, variant,
+                                                  updates):
+            s, h = update.arguments(optimizer, plan, p, group, base)
             state_arrays += s
             hyper_arrays += h
         results = program.run(program.prepare(arrays + state_arrays +
-                                               hyper_arrays))
+                                              hyper_arrays))
         loss, rest = results[0], list(results[1:])
         count = len(self.entries)
         new_params, rest = rest[:count], rest[count:]
         new_states, grads = rest[:-count], rest[-count:]
         with torch.no_grad():
-            for (p, base, group), key, new, grad in zip(
-                    self.entries, variant, new_params, grads):
+            for (p, _, _), update, new, grad in zip(self.entries, updates,
+                                                    new_params, grads):
                 p.copy_(torch.from_numpy(np.asarray(new, np.float64)))
                 p.grad = torch.from_numpy(np.asarray(grad, np.float64))
                 p._lns_incoming, p._lns_total = [p.grad], p.grad
-                new_states = _Update.store(optimizer, key,
-                                           optimizer.state[p], new_states)
+                written = len(update.new_state_names)
+                optimizer.store(optimizer.state[p], dict(
+                    zip(update.new_state_names, new_states[:written])))
+                new_states = new_states[written:]
         return LNSTensor(torch.tensor(float(np.asarray(loss)),
                                       dtype=torch.float64), self.bases[-1])
 
 
-def _is_zero(code):
-    return (np.int64(code) | 1) == ZERO
+class _IrArithmetic:
+    """LNS arithmetic emitting lns ops on tensors of one type: the compiled
+    evaluation of an optimizer's update (lamina.lns.optim)."""
 
+    _OPS = {"add": "lns.add", "sub": "lns.sub", "mul": "lns.mul",
+            "div": "lns.div", "sqrt": "lns.sqrt", "maximum": "lns.max",
+            "neg": "lns.neg"}
 
-class _Update:
-    """The optimizer's update of one parameter in lns ops (the algorithm of
-    lamina.lns.optim, spec §4), and the host side of its arguments."""
+    def __init__(self, lines, prefix, type_):
+        self.lines, self.prefix, self.type = lines, prefix, type_
+        self.count = 0
 
-    def __init__(self, lines, states, hypers):
-        self.lines, self.states, self.hypers = lines, states, hypers
+    def __getattr__(self, name):
+        op = self._OPS.get(name)
+        if op is None:
+            raise AttributeError(name)
 
-    def _hyper(self, i, name, base, rank, shape_type):
-        """A 0-d hyper-parameter argument broadcast to the parameter."""
-        scalar = _type((), base)
-        arg = f"%h{i}_{name}"
-        self.hypers.append((arg, scalar))
-        dims = ", ".join(map(str, range(rank)))
-        self.lines += [
-            f"{arg}_e = tensor.empty() : {shape_type}",
-            f"{arg}_b = linalg.broadcast ins({arg} : {scalar}) outs({arg}_e "
-            f": {shape_type}) dimensions = [{dims}]"]
-        return f"{arg}_b"
-
-    def parameter(self, i, key, p, t, grad, base, rank):
-        """The update of parameter `p` (type `t`) from gradient `grad`:
-        its new value and the new state values."""
-        counter = iter(range(1 << 30))
-
-        def emit(kind, *operands):
-            name = f"%u{i}_{next(counter)}"
-            types = t if len(operands) == 1 else ", ".join([t] * len(operands))
-            self.lines.append(f"{name} = {kind} {', '.join(operands)} : "
+        def emit(*operands):
+            result = f"{self.prefix}_{self.count}"
+            self.count += 1
+            types = ", ".join([self.type] * len(operands))
+            self.lines.append(f"{result} = {op} {', '.join(operands)} : "
                               f"{types}")
-            return name
+            return result
+        return emit
 
-        def hyper(name):
-            return self._hyper(i, name, base, rank, t)
 
-        def state(name):
-            arg = f"%s{i}_{name}"
-            self.states.append((arg, t))
-            return arg
+class _UpdateProgram:
+    """One parameter's update in the step program, and the host side of
+    its arguments: the hyper-parameters and state values it reads, in the
+    order the update first asks for them."""
 
-        g = grad
-        maximize, decay = key[-1], key[1]
-        if maximize:
-            g = emit("lns.neg", g)
-        if decay:
-            g = emit("lns.add", g, emit("lns.mul", p, hyper("wd")))
-        new_states = []
-        if key[0] == "sgd":
-            momentum, has_buffer, nesterov = key[2], key[3], key[4]
-            if momentum:
-                mom = hyper("momentum")
-                if has_buffer:
-                    buf_in = state("buf")
-                    keep = hyper("keep")
-                    buf = emit("lns.add", emit("lns.mul", buf_in, mom),
-                               emit("lns.mul", g, keep))
-                else:
-                    buf = g
-                new_states.append((buf, t))
-                g = (emit("lns.add", g, emit("lns.mul", buf, mom))
-                     if nesterov else buf)
-            step = emit("lns.mul", g, hyper("lr"))
-            return emit("lns.sub", p, step), new_states
-        amsgrad = key[2]
-        beta1, beta2 = hyper("beta1"), hyper("beta2")
-        omb1, omb2 = hyper("omb1"), hyper("omb2")
-        m_in, v_in = state("m"), state("v")
-        m = emit("lns.add", emit("lns.mul", m_in, beta1),
-                 emit("lns.mul", g, omb1))
-        v = emit("lns.add", emit("lns.mul", v_in, beta2),
-                 emit("lns.mul", emit("lns.mul", g, g), omb2))
-        bc1, bc2 = hyper("bc1"), hyper("bc2")
-        mhat = emit("lns.div", m, bc1)
-        new_states += [(m, t), (v, t)]
-        if amsgrad:
-            vmax = emit("lns.max", state("vmax"), v)
-            new_states.append((vmax, t))
-            dsq = emit("lns.div", vmax, bc2)
-        else:
-            dsq = emit("lns.div", v, bc2)
-        denom = emit("lns.add", emit("lns.sqrt", dsq), hyper("eps"))
-        step = emit("lns.mul", hyper("lr"), emit("lns.div", mhat, denom))
-        return emit("lns.sub", p, step), new_states
+    def __init__(self, i, shape, base, lines, states, hypers):
+        self.i, self.rank = i, len(shape)
+        self.type, self.scalar = _type(shape, base), _type((), base)
+        self.lines, self.states, self.hypers = lines, states, hypers
+        self.hyper_names, self.state_names, self.new_state_names = [], [], []
+        self._hyper_values = {}
 
-    @staticmethod
-    def arguments(optimizer, key, group, base, state):
-        """The state and hyper-parameter arrays of one parameter, in the
-        order `parameter` declares them."""
-        kw = base.kw()
-        code = lambda name: np.asarray(group[name].code_in(base),  # noqa: E731
-                                       dtype=np.int64).reshape(())
-        states, hypers = [], []
-        if key[0] == "sgd":
-            _, decay, momentum, has_buffer, _, _ = key
-            if decay:
-                hypers.append(code("weight_decay"))
-            if momentum:
-                hypers.append(code("momentum"))
-                if has_buffer:
-                    states.append(codes(state["momentum_buffer"]))
-                    hypers.append(np.asarray(K.sub(np.int64(0),
-                                                   code("dampening"), **kw),
-                                             np.int64).reshape(()))
-            hypers.append(code("lr"))
-            return states, hypers
-        _, decay, amsgrad, _ = key
-        if decay:
-            hypers.append(code("weight_decay"))
-        if not state:
-            state["step"] = 0
-            for name in ("exp_avg", "exp_avg_sq") + (
-                    ("max_exp_avg_sq",) if amsgrad else ()):
-                state[name] = None
-        t = state["step"] + 1
-        shape = group["params"][0].shape
-        for name in ("exp_avg", "exp_avg_sq") + (
-                ("max_exp_avg_sq",) if amsgrad else ()):
-            value = state.get(name)
-            states.append(np.full(tuple(shape), ZERO, np.int64)
-                          if value is None else codes(value))
-        beta1, beta2 = code("beta1"), code("beta2")
-        one = np.int64(0)
-        eps = code("eps")
-        if _is_zero(eps):
+    def _hyper(self, name):
+        """A 0-d hyper-parameter argument broadcast to the parameter."""
+        if name not in self._hyper_values:
+            scalar = self.scalar
+            arg = f"%h{self.i}_{name}"
+            self.hypers.append((arg, scalar))
+            dims = ", ".join(map(str, range(self.rank)))
+            self.lines += [
+                f"{arg}_e = tensor.empty() : {self.type}",
+                f"{arg}_b = linalg.broadcast ins({arg} : {scalar}) outs("
+                f"{arg}_e : {self.type}) dimensions = [{dims}]"]
+            self.hyper_names.append(name)
+            self._hyper_values[name] = f"{arg}_b"
+        return self._hyper_values[name]
+
+    def _state(self, name):
+        arg = f"%s{self.i}_{name}"
+        self.states.append((arg, self.type))
+        self.state_names.append(name)
+        return arg
+
+    def emit(self, optimizer, plan, p, grad):
+        """The update's lns ops: (new parameter, [(new state, type)])."""
+        arithmetic = _IrArithmetic(self.lines, f"%u{self.i}", self.type)
+        new_p, new_state = optimizer.update(arithmetic, plan, p, grad,
+                                            self._hyper, self._state)
+        self.new_state_names = list(new_state)
+        return new_p, [(value, self.type) for value in new_state.values()]
+
+    def arguments(self, optimizer, plan, p, group, base):
+        """The state and hyper-parameter arrays of this call, in the order
+        `emit` declared them."""
+        state = optimizer.state[p]
+        hyper = optimizer.hyper_codes(group, base, state)
+        if plan.kind == "adam" and "eps" in self.hyper_names and \
+                is_zero(hyper["eps"]):
             raise CompileError("the compiled Adam step needs eps > 0: its "
                                "denominator would be zero for a zero "
                                "gradient, which the compiled code does not "
                                "check")
-        bc1 = K.sub(one, K.powi(beta1, t, **kw), **kw)
-        bc2 = K.sub(one, K.powi(beta2, t, **kw), **kw)
-        for divisor, name in ((bc1, "beta1"), (bc2, "beta2")):
-            if _is_zero(divisor):
-                raise ZeroDivisionError(f"1 - {name}^{t} is zero in LNS")
-        hypers += [beta1, beta2, np.asarray(K.sub(one, beta1, **kw)),
-                   np.asarray(K.sub(one, beta2, **kw)),
-                   np.asarray(bc1), np.asarray(bc2), eps, code("lr")]
-        return states, [np.asarray(h, np.int64).reshape(()) for h in hypers]
-
-    @staticmethod
-    def store(optimizer, key, state, new_states):
-        """Writes the step's new state of one parameter; returns the rest."""
-        def tensor(a):
-            return torch.from_numpy(np.asarray(a, np.float64))
-        if key[0] == "sgd":
-            if key[2]:
-                state["momentum_buffer"] = tensor(new_states[0])
-                return new_states[1:]
-            return new_states
-        names = ["exp_avg", "exp_avg_sq"] + (["max_exp_avg_sq"] if key[2]
-                                             else [])
-        for name, value in zip(names, new_states):
-            state[name] = tensor(value)
-        state["step"] += 1
-        return new_states[len(names):]
+        current = optimizer.initial_state(plan, p)
+        current.update({name: codes(state[name]) for name in plan.state_in
+                        if name in state})
+        return ([current[name] for name in self.state_names],
+                [np.asarray(hyper[name], np.int64).reshape(())
+                 for name in self.hyper_names])
 
 
 def compile_step(model, loss_fn, optimizer, example_inputs):

@@ -6,6 +6,10 @@ its parameters' base (``{"params": [...], "base": ...}``). Hyper-parameters
 given as floats are encoded in the default base (f = 23) and converted to
 each group's base at every step, as the reference does; a zero stays zero
 (the reference's conversion turns it into a tiny non-zero code).
+
+Each optimizer's update is written once (`update`, against an LNS
+arithmetic): `step()` evaluates it on NumPy codes (CodeArithmetic) and
+lamina.lns.compile_step on lns ops.
 """
 
 import numpy as np
@@ -53,8 +57,77 @@ def _group_base(group):
     return Base.of(base)
 
 
+class CodeArithmetic:
+    """LNS arithmetic on NumPy codes in one base: the eager evaluation of
+    an optimizer's update (`update` below is written once against this
+    interface; lamina.lns.compiled gives it an IR-emitting one)."""
+
+    def __init__(self, base):
+        self.kw = base.kw()
+
+    def add(self, x, y):
+        return K.add(x, y, **self.kw)
+
+    def sub(self, x, y):
+        return K.sub(x, y, **self.kw)
+
+    def mul(self, x, y):
+        return K.mul(x, y, **self.kw)
+
+    def div(self, x, y):
+        return K.div(x, y, **self.kw)
+
+    def sqrt(self, x):
+        return K.sqrt(x, **self.kw)
+
+    def maximum(self, x, y):
+        return K.maximum(x, y, **self.kw)
+
+    def neg(self, x):
+        return x ^ 1
+
+
+def _direction(a, plan, w, g, hyper):
+    """The gradient negated to maximize, with L2 weight decay added (spec
+    §4, both optimizers)."""
+    if plan.maximize:
+        g = a.neg(g)
+    if plan.decay:
+        g = a.add(g, a.mul(w, hyper("weight_decay")))
+    return g
+
+
+class _Plan:
+    """What one parameter's update computes, fixed before it runs (a
+    compiled step is specialised on it): `state_in` names the state values
+    the update reads."""
+
+    def __init__(self, **facts):
+        self.__dict__.update(facts)
+        self.key = tuple(sorted(facts.items()))
+
+    def __eq__(self, other):
+        return isinstance(other, _Plan) and self.key == other.key
+
+    def __hash__(self):
+        return hash(self.key)
+
+
+def _set(p, new_codes):
+    with torch.no_grad():
+        p.copy_(torch.from_numpy(np.asarray(new_codes).astype(np.float64)))
+
+
+def _as_state(a):
+    return torch.from_numpy(np.array(a, dtype=np.int64).astype(np.float64))
+
+
 class LNSOptimizer(torch.optim.Optimizer):
-    """Base of the LNS optimizers: zero_grad also forgets the gradients
+    """Base of the LNS optimizers, each given by three methods that the
+    eager step and lamina.lns.compile_step share: `plan` (what one
+    parameter's update computes), `hyper_codes` (its hyper-parameters as
+    codes in the group's base) and `update` (the spec's algorithm, written
+    once against any LNS arithmetic). zero_grad also forgets the gradients
     accumulated across backward calls."""
 
     def zero_grad(self, set_to_none=True):
@@ -70,25 +143,57 @@ class LNSOptimizer(torch.optim.Optimizer):
         with torch.enable_grad():
             return closure()
 
-    def _hyper(self, group, *names):
-        base = _group_base(group)
-        return base, [group[name].code_in(base) for name in names]
+
+    def plan(self, group, base, state):
+        raise NotImplementedError
+
+    def hyper_codes(self, group, base, state):
+        raise NotImplementedError
+
+    @staticmethod
+    def update(a, plan, w, g, hyper, state):
+        """(new parameter, {state name: new value}) from codes w and g;
+        hyper(name) and state(name) give the values the update reads."""
+        raise NotImplementedError
+
+    def initial_state(self, plan, p):
+        """The state codes of a parameter's first step, by name."""
+        return {}
+
+    def store(self, state, new_state):
+        """Records a step's new state values (codes) in `state`."""
+        for name, value in new_state.items():
+            state[name] = _as_state(value)
+
+    @torch.no_grad()
+    def step(self, closure=None):
+        loss = self._evaluate(closure)
+        for group in self.param_groups:
+            base = _group_base(group)
+            arithmetic = CodeArithmetic(base)
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                state = self.state[p]
+                plan = self.plan(group, base, state)
+                hyper = self.hyper_codes(group, base, state)
+                current = self.initial_state(plan, p)
+                current.update({name: codes(state[name])
+                                for name in plan.state_in if name in state})
+                new_w, new_state = self.update(
+                    arithmetic, plan, codes(p), codes(p.grad),
+                    hyper.__getitem__, current.__getitem__)
+                self.store(state, new_state)
+                _set(p, new_w)
+        return loss
 
 
-def _gradient(p, maximize, decay, kw):
-    """p's gradient codes, negated to maximize, with L2 weight decay
-    added (spec §4, both optimizers), and p's codes."""
-    g, w = codes(p.grad), codes(p)
-    if maximize:
-        g = g ^ 1
-    if not is_zero(decay):
-        g = K.add(g, K.mul(w, decay, **kw), **kw)
-    return g, w
+def _code(group, name, base):
+    return group[name].code_in(base)
 
 
-def _set(p, new_codes):
-    with torch.no_grad():
-        p.copy_(torch.from_numpy(new_codes.astype(np.float64)))
+def _nonzero(code):
+    return not bool(is_zero(code))
 
 
 class LNSSGD(LNSOptimizer):
@@ -106,32 +211,40 @@ class LNSSGD(LNSOptimizer):
         super().__init__(params, dict(hp, nesterov=nesterov,
                                       maximize=maximize))
 
-    @torch.no_grad()
-    def step(self, closure=None):
-        loss = self._evaluate(closure)
-        for group in self.param_groups:
-            base, (lr, momentum, dampening, decay) = self._hyper(
-                group, "lr", "momentum", "dampening", "weight_decay")
-            kw = base.kw()
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                g, w = _gradient(p, group["maximize"], decay, kw)
-                if not is_zero(momentum):
-                    state = self.state[p]
-                    buf = state.get("momentum_buffer")
-                    if buf is None:
-                        buf = g.copy()
-                    else:
-                        keep = K.sub(np.int64(0), dampening, **kw)
-                        buf = K.add(K.mul(codes(buf), momentum, **kw),
-                                    K.mul(g, keep, **kw), **kw)
-                    state["momentum_buffer"] = torch.from_numpy(
-                        buf.astype(np.float64))
-                    g = (K.add(g, K.mul(buf, momentum, **kw), **kw)
-                         if group["nesterov"] else buf)
-                _set(p, K.sub(w, K.mul(g, lr, **kw), **kw))
-        return loss
+    def plan(self, group, base, state):
+        momentum = _nonzero(_code(group, "momentum", base))
+        has_buffer = momentum and "momentum_buffer" in state
+        return _Plan(kind="sgd", maximize=group["maximize"],
+                     decay=_nonzero(_code(group, "weight_decay", base)),
+                     momentum=momentum, has_buffer=has_buffer,
+                     nesterov=group["nesterov"],
+                     state_in=("momentum_buffer",) if has_buffer else ())
+
+    def hyper_codes(self, group, base, state):
+        hyper = {name: _code(group, name, base)
+                 for name in ("lr", "momentum", "weight_decay")}
+        # 1 − dampening, the weight of a new gradient in the buffer.
+        hyper["keep"] = K.sub(np.int64(0), _code(group, "dampening", base),
+                              **base.kw())
+        return hyper
+
+    @staticmethod
+    def update(a, plan, w, g, hyper, state):
+        g = _direction(a, plan, w, g, hyper)
+        new_state = {}
+        if plan.momentum:
+            buf = g
+            if plan.has_buffer:
+                buf = a.add(a.mul(state("momentum_buffer"),
+                                  hyper("momentum")),
+                            a.mul(g, hyper("keep")))
+            new_state["momentum_buffer"] = buf
+            g = a.add(g, a.mul(buf, hyper("momentum"))) if plan.nesterov \
+                else buf
+        return a.sub(w, a.mul(g, hyper("lr"))), new_state
+
+
+_ADAM_STATE = ("exp_avg", "exp_avg_sq")
 
 
 class LNSAdam(LNSOptimizer):
@@ -151,46 +264,49 @@ class LNSAdam(LNSOptimizer):
                ("weight_decay", weight_decay))}
         super().__init__(params, dict(hp, amsgrad=amsgrad, maximize=maximize))
 
-    @torch.no_grad()
-    def step(self, closure=None):
-        loss = self._evaluate(closure)
-        for group in self.param_groups:
-            base, (lr, beta1, beta2, eps, decay) = self._hyper(
-                group, "lr", "beta1", "beta2", "eps", "weight_decay")
-            kw = base.kw()
-            one = np.int64(0)
-            omb1, omb2 = K.sub(one, beta1, **kw), K.sub(one, beta2, **kw)
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                g, w = _gradient(p, group["maximize"], decay, kw)
-                state = self.state[p]
-                if not state:
-                    state["step"] = 0
-                    for name in ("exp_avg", "exp_avg_sq") + (
-                            ("max_exp_avg_sq",) if group["amsgrad"] else ()):
-                        state[name] = torch.full_like(p, float(ZERO))
-                state["step"] += 1
-                t = state["step"]
-                m = K.add(K.mul(codes(state["exp_avg"]), beta1, **kw),
-                          K.mul(g, omb1, **kw), **kw)
-                v = K.add(K.mul(codes(state["exp_avg_sq"]), beta2, **kw),
-                          K.mul(K.mul(g, g, **kw), omb2, **kw), **kw)
-                bc1 = K.sub(one, K.powi(beta1, t, **kw), **kw)
-                bc2 = K.sub(one, K.powi(beta2, t, **kw), **kw)
-                mhat = K.div(m, bc1, **kw)
-                if group["amsgrad"]:
-                    vmax = K.maximum(codes(state["max_exp_avg_sq"]), v, **kw)
-                    state["max_exp_avg_sq"] = _as_state(vmax)
-                    dsq = K.div(vmax, bc2, **kw)
-                else:
-                    dsq = K.div(v, bc2, **kw)
-                denom = K.add(K.sqrt(dsq, **kw), eps, **kw)
-                step = K.mul(lr, K.div(mhat, denom, **kw), **kw)
-                state["exp_avg"], state["exp_avg_sq"] = _as_state(m), _as_state(v)
-                _set(p, K.sub(w, step, **kw))
-        return loss
+    def plan(self, group, base, state):
+        amsgrad = group["amsgrad"]
+        return _Plan(kind="adam", maximize=group["maximize"],
+                     decay=_nonzero(_code(group, "weight_decay", base)),
+                     amsgrad=amsgrad,
+                     state_in=_ADAM_STATE + (("max_exp_avg_sq",) if amsgrad
+                                             else ()))
 
+    def hyper_codes(self, group, base, state):
+        """The codes of this step (t = the step count after it)."""
+        kw = base.kw()
+        one = np.int64(0)
+        hyper = {name: _code(group, name, base)
+                 for name in ("lr", "beta1", "beta2", "eps", "weight_decay")}
+        t = state.get("step", 0) + 1
+        for i in (1, 2):
+            beta = hyper[f"beta{i}"]
+            hyper[f"omb{i}"] = K.sub(one, beta, **kw)
+            correction = K.sub(one, K.powi(beta, t, **kw), **kw)
+            if is_zero(correction):
+                raise ZeroDivisionError(f"1 - beta{i}^{t} is zero in LNS")
+            hyper[f"bc{i}"] = correction
+        return hyper
 
-def _as_state(a):
-    return torch.from_numpy(np.array(a, dtype=np.int64).astype(np.float64))
+    def initial_state(self, plan, p):
+        return {name: np.full(tuple(p.shape), ZERO, np.int64)
+                for name in plan.state_in}
+
+    def store(self, state, new_state):
+        super().store(state, new_state)
+        state["step"] = state.get("step", 0) + 1
+
+    @staticmethod
+    def update(a, plan, w, g, hyper, state):
+        g = _direction(a, plan, w, g, hyper)
+        m = a.add(a.mul(state("exp_avg"), hyper("beta1")),
+                  a.mul(g, hyper("omb1")))
+        v = a.add(a.mul(state("exp_avg_sq"), hyper("beta2")),
+                  a.mul(a.mul(g, g), hyper("omb2")))
+        new_state = {"exp_avg": m, "exp_avg_sq": v}
+        mhat = a.div(m, hyper("bc1"))
+        if plan.amsgrad:
+            v = a.maximum(state("max_exp_avg_sq"), v)
+            new_state["max_exp_avg_sq"] = v
+        denom = a.add(a.sqrt(a.div(v, hyper("bc2"))), hyper("eps"))
+        return a.sub(w, a.mul(hyper("lr"), a.div(mhat, denom))), new_state
