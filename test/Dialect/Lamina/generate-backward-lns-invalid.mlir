@@ -43,13 +43,3 @@ func.func @loss(%x: tensor<4x!f>, %w: tensor<3x4x!f>) -> tensor<!f> {
   return %s : tensor<!f>
 }
 
-// -----
-
-// encode/decode have no reverse-mode rule: a float gradient does not pass
-// into LNS codes.
-func.func @loss(%x: tensor<4xf32>) -> tensor<4xf32> {
-  %c = lns.encode %x : tensor<4xf32> -> tensor<4x!lns.num<f = 10>>
-  // expected-error @+1 {{'lns.decode' op has no reverse-mode rule}}
-  %d = lns.decode %c : tensor<4x!lns.num<f = 10>> -> tensor<4xf32>
-  return %d : tensor<4xf32>
-}

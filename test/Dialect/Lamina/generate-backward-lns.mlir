@@ -61,3 +61,30 @@ func.func @loss(%x: tensor<2x4x!f>, %w: tensor<3x4x!lns.num<f = 12>>) -> tensor<
   %s = lns.sum %h dims [0, 1] : tensor<2x3x!f> -> tensor<!f>
   return %s : tensor<!f>
 }
+
+// -----
+
+// A float program with a layer replaced by its LNS variant (replace "lns"):
+// the float cotangent is encoded in the layer's base (decode's rule), the
+// layer's gradients are LNS codes by the same products and sequential row
+// sum as lns.linear's rule, and the input's is decoded (encode's rule).
+//   dyl = encode(dy);  db = Σ rows dyl;  dxl = dyl·W;  dW = dylᵀ·xl
+//   dx = decode(dxl)
+// CHECK-LABEL: func.func @loss_backward
+// CHECK-SAME: (%{{[^:]+}}: tensor<4x8xf32>, %[[W:[^:]+]]: tensor<16x8x!lns.num<f = 10>>, %{{[^:]+}}: tensor<16x!lns.num<f = 10>>, %[[XL:[^:]+]]: tensor<4x8x!lns.num<f = 10>>, %[[DY:[^:]+]]: tensor<4x16xf32>)
+// CHECK-SAME: -> (tensor<4x8xf32>, tensor<16x8x!lns.num<f = 10>>, tensor<16x!lns.num<f = 10>>)
+// CHECK: %[[DYL:.+]] = lns.encode %[[DY]] : tensor<4x16xf32> -> tensor<4x16x!lns.num<f = 10>>
+// CHECK: %[[DB:.+]] = lns.sum %[[DYL]] dims [0] : tensor<4x16x!lns.num<f = 10>> -> tensor<16x!lns.num<f = 10>>
+// CHECK: %[[WT:.+]] = linalg.transpose ins(%[[W]] : {{.*}} permutation = [1, 0]
+// CHECK: %[[DXL:.+]] = lamina.matmul "fc" %[[DYL]], %[[WT]] : (tensor<4x16x!lns.num<f = 10>>, tensor<8x16x!lns.num<f = 10>>) -> tensor<4x8x!lns.num<f = 10>>
+// CHECK: %[[DYT:.+]] = linalg.transpose ins(%[[DYL]] : {{.*}} permutation = [1, 0]
+// CHECK: %[[XT:.+]] = linalg.transpose ins(%[[XL]] : {{.*}} permutation = [1, 0]
+// CHECK: %[[DW:.+]] = lamina.matmul "fc" %[[DYT]], %[[XT]] : (tensor<16x4x!lns.num<f = 10>>, tensor<8x4x!lns.num<f = 10>>) -> tensor<16x8x!lns.num<f = 10>>
+// CHECK: %[[DX:.+]] = lns.decode %[[DXL]] : tensor<4x8x!lns.num<f = 10>> -> tensor<4x8xf32>
+// CHECK: return %[[DX]], %[[DW]], %[[DB]]
+func.func @loss(%x: tensor<4x8xf32>, %w: tensor<16x8x!lns.num<f = 10>>, %b: tensor<16x!lns.num<f = 10>>) -> tensor<4x16xf32> {
+  %xl = lns.encode %x : tensor<4x8xf32> -> tensor<4x8x!lns.num<f = 10>>
+  %0 = lamina.linear "fc" %xl, %w bias %b : (tensor<4x8x!lns.num<f = 10>>, tensor<16x8x!lns.num<f = 10>>, tensor<16x!lns.num<f = 10>>) -> tensor<4x16x!lns.num<f = 10>>
+  %y = lns.decode %0 : tensor<4x16x!lns.num<f = 10>> -> tensor<4x16xf32>
+  return %y : tensor<4x16xf32>
+}

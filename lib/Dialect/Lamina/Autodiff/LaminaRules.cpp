@@ -11,6 +11,7 @@
 #include "TensorUtils.h"
 
 #include "lamina/Lamina/IR/Lamina.h"
+#include "lamina/Lns/IR/Lns.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -47,11 +48,19 @@ struct MatmulRule : Rule<MatmulRule, MatmulOp> {
                                            MutableArrayRef<Value> dxs) const {
     auto matmul = cast<MatmulOp>(op);
     auto type = cast<RankedTensorType>(matmul.getType());
-    if (!type.getElementType().isF32() ||
-        cast<RankedTensorType>(matmul.getInput().getType()).getElementType() !=
-            type.getElementType())
-      return op->emitOpError("backward is generated for f32 layers only, got ")
-             << matmul.getInput().getType() << " → " << type;
+    Type element = type.getElementType();
+    auto elementOf = [](Value value) {
+      return cast<RankedTensorType>(value.getType()).getElementType();
+    };
+    // LNS layers (replace "lns") differentiate in LNS: the same products,
+    // lowered to lns.linear's sequential sums, as the spec's rules give.
+    if (!(element.isF32() || isa<lns::NumType>(element)) ||
+        elementOf(matmul.getInput()) != element ||
+        elementOf(matmul.getWeight()) != element)
+      return op->emitOpError("backward is generated for f32 and LNS layers "
+                             "of one element type, got ")
+             << matmul.getInput().getType() << ", "
+             << matmul.getWeight().getType() << " → " << type;
     auto [dx, dw] = linearCotangents(
         b, op->getLoc(), state.getPrimal(matmul.getInput()),
         state.getPrimal(matmul.getWeight()), dys[0], matmul.getPathAttr());
@@ -67,7 +76,9 @@ struct BiasAddRule : Rule<BiasAddRule, BiasAddOp> {
                                            ArrayRef<Value> dys,
                                            MutableArrayRef<Value> dxs) const {
     dxs[0] = dys[0];
-    dxs[1] = buildSumLeadingDims(b, op->getLoc(), dys[0]);
+    dxs[1] = isa<lns::NumType>(getElementTypeOrSelf(dys[0].getType()))
+                 ? buildLnsSumLeadingDims(b, op->getLoc(), dys[0])
+                 : buildSumLeadingDims(b, op->getLoc(), dys[0]);
     return success();
   }
 };

@@ -206,6 +206,15 @@ struct ChangeBaseRule : Rule<ChangeBaseRule, lns::ChangeBaseOp> {
   }
 };
 
+/// The sum of the rows of `rows` [M, N] (codes), in order: [N].
+Value buildRowSum(OpBuilder &b, Location loc, Value rows, lns::SbdbMode sbdb) {
+  auto type = cast<RankedTensorType>(rows.getType());
+  auto sumType = RankedTensorType::get({type.getDimSize(1)},
+                                       type.getElementType());
+  return lns::SumOp::create(b, loc, sumType, rows, b.getDenseI64ArrayAttr({0}),
+                            lns::ReductionOrder::sequential, sbdb);
+}
+
 /// A[M, K]·B[K, N] with the sequential sums of lns.matmul, as an lns.linear
 /// (x·Wᵀ with W = Bᵀ): the same order of additions, through the layer's
 /// vectorized kernels.
@@ -276,17 +285,44 @@ struct LinearRule : Rule<LinearRule, lns::LinearOp> {
     Value gw = buildProduct(b, loc, buildTranspose2D(b, loc, rowsOfG), rowsOfX,
                             w.getType(), sbdb);
     dxs[1] = toType(b, loc, gw, linear.getWeight().getType());
-    if (Value bias = linear.getBias()) {
-      auto biasType = cast<RankedTensorType>(withElementOf(bias, x));
-      Value gb = lns::SumOp::create(b, loc, biasType, rowsOfG,
-                                    b.getDenseI64ArrayAttr({0}),
-                                    lns::ReductionOrder::sequential, sbdb);
-      dxs[2] = toType(b, loc, gb, bias.getType());
-    }
+    if (Value bias = linear.getBias())
+      dxs[2] = toType(b, loc, buildRowSum(b, loc, rowsOfG, sbdb),
+                      bias.getType());
+    return success();
+  }
+};
+
+/// x' = encode(x) is x rounded to a code: its cotangent passes through,
+/// decoded to x's float type.
+struct EncodeRule : Rule<EncodeRule, lns::EncodeOp> {
+  LogicalResult buildVectorJacobianProduct(Operation *op, OpBuilder &b,
+                                           ReverseState &, ArrayRef<Value> dys,
+                                           MutableArrayRef<Value> dxs) const {
+    auto encode = cast<lns::EncodeOp>(op);
+    dxs[0] = lns::DecodeOp::create(b, op->getLoc(),
+                                   encode.getInput().getType(), dys[0]);
+    return success();
+  }
+};
+
+/// y = decode(c): the float cotangent of y, encoded in c's base, is c's.
+struct DecodeRule : Rule<DecodeRule, lns::DecodeOp> {
+  LogicalResult buildVectorJacobianProduct(Operation *op, OpBuilder &b,
+                                           ReverseState &, ArrayRef<Value> dys,
+                                           MutableArrayRef<Value> dxs) const {
+    auto decode = cast<lns::DecodeOp>(op);
+    dxs[0] = lns::EncodeOp::create(b, op->getLoc(),
+                                   decode.getInput().getType(), dys[0]);
     return success();
   }
 };
 } // namespace
+
+Value autodiff::buildLnsSumLeadingDims(OpBuilder &b, Location loc,
+                                       Value value) {
+  return buildRowSum(b, loc, buildFlattenRows(b, loc, value),
+                     lns::SbdbMode::ideal);
+}
 
 void autodiff::registerLnsRules(DialectRegistry &registry) {
   registry.addExtension(+[](MLIRContext *context, lns::LnsDialect *) {
@@ -301,5 +337,7 @@ void autodiff::registerLnsRules(DialectRegistry &registry) {
     lns::ChangeBaseOp::attachInterface<ChangeBaseRule>(*context);
     lns::MatmulOp::attachInterface<MatmulRule>(*context);
     lns::LinearOp::attachInterface<LinearRule>(*context);
+    lns::EncodeOp::attachInterface<EncodeRule>(*context);
+    lns::DecodeOp::attachInterface<DecodeRule>(*context);
   });
 }

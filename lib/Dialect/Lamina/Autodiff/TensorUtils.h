@@ -53,6 +53,10 @@ Value buildFlattenRows(OpBuilder &b, Location loc, Value value);
 /// Σ of `value` [..., N] over every dim but the last: [N].
 Value buildSumLeadingDims(OpBuilder &b, Location loc, Value value);
 
+/// The same Σ of LNS codes as the LNS training spec sums a bias gradient:
+/// one sequential lns.sum over the leading dims flattened (LnsRules.cpp).
+Value buildLnsSumLeadingDims(OpBuilder &b, Location loc, Value value);
+
 } // namespace mlir::lamina::autodiff
 
 #endif // LAMINA_LIB_DIALECT_LAMINA_AUTODIFF_TENSORUTILS_H

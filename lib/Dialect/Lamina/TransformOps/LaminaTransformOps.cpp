@@ -148,6 +148,30 @@ FuseTransformOp::applyToOne(transform::TransformRewriter &rewriter, Operation *t
 // ReplaceTransformOp
 //===----------------------------------------------------------------------===//
 
+/// Retypes `value` to a tensor of `number`s when it is an argument of a
+/// function that nothing calls and `value` has one use; returns whether it
+/// did.
+static bool retypeAsLns(Value value, lns::NumType number) {
+  auto argument = dyn_cast<BlockArgument>(value);
+  if (!argument || !argument.hasOneUse())
+    return false;
+  auto function =
+      dyn_cast<FunctionOpInterface>(argument.getOwner()->getParentOp());
+  if (!function || argument.getOwner() != &function.getFunctionBody().front())
+    return false;
+  Operation *symbolTable = SymbolTable::getNearestSymbolTable(function);
+  if (!symbolTable ||
+      !SymbolTable::symbolKnownUseEmpty(function, symbolTable))
+    return false;
+  auto type = cast<RankedTensorType>(value.getType()).clone(number);
+  argument.setType(type);
+  SmallVector<Type> inputs(function.getArgumentTypes());
+  inputs[argument.getArgNumber()] = type;
+  function.setFunctionTypeAttr(TypeAttr::get(FunctionType::get(
+      function->getContext(), inputs, function.getResultTypes())));
+  return true;
+}
+
 DiagnosedSilenceableFailure
 ReplaceTransformOp::applyToOne(transform::TransformRewriter &rewriter,
                                Operation *target,
@@ -185,8 +209,15 @@ ReplaceTransformOp::applyToOne(transform::TransformRewriter &rewriter,
     return lns::EncodeOp::create(rewriter, loc, type.clone(number), value);
   };
   Value input = encode(parts.input);
-  Value weight = encode(parts.weight);
-  Value bias = encode(parts.bias);
+  // The layer's own parameters become LNS arguments: the program takes
+  // their codes, as an LNS layer holds them (and trains them).
+  auto parameter = [&](Value value) -> Value {
+    if (!value || !retypeAsLns(value, number))
+      return encode(value);
+    return value;
+  };
+  Value weight = parameter(parts.weight);
+  Value bias = parameter(parts.bias);
   auto lnsLayer =
       LinearWithSyncOp::create(rewriter, loc, resultType.clone(number),
                                parts.path, input, weight, parts.sync, bias);
