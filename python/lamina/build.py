@@ -70,9 +70,6 @@ class _Compiled:
         self.call = training.ProgramCall(
             training.CachedProgram(self.program), imported, scheduled,
             pipeline, parameters_for(self.program))
-        # LNS layers compute on codes outside autograd, in eager PyTorch as
-        # compiled: their results carry no gradient.
-        self.autograd = "!lns.num" not in scheduled
 
     @property
     def world_size(self):
@@ -125,8 +122,11 @@ class _CompiledCuda:
         reason = self.artefact.gpu_unavailable()
         if reason is not None:
             raise RuntimeError(f"target='cuda': {reason}")
-        self.params = [t.detach().to("cuda").contiguous()
-                       for _, t in self.imported.parameters]
+        # (LNS layers' codes are float64 Parameters; the artefact takes
+        # them as int64.)
+        self.params = [t.detach().to(
+            "cuda", torch.int64 if t.dtype == torch.float64 else t.dtype)
+            .contiguous() for _, t in self.imported.parameters]
         self.pipeline = "lamina-gpu-pipeline"
 
     def run(self, inputs):
@@ -271,6 +271,7 @@ class CompiledModule(nn.Module):
         model's whole Parameter at the first compile, kept after); then the
         schedule's backward layouts are checked when the module trains."""
         model = self.schedule.model
+        training.register_lns_parameters(self, model, imported, scheduled)
         if program.world_size > 1:
             training.register_parameter_blocks(self, model, imported,
                                                program)
@@ -292,13 +293,32 @@ class CompiledModule(nn.Module):
                 _NOT_DIFFERENTIATED_ON_GPU)
         elif not any(isinstance(x, torch.Tensor) for x in inputs):
             results = compiled.call.run(inputs, _seed)
-        elif not compiled.autograd:
-            results = [torch.from_numpy(r) for r in
-                       compiled.call.run(inputs, _seed)]
         else:
             results = compiled.call([torch.as_tensor(x) for x in inputs],
                                     _seed, keep=self.training)
         return compiled.imported.restructure(list(results))
+
+    def lns_parameters(self):
+        """The groups an LNS optimizer takes (lamina.lns.LNSSGD, LNSAdam),
+        ``{"params": [codes], "base": base}``, one per parameter of a layer
+        replaced by its LNS variant: registered as lamina.lns layers do,
+        ``<name>_lns`` (float64 codes) and ``<name>_base``."""
+        from .lns.layers import lns_parameter_groups
+        return lns_parameter_groups(self)
+
+    def zero_grad(self, set_to_none=False):
+        """Clears the gradients; an LNS parameter's become None or the
+        zero code (and forget what earlier backward calls accumulated)."""
+        from .lns.graph import clear_gradient
+        for parameter in self.parameters():
+            if getattr(parameter, "_lns_base", None) is not None:
+                clear_gradient(parameter, set_to_none)
+            elif parameter.grad is not None:
+                if set_to_none:
+                    parameter.grad = None
+                else:
+                    parameter.grad.detach_()
+                    parameter.grad.zero_()
 
     @property
     def world_size(self):

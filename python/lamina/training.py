@@ -50,9 +50,15 @@ def _argument_key(argument):
     return None
 
 
-def _array(argument):
+def _array(argument, kind=None):
+    """`argument` as the NumPy array a program takes; `kind` is the
+    argument's element kind (an LNS parameter's float64 codes go to an i64
+    argument as int64)."""
     if isinstance(argument, torch.Tensor):
-        return argument.detach().cpu().contiguous().numpy()
+        array = argument.detach().cpu().contiguous().numpy()
+        if kind == "i64" and array.dtype == np.float64:
+            return array.astype(np.int64)
+        return array
     if isinstance(argument, int):
         return np.array(argument, dtype=np.int64)
     # (np.ascontiguousarray would make a 0-d array 1-d.)
@@ -69,6 +75,7 @@ class CachedProgram:
 
     def __init__(self, program):
         self.program = program
+        self._kinds = [kind for kind, _ in program.inputs]
         self._keys = None
         self._held = []
         self._prepared = None
@@ -77,14 +84,14 @@ class CachedProgram:
         """The results (NumPy arrays) on `arguments`: torch tensors, NumPy
         arrays and int seeds."""
         keys = [_argument_key(a) for a in arguments]
+        arrays = lambda: [_array(a, kind) for a, kind in  # noqa: E731
+                          zip(arguments, self._kinds)]
         if any(key is None for key in keys):
-            return self.program.run(prepare(self.program,
-                                            [_array(a) for a in arguments]))
+            return self.program.run(prepare(self.program, arrays()))
         if self._keys is None:
-            self._prepared = prepare(self.program,
-                                     [_array(a) for a in arguments])
+            self._prepared = prepare(self.program, arrays())
         else:
-            changed = {i: _array(a) for i, (a, key, old) in
+            changed = {i: _array(a, self._kinds[i]) for i, (a, key, old) in
                        enumerate(zip(arguments, keys, self._keys))
                        if key != old}
             if changed:
@@ -92,8 +99,7 @@ class CachedProgram:
                     self.program.update(self._prepared, changed)
                 except ValueError:
                     # Stages split over ranks are prepared whole.
-                    self._prepared = prepare(self.program,
-                                             [_array(a) for a in arguments])
+                    self._prepared = prepare(self.program, arrays())
         self._keys = keys
         # Held so that no other tensor takes their storage's address.
         self._held = [a.detach() for a in arguments
@@ -113,6 +119,14 @@ def register_parameters(module, model):
     model may equal an attribute of `module` (`ir`, `schedule`)."""
     for name, parameter in model.named_parameters():
         _set_parameter(module, name, parameter)
+    # An LNS layer's parameters keep their base and LNS name (lns.layers).
+    for path, owner in model.named_modules():
+        for name in owner.__dict__.get("_lns_names", ()):
+            target = module.get_submodule(path) if path else module
+            target._buffers[f"{name}_base"] = owner._buffers[f"{name}_base"]
+            target.__dict__.setdefault("_lns_names", set()).add(name)
+            owner._parameters[f"{name}_lns"]._lns_base = getattr(owner,
+                                                                name).lns_base
 
 
 def _set_parameter(module, name, parameter):
@@ -143,11 +157,14 @@ def register_parameter_blocks(module, model, imported, program):
     ranks, rank = program.world_size, _lamina.rank()
     for (_, tensor), axis, parts in zip(imported.parameters, axes, groups):
         name = names.get(id(tensor))
-        if axis is None or name is None or own[name] is not tensor:
-            continue
-        block = parameter_block(tensor, axis, rank, ranks, parts)
-        _set_parameter(module, name, block)
-        own[name] = block
+        # An LNS layer's parameter is its codes (register_lns_parameters).
+        key = name if name in own else f"{name}_lns"
+        current = own.get(key)
+        if axis is None or current is None or current.shape != tensor.shape:
+            continue  # not sharded, or already this rank's block
+        block = parameter_block(current, axis, rank, ranks, parts)
+        _set_parameter(module, key, block)
+        own[key] = block
 
 
 def parameter_block(tensor, axis, rank, ranks, groups=1):
@@ -182,13 +199,83 @@ def check_gradient_layouts(scheduled):
 
 def parameter_arguments(module, model, imported):
     """The tensor each parameter argument of `imported` takes: the Parameter
-    registered on `module` under the model's name of the traced tensor, or
-    the traced tensor itself when the model has no such parameter (a
-    buffer)."""
+    registered on `module` under the model's name of the traced tensor (an
+    LNS layer's codes under `<name>_lns`), or the traced tensor itself when
+    the model has no such parameter (a buffer)."""
     names = {id(p): n for n, p in model.named_parameters()}
     own = dict(module.named_parameters())
-    return [own.get(names.get(id(tensor)), tensor)
-            for _, tensor in imported.parameters]
+
+    def argument(tensor):
+        name = names.get(id(tensor))
+        return own.get(name, own.get(f"{name}_lns", tensor))
+    return [argument(tensor) for _, tensor in imported.parameters]
+
+
+def _top_level_split(text):
+    """`text` split at the commas outside <>, (), [] and {}."""
+    pieces, depth, start = [], 0, 0
+    for i, char in enumerate(text):
+        if char in "<([{":
+            depth += 1
+        elif char in ">)]}":
+            depth -= 1
+        elif char == "," and depth == 0:
+            pieces.append(text[start:i])
+            start = i + 1
+    pieces.append(text[start:])
+    return pieces
+
+
+def argument_lns_bases(scheduled, entry):
+    """Per argument of function @entry in `scheduled`: the LNS base (f or
+    b) of an argument of LNS numbers, else None."""
+    from .lns.base import Base
+    match = re.search(r"func\.func @" + re.escape(entry) + r"\(", scheduled)
+    if match is None:
+        raise ScheduleError(f"the scheduled program has no @{entry}")
+    depth, end = 1, match.end()
+    while depth:
+        depth += {"(": 1, ")": -1}.get(scheduled[end], 0)
+        end += 1
+    bases = []
+    for piece in _top_level_split(scheduled[match.end():end - 1]):
+        number = re.search(r"!lns\.num<([fb]) = ([^>]+)>", piece)
+        if number is None:
+            bases.append(None)
+        elif number.group(1) == "f":
+            bases.append(Base(f=int(number.group(2))))
+        else:
+            bases.append(Base(b=float(number.group(2))))
+    return bases
+
+
+def register_lns_parameters(module, model, imported, scheduled):
+    """Registers, in place of each of `model`'s Parameters that `scheduled`
+    takes as LNS codes (a layer replaced by its LNS variant), an LNS
+    parameter as lamina.lns layers register one: its codes in a float64
+    Parameter `<name>_lns`, its base in a buffer `<name>_base` (and the
+    name in the owner's `_lns_names`, which lns_parameters() reads). The
+    codes encode the model's weights at the first compile; later compiles
+    keep them."""
+    from .lns.tensor import lnstensor
+    bases = argument_lns_bases(scheduled, imported.entry)
+    bases = bases[imported.num_inputs:]
+    names = {id(p): n for n, p in model.named_parameters()}
+    own = dict(module.named_parameters())
+    for (_, tensor), base in zip(imported.parameters, bases):
+        name = names.get(id(tensor))
+        if base is None or name is None or own.get(name) is not tensor or \
+                getattr(tensor, "_lns_base", None) is not None:
+            continue  # not a float parameter, or codes already
+        *path, leaf = name.split(".")
+        owner = module.get_submodule(".".join(path)) if path else module
+        codes = nn.Parameter(lnstensor(tensor.detach(), **base.kw()).lns,
+                             requires_grad=tensor.requires_grad)
+        codes._lns_base = base  # the base its gradients accumulate in
+        del owner._parameters[leaf]
+        owner._parameters[f"{leaf}_lns"] = codes
+        owner._buffers[f"{leaf}_base"] = base.tensor()
+        owner.__dict__.setdefault("_lns_names", set()).add(leaf)
 
 
 # -- the forward / backward pair ----------------------------------------------
@@ -379,10 +466,23 @@ class ProgramCall:
                 continue
             if not ctx.needs_input_grad[1 + slot]:
                 continue
+            if slot >= ctx.num_inputs and getattr(
+                    self.distinct[slot - ctx.num_inputs], "_lns_base", None):
+                # LNS codes: added to earlier calls' in LNS, as lamina.lns
+                # leaves are (torch's engine would add them as floats).
+                _accumulate_lns(self.distinct[slot - ctx.num_inputs],
+                                gradient)
+                continue
             gradient = torch.from_numpy(gradient).to(tensors[slot].dtype)
             gradients[slot] = gradient if gradients[slot] is None else \
                 gradients[slot] + gradient
         return gradients
+
+
+def _accumulate_lns(parameter, codes):
+    from .lns.graph import accumulate
+    accumulate(parameter, torch.from_numpy(
+        np.asarray(codes, dtype=np.int64).astype(np.float64)))
 
 
 class _Saving:

@@ -17,7 +17,7 @@ def test_lns_linear_codes_follow_the_spec():
     torch.manual_seed(0)
     layer = lns.LNSLinear(24, 5, weight_f=12)
     x = torch.randn(4, 24)
-    w, b = layer.weight.codes.numpy(), layer.bias.codes.numpy()
+    w, b = layer.weight.codes.detach().numpy(), layer.bias.codes.detach().numpy()
     # Parameters are registered as the reference does: codes in float64
     # Parameters `<name>_lns`, bases in buffers `<name>_base`.
     assert [n for n, _ in layer.named_parameters()] == ["weight_lns",
@@ -29,15 +29,16 @@ def test_lns_linear_codes_follow_the_spec():
                                                 layer.bias_lns]
     assert all(g["base"] is layer.weight_base or g["base"] is layer.bias_base
                for g in groups)
-    x_codes = lns_numpy.encode(x.double().numpy(), 12)
+    x_codes = lns_numpy.encode(x.double().detach().numpy(), 12)
     expected_codes = lns_numpy.linear(x_codes, w, b, f=12)
     expected = lns_numpy.decode(expected_codes, 12)
-    # A float input gives floats (no autograd), an LNS input LNS codes.
+    # A float input gives floats (with autograd through the LNS layer), an
+    # LNS input LNS codes.
     y = layer(x)
-    assert y.dtype == torch.float32 and not y.requires_grad
-    np.testing.assert_array_equal(y.numpy(), expected.astype(np.float32))
+    assert y.dtype == torch.float32 and y.requires_grad
+    np.testing.assert_array_equal(y.detach().numpy(), expected.astype(np.float32))
     y_lns = layer(lns.lnstensor(x, f=12))
-    np.testing.assert_array_equal(y_lns.codes.numpy(), expected_codes)
+    np.testing.assert_array_equal(y_lns.codes.detach().numpy(), expected_codes)
     # f = 12: about three and a half significant digits per product.
     torch.testing.assert_close(
         y, nn.functional.linear(x, layer.weight.value.float(),
@@ -57,11 +58,11 @@ def test_lns_linear_bases():
     layer = lns.LNSLinear(8, 3, weight_b=1.0005, bias_f=9)
     x = torch.randn(2, 8)
     # The bias (base 2^(2^-9)) is converted to the weight's base.
-    y_codes = lns.linear(lns.encode(x.double().numpy(), b=1.0005),
-                         layer.weight.codes.numpy(), layer.bias.codes.numpy(),
+    y_codes = lns.linear(lns.encode(x.double().detach().numpy(), b=1.0005),
+                         layer.weight.codes.detach().numpy(), layer.bias.codes.detach().numpy(),
                          b=1.0005, bias_f=9)
     np.testing.assert_array_equal(
-        layer(x).numpy(),
+        layer(x).detach().numpy(),
         lns.decode(y_codes, b=1.0005).astype(np.float32))
     assert layer.bias_f == 9 and layer.weight_b == 1.0005
     assert layer.bias.lns_base == lns.Base(f=9)
@@ -102,7 +103,7 @@ def test_lns_layers_import_and_build_like_eager():
     assert "lns.encode" in text and "lns.decode" in text
     compiled = lamina.build(sch, (x,))
     # The same codes through the same kernels: bit-identical results.
-    np.testing.assert_array_equal(compiled(x).numpy(), model(x).numpy())
+    np.testing.assert_array_equal(compiled(x).detach().numpy(), model(x).detach().numpy())
 
 
 def test_mixed_base_bias_imports_like_eager():
@@ -120,8 +121,8 @@ def test_mixed_base_bias_imports_like_eager():
     x = torch.randn(3, 12)
     sch = lamina.create_schedule(model, example_inputs=(x,))
     assert "tensor<6x!lns.num<f = 9>>" in sch.mlir()
-    np.testing.assert_array_equal(lamina.build(sch, (x,))(x).numpy(),
-                                  model(x).numpy())
+    np.testing.assert_array_equal(lamina.build(sch, (x,))(x).detach().numpy(),
+                                  model(x).detach().numpy())
 
 
 def test_tables_give_the_codes_of_ideal_mode():
@@ -159,10 +160,10 @@ def test_float32_outputs_warn_where_they_lose_codes():
         warnings.simplefilter("error")
         lossy(x)  # once per layer and dtype
         y64 = lossy(x.double())
-    codes = lns.encode(y64.numpy(), f=23)
+    codes = lns.encode(y64.detach().numpy(), f=23)
     np.testing.assert_array_equal(
         lns.encode(lns.decode(codes, f=23), f=23), codes)
-    lost = lns.encode(y32.double().numpy(), f=23) != codes
+    lost = lns.encode(y32.double().detach().numpy(), f=23) != codes
     assert lost.any()  # what the warning is about
 
 
@@ -173,16 +174,16 @@ def test_from_linear_encodes_a_float_layer():
     linear = nn.Linear(16, 8)
     layer = lns.LNSLinear.from_linear(linear, weight_f=16)
     np.testing.assert_array_equal(
-        layer.weight.codes.numpy(),
+        layer.weight.codes.detach().numpy(),
         lns_numpy.encode(linear.weight.detach().double().numpy(), 16))
     np.testing.assert_array_equal(
-        layer.bias.codes.numpy(),
+        layer.bias.codes.detach().numpy(),
         lns_numpy.encode(linear.bias.detach().double().numpy(), 16))
     x = torch.randn(4, 16)
     model = nn.Sequential(linear).eval()
     sch = lamina.create_schedule(model, example_inputs=(x,))
     sch["0"].replace(lns.LNSLinear(16, 8, weight_f=16))
-    np.testing.assert_array_equal(lamina.build(sch, (x,))(x).numpy(),
-                                  layer(x).numpy())
+    np.testing.assert_array_equal(lamina.build(sch, (x,))(x).detach().numpy(),
+                                  layer(x).detach().numpy())
     with pytest.raises(TypeError, match="takes an nn.Linear"):
         lns.LNSLinear.from_linear(layer)

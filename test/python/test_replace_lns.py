@@ -1,5 +1,6 @@
 """transform.lamina.replace to the LNS variant, compiled and run: equal to
-the LNS spec (NumPy) on the encoded inputs, decoded."""
+the LNS spec (NumPy) on the encoded inputs, decoded. The program takes the
+layer's weight and bias as their codes."""
 
 import subprocess
 
@@ -34,9 +35,10 @@ def test_replace_with_lns(tmp_path):
     w = rng.standard_normal((8, 24)).astype(np.float32)
     b = rng.standard_normal(8).astype(np.float32)
     program = Program(scheduled)
-    (y,) = program.run(program.prepare([x, w, b]))
-    codes = lns_numpy.linear(*(lns_numpy.encode(a, 12) for a in (x, w)),
-                             lns_numpy.encode(b, 12), f=12)
+    assert [kind for kind, _ in program.inputs] == ["f32", "i64", "i64"]
+    w_codes, b_codes = lns_numpy.encode(w, 12), lns_numpy.encode(b, 12)
+    (y,) = program.run(program.prepare([x, w_codes, b_codes]))
+    codes = lns_numpy.linear(lns_numpy.encode(x, 12), w_codes, b_codes, f=12)
     assert np.array_equal(y, lns_numpy.decode(codes, 12).astype(np.float32))
     # LNS with 12 fractional bits stays close to the float layer.
     np.testing.assert_allclose(y, x @ w.T + b, rtol=0.05, atol=0.05)

@@ -12,7 +12,7 @@ import torch.nn.functional as F
 from torch import nn
 
 import lamina
-from lamina import ScheduleError, training
+from lamina import training
 
 TOL = dict(rtol=1e-5, atol=1e-5)
 
@@ -207,12 +207,18 @@ def test_backward_is_compiled_once_per_shape(monkeypatch):
     assert len(compiled_functions) == 4
 
 
-def test_lns_layers_carry_no_gradient_as_in_eager():
+def test_lns_layers_carry_gradients_as_in_eager():
+    # An LNS layer in a float model: the input's gradient crosses the
+    # layer's encode / decode, as in eager lamina.lns (the parameters'
+    # LNS gradients: test_lns_compiled_layers.py).
     model = nn.Sequential(lamina.lns.LNSLinear(16, 8, weight_f=16))
     x = inputs(4, 16, seed=10).requires_grad_()
+    x_eager = x.detach().clone().requires_grad_()
     compiled = lamina.build(lamina.create_schedule(model), (x,))
-    assert not model(x).requires_grad
-    assert not compiled(x).requires_grad
+    g = inputs(4, 8, seed=11)
+    compiled(x).backward(g)
+    copy.deepcopy(model)(x_eager).backward(g)
+    assert torch.equal(x.grad, x_eager.grad)
 
 
 def test_backward_through_pipeline_stages():

@@ -118,10 +118,13 @@ def Lamina_ReplaceTransformOp : Lamina_TransformOp<"replace", [
     Keeps the layer's path, parameters and sync:
 
     - `"fused_linear"`: the fused form, one op with the layer's epilogue;
-    - `"lns"` with `f N`: the LNS variant; the float input, weight and bias
-      are encoded in base 2^(2^-N), the layer runs on LNS numbers (the
-      reference's sequential dot products), and its result is decoded back
-      to the original float type.
+    - `"lns"` with `f N`: the LNS variant; the float input is encoded in
+      base 2^(2^-N), the layer runs on LNS numbers (the reference's
+      sequential dot products), and its result is decoded back to the
+      original float type. A weight or bias that is an argument of an
+      uncalled function read only by this layer becomes an argument of LNS
+      numbers (the program takes its codes, as an LNS layer holds and
+      trains them); any other is encoded where the layer reads it.
 
     #### Return modes
     Consumes the handle and returns one to the new layers. Produces a

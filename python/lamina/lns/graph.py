@@ -73,10 +73,12 @@ def run_backward(root, seed, retain_graph=None, create_graph=False,
             received = leaf.grad
             leaf.grad = previous[id(leaf)]
             if received is not None:
-                _accumulate(leaf, received)
+                accumulate(leaf, received)
 
 
-def _accumulate(leaf, received):
+def accumulate(leaf, received):
+    """Adds gradient `received` to `leaf.grad`: in LNS, after the
+    gradients of earlier backward calls, for an LNS leaf."""
     base = getattr(leaf, "_lns_base", None)
     if base is None:  # not an LNS leaf: torch's own rule
         leaf.grad = received if leaf.grad is None else leaf.grad + received

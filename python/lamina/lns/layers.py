@@ -78,14 +78,7 @@ class LNSModule(nn.Module):
         base}`` (codes: the float64 Parameter; base: its 0-d buffer), in
         registration order: what LNSSGD and LNSAdam take. Empty before a
         lazy layer's first input."""
-        groups = []
-        for module in self.modules():
-            names = module.__dict__.get("_lns_names", ())
-            for name, codes in module._parameters.items():
-                if name.endswith("_lns") and name[:-4] in names:
-                    groups.append({"params": [codes],
-                                   "base": module._buffers[name[:-4] + "_base"]})
-        return groups
+        return lns_parameter_groups(self)
 
     def parameter_groups(self):
         """The reference's name for :meth:`lns_parameters`."""
@@ -140,6 +133,50 @@ def _check_round_trip(layer, dtype):
         f"layers", LNSPrecisionWarning, stacklevel=3)
 
 
+class _FloatBoundary(torch.autograd.Function):
+    """A float input through an LNS layer, as a compiled program with the
+    layer replaced by its LNS variant computes it: the input is encoded in
+    the weight's base and the result decoded to the input's dtype. The
+    backward encodes the float cotangent in that base, runs the LNS
+    backward (the parameters' gradients accumulate in LNS) and returns the
+    input's gradient decoded."""
+
+    @staticmethod
+    def forward(ctx, layer, x, *parameters):
+        base = layer.weight.lns_base
+        with torch.enable_grad():
+            x_lns = lnstensor(x.detach(), b=base)
+            if x.requires_grad:
+                x_lns.requires_grad_()
+            y = F.linear(x_lns, layer.weight, layer.bias)
+        ctx.x_lns, ctx.y, ctx.dtype = x_lns, y, x.dtype
+        return y.value.to(x.dtype)
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        x_lns, y = ctx.x_lns, ctx.y
+        y.backward(lnstensor(grad_output.detach(), b=y.lns_base))
+        ctx.x_lns = ctx.y = None
+        grad_x = None
+        if x_lns.requires_grad and x_lns.grad is not None:
+            grad_x = x_lns.grad.value.to(ctx.dtype)
+        return (None, grad_x) + (None,) * (len(ctx.needs_input_grad) - 2)
+
+
+def lns_parameter_groups(module):
+    """One group per LNS parameter of `module` and its submodules (the
+    LNSModules among them), ``{"params": [codes], "base": base}``, in
+    registration order."""
+    groups = []
+    for child in module.modules():
+        names = child.__dict__.get("_lns_names", ())
+        for name, codes in child._parameters.items():
+            if name.endswith("_lns") and name[:-4] in names:
+                groups.append({"params": [codes],
+                               "base": child._buffers[name[:-4] + "_base"]})
+    return groups
+
+
 class LNSLinear(LNSModule):
     """y = x·Wᵀ + b in LNS: the sequential dot products of the spec, the
     bias added once after them.
@@ -147,8 +184,10 @@ class LNSLinear(LNSModule):
     An LNSTensor input gives an LNSTensor output in the input's base, with
     autograd (parameters in another base are converted, and so are their
     gradients). A float input is encoded in the weight's base and the
-    result decoded to the input's dtype, without autograd (as the compiled
-    model computes it). Weights and bias start uniform in (−√k, √k),
+    result decoded to the input's dtype, as the compiled model computes
+    it; its backward crosses the same boundary (the float cotangent
+    encoded, the input's gradient decoded), the parameters' gradients in
+    LNS. Weights and bias start uniform in (−√k, √k),
     k = 1 / in_features, encoded in ``weight_f``/``weight_b`` (default
     f = 23) and ``bias_f``/``bias_b`` (default: the weight's base).
     """
@@ -217,10 +256,14 @@ class LNSLinear(LNSModule):
                              f"{self.in_features}, got {x.shape[-1]}")
         if isinstance(x, LNSTensor):
             return F.linear(x, self.weight, self.bias)
+        _check_round_trip(self, x.dtype)
+        parameters = [p.lns for p in (self.weight, self.bias) if p is not None]
+        if torch.is_grad_enabled() and (x.requires_grad or any(
+                p.requires_grad for p in parameters)):
+            return _FloatBoundary.apply(self, x, *parameters)
         with torch.no_grad():
             y = F.linear(lnstensor(x, b=self.weight.lns_base), self.weight,
                          self.bias)
-        _check_round_trip(self, x.dtype)
         return y.value.to(x.dtype)
 
     def extra_repr(self):

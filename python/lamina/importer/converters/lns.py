@@ -26,14 +26,15 @@ def lns_linear(emitter, node, module, path):
                           types=ir.converted_type(value.type, encoded),
                           results=[encoded])
 
-    # Parameters enter the program as their int64 codes, typed in their
+    # Parameters enter the program as their codes (the layer's float64
+    # code Parameters, which the compiled module trains), typed in their
     # own bases; the input is encoded in the weight's.
     encoded = [encode(x, number),
-               emitter.parameter(node, f"{path}.weight", module.weight.codes,
+               emitter.parameter(node, f"{path}.weight", module.weight.lns,
                                  element=module_number(module.weight))]
     syntax = [ir.operand_list(*encoded)]
     if module.bias is not None:
-        bias = emitter.parameter(node, f"{path}.bias", module.bias.codes,
+        bias = emitter.parameter(node, f"{path}.bias", module.bias.lns,
                                  element=module_number(module.bias))
         encoded.append(bias)
         syntax += ["bias", bias]
