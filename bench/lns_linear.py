@@ -35,6 +35,15 @@ SHAPES = [(64, 256, 256), (512, 1024, 1024)]
 NUMPY_ROWS = 64  # NumPy is timed on at most this many rows (its rate is per MAC)
 
 
+def cpu_model():
+    """The CPU's model name (gathers and vector ports differ between the
+    machines these tables come from)."""
+    for line in pathlib.Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("model name"):
+            return line.split(":", 1)[1].strip()
+    return "unknown CPU"
+
+
 def pinned(args):
     taskset = shutil.which("taskset")
     return ([taskset, "-c", "1"] if taskset and os.cpu_count() > 1 else []) + args
@@ -123,7 +132,7 @@ def main():
     report = f"""# LNS linear layers: Lamina vs NumPy (one thread)
 
 Command: `/usr/bin/python3 bench/lns_linear.py --rounds {args.rounds}`
-({datetime.date.today()}, every process pinned with `taskset -c 1`; each round
+({datetime.date.today()}, {cpu_model()}, every process pinned with `taskset -c 1`; each round
 times NumPy and every Lamina mode once, side by side; times and NumPy rates are
 medians over the rounds, a Lamina time in a round being the median of 10
 calls for the small shape, one call for the large). Inputs: normal x, W/√K, b encoded

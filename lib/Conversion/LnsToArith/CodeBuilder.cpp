@@ -7,6 +7,7 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 #include <cmath>
 
@@ -245,6 +246,25 @@ Value CodeBuilder::isExactSum(Value x, Value y) {
       arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, neg(x), y));
 }
 
+Value CodeBuilder::lookUp(Value table, Value position) {
+  if (lanes) {
+    // One gather per vector; positions (< 2^31) as i32 offsets.
+    auto i32Lanes = VectorType::get({lanes}, b.getI32Type());
+    if (codeType.getWidth() > 32)
+      position = arith::TruncIOp::create(b, loc, i32Lanes, position);
+    Value all = constant(b.getBoolAttr(true));
+    Value none = constant(b.getI32IntegerAttr(0));
+    return vector::GatherOp::create(b, loc, i32Lanes, table,
+                                    ValueRange{arith::ConstantIndexOp::create(
+                                        b, loc, 0)},
+                                    position, all, none, IntegerAttr());
+  }
+  Value at = arith::IndexCastOp::create(b, loc, b.getIndexType(), position);
+  if (isa<MemRefType>(table.getType()))
+    return memref::LoadOp::create(b, loc, table, at);
+  return tensor::ExtractOp::create(b, loc, table, at);
+}
+
 Value CodeBuilder::add(Value x, Value y, NumType type,
                        const SbdbTables *tables) {
   auto [z, sameSign] = getSbdbOperands(x, y);
@@ -256,26 +276,19 @@ Value CodeBuilder::add(Value x, Value y, NumType type,
     Value inTable = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle,
                                           offset, last);
     Value s = arith::ExtUIOp::create(
-        b, loc, codeType,
+        b, loc, shaped(codeType),
         arith::XOrIOp::create(
             b, loc, sameSign,
             constant(b.getBoolAttr(true))));
-    Value position = arith::IndexCastOp::create(
-        b, loc, b.getIndexType(),
-        arith::AddIOp::create(
-            b, loc,
-            arith::ShLIOp::create(b, loc,
-                                  arith::MinSIOp::create(b, loc, offset, last),
-                                  code(1)),
-            s));
-    Value entry =
-        isa<MemRefType>(tables->interleaved.getType())
-            ? memref::LoadOp::create(b, loc, tables->interleaved, position)
-                  .getResult()
-            : tensor::ExtractOp::create(b, loc, tables->interleaved, position)
-                  .getResult();
+    Value position = arith::AddIOp::create(
+        b, loc,
+        arith::ShLIOp::create(b, loc,
+                              arith::MinSIOp::create(b, loc, offset, last),
+                              code(1)),
+        s);
+    Value entry = lookUp(tables->interleaved, position);
     if (codeType.getWidth() > 32)
-      entry = arith::ExtSIOp::create(b, loc, codeType, entry);
+      entry = arith::ExtSIOp::create(b, loc, shaped(codeType), entry);
     sbdb = select(inTable, arith::ShLIOp::create(b, loc, entry, code(1)),
                   code(0));
   } else {

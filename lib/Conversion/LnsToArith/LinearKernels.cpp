@@ -3,9 +3,10 @@
 // x[M, K]·W[N, K]ᵀ (+ b) on codes: every step k updates all M×N
 // accumulators element-wise (acc = add(acc, mul(x[m, k], w[n, k]))), which
 // keeps each output's order of additions (k = 0..K−1, the bias last) and
-// lets the step be vectorized across outputs. `table` mode runs on i32
-// lanes when every code is small; `ideal` mode takes the certified fast
-// path and recomputes flagged outputs exactly.
+// lets the step be vectorized across outputs. `ideal` mode takes the
+// certified fast path and recomputes flagged outputs exactly (or the
+// piecewise kernel, PiecewiseKernel.cpp); `table` mode has its own kernel
+// (TableKernel.cpp). Both run on i32 lanes when every code is small.
 //
 //===----------------------------------------------------------------------===//
 
@@ -123,17 +124,15 @@ static Value recode(OpBuilder &b, Location loc, Value codes, Type to) {
       });
 }
 
-/// The K-outer sums with the exact formula (or the tables) on codes of
-/// `codeType`; inputByK [K, M], weightByK [K, N] and bias [N] hold codes
-/// of that type.
+/// The K-outer sums with the exact formula on i64 codes: inputByK [K, M],
+/// weightByK [K, N] and bias [N].
 static Value buildRowsByKExact(OpBuilder &b, Location loc, Value inputByK,
-                               Value weightByK, Value bias, NumType type,
-                               const SbdbTables *tables, Type codeType) {
+                               Value weightByK, Value bias, NumType type) {
+  IntegerType codeInt = b.getI64Type();
   auto byK = cast<RankedTensorType>(inputByK.getType());
   int64_t k = byK.getDimSize(0), m = byK.getDimSize(1);
   int64_t n = cast<RankedTensorType>(weightByK.getType()).getDimSize(1);
-  auto codeInt = cast<IntegerType>(codeType);
-  auto resultType = RankedTensorType::get({m, n}, codeType);
+  auto resultType = RankedTensorType::get({m, n}, codeInt);
   Value zeros = fillWithZeroCodes(b, loc, resultType);
   MLIRContext *context = b.getContext();
   AffineExpr dm, dn;
@@ -156,7 +155,7 @@ static Value buildRowsByKExact(OpBuilder &b, Location loc, Value inputByK,
                          bb, bl,
                          ValueRange{inner.add(args[2],
                                               inner.mul(args[0], args[1]),
-                                              type, tables)});
+                                              type)});
                    })
             .getResult(0);
       });
@@ -170,7 +169,7 @@ static Value buildRowsByKExact(OpBuilder &b, Location loc, Value inputByK,
                CodeBuilder inner(bb, bl, codeInt);
                linalg::YieldOp::create(
                    bb, bl,
-                   ValueRange{inner.add(args[1], args[0], type, tables)});
+                   ValueRange{inner.add(args[1], args[0], type)});
              })
       .getResult(0);
 }
@@ -327,6 +326,22 @@ static Value buildRowsByKFast(OpBuilder &b, Location loc, Value inputByK,
                                  bias, type);
 }
 
+Value lns::padColumns(OpBuilder &b, Location loc, Value values,
+                        int64_t paddedN, Value zero) {
+  auto type = cast<RankedTensorType>(values.getType());
+  int64_t rank = type.getRank();
+  int64_t n = type.getDimSize(rank - 1);
+  if (n == paddedN)
+    return values;
+  SmallVector<int64_t> shape(type.getShape());
+  shape.back() = paddedN;
+  SmallVector<OpFoldResult> low(rank, b.getIndexAttr(0));
+  SmallVector<OpFoldResult> high(rank, b.getIndexAttr(0));
+  high.back() = b.getIndexAttr(paddedN - n);
+  return tensor::PadOp::create(b, loc, type.clone(shape), values, low, high,
+                               zero);
+}
+
 Value lns::buildLinearByK(OpBuilder &b, Location loc, Value input,
                           Value weight, Value bias, NumType type,
                           const SbdbTables *tables) {
@@ -394,14 +409,12 @@ Value lns::buildLinearByK(OpBuilder &b, Location loc, Value input,
     return narrowDispatch(int64_t(1) << 29, kernel);
   }
   if (!tables)
-    return buildRowsByKExact(b, loc, inputByK, weightByK, bias, type,
-                             nullptr, b.getI64Type());
-  // Table mode: sums of codes below 2^28 stay far inside i32.
+    return buildRowsByKExact(b, loc, inputByK, weightByK, bias, type);
+  // Table mode: sums of codes below 2^28 stay far inside i32 (below 2^26,
+  // the kernel's zero region holds).
   return narrowDispatch(
-      int64_t(1) << 28, [&](OpBuilder &nb, Location nl, Value x, Value w,
-                            Value c) {
-        return buildRowsByKExact(nb, nl, x, w, c, type, tables,
-                                 cast<RankedTensorType>(x.getType())
-                                     .getElementType());
+      getTableKernelNarrowLimit(*tables, k),
+      [&](OpBuilder &nb, Location nl, Value x, Value w, Value c) {
+        return buildLinearTable(nb, nl, x, w, c, type, *tables);
       });
 }

@@ -30,6 +30,21 @@ Value index(OpBuilder &b, Location loc, int64_t value);
 Value buildLinearByK(OpBuilder &b, Location loc, Value input, Value weight,
                      Value bias, NumType type, const SbdbTables *tables);
 
+/// `values` [rows, n] (or [n]) padded with `zero` to `paddedN` columns.
+Value padColumns(OpBuilder &b, Location loc, Value values, int64_t paddedN,
+                 Value zero);
+
+/// `table` x·Wᵀ (+ bias) from inputByK [K, M], weightByK [K, N] and bias
+/// [N] (static codes, i64 or narrow i32) as explicit vector code, the
+/// accumulators of a tile of outputs in registers (TableKernel.cpp).
+Value buildLinearTable(OpBuilder &b, Location loc, Value inputByK,
+                       Value weightByK, Value bias, NumType type,
+                       const SbdbTables &tables);
+
+/// The bound below which every code must lie for buildLinearTable to take
+/// i32 codes, for K terms.
+int64_t getTableKernelNarrowLimit(const SbdbTables &tables, int64_t k);
+
 struct PiecewiseSbdb;
 
 /// `ideal` x·Wᵀ (+ bias) from inputByK [K, M], weightByK [K, N] and bias

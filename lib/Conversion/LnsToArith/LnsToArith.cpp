@@ -85,10 +85,10 @@ static std::optional<SbdbTables> makeTables(OpBuilder &b, Location loc,
     return std::nullopt;
   SbdbTables tables;
   tables.size = getSbdbTableSize(type);
-  std::vector<int32_t> interleaved = computeInterleavedSbdbTable(type);
+  tables.values = computeInterleavedSbdbTable(type);
   auto tableType = RankedTensorType::get({2 * tables.size}, b.getI32Type());
   tables.interleaved = arith::ConstantOp::create(
-      b, loc, DenseIntElementsAttr::get(tableType, ArrayRef(interleaved)));
+      b, loc, DenseIntElementsAttr::get(tableType, ArrayRef(tables.values)));
   return tables;
 }
 

@@ -432,23 +432,6 @@ void RowSweeps::build(OpBuilder &b, Location loc, Value row,
       });
 }
 
-/// `values` [rows, n] (or [n]) padded with `zero` to `paddedN` columns.
-static Value padColumns(OpBuilder &b, Location loc, Value values,
-                        int64_t paddedN, Value zero) {
-  auto type = cast<RankedTensorType>(values.getType());
-  int64_t rank = type.getRank();
-  int64_t n = type.getDimSize(rank - 1);
-  if (n == paddedN)
-    return values;
-  SmallVector<int64_t> shape(type.getShape());
-  shape.back() = paddedN;
-  SmallVector<OpFoldResult> low(rank, b.getIndexAttr(0));
-  SmallVector<OpFoldResult> high(rank, b.getIndexAttr(0));
-  high.back() = b.getIndexAttr(paddedN - n);
-  return tensor::PadOp::create(b, loc, type.clone(shape), values, low, high,
-                               zero);
-}
-
 Value lns::buildLinearPiecewise(OpBuilder &b, Location loc, Value inputByK,
                                 Value weightByK, Value bias, NumType type,
                                 const PiecewiseSbdb &segments) {

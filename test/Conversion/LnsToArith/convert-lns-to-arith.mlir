@@ -210,21 +210,45 @@ func.func @pairwise_sum(%x: tensor<5x!lns.num<f = 10>>) -> !lns.num<f = 10> {
 
 // -----
 
-// Table mode checks that every code is small (or the zero code) and then
-// runs on i32 lanes, the zero code mapped to −2^31 + 1 and back; otherwise
-// on the i64 codes.
+// Table mode checks that every code is below 2^26 (or the zero code) and
+// then runs on i32 lanes, the zero code mapped to −2^31 + 1 and back;
+// otherwise on the i64 codes. At f = 10 and K = 8 the kernel's zero region
+// holds: zero codes are lifted to −2^28, x and W are packed into panels
+// ([M/4, K, 4] and [N/16, K, 16]), and each tile of 4 rows × 2 vectors
+// keeps its 8 accumulators in registers over k, adding through one gather
+// of the table of sbdb codes (z = 0 of opposite signs: −2^29) per vector,
+// without the zero rules; sums that end below −5·2^25 are zero.
 // CHECK-LABEL: func.func @table_linear
-// CHECK: arith.constant 268435456 : i64
+// CHECK: arith.constant 67108864 : i64
 // CHECK: %[[X:.+]] = tensor.extract {{.*}} : tensor<i1>
 // CHECK: %[[W:.+]] = tensor.extract {{.*}} : tensor<i1>
 // CHECK-NEXT: %[[ALL:.+]] = arith.andi %[[X]], %[[W]] : i1
 // CHECK-NEXT: scf.if %[[ALL]] -> (tensor<4x32xi64>)
 // CHECK: arith.trunci {{.*}} : i64 to i32
-// CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<4x32xi32>)
-// CHECK: tensor.extract %{{.*}}[%{{.*}}] : tensor<{{[0-9]+}}xi32>
+// CHECK: %[[TABLE:.+]] = arith.constant dense<{{.*}}> : tensor<43128xi32>
+// CHECK: arith.maxsi %{{.*}}, %c-268435456_i32
+// CHECK: linalg.transpose {{.*}} outs(%{{.*}} : tensor<1x8x4xi32>) permutation = [1, 0, 2]
+// CHECK: %[[WP:.+]] = linalg.transpose {{.*}} outs(%{{.*}} : tensor<2x8x16xi32>) permutation = [1, 0, 2]
+// CHECK: scf.for
+// CHECK: scf.for
+// CHECK: scf.for {{.*}} iter_args(%[[ACC:[^ ]+]] = {{.*}}) -> (vector<8xi32>, vector<8xi32>, vector<8xi32>, vector<8xi32>, vector<8xi32>, vector<8xi32>, vector<8xi32>, vector<8xi32>)
+// CHECK: vector.transfer_read %[[WP]]
+// CHECK: %[[EA:.+]] = arith.shrsi %[[ACC]]
+// CHECK: %[[EP:.+]] = arith.shrsi
+// CHECK: %[[D:.+]] = arith.subi %[[EA]], %[[EP]]
+// CHECK: %[[ROW:.+]] = math.absi %[[D]] : vector<8xi32>
+// CHECK: arith.minsi %[[ROW]], %cst{{.*}} : vector<8xi32>
+// CHECK: %[[SBDB:.+]] = vector.gather %[[TABLE]]
+// CHECK: %[[MAX:.+]] = arith.maxsi %[[ACC]], %{{.*}} : vector<8xi32>
+// CHECK-NEXT: arith.addi %[[MAX]], %[[SBDB]] : vector<8xi32>
+// CHECK: scf.yield {{.*}} : vector<8xi32>, vector<8xi32>, vector<8xi32>, vector<8xi32>, vector<8xi32>, vector<8xi32>, vector<8xi32>, vector<8xi32>
+// CHECK: %[[ZERO:.+]] = arith.cmpi slt, %{{.*}}, %cst{{.*}} : vector<8xi32>
+// CHECK: arith.select %[[ZERO]]
+// CHECK: vector.store
 // CHECK: arith.extsi {{.*}} : i32 to i64
 // CHECK: } else {
-// CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<4x32xi64>)
+// CHECK: scf.for {{.*}} -> (vector<4xi64>, vector<4xi64>, vector<4xi64>, vector<4xi64>, vector<4xi64>, vector<4xi64>, vector<4xi64>, vector<4xi64>)
+// CHECK: vector.gather {{.*}} : tensor<43126xi32>, vector<4xi32>
 func.func @table_linear(%x: tensor<4x8x!lns.num<f = 10>>, %w: tensor<32x8x!lns.num<f = 10>>) -> tensor<4x32x!lns.num<f = 10>> {
   %0 = lns.linear %x, %w sbdb table : tensor<4x8x!lns.num<f = 10>>, tensor<32x8x!lns.num<f = 10>> -> tensor<4x32x!lns.num<f = 10>>
   return %0 : tensor<4x32x!lns.num<f = 10>>

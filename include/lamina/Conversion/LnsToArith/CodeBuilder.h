@@ -24,6 +24,8 @@ namespace mlir::lamina::lns {
 struct SbdbTables {
   Value interleaved;
   int64_t size = 0;
+  /// The entries, on the host (for kernels that derive their own tables).
+  std::vector<int32_t> values;
 };
 
 /// The number of table entries for `type`: z from 0 down to the last z
@@ -120,6 +122,9 @@ private:
   Value isExactSum(Value x, Value y);
   /// The fast path's sbdb (even i64) and its near-tie flag.
   std::pair<Value, Value> fastIdealSbdb(Value z, Value sameSign, NumType type);
+  /// table[position] (i32) for a scalar position; for vectors one
+  /// gather of the lanes' positions.
+  Value lookUp(Value table, Value position);
   /// Σ coefficients[i]·x^i in f64, by Horner's rule.
   Value evaluatePolynomial(ArrayRef<double> coefficients, Value x);
 
