@@ -85,8 +85,8 @@ def LaminaCpuTileAndVectorize : Pass<"lamina-cpu-tile-and-vectorize",
 
     1. fuse the epilogue with the matmul and its fill into a cache-level
        tile (256×16 blocks of 16 features for M ≥ 1024, 128×2 for M ≥ 256);
-    2. fuse again into a 4×16 register tile (rows are fewer when M is not a
-       multiple of 4);
+    2. fuse again into a 4×16 register tile, 8×16 with `vector-registers=32`
+       (rows are fewer when M is not a multiple of them);
     3. tile K by 4 and vectorize the matmul, the fill and the epilogue;
     4. hoist the accumulator out of the K loop, so that it lives in
        registers and the epilogue (bias, GELU, dropout) is applied to it
@@ -109,10 +109,17 @@ def LaminaCpuTileAndVectorize : Pass<"lamina-cpu-tile-and-vectorize",
     With `threads=N > 1`, the cache-level tiles form an `scf.forall` (the
     matmul and its fill fused into it), which the pipeline runs on N
     threads through OpenMP.
+
+    `vector-registers` is the target's count of 256-bit vector registers:
+    16 on AVX2; 32 with AVX-512VL, where register tiles of matmuls take 8
+    rows (16 accumulators of 8 lanes) instead of 4.
   }];
   let options = [
     Option<"threads", "threads", "unsigned", /*default=*/"1",
            "threads sharing the cache-level tiles">,
+    Option<"vectorRegisters", "vector-registers", "unsigned",
+           /*default=*/"16",
+           "256-bit vector registers of the target (16: AVX2, 32: AVX-512VL)">,
   ];
   let dependentDialects = ["::mlir::transform::TransformDialect",
                            "::mlir::linalg::LinalgDialect",

@@ -59,10 +59,19 @@ struct TilePlan {
 };
 } // namespace
 
-/// Chooses tile sizes for a matmul of M rows, N1 blocks of 16 and depth K.
-/// Every tile divides its extent and is smaller than it: a one-trip loop
-/// would be folded away under the schedule's handles.
-static std::optional<TilePlan> planTiles(int64_t m, int64_t n1, int64_t k) {
+/// Rows of a matmul's register tile: each row holds two 8-lane accumulators
+/// (a block of 16 features), so 4 rows on AVX2's 16 registers and 8 rows
+/// with AVX-512VL's 32 (measured 1.2x faster there at 512x1024x4096).
+static int64_t registerTileRows(unsigned vectorRegisters) {
+  return vectorRegisters >= 32 ? 8 : 4;
+}
+
+/// Chooses tile sizes for a matmul of M rows, N1 blocks of 16 and depth K,
+/// with register tiles of at most `maxRows` rows. Every tile divides its
+/// extent and is smaller than it: a one-trip loop would be folded away
+/// under the schedule's handles.
+static std::optional<TilePlan> planTiles(int64_t m, int64_t n1, int64_t k,
+                                         int64_t maxRows) {
   // A depth-1 matmul (in_features = 1) is an outer product: vectorized, its
   // unit reduction dim sends the vector lowering's unit-dim patterns into a
   // cycle that never ends. It stays a loop nest.
@@ -85,8 +94,8 @@ static std::optional<TilePlan> planTiles(int64_t m, int64_t n1, int64_t k) {
   }
   int64_t rows = plan.cacheRows ? plan.cacheRows : m;
   int64_t blocks = plan.cacheBlocks ? plan.cacheBlocks : n1;
-  for (int64_t candidate : {4, 2, 1})
-    if (rows % candidate == 0) {
+  for (int64_t candidate : {8, 4, 2, 1})
+    if (candidate <= maxRows && rows % candidate == 0) {
       plan.registerRows = candidate;
       break;
     }
@@ -225,7 +234,7 @@ static std::string buildSchedule(unsigned index, const TilePlan &plan,
 /// fused into the tiles: a transposed operand (kᵀ, the backward's) would
 /// be pulled in and vectorized with the contraction.
 static std::optional<SmallVector<int64_t>>
-planBetweenLayersMatmul(linalg::LinalgOp op) {
+planBetweenLayersMatmul(linalg::LinalgOp op, int64_t maxRows) {
   if (!op.hasPureTensorSemantics() || hasStage(op, "matmul") ||
       !isa<linalg::MatmulOp, linalg::BatchMatmulOp>(op))
     return std::nullopt;
@@ -243,10 +252,11 @@ planBetweenLayersMatmul(linalg::LinalgOp op) {
           k = ranges[batched + 2];
   if (m % 4 != 0 || n % 16 != 0 || k % 4 != 0 || k <= 4)
     return std::nullopt;
+  int64_t rows = m % maxRows == 0 ? maxRows : 4;
   SmallVector<int64_t> sizes;
   if (batched)
     sizes.push_back(1);
-  llvm::append_range(sizes, ArrayRef<int64_t>{4, 16, 4});
+  llvm::append_range(sizes, ArrayRef<int64_t>{rows, 16, 4});
   return sizes;
 }
 
@@ -463,7 +473,7 @@ struct LaminaCpuTileAndVectorizePass
     });
     module.walk([&](linalg::LinalgOp op) {
       if (std::optional<SmallVector<int64_t>> sizes =
-              planBetweenLayersMatmul(op)) {
+              planBetweenLayersMatmul(op, registerTileRows(vectorRegisters))) {
         op->setAttr(kTargetAttr,
                     IntegerAttr::get(IntegerType::get(&getContext(), 64),
                                      index));
@@ -503,7 +513,8 @@ struct LaminaCpuTileAndVectorizePass
       SmallVector<int64_t> ranges = matmul.getStaticLoopRanges();
       if (llvm::any_of(ranges, ShapedType::isDynamic))
         return;
-      std::optional<TilePlan> plan = planTiles(ranges[0], ranges[1], ranges[3]);
+      std::optional<TilePlan> plan = planTiles(
+          ranges[0], ranges[1], ranges[3], registerTileRows(vectorRegisters));
       if (!plan)
         return;
       auto tag = IntegerAttr::get(IntegerType::get(&getContext(), 64), index);

@@ -17,11 +17,19 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
+#include "llvm/TargetParser/Host.h"
 
 using namespace mlir;
 
 /// Output features per packed weight block: two AVX2 registers of f32.
 static constexpr int64_t kWeightBlock = 16;
+
+/// The host's 256-bit vector registers: 32 with AVX-512VL (ymm0–ymm31),
+/// else AVX2's 16. The JIT compiles for the host.
+static unsigned hostVectorRegisters() {
+  llvm::StringMap<bool> features = llvm::sys::getHostCPUFeatures();
+  return features.lookup("avx512vl") ? 32 : 16;
+}
 
 void mlir::lamina::buildLaminaCpuPipeline(OpPassManager &pm,
                                           const CpuPipelineOptions &options) {
@@ -47,6 +55,9 @@ void mlir::lamina::buildLaminaCpuPipeline(OpPassManager &pm,
   // Cache and register tiles of each matmul with its epilogue, vectorized.
   LaminaCpuTileAndVectorizeOptions schedule;
   schedule.threads = options.threads;
+  schedule.vectorRegisters = options.vectorRegisters
+                                 ? unsigned(options.vectorRegisters)
+                                 : hostVectorRegisters();
   pm.addPass(createLaminaCpuTileAndVectorize(schedule));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createLaminaApproximateMath());
