@@ -2,7 +2,9 @@
 (training_on_ranks.py under mpirun.mpich): each rank's parameter-gradient
 blocks equal the matching blocks of eager PyTorch's gradients and input
 gradients are whole and equal (Megatron MLP, checkpointed, sequence
-parallel, head-sharded attention), train-mode dropout matches the unsharded
+parallel, a LayerNorm on each rank's tokens whose replicated parameters'
+partial gradients are all-reduced, head-sharded attention), train-mode
+dropout matches the unsharded
 program, a recipe without fc1's bwd_post is rejected at build, 10 steps of
 SGD (momentum) and AdamW give eager's losses, a two-stage pipeline trains
 (its backward stages in reverse order), and so does a GPT-2 block (LayerNorm,
@@ -18,11 +20,13 @@ SCRIPT = pathlib.Path(__file__).with_name("training_on_ranks.py")
 
 CHECKS = {
     2: ["megatron_mlp", "megatron_mlp_checkpointed", "sequence_parallel_mlp",
-        "megatron_attention", "dropout_in_train_mode",
-        "missing_bwd_post_is_rejected_at_build", "optimizer_steps",
-        "pipeline_two_stages", "block_with_megatron_mlp"],
-    4: ["megatron_mlp", "sequence_parallel_mlp", "megatron_attention",
-        "dropout_in_train_mode", "optimizer_steps", "block_with_megatron_mlp"],
+        "sequence_parallel_layer_norm", "megatron_attention",
+        "dropout_in_train_mode", "missing_bwd_post_is_rejected_at_build",
+        "optimizer_steps", "pipeline_two_stages", "block_with_megatron_mlp"],
+    4: ["megatron_mlp", "megatron_mlp_checkpointed", "sequence_parallel_mlp",
+        "sequence_parallel_layer_norm", "megatron_attention",
+        "dropout_in_train_mode", "missing_bwd_post_is_rejected_at_build",
+        "optimizer_steps", "block_with_megatron_mlp"],
 }
 
 

@@ -140,6 +140,38 @@ def check_sequence_parallel_mlp():
                        (2, 8, 32))
 
 
+class NormedMLP(nn.Module):
+    """LayerNorm, then the MLP, with the residual around both."""
+
+    def __init__(self, hidden=32, inter=64):
+        super().__init__()
+        self.ln = nn.LayerNorm(hidden)
+        self.mlp = MLP(hidden, inter, p=0.0)
+        with torch.no_grad():  # not the identity, so that its gradients show
+            self.ln.weight.uniform_(0.5, 1.5)
+            self.ln.bias.uniform_(-0.5, 0.5)
+
+    def forward(self, x):
+        return x + self.mlp(self.ln(x))
+
+
+def check_sequence_parallel_layer_norm():
+    # The LayerNorm runs on this rank's tokens: its replicated weight and
+    # bias get partial gradients, which the compiled backward all-reduces
+    # (assert_gradients compares them whole with eager's).
+    def schedule(sch):
+        sch["ln"].shard("input", 1)
+        sch["mlp.fc_in"].shard("weight", 0).shard("bias", 0)
+        sch["mlp.fc_in"].sync("fwd_pre", "all_gather", axis=1)
+        sch["mlp.fc_out"].shard("weight", 1)
+        sch["mlp.fc_out"].sync("fwd_post", "reduce_scatter", axis=1)
+    compiled = gradients_vs_eager(seeded(NormedMLP).eval(), schedule,
+                                  (2, 8, 32))
+    blocks = dict(compiled.named_parameters())
+    assert blocks["ln.weight"].shape == (32,)
+    assert compiled.result_shard_axes() == [1]
+
+
 def check_megatron_attention():
     model = seeded(lambda: Attention(world_size=WORLD)).eval()
     twin = Attention(world_size=1).eval()
