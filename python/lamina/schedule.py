@@ -14,6 +14,7 @@ primitives; each one runs the transform interpreter once, on its own lines.
 """
 
 import re
+import warnings
 
 from . import _lamina
 from . import lns as lns_module
@@ -279,6 +280,7 @@ class SubSchedule:
                                     "base as weight_f")
             f = new.weight_f if isinstance(new, lns_module.LNSLinear) else \
                 lns_module.DEFAULT_F
+            self._warn_of_lossy_outputs(int(f))
             return self._op(f"{{h}}r = transform.lamina.replace {{h}} \"lns\" "
                             f"f {int(f)} : (!transform.any_op) -> "
                             "!transform.any_op")
@@ -289,6 +291,24 @@ class SubSchedule:
                             "!transform.any_op")
         raise ScheduleError(f"replace takes an LNS layer or a lamina.op "
                             f"class, got {new!r}")
+
+    def _warn_of_lossy_outputs(self, f):
+        """The LNS variant decodes its result to the layer's float dtype:
+        warns, as an eager LNSLinear returning that dtype does, when its
+        significand cannot hold every value of base 2^(2^-f)."""
+        for path in self.paths:
+            weight = getattr(self.schedule.model.get_submodule(path),
+                             "weight", None)
+            dtype = getattr(weight, "dtype", None)
+            bits = lns_module.layers.SIGNIFICAND_BITS.get(dtype)
+            if bits is not None and f > bits - 2:
+                warnings.warn(
+                    f"{path}: the LNS variant with f = {f} returns {dtype}, "
+                    f"whose {bits}-bit significand cannot hold every LNS "
+                    f"value of that base: a following LNS layer would "
+                    f"encode other codes than the reference. Use f <= "
+                    f"{bits - 2}, or float64 layers between LNS layers",
+                    lns_module.LNSPrecisionWarning, stacklevel=3)
 
     def checkpoint(self):
         return self._op("transform.lamina.checkpoint {h} : !transform.any_op")

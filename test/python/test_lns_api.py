@@ -132,6 +132,22 @@ def test_non_finite_numbers_have_no_code_in_either_path():
             lns_numpy.encode(x, 10)
 
 
+def test_compiled_encode_gives_non_finite_numbers_documented_codes(
+        tmp_path):
+    # Inside a program nothing raises: NaN → the zero code, ±inf → the
+    # largest code of its sign (lns.encode's description, docs/lns.md).
+    from lamina.tools import run_ir
+    ir = """func.func @main(%x: tensor<4xf64>) -> tensor<4x!lns.num<f = 10>> {
+  %0 = lns.encode %x : tensor<4xf64> -> tensor<4x!lns.num<f = 10>>
+  return %0 : tensor<4x!lns.num<f = 10>>
+}"""
+    x = np.array([np.nan, np.inf, -np.inf, 2.0])
+    (codes,) = run_ir(ir, [x], tmp_path)
+    largest = (1 << 63) - 2
+    assert codes.tolist() == [lns_numpy.ZERO, largest, largest | 1,
+                              int(lns_numpy.encode(np.array([2.0]), 10)[0])]
+
+
 def test_division_by_zero_raises():
     x = lns.encode(np.array([[1.0, 2.0], [3.0, 4.0]]), f=10)
     y = lns.encode(np.array([[1.0, 0.0], [2.0, 5.0]]), f=10)

@@ -167,6 +167,27 @@ def test_float32_outputs_warn_where_they_lose_codes():
     assert lost.any()  # what the warning is about
 
 
+def test_replacing_a_float32_layer_warns_where_outputs_lose_codes():
+    # A compiled LNS variant decodes to the layer's dtype, as the eager
+    # layer does: f = 23 in a float32 model warns at replace, f = 16 does
+    # not, and a bfloat16 model (8-bit significand) warns from f = 7 on.
+    def schedule(dtype):
+        model = nn.Sequential(nn.Linear(16, 8)).to(dtype)
+        return lamina.create_schedule(model, example_inputs=(
+            torch.randn(4, 16, dtype=dtype),))
+    with pytest.warns(lns.LNSPrecisionWarning,
+                      match=r"0: the LNS variant with f = 23 returns "
+                            r"torch.float32.*f <= 22"):
+        schedule(torch.float32)["0"].replace(lns.LNSLinear(16, 8))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        schedule(torch.float32)["0"].replace(lns.LNSLinear(16, 8, weight_f=16))
+        schedule(torch.bfloat16)["0"].replace(lns.LNSLinear(16, 8, weight_f=6))
+    with pytest.warns(lns.LNSPrecisionWarning, match=r"f = 7 returns "
+                      r"torch.bfloat16.*f <= 6"):
+        schedule(torch.bfloat16)["0"].replace(lns.LNSLinear(16, 8, weight_f=7))
+
+
 def test_from_linear_encodes_a_float_layer():
     """LNSLinear.from_linear gives the codes the importer's encoding of
     the same float weights gives (replace(..., LNSLinear) in a schedule)."""

@@ -4,6 +4,7 @@ trained three steps with every optimizer configuration, and gradients
 accumulated over three backward calls — every activation, gradient,
 optimizer state and parameter code compared."""
 
+import io
 import pathlib
 
 import numpy as np
@@ -263,6 +264,56 @@ def test_state_dict_round_trip_keeps_codes_and_bases():
     target.load_state_dict(layer.state_dict())
     assert target.weight.lns_base == lns.Base(f=12)
     assert torch.equal(target.weight.codes, layer.weight.codes)
+
+
+class LazyNet(lns.LNSModule):
+    """Net of LNSLazyLinear layers, in_features taken from the first input
+    or from a state dict."""
+
+    def __init__(self, d, f):
+        super().__init__()
+        self.l1 = lns.LNSLazyLinear(int(d["H"]), weight_f=f)
+        self.l2 = lns.LNSLazyLinear(int(d["N"]), weight_f=f)
+
+    def forward(self, x):
+        return self.l2(F.relu(self.l1(x)))
+
+
+@pytest.mark.parametrize("name", ["mlp_sgd_momentum_f16.npz",
+                                  "mlp_adam_amsgrad_wd_f10.npz"])
+def test_a_lazy_model_saved_and_loaded_trains_as_the_reference(name):
+    # The golden weights reach a lazy model through load_state_dict before
+    # any input; after the first step model and optimizer are saved
+    # (torch.save) and loaded into a new lazy model and optimizer, which
+    # take the remaining steps: every parameter and state code as the
+    # reference's.
+    d = load(name)
+    f = int(d["f"])
+    lazy = LazyNet(d, f)
+    assert lazy.lns_parameters() == []
+    lazy.load_state_dict(Net(d, f).state_dict())
+    optimizer = make_optimizer(d, lazy)
+    for step in range(int(d["steps"])):
+        if step == 1:
+            buffer = io.BytesIO()
+            torch.save({"model": lazy.state_dict(),
+                        "optimizer": optimizer.state_dict()}, buffer)
+            buffer.seek(0)
+            saved = torch.load(buffer)
+            lazy = LazyNet(d, f)
+            lazy.load_state_dict(saved["model"])
+            optimizer = make_optimizer(d, lazy)
+            optimizer.load_state_dict(saved["optimizer"])
+        optimizer.zero_grad()
+        x, target = codes_tensor(d["x"][step], f), codes_tensor(
+            d["target"][step], f)
+        F.mse_loss(lazy(x), target).backward()
+        optimizer.step()
+        for p in PARAMETERS:
+            tensor = parameter(lazy, p)
+            assert_codes(tensor.codes, d[p][step + 1], f"{name} step {step} {p}")
+            assert_state(d, optimizer.state[tensor.lns], p, step,
+                         f"{name} step {step}")
 
 
 def test_module_conversions_keep_codes():

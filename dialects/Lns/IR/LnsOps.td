@@ -43,6 +43,11 @@ def Lns_EncodeOp : Lns_Op<"encode", [SameOperandsAndResultShape]> {
     `x == 0 → Z`, else `e = roundHalfEven(log|x| / log b)` in double and
     `p = (e << 1) | (x < 0)`.
 
+    NaN and ±inf have no code in the spec; a compiled program cannot stop
+    at run time, so it gives NaN the zero code `Z` and ±inf the largest
+    code of its sign, `(2^63 − 2) | (x < 0)`. Python's `lamina.lns.encode`
+    and `lamina.lns_numpy.encode` reject them before anything runs.
+
     ```mlir
     %c = lns.encode %x : tensor<4xf64> -> tensor<4x!lns.num<f = 10>>
     ```

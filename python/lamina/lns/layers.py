@@ -20,7 +20,7 @@ from .graph import clear_gradient
 from .tensor import LNSTensor, lnstensor
 
 # Significand bits of the float types a layer may return.
-_SIGNIFICAND_BITS = {torch.float64: 53, torch.float32: 24, torch.float16: 11,
+SIGNIFICAND_BITS = {torch.float64: 53, torch.float32: 24, torch.float16: 11,
                      torch.bfloat16: 8}
 
 
@@ -119,7 +119,7 @@ def _check_round_trip(layer, dtype):
     """Warns once per layer when float outputs of `dtype` lose codes of the
     layer's base: a float of p significand bits holds every value of base
     2^(2^-f) only for f ≤ p − 2 (float32 keeps all codes up to f = 22)."""
-    bits = _SIGNIFICAND_BITS.get(dtype)
+    bits = SIGNIFICAND_BITS.get(dtype)
     base = layer.weight.lns_base
     f = base.f if base.f is not None else -math.log2(math.log2(base.b))
     if bits is None or f <= bits - 2 or layer._warned_dtype == dtype:
@@ -232,13 +232,16 @@ class LNSLinear(LNSModule):
                                    **layer._bias_base.kw())
         return layer
 
-    def _materialize(self, in_features, device=None):
+    def _materialize(self, in_features, device=None, initialise=True):
+        """Creates the parameters: uniform in (−√k, √k), or zeros that a
+        state dict is about to overwrite (no random numbers drawn)."""
         self.in_features = in_features
         bound = 1.0 / math.sqrt(in_features) if in_features else 0.0
 
         def uniform(*shape):
-            values = torch.empty(*shape, dtype=torch.float64, device=device)
-            return nn.init.uniform_(values, -bound, bound)
+            values = torch.zeros(*shape, dtype=torch.float64, device=device)
+            return nn.init.uniform_(values, -bound, bound) if initialise \
+                else values
 
         self.register_parameter(
             "weight", lnstensor(uniform(self.out_features, in_features),
@@ -285,3 +288,11 @@ class LNSLazyLinear(LNSLinear):
         if self.weight is None:
             self._materialize(x.shape[-1], x.device)
         return super().forward(x)
+
+    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
+        # A state dict gives a layer that has seen no input its
+        # in_features, as torch's lazy modules take their shapes from it.
+        codes = state_dict.get(prefix + "weight_lns")
+        if self.weight is None and codes is not None:
+            self._materialize(codes.shape[-1], codes.device, initialise=False)
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
