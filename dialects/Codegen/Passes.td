@@ -85,7 +85,7 @@ def LaminaCpuTileAndVectorize : Pass<"lamina-cpu-tile-and-vectorize",
 
     1. fuse the epilogue with the matmul and its fill into a cache-level
        tile (256×16 blocks of 16 features for M ≥ 1024, 128×2 for M ≥ 256);
-    2. fuse again into a 4×16 register tile, 8×16 with `vector-registers=32`
+    2. fuse again into a 4×16 register tile, 8×32 with `vector-bits=512`
        (rows are fewer when M is not a multiple of them);
     3. tile K by 4 and vectorize the matmul, the fill and the epilogue;
     4. hoist the accumulator out of the K loop, so that it lives in
@@ -110,16 +110,19 @@ def LaminaCpuTileAndVectorize : Pass<"lamina-cpu-tile-and-vectorize",
     matmul and its fill fused into it), which the pipeline runs on N
     threads through OpenMP.
 
-    `vector-registers` is the target's count of 256-bit vector registers:
-    16 on AVX2; 32 with AVX-512VL, where register tiles of matmuls take 8
-    rows (16 accumulators of 8 lanes) instead of 4.
+    `vector-bits` is the target's vector width: 256 (AVX2: 16 registers,
+    register tiles of 4 rows × 16 features, 8 accumulators) or 512
+    (AVX-512: 32 registers of 16 lanes, register tiles of 8 rows × 32
+    features, 16 accumulators, and the matmuls between layers in 8 × 32
+    tiles). With 512 every function gets the LLVM attribute
+    `min-legal-vector-width=512`, without which the x86 back end splits
+    512-bit vectors in two on CPUs that prefer 256-bit ones.
   }];
   let options = [
     Option<"threads", "threads", "unsigned", /*default=*/"1",
            "threads sharing the cache-level tiles">,
-    Option<"vectorRegisters", "vector-registers", "unsigned",
-           /*default=*/"16",
-           "256-bit vector registers of the target (16: AVX2, 32: AVX-512VL)">,
+    Option<"vectorBits", "vector-bits", "unsigned", /*default=*/"256",
+           "vector width of the target in bits (256: AVX2, 512: AVX-512)">,
   ];
   let dependentDialects = ["::mlir::transform::TransformDialect",
                            "::mlir::linalg::LinalgDialect",

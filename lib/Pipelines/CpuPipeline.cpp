@@ -24,11 +24,12 @@ using namespace mlir;
 /// Output features per packed weight block: two AVX2 registers of f32.
 static constexpr int64_t kWeightBlock = 16;
 
-/// The host's 256-bit vector registers: 32 with AVX-512VL (ymm0–ymm31),
-/// else AVX2's 16. The JIT compiles for the host.
-static unsigned hostVectorRegisters() {
+/// The host's vector width: 512 bits with AVX-512 (F and VL), else AVX2's
+/// 256. The JIT compiles for the host.
+static unsigned hostVectorBits() {
   llvm::StringMap<bool> features = llvm::sys::getHostCPUFeatures();
-  return features.lookup("avx512vl") ? 32 : 16;
+  return features.lookup("avx512f") && features.lookup("avx512vl") ? 512
+                                                                   : 256;
 }
 
 void mlir::lamina::buildLaminaCpuPipeline(OpPassManager &pm,
@@ -55,9 +56,8 @@ void mlir::lamina::buildLaminaCpuPipeline(OpPassManager &pm,
   // Cache and register tiles of each matmul with its epilogue, vectorized.
   LaminaCpuTileAndVectorizeOptions schedule;
   schedule.threads = options.threads;
-  schedule.vectorRegisters = options.vectorRegisters
-                                 ? unsigned(options.vectorRegisters)
-                                 : hostVectorRegisters();
+  schedule.vectorBits =
+      options.vectorBits ? unsigned(options.vectorBits) : hostVectorBits();
   pm.addPass(createLaminaCpuTileAndVectorize(schedule));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createLaminaApproximateMath());

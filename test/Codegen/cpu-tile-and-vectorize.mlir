@@ -1,5 +1,5 @@
 // RUN: lamina-opt %s --convert-lamina-to-linalg=weight-block=16 --lamina-hoist-weight-packing --lamina-cpu-tile-and-vectorize --split-input-file | FileCheck %s
-// RUN: lamina-opt %s --convert-lamina-to-linalg=weight-block=16 --lamina-hoist-weight-packing --lamina-cpu-tile-and-vectorize=vector-registers=32 --split-input-file | FileCheck %s --check-prefix=WIDE
+// RUN: lamina-opt %s --convert-lamina-to-linalg=weight-block=16 --lamina-hoist-weight-packing --lamina-cpu-tile-and-vectorize=vector-bits=512 --split-input-file | FileCheck %s --check-prefix=WIDE
 
 // M = 512: cache tiles of 128 rows × 2 blocks (blocks outer), register
 // tiles of 4 rows × 1 block of 16, K in steps of 4 with the accumulator
@@ -18,12 +18,14 @@
 // CHECK: vector.transfer_write %{{.*}} : vector<4x1x16xf32>, tensor<128x2x16xf32>
 // CHECK-NOT: vector.transfer_write
 // CHECK: return
-// With 32 vector registers (AVX-512VL), register tiles of 8 rows: 16
-// accumulators of 8 lanes.
+// With 512-bit vectors (AVX-512), register tiles of 8 rows × 2 blocks (16
+// accumulators of 16 lanes: the cache tile's two blocks, so no block
+// loop), and the function marked so that LLVM keeps the vectors whole.
 // WIDE-LABEL: func.func @gelu_512
-// WIDE: scf.for %{{.*}} = %c0 to %c128 step %c8
-// WIDE: scf.for %{{.*}} = %c0 to %c1024 step %c4 iter_args(%{{.*}} = %{{.*}}) -> (vector<8x1x16xf32>)
-// WIDE: vector.contract {{.*}} : vector<8x4xf32>, vector<1x4x16xf32> into vector<8x1x16xf32>
+// WIDE-SAME: passthrough = {{\[}}["min-legal-vector-width", "512"]]
+// WIDE: scf.for %{{.*}} = %c0 to %c128 step %c8 iter_args
+// WIDE-NEXT: scf.for %{{.*}} = %c0 to %c1024 step %c4 iter_args(%{{.*}} = %{{.*}}) -> (vector<8x2x16xf32>)
+// WIDE: vector.contract {{.*}} : vector<8x4xf32>, vector<2x4x16xf32> into vector<8x2x16xf32>
 // WIDE-LABEL: func.func @big
 func.func @gelu_512(%x: tensor<512x1024xf32>, %w: tensor<4096x1024xf32>, %b: tensor<4096xf32>) -> tensor<512x4096xf32> {
   %0 = lamina.linear_act "fc" %x, %w bias %b activation gelu_tanh : (tensor<512x1024xf32>, tensor<4096x1024xf32>, tensor<4096xf32>) -> tensor<512x4096xf32>

@@ -1,5 +1,5 @@
-// RUN: lamina-opt %s --lamina-cpu-pipeline=vector-registers=16 | FileCheck %s
-// RUN: lamina-opt %s --lamina-cpu-pipeline="threads=1 vector-registers=16" | FileCheck %s
+// RUN: lamina-opt %s --lamina-cpu-pipeline=vector-bits=256 | FileCheck %s
+// RUN: lamina-opt %s --lamina-cpu-pipeline="threads=1 vector-bits=256" | FileCheck %s
 
 // The whole program reaches the LLVM dialect; the result becomes an
 // out-parameter; GELU's tanh is a polynomial (no libm call); bf16 rounding
@@ -16,7 +16,7 @@ func.func @main(%x: tensor<2x4x8xbf16>, %w: tensor<16x8xbf16>, %b: tensor<16xbf1
   return %0 : tensor<2x4x16xbf16>
 }
 
-// RUN: lamina-opt %s --lamina-cpu-pipeline="threads=2 vector-registers=16" | FileCheck %s --check-prefix=THREADS
+// RUN: lamina-opt %s --lamina-cpu-pipeline="threads=2 vector-bits=256" | FileCheck %s --check-prefix=THREADS
 // THREADS: llvm.func @big(
 // THREADS: omp.parallel num_threads
 // THREADS: omp.wsloop

@@ -30,10 +30,10 @@ struct CpuPipelineOptions : public PassPipelineOptions<CpuPipelineOptions> {
                            llvm::cl::desc("threads sharing the cache-level "
                                           "tiles of each matmul (OpenMP)"),
                            llvm::cl::init(1)};
-  Option<unsigned> vectorRegisters{
-      *this, "vector-registers",
-      llvm::cl::desc("256-bit vector registers the code may hold (16: AVX2, "
-                     "32: AVX-512VL); 0: the host CPU's"),
+  Option<unsigned> vectorBits{
+      *this, "vector-bits",
+      llvm::cl::desc("vector width of the generated code (256: AVX2, 512: "
+                     "AVX-512); 0: the host CPU's"),
       llvm::cl::init(0)};
 };
 
