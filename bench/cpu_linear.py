@@ -28,6 +28,8 @@ import subprocess
 import sys
 import tempfile
 
+from machine import cpu_model
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 # The lamina package lives in the build tree, next to its extension.
 sys.path.insert(0, str(pathlib.Path(os.environ.get("LAMINA_BUILD_DIR",
@@ -120,7 +122,9 @@ def main():
                     OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
     with tempfile.TemporaryDirectory() as work:
         work = pathlib.Path(work)
-        peak = float(run([str(compile_probe(work, "fma_peak"))]).split()[0])
+        peak_text, vector_bits = run(
+            [str(compile_probe(work, "fma_peak"))]).split()[:2]
+        peak = float(peak_text)
         bandwidth = float(run([str(compile_probe(work, "stream_read"))]).split()[0])
         sgemm = compile_probe(work, "sgemm", (f"-L{OPENBLAS_DIR}",
                                               "-l:libopenblas.so.0",
@@ -151,7 +155,7 @@ def main():
                 rows.append(row)
                 print(format_row(row, peak, bandwidth), flush=True)
 
-    report = render(rows, peak, bandwidth, args)
+    report = render(rows, peak, bandwidth, args, vector_bits)
     pathlib.Path(args.output).write_text(report)
     print(f"\nwrote {args.output}")
 
@@ -173,7 +177,7 @@ def format_row(r, peak, bandwidth):
     return "| " + " | ".join(cells) + " |"
 
 
-def render(rows, peak, bandwidth, args):
+def render(rows, peak, bandwidth, args, vector_bits):
     head = ("| M×K×N | epilogue | Lamina fused ms | GFLOP/s | Lamina unfused ms "
             "| PyTorch+OpenBLAS ms | OpenBLAS sgemm ms | vs PyTorch | vs sgemm "
             "| unfused/fused | roofline | compile ms |\n"
@@ -185,7 +189,8 @@ def render(rows, peak, bandwidth, args):
 Command: `/usr/bin/python3 bench/cpu_linear.py --rounds {args.rounds}{shapes}`
 ({datetime.date.today()}, {os.cpu_count()} vCPUs, every process pinned with `taskset -c 1`).
 
-Measured on this machine in the same run: fp32 FMA peak **{peak:.1f} GFLOP/s**
+Measured on this machine ({cpu_model()}) in the same run: fp32 FMA peak
+**{peak:.1f} GFLOP/s** with {vector_bits}-bit vectors, the widest it has
 (`bench/probes/fma_peak.c`), streaming read **{bandwidth:.1f} GB/s**
 (`bench/probes/stream_read.c`).
 

@@ -24,6 +24,8 @@ import time
 
 import numpy as np
 
+from machine import cpu_model
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 # The lamina package lives in the build tree, next to its extension.
 sys.path.insert(0, str(pathlib.Path(os.environ.get("LAMINA_BUILD_DIR",
@@ -33,15 +35,6 @@ from lamina.tools import tool  # noqa: E402
 
 SHAPES = [(64, 256, 256), (512, 1024, 1024)]
 NUMPY_ROWS = 64  # NumPy is timed on at most this many rows (its rate is per MAC)
-
-
-def cpu_model():
-    """The CPU's model name (gathers and vector ports differ between the
-    machines these tables come from)."""
-    for line in pathlib.Path("/proc/cpuinfo").read_text().splitlines():
-        if line.startswith("model name"):
-            return line.split(":", 1)[1].strip()
-    return "unknown CPU"
 
 
 def pinned(args):
