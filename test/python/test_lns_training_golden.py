@@ -379,3 +379,38 @@ def test_the_numpy_spec_trains_as_the_reference(name):
         for p, value, grad in zip(PARAMETERS, params, grads):
             assert_codes(grad, d[f"grad_{p}"][step], f"{name} grad_{p}")
             assert_codes(value, d[p][step + 1], f"{name} {p}")
+
+
+@pytest.mark.parametrize("name", MLP_FILES)
+def test_the_numpy_spec_steps_every_optimizer_as_the_reference(name):
+    """lamina.lns_numpy's optimizers (spec §4, written again in NumPy) are
+    an independent oracle too: hyper-parameter codes, parameters and state
+    after every step of every golden run (state compared where reference
+    and fix agree, as for lamina.lns)."""
+    from lamina import lns_numpy
+    d = load(name)
+    f = int(d["f"])
+    adam = str(d["optimizer"]) == "LNSAdam"
+    names = (["lr", "beta1", "beta2", "eps", "weight_decay"] if adam else
+             ["lr", "momentum", "dampening", "weight_decay"])
+    hp = {}
+    for key in names:
+        value = float(d[f"hp_{key}"])
+        hp[key] = lns_numpy.hyper(value, f)
+        expected = ZERO if value == 0 else int(d[f"hp_{key}_code"])
+        assert int(hp[key]) == expected, key  # the fix: zero stays Z
+    for flag in ("amsgrad", "maximize") if adam else ("nesterov", "maximize"):
+        hp[flag] = bool(d[f"hp_{flag}"])
+    update = lns_numpy.adam_update if adam else lns_numpy.sgd_update
+    params = [d[p][0] for p in PARAMETERS]
+    states = [{} for _ in PARAMETERS]
+    tiny = 0
+    for step in range(int(d["steps"])):
+        _, params, _ = lns_numpy.mlp_step(d["x"][step], d["target"][step],
+                                          params, update, states, hp, f)
+        for p, value, state in zip(PARAMETERS, params, states):
+            assert_codes(value, d[p][step + 1], f"{name} step {step} {p}")
+            as_tensors = {k: v if k == "step" else torch.from_numpy(
+                np.asarray(v, np.int64)) for k, v in state.items()}
+            tiny += assert_state(d, as_tensors, p, step, f"{name} step {step}")
+    assert tiny == TINY_STATE_CODES.get(name, 0)

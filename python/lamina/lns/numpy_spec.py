@@ -123,10 +123,113 @@ def relu(x):
     return np.where(x & 1, ZERO, x)
 
 
+# -- optimizers (spec §4), with the spec's fixes: zero stays zero --------------
+
+DEFAULT_F = 23
+
+
+def change_base(code, from_f, to_f):
+    """A code of base 2^(2^-from_f) in base 2^(2^-to_f): the exponent
+    rounded half-even in double, the sign kept, zero kept (fix)."""
+    code = np.asarray(code, np.int64)
+    if from_f == to_f:
+        return code
+    e = np.rint((code >> 1).astype(np.float64) * np.log(base_of(from_f))
+                / np.log(base_of(to_f))).astype(np.int64)
+    return np.where(is_zero(code), ZERO, (e << 1) | (code & 1))
+
+
+def hyper(value, f):
+    """A Python-float hyper-parameter: encoded in the default base, then
+    converted to the group's base."""
+    return change_base(encode(value, DEFAULT_F), DEFAULT_F, f)
+
+
+def powi(c, t):
+    magnitude = ((np.asarray(c, np.int64) & -2) * t) & -2
+    code = magnitude | (c & 1) if t % 2 else magnitude
+    return np.where(is_zero(c), ZERO, code)
+
+
+def sqrt(c):
+    c = np.asarray(c, np.int64)
+    return np.where(is_zero(c), ZERO, (c >> 1) & -2)
+
+
+def maximum(a, b):
+    """gt orders by sign (positive above negative), then by exponent
+    (reversed for negatives); zero codes take part with their bits."""
+    a, b = np.broadcast_arrays(np.asarray(a, np.int64), np.asarray(b, np.int64))
+    sa, sb, ea, eb = a & 1, b & 1, a >> 1, b >> 1
+    greater = np.where(sa != sb, sa == 0, np.where(sa == 0, ea > eb, ea < eb))
+    return np.where(greater, a, b)
+
+
+def sgd_update(p, g, state, hp, f):
+    """LNSSGD on one parameter: `hp` holds the codes lr, momentum,
+    dampening, weight_decay and the flags nesterov, maximize; `state` the
+    momentum buffer. Returns the new parameter."""
+    if hp["maximize"]:
+        g = neg(g)
+    if hp["weight_decay"] != ZERO:
+        g = add(g, mul(p, hp["weight_decay"]), f)
+    if hp["momentum"] != ZERO:
+        if "momentum_buffer" not in state:
+            buf = g
+        else:
+            buf = add(mul(state["momentum_buffer"], hp["momentum"]),
+                      mul(g, sub(0, hp["dampening"], f)), f)
+        state["momentum_buffer"] = buf
+        g = add(g, mul(buf, hp["momentum"]), f) if hp["nesterov"] else buf
+    return sub(p, mul(g, hp["lr"]), f)
+
+
+def adam_update(p, g, state, hp, f):
+    """LNSAdam on one parameter: `hp` holds the codes lr, beta1, beta2,
+    eps, weight_decay and the flags amsgrad, maximize; `state` step,
+    exp_avg, exp_avg_sq (and max_exp_avg_sq). Returns the new parameter."""
+    if hp["maximize"]:
+        g = neg(g)
+    if hp["weight_decay"] != ZERO:
+        g = add(g, mul(p, hp["weight_decay"]), f)
+    t = state.get("step", 0) + 1
+    zeros = np.full(np.shape(p), ZERO, np.int64)
+    m = add(mul(state.get("exp_avg", zeros), hp["beta1"]),
+            mul(g, sub(0, hp["beta1"], f)), f)
+    v = add(mul(state.get("exp_avg_sq", zeros), hp["beta2"]),
+            mul(mul(g, g), sub(0, hp["beta2"], f)), f)
+    bc1 = sub(0, powi(hp["beta1"], t), f)
+    bc2 = sub(0, powi(hp["beta2"], t), f)
+    state.update(step=t, exp_avg=m, exp_avg_sq=v)
+    if hp["amsgrad"]:
+        v = maximum(state.get("max_exp_avg_sq", zeros), v)
+        state["max_exp_avg_sq"] = v
+    step = div(div(m, bc1), add(sqrt(div(v, bc2)), hp["eps"], f))
+    return sub(p, mul(hp["lr"], step), f)
+
+
+def mlp_step(x, target, params, update, states, hp, f):
+    """One step of LNSLinear → relu → LNSLinear → mse_loss(mean) and an
+    optimizer, as the spec computes it: `update` is sgd_update or
+    adam_update, `states` one dict per parameter (updated in place), `hp`
+    its hyper-parameters. Returns (loss, new params, grads)."""
+    loss, grads = _mlp_gradients(x, target, params, f)
+    new = [update(p, g, state, hp, f)
+           for p, g, state in zip(params, grads, states)]
+    return loss, new, grads
+
+
 def mlp_sgd_step(x, target, params, lr, f):
-    """One step of LNSLinear → relu → LNSLinear → mse_loss(mean) and plain
-    SGD, as the spec computes it: returns (loss, new params, grads).
-    `params` = [w1, b1, w2, b2] codes, `lr` the learning-rate code."""
+    """One step of the MLP and plain SGD (the benchmarks' baseline):
+    returns (loss, new params, grads); `lr` is the learning-rate code."""
+    loss, grads = _mlp_gradients(x, target, params, f)
+    new = [sub(p, mul(g, lr), f) for p, g in zip(params, grads)]
+    return loss, new, grads
+
+
+def _mlp_gradients(x, target, params, f):
+    """(loss, [gw1, gb1, gw2, gb2]) of the MLP on `params` = [w1, b1, w2,
+    b2] codes."""
     w1, b1, w2, b2 = params
     h_pre = linear(x, w1, b1, f)
     h = relu(h_pre)
@@ -139,9 +242,7 @@ def mlp_sgd_step(x, target, params, lr, f):
     gh = grads_2[0]
     g_pre = np.where(is_zero(h) | is_zero(gh), ZERO, gh)  # relu_grad
     grads_1 = _linear_backward(x, w1, g_pre, f)
-    grads = [grads_1[1], grads_1[2], grads_2[1], grads_2[2]]
-    new = [sub(p, mul(g, lr), f) for p, g in zip(params, grads)]
-    return loss, new, grads
+    return loss, [grads_1[1], grads_1[2], grads_2[1], grads_2[2]]
 
 
 def _linear_backward(x, w, g, f):
