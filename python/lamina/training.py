@@ -130,14 +130,17 @@ def register_parameters(module, model):
 
 
 def _set_parameter(module, name, parameter):
-    """`parameter` under the dotted `name` of `module`, through plain
-    submodules created where missing."""
+    """`parameter` under the dotted `name` of `module`, through submodules
+    created where missing: LNSModules, so that an LNS layer's parameter
+    (`<name>_lns` and `<name>_base`) also reads as an LNSTensor, as on
+    lamina.lns layers (`compiled.fc.weight`)."""
+    from .lns.layers import LNSModule
     *path, leaf = name.split(".")
     owner = module
     for part in path:
         child = owner._modules.get(part)
         if child is None:
-            child = nn.Module()
+            child = LNSModule()
             owner._modules[part] = child
         owner = child
     owner._parameters[leaf] = parameter

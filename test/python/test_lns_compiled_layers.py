@@ -49,6 +49,10 @@ def test_a_replaced_layer_holds_lns_parameters():
                          _codes(eager.lns_parameters())):
         assert got.dtype == torch.float64
         assert torch.equal(got, want)
+    # The layer's parameters read as LNS tensors, as on the eager layer.
+    assert isinstance(compiled.fc.weight, lns.LNSTensor)
+    assert torch.equal(compiled.fc.weight.codes, eager.weight.codes)
+    assert compiled.fc.bias.lns_base == lns.Base(f=F_BITS)
     # The state dict loads into the eager layer (codes and bases).
     state = {k.removeprefix("fc."): v for k, v in
              compiled.state_dict().items()}
