@@ -271,7 +271,7 @@ class CompiledModule(nn.Module):
         model's whole Parameter at the first compile, kept after); then the
         schedule's backward layouts are checked when the module trains."""
         model = self.schedule.model
-        training.register_lns_parameters(self, model, imported, scheduled)
+        training.register_lns_parameters(self, model, imported, program)
         if program.world_size > 1:
             training.register_parameter_blocks(self, model, imported,
                                                program)

@@ -214,46 +214,20 @@ def parameter_arguments(module, model, imported):
     return [argument(tensor) for _, tensor in imported.parameters]
 
 
-def _top_level_split(text):
-    """`text` split at the commas outside <>, (), [] and {}."""
-    pieces, depth, start = [], 0, 0
-    for i, char in enumerate(text):
-        if char in "<([{":
-            depth += 1
-        elif char in ">)]}":
-            depth -= 1
-        elif char == "," and depth == 0:
-            pieces.append(text[start:i])
-            start = i + 1
-    pieces.append(text[start:])
-    return pieces
-
-
-def argument_lns_bases(scheduled, entry):
-    """Per argument of function @entry in `scheduled`: the LNS base (f or
-    b) of an argument of LNS numbers, else None."""
+def _lns_base(type_text):
+    """The LNS base of an argument of MLIR type `type_text` (an LNS number
+    or a tensor of them), else None."""
     from .lns.base import Base
-    match = re.search(r"func\.func @" + re.escape(entry) + r"\(", scheduled)
-    if match is None:
-        raise ScheduleError(f"the scheduled program has no @{entry}")
-    depth, end = 1, match.end()
-    while depth:
-        depth += {"(": 1, ")": -1}.get(scheduled[end], 0)
-        end += 1
-    bases = []
-    for piece in _top_level_split(scheduled[match.end():end - 1]):
-        number = re.search(r"!lns\.num<([fb]) = ([^>]+)>", piece)
-        if number is None:
-            bases.append(None)
-        elif number.group(1) == "f":
-            bases.append(Base(f=int(number.group(2))))
-        else:
-            bases.append(Base(b=float(number.group(2))))
-    return bases
+    number = re.search(r"!lns\.num<([fb]) = ([^>]+)>", type_text)
+    if number is None:
+        return None
+    if number.group(1) == "f":
+        return Base(f=int(number.group(2)))
+    return Base(b=float(number.group(2)))
 
 
-def register_lns_parameters(module, model, imported, scheduled):
-    """Registers, in place of each of `model`'s Parameters that `scheduled`
+def register_lns_parameters(module, model, imported, program):
+    """Registers, in place of each of `model`'s Parameters that `program`
     takes as LNS codes (a layer replaced by its LNS variant), an LNS
     parameter as lamina.lns layers register one: its codes in a float64
     Parameter `<name>_lns`, its base in a buffer `<name>_base` (and the
@@ -261,8 +235,8 @@ def register_lns_parameters(module, model, imported, scheduled):
     codes encode the model's weights at the first compile; later compiles
     keep them."""
     from .lns.tensor import lnstensor
-    bases = argument_lns_bases(scheduled, imported.entry)
-    bases = bases[imported.num_inputs:]
+    bases = [_lns_base(text)
+             for text in program.input_types[imported.num_inputs:]]
     names = {id(p): n for n, p in model.named_parameters()}
     own = dict(module.named_parameters())
     for (_, tensor), base in zip(imported.parameters, bases):

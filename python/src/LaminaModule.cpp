@@ -137,6 +137,15 @@ public:
     return specs;
   }
 
+  /// The MLIR type of each argument as written in the program (an LNS
+  /// argument's names its base: `tensor<8x!lns.num<f = 10>>`).
+  std::vector<std::string> inputTypes() const {
+    std::vector<std::string> types;
+    for (const ArgumentSpec &spec : program->getInputs())
+      types.push_back(spec.typeText);
+    return types;
+  }
+
   /// (dtype name, whole shape, shard axis or None) of each result: a
   /// sharded result comes back as this rank's block.
   std::vector<std::tuple<std::string, std::vector<int64_t>,
@@ -274,6 +283,8 @@ PYBIND11_MODULE(_lamina, m) {
            py::arg("pipeline") = "lamina-cpu-pipeline")
       .def_property_readonly("inputs", &Program::inputs,
                              "(dtype, shape) of every argument")
+      .def_property_readonly("input_types", &Program::inputTypes,
+                             "the MLIR type of every argument")
       .def_property_readonly("results", &Program::results,
                              "(dtype, whole shape, shard axis or None) of "
                              "every result")

@@ -17,6 +17,7 @@
 #include "lamina/Lns/IR/LnsCodes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -340,6 +341,22 @@ Value lns::padColumns(OpBuilder &b, Location loc, Value values,
   high.back() = b.getIndexAttr(paddedN - n);
   return tensor::PadOp::create(b, loc, type.clone(shape), values, low, high,
                                zero);
+}
+
+Value lns::unpadAccumulators(OpBuilder &b, Location loc, Value acc,
+                             int64_t m, int64_t n) {
+  auto type = cast<MemRefType>(acc.getType());
+  Value result = bufferization::ToTensorOp::create(
+      b, loc, RankedTensorType::get(type.getShape(), type.getElementType()),
+      acc, /*restrict=*/true, /*writable=*/true);
+  if (type.getDimSize(0) == m && type.getDimSize(1) == n)
+    return result;
+  SmallVector<OpFoldResult> offsets(2, b.getIndexAttr(0));
+  SmallVector<OpFoldResult> sizes = {b.getIndexAttr(m), b.getIndexAttr(n)};
+  SmallVector<OpFoldResult> strides(2, b.getIndexAttr(1));
+  return tensor::ExtractSliceOp::create(
+      b, loc, RankedTensorType::get({m, n}, type.getElementType()), result,
+      offsets, sizes, strides);
 }
 
 Value lns::buildLinearByK(OpBuilder &b, Location loc, Value input,

@@ -34,6 +34,11 @@ Value buildLinearByK(OpBuilder &b, Location loc, Value input, Value weight,
 Value padColumns(OpBuilder &b, Location loc, Value values, int64_t paddedN,
                  Value zero);
 
+/// The tensor of a kernel's [rows, columns] accumulator buffer `acc`,
+/// sliced to its first [m, n] (the padding dropped).
+Value unpadAccumulators(OpBuilder &b, Location loc, Value acc, int64_t m,
+                        int64_t n);
+
 /// `table` x·Wᵀ (+ bias) from inputByK [K, M], weightByK [K, N] and bias
 /// [N] (static codes, i64 or narrow i32) as explicit vector code, the
 /// accumulators of a tile of outputs in registers (TableKernel.cpp).

@@ -540,15 +540,5 @@ Value lns::buildLinearPiecewise(OpBuilder &b, Location loc, Value inputByK,
           });
         scf::YieldOp::create(rb, rl);
       });
-  Value result = bufferization::ToTensorOp::create(
-      b, loc, RankedTensorType::get({m, paddedN}, codeType), acc,
-      /*restrict=*/true, /*writable=*/true);
-  if (paddedN == n)
-    return result;
-  SmallVector<OpFoldResult> offsets(2, b.getIndexAttr(0));
-  SmallVector<OpFoldResult> sizes = {b.getIndexAttr(m), b.getIndexAttr(n)};
-  SmallVector<OpFoldResult> strides(2, b.getIndexAttr(1));
-  return tensor::ExtractSliceOp::create(b, loc,
-                                        RankedTensorType::get({m, n}, codeType),
-                                        result, offsets, sizes, strides);
+  return unpadAccumulators(b, loc, acc, m, n);
 }

@@ -20,7 +20,6 @@
 #include "lamina/Lns/IR/LnsCodes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
-#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -331,15 +330,5 @@ Value lns::buildLinearTable(OpBuilder &b, Location loc, Value inputByK,
                  width),
       bias ? padColumns(b, loc, bias, paddedN, zeroCode) : Value(), acc);
   tiles.build(b, loc);
-  Value result = bufferization::ToTensorOp::create(
-      b, loc, RankedTensorType::get({paddedM, paddedN}, codeType), acc,
-      /*restrict=*/true, /*writable=*/true);
-  if (paddedM == m && paddedN == n)
-    return result;
-  SmallVector<OpFoldResult> offsets(2, b.getIndexAttr(0));
-  SmallVector<OpFoldResult> sizes = {b.getIndexAttr(m), b.getIndexAttr(n)};
-  SmallVector<OpFoldResult> strides(2, b.getIndexAttr(1));
-  return tensor::ExtractSliceOp::create(b, loc,
-                                        RankedTensorType::get({m, n}, codeType),
-                                        result, offsets, sizes, strides);
+  return unpadAccumulators(b, loc, acc, m, n);
 }
