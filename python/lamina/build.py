@@ -311,14 +311,7 @@ class CompiledModule(nn.Module):
         zero code (and forget what earlier backward calls accumulated)."""
         from .lns.graph import clear_gradient
         for parameter in self.parameters():
-            if getattr(parameter, "_lns_base", None) is not None:
-                clear_gradient(parameter, set_to_none)
-            elif parameter.grad is not None:
-                if set_to_none:
-                    parameter.grad = None
-                else:
-                    parameter.grad.detach_()
-                    parameter.grad.zero_()
+            clear_gradient(parameter, set_to_none)
 
     @property
     def world_size(self):

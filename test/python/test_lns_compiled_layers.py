@@ -164,6 +164,13 @@ def test_a_float_model_with_an_lns_layer_trains_both():
             sgd.step()
             lns_sgd.step()
     torch.testing.assert_close(compiled(x), eager(x), rtol=1e-5, atol=1e-5)
+    # zero_grad on a layer: a float layer's gradients become zeros, an LNS
+    # layer's the zero code.
+    for layer in (compiled.fc1, compiled.fc2):
+        layer.zero_grad(set_to_none=False)
+    assert not compiled.fc2.weight.grad.any()
+    for codes in _codes(compiled.lns_parameters()):
+        assert bool((codes.grad == lns.autograd.ZERO).all())
 
 
 def test_an_lns_layer_of_the_model_trains_compiled():

@@ -100,7 +100,17 @@ def accumulate(leaf, received):
 
 
 def clear_gradient(leaf, set_to_none=True):
-    """zero_grad for one LNS leaf: forgets its accumulated gradients."""
+    """zero_grad for one leaf: an LNS leaf's gradient becomes None or the
+    zero code and forgets its accumulated gradients; any other leaf's
+    follows torch's rule (None, or zeros)."""
+    if getattr(leaf, "_lns_base", None) is None:  # as accumulate decides
+        if leaf.grad is not None:
+            if set_to_none:
+                leaf.grad = None
+            else:
+                leaf.grad.detach_()
+                leaf.grad.zero_()
+        return
     leaf._lns_incoming = []
     leaf._lns_total = None
     if leaf.grad is None:
