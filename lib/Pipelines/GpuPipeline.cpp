@@ -34,6 +34,8 @@ void mlir::lamina::buildLaminaGpuPipeline(OpPassManager &pm,
   // Layers → fused linear ops → one kernel each, on device buffers.
   pm.addPass(createLaminaDecompose());
   pm.addPass(createLaminaFuseEpilogues());
+  // A backward transposes an input once however many layers read it.
+  pm.addPass(createCSEPass());
   ConvertLaminaToGPUOptions toGpu;
   toGpu.chip = options.chip;
   toGpu.lnsSbdb = options.lnsSbdb;

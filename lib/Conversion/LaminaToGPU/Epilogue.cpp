@@ -12,11 +12,19 @@
 using namespace mlir;
 using namespace mlir::lamina;
 
-/// One element: bias, activation, dropout keyed by the row-major index in
-/// the whole output (the CPU path's stream), in f32.
+/// One element: an activation derivative at `derivativeAt` (backward),
+/// bias, activation, dropout keyed by the row-major index in the whole
+/// output (the CPU path's stream), in f32.
 static Value applyEpilogue(OpBuilder &b, Location loc, const GpuLinear &layer,
-                           Value row, Value col, Value value) {
+                           Value row, Value col, Value value,
+                           Value derivativeAt) {
   Type f32 = b.getF32Type();
+  if (layer.derivative) {
+    if (derivativeAt.getType() != f32)
+      derivativeAt = arith::ExtFOp::create(b, loc, f32, derivativeAt);
+    value = buildActivationDerivative(b, loc, layer.derivative.getValue(),
+                                      derivativeAt, value);
+  }
   if (layer.bias) {
     Value bias = memref::LoadOp::create(b, loc, layer.bias, col);
     if (bias.getType() != f32)
@@ -65,16 +73,27 @@ void mlir::lamina::emitEpiloguePairStore(OpBuilder &b, Location loc,
 
   Value col1 = arith::AddIOp::create(b, loc, col,
                                      arith::ConstantIndexOp::create(b, loc, 1));
-  Value e0 = applyEpilogue(b, loc, layer, row, col, v0);
-  Value e1 = applyEpilogue(b, loc, layer, row, col1, v1);
   Type outElt = cast<MemRefType>(layer.output.getType()).getElementType();
+  // Columns are even, so a pair is aligned to its own size.
+  int64_t pairBytes = 2 * outElt.getIntOrFloatBitWidth() / 8;
+  Value at0, at1;
+  if (layer.derivative) {
+    Type atElt =
+        cast<MemRefType>(layer.derivativeInput.getType()).getElementType();
+    auto load = vector::LoadOp::create(b, loc, VectorType::get({2}, atElt),
+                                       layer.derivativeInput,
+                                       ValueRange{row, col});
+    load.setAlignment(2 * atElt.getIntOrFloatBitWidth() / 8);
+    at0 = vector::ExtractOp::create(b, loc, load, ArrayRef<int64_t>{0});
+    at1 = vector::ExtractOp::create(b, loc, load, ArrayRef<int64_t>{1});
+  }
+  Value e0 = applyEpilogue(b, loc, layer, row, col, v0, at0);
+  Value e1 = applyEpilogue(b, loc, layer, row, col1, v1, at1);
   auto pairType = VectorType::get({2}, b.getF32Type());
   Value pair =
       vector::FromElementsOp::create(b, loc, pairType, ValueRange{e0, e1});
   if (outElt != b.getF32Type())
     pair = arith::TruncFOp::create(b, loc, VectorType::get({2}, outElt), pair);
-  // Columns are even, so the pair is aligned to its own size.
-  int64_t pairBytes = 2 * outElt.getIntOrFloatBitWidth() / 8;
   auto store =
       vector::StoreOp::create(b, loc, pair, layer.output, ValueRange{row, col});
   store.setAlignment(pairBytes);

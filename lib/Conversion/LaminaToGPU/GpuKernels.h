@@ -22,6 +22,11 @@ struct GpuLinear {
   Operation *op;                 // for diagnostics and the module
   ActivationKindAttr activation; // or null
   DropoutAttr dropout;           // or null
+  /// The backward's `activation_grad` of this matmul (dH = (dY·W)·act′(p)):
+  /// the product times `derivative`′ at `derivativeInput` (memref<M x N>),
+  /// or null.
+  ActivationKindAttr derivative;
+  Value derivativeInput;
   Value input;                   // memref<M x K>
   Value weight;                  // memref<N x K>
   Value bias;                    // memref<N>, or null
@@ -92,6 +97,22 @@ Value buildDynamicSharedMemory(OpBuilder &b, Location loc, Operation *anchor,
 void emitEpiloguePairStore(OpBuilder &b, Location loc, const GpuLinear &layer,
                            Value row, Value col, Value v0, Value v1,
                            bool checkRow, bool checkCol);
+
+/// target[C, R] = source[R, C]ᵀ (R may be dynamic) through 32×32 tiles in
+/// shared memory: reads and writes both coalesced.
+void emitTranspose(OpBuilder &b, Location loc, Operation *anchor,
+                   Value source, Value target);
+
+/// target[N] = Σ_rows source[M, N] (M may be dynamic), accumulated in f32:
+/// the bias gradient.
+void emitColumnSum(OpBuilder &b, Location loc, Operation *anchor,
+                   Value source, Value target);
+
+/// target = body(sources...) element by element over buffers of one shape,
+/// computed in f32 (`body` takes and returns f32 scalars).
+void emitElementwise(
+    OpBuilder &b, Location loc, ValueRange sources, Value target,
+    function_ref<Value(OpBuilder &, Location, ValueRange)> body);
 
 /// sm_90a: TMA + mbarrier ring, warp-specialised wgmma, register epilogue.
 LogicalResult emitWgmmaLinear(OpBuilder &b, Location loc,

@@ -1,6 +1,7 @@
 //===- LaminaToGPU.cpp - Functions of fused linear layers on the GPU ------===//
 
 #include "GpuKernels.h"
+#include "lamina/Conversion/LaminaToLinalg/EpilogueMath.h"
 #include "lamina/Conversion/Passes.h"
 #include "lamina/Lns/IR/Lns.h"
 
@@ -9,11 +10,14 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
 
 namespace mlir::lamina {
@@ -88,7 +92,9 @@ static LogicalResult checkLayer(const LayerView &layer) {
     if (value && !cast<RankedTensorType>(value.getType()).hasStaticShape())
       return op->emitOpError("GPU kernels need static weights and biases; "
                              "got ")
-             << value.getType();
+             << value.getType()
+             << " (a backward's dW = dyᵀ·x reduces over the rows, which "
+                "must then be static)";
   for (Value value : {layer.input, Value(op->getResult(0))})
     if (ShapedType::isDynamic(
             cast<RankedTensorType>(value.getType()).getShape().back()))
@@ -163,25 +169,150 @@ static void synchronously(OpBuilder &b, Location loc,
   gpu::WaitOp::create(b, loc, Type(), ValueRange{step(ready)});
 }
 
-/// Rewrites `func` on device buffers, one kernel per layer.
-static LogicalResult convertFunction(func::FuncOp func, KernelFamily family,
-                                     lns::SbdbMode lnsMode) {
-  Block &entry = func.getBody().front();
-  SmallVector<LayerView> layers;
-  for (Operation &op : entry) {
+/// Whether `reduce` is a bias gradient: a sum over all leading dims of one
+/// input, of a static last dim, into a zero-filled init.
+static bool isColumnSum(linalg::ReduceOp reduce) {
+  if (reduce.getInputs().size() != 1 || reduce.getInits().size() != 1)
+    return false;
+  auto inputType = cast<ShapedType>(reduce.getInputs()[0].getType());
+  int64_t rank = inputType.getRank();
+  if (rank < 2 || inputType.isDynamicDim(rank - 1) ||
+      !llvm::equal(reduce.getDimensions(), llvm::seq<int64_t>(0, rank - 1)))
+    return false;
+  Block &body = reduce.getCombiner().front();
+  auto add = dyn_cast<arith::AddFOp>(&body.front());
+  if (!add || body.getOperations().size() != 2 ||
+      body.getTerminator()->getOperand(0) != add.getResult() ||
+      !llvm::is_contained(add->getOperands(), body.getArgument(0)) ||
+      !llvm::is_contained(add->getOperands(), body.getArgument(1)))
+    return false;
+  auto fill = reduce.getInits()[0].getDefiningOp<linalg::FillOp>();
+  return fill && matchPattern(fill.value(), m_AnyZeroFloat());
+}
+
+/// An `activation_grad` whose cotangent is a float matmul used only there:
+/// it becomes that matmul's epilogue (dH = (dY·W)·act′(p) in one kernel).
+static MatmulOp fusableMatmul(ActivationGradOp grad) {
+  auto matmul = grad.getCotangent().getDefiningOp<MatmulOp>();
+  if (!matmul || !matmul->hasOneUse() || matmul.getType() != grad.getType() ||
+      lns::getLnsElementType(matmul.getType()))
+    return nullptr;
+  return matmul;
+}
+
+namespace {
+/// How convert-lamina-to-gpu lowers one op of a function.
+enum class OpRole {
+  Layer,          // a matmul kernel (wgmma, mma.sync or LNS)
+  Elementwise,    // activation, activation_grad on its own, tensor addf
+  FusedIntoLayer, // activation_grad in its matmul's epilogue
+  Transpose,      // a 2-D transpose (the backward's operands)
+  ColumnSum,      // a bias gradient
+  View,           // collapse_shape: the same buffer
+  Init,           // tensor.empty, its sizes, zero fills and constants
+};
+} // namespace
+
+/// The role of each op of `entry`, or an error on the first op that has no
+/// GPU lowering.
+static FailureOr<SmallVector<std::pair<Operation *, OpRole>>>
+planFunction(Block &entry) {
+  SmallVector<std::pair<Operation *, OpRole>> plan;
+  DenseSet<Operation *> fusedMatmuls;
+  for (auto grad : entry.getOps<ActivationGradOp>())
+    if (MatmulOp matmul = fusableMatmul(grad))
+      fusedMatmuls.insert(matmul);
+  // Inits are checked after the ops that consume them are known.
+  DenseSet<Operation *> accepted;
+  auto isFloatTensor = [](Value value) {
+    return isa<FloatType>(getElementTypeOrSelf(value.getType()));
+  };
+  for (Operation &op : entry.without_terminator()) {
+    std::optional<OpRole> role;
     if (std::optional<LayerView> layer = viewLayer(&op)) {
       if (failed(checkLayer(*layer)))
         return failure();
-      layers.push_back(*layer);
-      continue;
+      role = OpRole::Layer;
+    } else if (auto grad = dyn_cast<ActivationGradOp>(op)) {
+      if (fusableMatmul(grad))
+        role = OpRole::FusedIntoLayer;
+      else if (isFloatTensor(grad.getInput()))
+        role = OpRole::Elementwise;
+    } else if (auto activation = dyn_cast<ActivationOp>(op)) {
+      if (isFloatTensor(activation.getInput()))
+        role = OpRole::Elementwise;
+    } else if (auto add = dyn_cast<arith::AddFOp>(op)) {
+      // Gradients of a value used twice are summed.
+      if (isa<RankedTensorType>(add.getType()))
+        role = OpRole::Elementwise;
+    } else if (auto transpose = dyn_cast<linalg::TransposeOp>(op)) {
+      if (transpose.getPermutation() == ArrayRef<int64_t>{1, 0} &&
+          transpose->getNumResults() == 1)
+        role = OpRole::Transpose;
+    } else if (auto reduce = dyn_cast<linalg::ReduceOp>(op)) {
+      if (isColumnSum(reduce) && isFloatTensor(reduce.getInputs()[0]))
+        role = OpRole::ColumnSum;
+    } else if (isa<tensor::CollapseShapeOp>(op)) {
+      role = OpRole::View;
+    } else if (isa<tensor::EmptyOp, tensor::DimOp, linalg::FillOp,
+                   arith::ConstantOp>(op)) {
+      role = OpRole::Init;
     }
-    if (isa<func::ReturnOp>(op))
-      continue;
-    return op.emitOpError(
-        "has no GPU lowering: lamina-gpu-pipeline compiles functions of "
-        "fused linear layers (after lamina-decompose and "
-        "lamina-fuse-epilogues)");
+    if (!role)
+      return op.emitOpError(
+          "has no GPU lowering: lamina-gpu-pipeline compiles linear layers "
+          "(fused by lamina-decompose and lamina-fuse-epilogues) and their "
+          "backward from lamina-generate-backward (transposes, activation "
+          "derivatives, bias gradients, sums of gradients); "
+          "lamina-cpu-pipeline compiles the rest");
+    plan.push_back({&op, *role});
+    accepted.insert(&op);
   }
+  // An init feeds only the outs of transposes and fills, the sizes of
+  // empty tensors and the init of column sums: its value is never read on
+  // the device.
+  for (auto [op, role] : plan) {
+    if (role != OpRole::Init)
+      continue;
+    for (OpOperand &use : op->getUses()) {
+      Operation *user = use.getOwner();
+      bool feedsInit =
+          (isa<tensor::EmptyOp>(user) && accepted.contains(user)) ||
+          (isa<linalg::TransposeOp>(user) && use.getOperandNumber() == 1) ||
+          (isa<linalg::FillOp>(user) && accepted.contains(user)) ||
+          (isa<linalg::ReduceOp>(user) && use.getOperandNumber() == 1 &&
+           accepted.contains(user));
+      if (!feedsInit)
+        return user->emitOpError(
+            "has no GPU lowering for this operand: a constant or init "
+            "tensor is only taken as the init of transposes and bias "
+            "gradients");
+    }
+  }
+  return plan;
+}
+
+/// The dynamic sizes of `type` read from `buffer`, whose dim `sourceDim[d]`
+/// is dim d of `type`.
+static SmallVector<Value> dynamicSizesFrom(OpBuilder &b, Location loc,
+                                           MemRefType type, Value buffer,
+                                           ArrayRef<int64_t> sourceDim) {
+  SmallVector<Value> sizes;
+  for (int64_t d = 0; d < type.getRank(); ++d)
+    if (type.isDynamicDim(d))
+      sizes.push_back(memref::DimOp::create(b, loc, buffer, sourceDim[d]));
+  return sizes;
+}
+
+/// Rewrites `func` on device buffers, one kernel per layer and per
+/// transpose, bias gradient or unfused element-wise op.
+static LogicalResult convertFunction(func::FuncOp func, KernelFamily family,
+                                     lns::SbdbMode lnsMode) {
+  Block &entry = func.getBody().front();
+  FailureOr<SmallVector<std::pair<Operation *, OpRole>>> plan =
+      planFunction(entry);
+  if (failed(plan))
+    return failure();
   for (Type type : func.getResultTypes())
     if (!isa<RankedTensorType>(type))
       return func.emitOpError("GPU entry points return tensors only; got ")
@@ -192,11 +323,15 @@ static LogicalResult convertFunction(func::FuncOp func, KernelFamily family,
   auto elementTypeOf = [](Value value) -> Type {
     return value ? cast<ShapedType>(value.getType()).getElementType() : Type();
   };
-  SmallVector<std::array<Type, 3>> elementTypes;
-  for (const LayerView &layer : layers)
-    elementTypes.push_back({elementTypeOf(layer.input),
-                            elementTypeOf(layer.weight),
-                            elementTypeOf(layer.bias)});
+  // Element types are read before arguments become buffers.
+  DenseMap<Operation *, std::array<Type, 3>> layerElementTypes;
+  for (auto [op, role] : *plan)
+    if (role == OpRole::Layer) {
+      LayerView view = *viewLayer(op);
+      layerElementTypes[op] = {elementTypeOf(view.input),
+                               elementTypeOf(view.weight),
+                               elementTypeOf(view.bias)};
+    }
   for (BlockArgument arg : entry.getArguments())
     if (auto tensor = dyn_cast<RankedTensorType>(arg.getType()))
       arg.setType(bufferTypeOf(tensor));
@@ -206,65 +341,151 @@ static LogicalResult convertFunction(func::FuncOp func, KernelFamily family,
     outParams.push_back(
         entry.addArgument(bufferTypeOf(cast<RankedTensorType>(type)), loc));
 
-  // Tensor values become buffers: arguments are their own buffers, a layer
+  // Tensor values become buffers: arguments are their own buffers, a kernel
   // writes straight into the out-parameter of the result it is returned as.
   DenseMap<Value, Value> buffers;
   SmallVector<Value> temporaries;
   OpBuilder b(ctx);
   auto bufferOf = [&](Value value) { return buffers.lookup_or(value, value); };
-  for (auto [view, elts] : llvm::zip_equal(layers, elementTypes)) {
-    Operation *op = view.op;
-    Value result = op->getResult(0);
-    b.setInsertionPoint(op);
-    Location opLoc = op->getLoc();
+  auto outputFor = [&](Value result, Location at,
+                       ValueRange dynamicSizes) -> Value {
     Value out;
-    Value inputBuffer = bufferOf(view.input);
     for (OpOperand &use : result.getUses())
       if (use.getOwner() == returnOp) {
         out = outParams[use.getOperandNumber()];
         break;
       }
     if (!out) {
-      synchronously(b, opLoc, [&](Value ready) {
+      synchronously(b, at, [&](Value ready) {
         auto alloc = gpu::AllocOp::create(
-            b, opLoc, bufferTypeOf(cast<RankedTensorType>(result.getType())),
-            ready.getType(), ValueRange{ready},
-            dynamicRowSizes(b, opLoc, inputBuffer), ValueRange());
+            b, at, bufferTypeOf(cast<RankedTensorType>(result.getType())),
+            ready.getType(), ValueRange{ready}, dynamicSizes, ValueRange());
         out = alloc.getMemref();
         return alloc.getAsyncToken();
       });
       temporaries.push_back(out);
     }
     buffers[result] = out;
+    return out;
+  };
+  auto sameShapeSizes = [&](Value result, Value source, Location at) {
+    auto type = bufferTypeOf(cast<RankedTensorType>(result.getType()));
+    return dynamicSizesFrom(b, at, type, source,
+                            llvm::to_vector(llvm::seq<int64_t>(
+                                0, type.getRank())));
+  };
 
-    Value input = flattenRows(b, opLoc, bufferOf(view.input));
-    auto inputShape = cast<MemRefType>(input.getType()).getShape();
-    Value rows = ShapedType::isDynamic(inputShape[0])
-                     ? memref::DimOp::create(b, opLoc, input, 0).getResult()
-                     : arith::ConstantIndexOp::create(b, opLoc, inputShape[0])
-                           .getResult();
-    GpuLinear layer{op,
-                    view.activation,
-                    view.dropout,
-                    input,
-                    bufferOf(view.weight),
-                    view.bias ? bufferOf(view.bias) : Value(),
-                    flattenRows(b, opLoc, out),
-                    view.seed,
-                    inputShape[0],
-                    cast<RankedTensorType>(result.getType()).getShape().back(),
-                    inputShape[1],
-                    rows,
-                    elts[0],
-                    elts[1],
-                    elts[2]};
-    LogicalResult emitted =
-        isa<lns::NumType>(elts[0])
-            ? emitLnsLinear(b, opLoc, layer, view.sbdb.value_or(lnsMode))
-        : family == KernelFamily::Wgmma ? emitWgmmaLinear(b, opLoc, layer)
-                                        : emitMmaSyncLinear(b, opLoc, layer);
-    if (failed(emitted))
-      return failure();
+  DenseMap<Operation *, ActivationGradOp> derivativeOf;
+  for (auto [op, role] : *plan)
+    if (role == OpRole::FusedIntoLayer) {
+      auto grad = cast<ActivationGradOp>(op);
+      derivativeOf[fusableMatmul(grad)] = grad;
+    }
+
+  for (auto [op, role] : *plan) {
+    b.setInsertionPoint(op);
+    Location opLoc = op->getLoc();
+    switch (role) {
+    case OpRole::Init:
+    case OpRole::FusedIntoLayer:
+      break;
+    case OpRole::View: {
+      auto collapse = cast<tensor::CollapseShapeOp>(op);
+      buffers[collapse.getResult()] = memref::CollapseShapeOp::create(
+          b, opLoc, bufferOf(collapse.getSrc()),
+          collapse.getReassociationIndices());
+      break;
+    }
+    case OpRole::Transpose: {
+      auto transpose = cast<linalg::TransposeOp>(op);
+      Value source = bufferOf(transpose.getInput());
+      Value result = transpose->getResult(0);
+      auto type = bufferTypeOf(cast<RankedTensorType>(result.getType()));
+      Value target = outputFor(
+          result, opLoc, dynamicSizesFrom(b, opLoc, type, source, {1, 0}));
+      emitTranspose(b, opLoc, op, source, target);
+      break;
+    }
+    case OpRole::ColumnSum: {
+      auto reduce = cast<linalg::ReduceOp>(op);
+      Value source = flattenRows(b, opLoc, bufferOf(reduce.getInputs()[0]));
+      Value target = outputFor(reduce->getResult(0), opLoc, ValueRange());
+      emitColumnSum(b, opLoc, op, source, target);
+      break;
+    }
+    case OpRole::Elementwise: {
+      Value result = op->getResult(0);
+      SmallVector<Value> sources;
+      for (Value operand : op->getOperands())
+        sources.push_back(bufferOf(operand));
+      Value target =
+          outputFor(result, opLoc, sameShapeSizes(result, sources[0], opLoc));
+      if (isa<arith::AddFOp>(op)) {
+        emitElementwise(b, opLoc, sources, target,
+                        [&](OpBuilder &nb, Location nloc, ValueRange args) {
+                          return arith::AddFOp::create(nb, nloc, args[0],
+                                                       args[1]);
+                        });
+      } else if (auto grad = dyn_cast<ActivationGradOp>(op)) {
+        ActivationKind kind = grad.getKind();
+        emitElementwise(b, opLoc, sources, target,
+                        [&](OpBuilder &nb, Location nloc, ValueRange args) {
+                          return buildActivationDerivative(nb, nloc, kind,
+                                                           args[0], args[1]);
+                        });
+      } else {
+        ActivationKind kind = cast<ActivationOp>(op).getKind();
+        emitElementwise(b, opLoc, sources, target,
+                        [&](OpBuilder &nb, Location nloc, ValueRange args) {
+                          return buildActivation(nb, nloc, kind, args[0]);
+                        });
+      }
+      break;
+    }
+    case OpRole::Layer: {
+      LayerView view = *viewLayer(op);
+      std::array<Type, 3> elts = layerElementTypes.lookup(op);
+      ActivationGradOp grad = derivativeOf.lookup(op);
+      Value result = grad ? Value(grad.getResult()) : op->getResult(0);
+      Value inputBuffer = bufferOf(view.input);
+      Value out = outputFor(result, opLoc,
+                            dynamicRowSizes(b, opLoc, inputBuffer));
+      Value input = flattenRows(b, opLoc, inputBuffer);
+      auto inputShape = cast<MemRefType>(input.getType()).getShape();
+      GpuLinear layer{};
+      layer.op = op;
+      layer.activation = view.activation;
+      layer.dropout = view.dropout;
+      if (grad) {
+        layer.derivative = grad.getKindAttr();
+        layer.derivativeInput =
+            flattenRows(b, opLoc, bufferOf(grad.getInput()));
+      }
+      layer.input = input;
+      layer.weight = bufferOf(view.weight);
+      layer.bias = view.bias ? bufferOf(view.bias) : Value();
+      layer.output = flattenRows(b, opLoc, out);
+      layer.seed = view.seed;
+      layer.m = inputShape[0];
+      layer.n = cast<RankedTensorType>(result.getType()).getShape().back();
+      layer.k = inputShape[1];
+      layer.rows =
+          ShapedType::isDynamic(layer.m)
+              ? memref::DimOp::create(b, opLoc, input, 0).getResult()
+              : arith::ConstantIndexOp::create(b, opLoc, layer.m).getResult();
+      layer.inputElt = elts[0];
+      layer.weightElt = elts[1];
+      layer.biasElt = elts[2];
+      LogicalResult emitted =
+          isa<lns::NumType>(elts[0])
+              ? emitLnsLinear(b, opLoc, layer, view.sbdb.value_or(lnsMode))
+          : family == KernelFamily::Wgmma ? emitWgmmaLinear(b, opLoc, layer)
+                                          : emitMmaSyncLinear(b, opLoc, layer);
+      if (failed(emitted))
+        return failure();
+      break;
+    }
+    }
   }
 
   b.setInsertionPoint(returnOp);
@@ -285,8 +506,11 @@ static LogicalResult convertFunction(func::FuncOp func, KernelFamily family,
     });
   func::ReturnOp::create(b, loc);
   returnOp.erase();
-  for (const LayerView &layer : llvm::reverse(layers))
-    layer.op->erase();
+  // Users before producers: every tensor op of the plan is now dead.
+  for (auto [op, role] : llvm::reverse(*plan)) {
+    op->dropAllUses();
+    op->erase();
+  }
 
   func.setType(FunctionType::get(ctx, entry.getArgumentTypes(), {}));
   func->setAttr(LLVM::LLVMDialect::getEmitCWrapperAttrName(),
@@ -360,9 +584,12 @@ struct ConvertLaminaToGPUPass
       return signalPassFailure();
     }
     SmallVector<func::FuncOp> functions;
+    // Every function of lamina or lns ops is a program: one that cannot
+    // run on the GPU gets a diagnostic, not a silent CPU leftover.
     for (auto func : module.getOps<func::FuncOp>())
       if (!func.isExternal() && llvm::any_of(func.getOps(), [](Operation &op) {
-            return viewLayer(&op);
+            return isa_and_present<LaminaDialect, lns::LnsDialect>(
+                op.getDialect());
           }))
         functions.push_back(func);
     for (func::FuncOp func : functions)

@@ -64,11 +64,46 @@ func.func @vector_input(%x: tensor<64xbf16>, %w: tensor<64x64xbf16>) -> tensor<6
 
 // -----
 
-func.func @unfused(%x: tensor<16x64xbf16>, %w: tensor<64x64xbf16>) -> tensor<16x64xbf16> {
+func.func @softmax(%x: tensor<16x64xbf16>, %w: tensor<64x64xbf16>) -> tensor<16x64xbf16> {
   %y = lamina.fused_linear "fc" %x, %w : (tensor<16x64xbf16>, tensor<64x64xbf16>) -> tensor<16x64xbf16>
-  // expected-error @below {{has no GPU lowering: lamina-gpu-pipeline compiles functions of fused linear layers (after lamina-decompose and lamina-fuse-epilogues)}}
-  %z = lamina.activation gelu_tanh %y : tensor<16x64xbf16>
+  // expected-error @below {{has no GPU lowering: lamina-gpu-pipeline compiles linear layers (fused by lamina-decompose and lamina-fuse-epilogues) and their backward from lamina-generate-backward (transposes, activation derivatives, bias gradients, sums of gradients); lamina-cpu-pipeline compiles the rest}}
+  %z = lamina.softmax "attn" %y dim 1 : tensor<16x64xbf16>
   return %z : tensor<16x64xbf16>
+}
+
+// -----
+
+// A function of lamina ops without a layer is a program too.
+func.func @no_layer(%x: tensor<16x64xbf16>) -> tensor<16x64xbf16> {
+  // expected-error @below {{has no GPU lowering}}
+  %z = lamina.softmax "attn" %x dim 1 : tensor<16x64xbf16>
+  return %z : tensor<16x64xbf16>
+}
+
+// -----
+
+// Only the backward's inits (zero fills of tensor.empty) are taken.
+func.func @nonzero_bias_gradient_init(%x: tensor<16x64xbf16>, %w: tensor<64x64xbf16>) -> tensor<64xbf16> {
+  %y = lamina.fused_linear "fc" %x, %w : (tensor<16x64xbf16>, tensor<64x64xbf16>) -> tensor<16x64xbf16>
+  %one = arith.constant 1.0 : bf16
+  %e = tensor.empty() : tensor<64xbf16>
+  %acc = linalg.fill ins(%one : bf16) outs(%e : tensor<64xbf16>) -> tensor<64xbf16>
+  // expected-error @below {{has no GPU lowering: lamina-gpu-pipeline compiles linear layers}}
+  %s = linalg.reduce ins(%y : tensor<16x64xbf16>) outs(%acc : tensor<64xbf16>) dimensions = [0]
+    (%in: bf16, %init: bf16) {
+      %t = arith.addf %in, %init : bf16
+      linalg.yield %t : bf16
+    }
+  return %s : tensor<64xbf16>
+}
+
+// -----
+
+func.func @init_returned(%x: tensor<16x64xbf16>, %w: tensor<64x64xbf16>) -> (tensor<16x64xbf16>, tensor<64xbf16>) {
+  %y = lamina.fused_linear "fc" %x, %w : (tensor<16x64xbf16>, tensor<64x64xbf16>) -> tensor<16x64xbf16>
+  %e = tensor.empty() : tensor<64xbf16>
+  // expected-error @below {{'func.return' op has no GPU lowering for this operand: a constant or init tensor is only taken as the init of transposes and bias gradients}}
+  return %y, %e : tensor<16x64xbf16>, tensor<64xbf16>
 }
 
 // -----

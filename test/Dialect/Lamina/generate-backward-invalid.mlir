@@ -48,10 +48,10 @@ func.func @main(%x: tensor<4x8xf32>, %w: tensor<16x8xf32>) -> tensor<4x16xf32> {
 
 // -----
 
-// bf16 layers (f32 accumulation) are not differentiated.
+// Mixed element types (bf16 operands, f32 result) are not differentiated.
 
 func.func @main(%x: tensor<4x8xbf16>, %w: tensor<16x8xbf16>) -> tensor<4x16xf32> {
-  // expected-error @+1 {{'lamina.matmul' op backward is generated for f32 and LNS layers of one element type, got 'tensor<4x8xbf16>', 'tensor<16x8xbf16>' → 'tensor<4x16xf32>'}}
+  // expected-error @+1 {{'lamina.matmul' op backward is generated for f32, bf16, f16 and LNS layers of one element type, got 'tensor<4x8xbf16>', 'tensor<16x8xbf16>' → 'tensor<4x16xf32>'}}
   %y = lamina.linear "fc" %x, %w : (tensor<4x8xbf16>, tensor<16x8xbf16>) -> tensor<4x16xf32>
   return %y : tensor<4x16xf32>
 }

@@ -54,11 +54,12 @@ struct MatmulRule : Rule<MatmulRule, MatmulOp> {
     };
     // LNS layers (replace "lns") differentiate in LNS: the same products,
     // lowered to lns.linear's sequential sums, as the spec's rules give.
-    if (!(element.isF32() || isa<lns::NumType>(element)) ||
+    // bf16/f16 layers are the GPU kernels' (f32 accumulation).
+    if (!isa<Float32Type, BFloat16Type, Float16Type, lns::NumType>(element) ||
         elementOf(matmul.getInput()) != element ||
         elementOf(matmul.getWeight()) != element)
-      return op->emitOpError("backward is generated for f32 and LNS layers "
-                             "of one element type, got ")
+      return op->emitOpError("backward is generated for f32, bf16, f16 and "
+                             "LNS layers of one element type, got ")
              << matmul.getInput().getType() << ", "
              << matmul.getWeight().getType() << " → " << type;
     auto [dx, dw] = linearCotangents(
