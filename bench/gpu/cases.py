@@ -135,6 +135,47 @@ func.func @main(%x: tensor<8x1024x!lns.num<f = 23>>, %w: tensor<64x1024x!lns.num
     },
 ]
 
+# Backward checks: the forward program above; prepare.py differentiates it
+# (lamina-generate-backward), compiles @main_backward for the GPU and takes
+# the expected gradients from the CPU pipeline's f32 backward on the same
+# (rounded) arguments, saved values and cotangents.
+BACKWARD_CHECKS = [
+    {
+        "name": "mlp_backward_bf16",
+        "chip": "sm_90a",
+        "ir": """
+func.func @main(%x: tensor<128x64xbf16>, %w1: tensor<256x64xbf16>, %b1: tensor<256xbf16>,
+                %w2: tensor<64x256xbf16>, %b2: tensor<64xbf16>) -> tensor<128x64xbf16> {
+  %h = lamina.linear_act "fc1" %x, %w1 bias %b1 activation gelu_tanh
+      : (tensor<128x64xbf16>, tensor<256x64xbf16>, tensor<256xbf16>) -> tensor<128x256xbf16>
+  %y = lamina.linear "fc2" %h, %w2 bias %b2
+      : (tensor<128x256xbf16>, tensor<64x256xbf16>, tensor<64xbf16>) -> tensor<128x64xbf16>
+  return %y : tensor<128x64xbf16>
+}""",
+        "inputs": [("x", BF16, (128, 64)), ("w1", BF16, (256, 64)),
+                   ("b1", BF16, (256,)), ("w2", BF16, (64, 256)),
+                   ("b2", BF16, (64,))],
+    },
+    {
+        "name": "mlp_backward_bf16_mma_sync",
+        "chip": "sm_80",
+        "ir": None,
+        "same_as": "mlp_backward_bf16",
+    },
+    {
+        "name": "linear_gelu_erf_backward_f16_partial_tiles",
+        "chip": "sm_90a",
+        "ir": """
+func.func @main(%x: tensor<200x256xf16>, %w: tensor<384x256xf16>, %b: tensor<384xf16>) -> tensor<200x384xf16> {
+  %y = lamina.linear_act "fc" %x, %w bias %b activation gelu_erf
+      : (tensor<200x256xf16>, tensor<384x256xf16>, tensor<384xf16>) -> tensor<200x384xf16>
+  return %y : tensor<200x384xf16>
+}""",
+        "inputs": [("x", F16, (200, 256)), ("w", F16, (384, 256)),
+                   ("b", F16, (384,))],
+    },
+]
+
 # Fused linear + bias + GELU(tanh), bf16 in and out: (M, K, N).
 BENCH_SHAPES = [(8192, 8192, 8192), (4096, 4096, 16384), (16, 8192, 8192)]
 
@@ -153,7 +194,8 @@ def resolved(check):
     """`check` with the IR and tensors of the check it shares them with."""
     if check.get("same_as") is None:
         return check
-    base = next(c for c in CHECKS if c["name"] == check["same_as"])
+    base = next(c for c in CHECKS + BACKWARD_CHECKS
+                if c["name"] == check["same_as"])
     merged = dict(base)
     merged.update({k: v for k, v in check.items() if v is not None})
     return merged

@@ -4,7 +4,8 @@
 
 For each check of cases.py: the artefact (lamina-compile: kernels as cubin +
 PTX, host code, Lamina's CUDA runtime), seeded inputs and the CPU pipeline's
-results as .npy. For each benchmark shape: the artefact only (inputs and the
+results as .npy; for each backward check, the differentiated program's
+@main_backward, its inputs and the CPU pipeline's f32 gradients. For each benchmark shape: the artefact only (inputs and the
 cuBLAS reference are made on the device by PyTorch). The directory stays
 far below the 64 MiB that travels to the device; run_device.py runs it.
 """
@@ -46,6 +47,79 @@ def make_input(kind, shape, rng):
     if kind == cases.F16:
         return values.astype(np.float16)
     return values
+
+
+def to_f32(array, kind):
+    """The float32 values of bf16 bits, f16 or f32 arrays."""
+    if kind == cases.BF16:
+        return (array.astype(np.uint32) << 16).view(np.float32)
+    return array.astype(np.float32)
+
+
+def from_f32(values, kind):
+    return bf16_bits(values) if kind == cases.BF16 else (
+        values.astype(np.float16) if kind == cases.F16 else values)
+
+
+def differentiate(ir, workdir):
+    """`ir` with @main_forward and @main_backward (lamina-generate-backward)."""
+    source = workdir / "forward.mlir"
+    source.write_text(ir)
+    return subprocess.run([tools.tool("lamina-opt"), str(source),
+                           "--lamina-generate-backward"], check=True,
+                          capture_output=True, text=True).stdout
+
+
+def prepare_backward_check(number, check, out):
+    """Inputs of @main_backward (the arguments, the saved values of the f32
+    forward rounded to the check's type, seeded cotangents) and the f32
+    backward's gradients on exactly those values."""
+    name = check["name"]
+    data_of = check.get("same_as", name)
+    kind = check["inputs"][0][1]
+    work = out / f"{name}.cpu"
+    work.mkdir(parents=True, exist_ok=True)
+    program = differentiate(check["ir"], work)
+    reference = differentiate(
+        check["ir"].replace(cases.BF16, cases.F32).replace(cases.F16,
+                                                           cases.F32), work)
+    files = []
+
+    def saved(label, array):
+        path = out / f"{data_of}.{label}.npy"
+        if data_of == name:
+            np.save(path, array)
+        files.append({"file": path.name, "dtype": kind})
+        return np.load(path)
+
+    rng = np.random.default_rng(2000 + number)
+    arguments = [saved(label, make_input(kind, shape, rng))
+                 for label, _, shape in check["inputs"]]
+    exact = [to_f32(a, kind) for a in arguments]
+    forward = tools.run_ir(reference, exact, work / "forward",
+                           entry="main_forward")
+    results = forward[:1]  # every backward check has one result
+    keep = [saved(f"saved{i}", from_f32(value, kind))
+            for i, value in enumerate(forward[len(results):])]
+    cotangents = [saved(f"cotangent{i}",
+                        from_f32(rng.standard_normal(r.shape)
+                                 .astype(np.float32), kind))
+                  for i, r in enumerate(results)]
+    gradients = tools.run_ir(
+        reference, exact + [to_f32(a, kind) for a in keep + cotangents],
+        work / "backward", entry="main_backward")
+    expected = []
+    for i, gradient in enumerate(gradients):
+        path = out / f"{name}.expected{i}.npy"
+        np.save(path, gradient)
+        expected.append({"file": path.name, "dtype": cases.F32,
+                         "output_dtype": kind,
+                         "shape": list(gradient.shape)})
+    artefact = out / f"lib{name}.so"
+    compile_artefact(program, check["chip"], artefact)
+    return {"name": name, "chip": check["chip"], "artefact": artefact.name,
+            "function": "main_backward", "inputs": files, "results": expected,
+            "compare": "float"}
 
 
 def compile_artefact(ir, chip, path, lns_sbdb="ideal"):
@@ -98,6 +172,11 @@ def prepare(out, bench=True):
             "inputs": files, "results": results,
             "compare": check["compare"]})
         print(f"prepared {name}", flush=True)
+
+    for number, check in enumerate(cases.BACKWARD_CHECKS):
+        manifest["checks"].append(
+            prepare_backward_check(number, cases.resolved(check), out))
+        print(f"prepared {check['name']}", flush=True)
 
     for m, k, n in cases.BENCH_SHAPES if bench else []:
         artefact = out / f"libbench_{m}x{k}x{n}.so"

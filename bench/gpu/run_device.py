@@ -8,7 +8,8 @@ as it goes (a run cut short keeps what it measured), and exits non-zero if
 a check failed.
 
 Checks: every artefact's outputs against the CPU pipeline's (.npy):
-  float  max |gpu − cpu| ≤ tol·max|cpu| (bf16 outputs 1e-2, f32 1e-3);
+  float  max |gpu − cpu| ≤ tol·max|cpu| (bf16 and f16 outputs 1e-2, f32
+         1e-3; a backward check's gradients against the f32 CPU backward);
   dropout  also the same dropped elements, exactly;
   codes  LNS codes identical (the mismatch count is reported).
 Benchmark: fused linear + bias + GELU(tanh), bf16, against PyTorch on the
@@ -65,7 +66,8 @@ def load_arguments(check, artefacts, place=lambda tensor: tensor.cuda()):
         array = np.load(artefacts / spec["file"])
         inputs.append(place(bf16_tensor(array) if spec["dtype"] == cases.BF16
                             else torch.from_numpy(np.ascontiguousarray(array))))
-    outputs = [place(torch.zeros(r["shape"], dtype=TORCH_DTYPES[r["dtype"]]))
+    outputs = [place(torch.zeros(r["shape"], dtype=TORCH_DTYPES[
+                   r.get("output_dtype", r["dtype"])]))
                for r in check["results"]]
     return inputs, outputs
 
@@ -86,7 +88,7 @@ def append(path, text):
 def run_check(check, artefacts, report):
     art = aot.Artefact(artefacts / check["artefact"])
     args, outputs = load_arguments(check, artefacts)
-    art.call("main", *args, *outputs)
+    art.call(check.get("function", "main"), *args, *outputs)
     torch.cuda.synchronize()
     ok, notes = True, []
     for result, output in zip(check["results"], outputs):
@@ -99,7 +101,8 @@ def run_check(check, artefacts, report):
             continue
         got = output.float().cpu().numpy().reshape(expected.shape)
         scale = float(np.abs(expected).max()) or 1.0
-        tolerance = 1e-2 if result["dtype"] == cases.BF16 else 1e-3
+        output_dtype = result.get("output_dtype", result["dtype"])
+        tolerance = 1e-2 if output_dtype in (cases.BF16, cases.F16) else 1e-3
         error = float(np.abs(got - expected).max()) / scale
         notes.append(f"max error {error:.2e}·max|ref| (tolerance {tolerance})")
         ok &= error <= tolerance

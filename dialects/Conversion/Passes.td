@@ -186,9 +186,21 @@ def ConvertLaminaToGPU : Pass<"convert-lamina-to-gpu", "::mlir::ModuleOp"> {
 
     The leading dims (the rows M) may be dynamic: the host reads M from the
     buffer, sizes the grid and intermediates from it, and every row is
-    bounds-checked; K, N, weights and biases are static. Anything else in
-    such a function (collectives, unfused layers, dynamic K or N, f32
-    tensor-core inputs, misaligned K) is a diagnosed error.
+    bounds-checked; K, N, weights and biases are static.
+
+    The backward of `lamina-generate-backward` lowers too: `lamina.matmul`s
+    (dx = dy·W, dW = dyᵀ·x) as layers on operands transposed by a
+    shared-memory tiled kernel (`linalg.transpose` [1, 0]); an
+    `activation_grad` of a matmul used only there in that matmul's epilogue
+    (the saved pre-activation read in pairs); bias gradients (`linalg.reduce`
+    sums over the leading dims into a zero fill, bf16/f16 extended to f32,
+    and their one `arith.truncf`) as column sums in f32; other
+    `activation`, `activation_grad`, tensor `arith.addf`/`truncf` one thread
+    per element in f32; `tensor.collapse_shape` as a view. Every function
+    holding a `lamina` or `lns` op is converted; anything else in it
+    (collectives, unfused layers and other backward ops such as dropout's,
+    dynamic K or N, f32 tensor-core inputs, misaligned K) is a diagnosed
+    error.
   }];
   let options = [
     Option<"chip", "chip", "std::string",

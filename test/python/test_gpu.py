@@ -107,7 +107,8 @@ def gpu_ready():
 
 
 @pytest.mark.skipif(gpu_ready() is not None, reason=str(gpu_ready()))
-@pytest.mark.parametrize("name", [c["name"] for c in cases.CHECKS])
+@pytest.mark.parametrize(
+    "name", [c["name"] for c in cases.CHECKS + cases.BACKWARD_CHECKS])
 def test_gpu_matches_cpu_pipeline(name, tmp_path_factory):
     import run_device
 
@@ -305,7 +306,7 @@ bundle = pathlib.Path(sys.argv[2])
 for check in json.loads((bundle / "manifest.json").read_text())["checks"]:
     art = run_device.aot.Artefact(bundle / check["artefact"])
     args, outputs = run_device.load_arguments(check, bundle, OnDevice)
-    art.call("main", *args, *outputs, stream=Stream())
+    art.call(check.get("function", "main"), *args, *outputs, stream=Stream())
     print(check["name"])
 """
 
@@ -323,10 +324,15 @@ def test_device_bundle_runs_its_host_code_on_a_stand_in_driver(tmp_path):
     ran = subprocess.run([sys.executable, str(script),
                           str(ROOT / "bench" / "gpu"), str(bundle)],
                          env=env, capture_output=True, text=True, check=True)
-    assert ran.stdout.split() == [c["name"] for c in cases.CHECKS]
+    assert ran.stdout.split() == [
+        c["name"] for c in cases.CHECKS + cases.BACKWARD_CHECKS]
     launches = [line for line in (tmp_path / "log").read_text().splitlines()
                 if line.startswith("cuLaunchKernel")]
-    assert len(launches) == len(cases.CHECKS) + 1  # the MLP launches twice
+    # One per forward check, the MLP twice; an MLP's backward 12 times (per
+    # layer: db, Wᵀ, dy·W with gelu′ for fc2, dyᵀ, xᵀ, dW; x is fc1's only
+    # transposed input), twice; the single layer's 7 (its gelu′ is a kernel
+    # of its own: dy is an argument, not a matmul).
+    assert len(launches) == len(cases.CHECKS) + 1 + 2 * 12 + 7
 
 
 _DYNAMIC_IR = """

@@ -170,7 +170,8 @@ static void synchronously(OpBuilder &b, Location loc,
 }
 
 /// Whether `reduce` is a bias gradient: a sum over all leading dims of one
-/// input, of a static last dim, into a zero-filled init.
+/// input, of a static last dim, into a zero-filled init (of f32 for bf16 or
+/// f16 inputs: their values are extended first).
 static bool isColumnSum(linalg::ReduceOp reduce) {
   if (reduce.getInputs().size() != 1 || reduce.getInits().size() != 1)
     return false;
@@ -180,10 +181,18 @@ static bool isColumnSum(linalg::ReduceOp reduce) {
       !llvm::equal(reduce.getDimensions(), llvm::seq<int64_t>(0, rank - 1)))
     return false;
   Block &body = reduce.getCombiner().front();
-  auto add = dyn_cast<arith::AddFOp>(&body.front());
-  if (!add || body.getOperations().size() != 2 ||
+  Value in = body.getArgument(0);
+  auto ops = body.without_terminator();
+  if (auto extend = dyn_cast<arith::ExtFOp>(&body.front())) {
+    if (extend.getIn() != in)
+      return false;
+    in = extend.getResult();
+    ops = llvm::drop_begin(ops);
+  }
+  auto add = dyn_cast<arith::AddFOp>(&*ops.begin());
+  if (!add || std::next(ops.begin()) != ops.end() ||
       body.getTerminator()->getOperand(0) != add.getResult() ||
-      !llvm::is_contained(add->getOperands(), body.getArgument(0)) ||
+      !llvm::is_contained(add->getOperands(), in) ||
       !llvm::is_contained(add->getOperands(), body.getArgument(1)))
     return false;
   auto fill = reduce.getInits()[0].getDefiningOp<linalg::FillOp>();
@@ -200,12 +209,21 @@ static MatmulOp fusableMatmul(ActivationGradOp grad) {
   return matmul;
 }
 
+/// The rounding of an f32 bias gradient to its layer's type, which the
+/// column sums store directly; or null.
+static arith::TruncFOp roundingOf(linalg::ReduceOp reduce) {
+  if (!reduce->hasOneUse())
+    return nullptr;
+  return dyn_cast<arith::TruncFOp>(*reduce->getUsers().begin());
+}
+
 namespace {
 /// How convert-lamina-to-gpu lowers one op of a function.
 enum class OpRole {
   Layer,          // a matmul kernel (wgmma, mma.sync or LNS)
-  Elementwise,    // activation, activation_grad on its own, tensor addf
+  Elementwise,    // activation, activation_grad alone, tensor addf/truncf
   FusedIntoLayer, // activation_grad in its matmul's epilogue
+  FusedIntoSum,   // truncf of a bias gradient, stored by the column sums
   Transpose,      // a 2-D transpose (the backward's operands)
   ColumnSum,      // a bias gradient
   View,           // collapse_shape: the same buffer
@@ -241,9 +259,14 @@ planFunction(Block &entry) {
     } else if (auto activation = dyn_cast<ActivationOp>(op)) {
       if (isFloatTensor(activation.getInput()))
         role = OpRole::Elementwise;
-    } else if (auto add = dyn_cast<arith::AddFOp>(op)) {
-      // Gradients of a value used twice are summed.
-      if (isa<RankedTensorType>(add.getType()))
+    } else if (isa<arith::AddFOp, arith::TruncFOp>(op)) {
+      // Gradients of a value used twice are summed; f32 bias gradients of
+      // bf16 layers rounded.
+      auto sum = op.getOperand(0).getDefiningOp<linalg::ReduceOp>();
+      if (isa<arith::TruncFOp>(op) && sum && accepted.contains(sum) &&
+          roundingOf(sum) == &op)
+        role = OpRole::FusedIntoSum;
+      else if (isa<RankedTensorType>(op.getResult(0).getType()))
         role = OpRole::Elementwise;
     } else if (auto transpose = dyn_cast<linalg::TransposeOp>(op)) {
       if (transpose.getPermutation() == ArrayRef<int64_t>{1, 0} &&
@@ -388,6 +411,7 @@ static LogicalResult convertFunction(func::FuncOp func, KernelFamily family,
     switch (role) {
     case OpRole::Init:
     case OpRole::FusedIntoLayer:
+    case OpRole::FusedIntoSum:
       break;
     case OpRole::View: {
       auto collapse = cast<tensor::CollapseShapeOp>(op);
@@ -409,7 +433,10 @@ static LogicalResult convertFunction(func::FuncOp func, KernelFamily family,
     case OpRole::ColumnSum: {
       auto reduce = cast<linalg::ReduceOp>(op);
       Value source = flattenRows(b, opLoc, bufferOf(reduce.getInputs()[0]));
-      Value target = outputFor(reduce->getResult(0), opLoc, ValueRange());
+      arith::TruncFOp rounding = roundingOf(reduce);
+      Value target = outputFor(
+          rounding ? rounding.getResult() : reduce->getResult(0), opLoc,
+          ValueRange());
       emitColumnSum(b, opLoc, op, source, target);
       break;
     }
@@ -420,7 +447,12 @@ static LogicalResult convertFunction(func::FuncOp func, KernelFamily family,
         sources.push_back(bufferOf(operand));
       Value target =
           outputFor(result, opLoc, sameShapeSizes(result, sources[0], opLoc));
-      if (isa<arith::AddFOp>(op)) {
+      if (isa<arith::TruncFOp>(op)) {
+        // Loads extend to f32, stores round to the target's type.
+        emitElementwise(
+            b, opLoc, sources, target,
+            [](OpBuilder &, Location, ValueRange args) { return args[0]; });
+      } else if (isa<arith::AddFOp>(op)) {
         emitElementwise(b, opLoc, sources, target,
                         [&](OpBuilder &nb, Location nloc, ValueRange args) {
                           return arith::AddFOp::create(nb, nloc, args[0],

@@ -374,6 +374,28 @@ func.func @main(%x: tensor<4x8xf32>, %w: tensor<16x8xf32>, %unused: tensor<3xf32
 
 // -----
 
+// A bf16 layer (the GPU kernels'): the same rules in bf16, except that the
+// bias gradient Σ_rows dy accumulates in f32 and is rounded once.
+
+// CHECK-LABEL: func.func @main_backward(
+// CHECK-SAME: %[[DY:[a-z0-9]+]]: tensor<4x16xbf16>) -> (tensor<4x8xbf16>, tensor<16x8xbf16>, tensor<16xbf16>)
+// CHECK: %[[ZERO:.+]] = arith.constant 0.000000e+00 : f32
+// CHECK: %[[ACC:.+]] = linalg.fill ins(%[[ZERO]] : f32) outs(%{{.+}} : tensor<16xf32>) -> tensor<16xf32>
+// CHECK: %[[SUM:.+]] = linalg.reduce ins(%[[DY]] : tensor<4x16xbf16>) outs(%[[ACC]] : tensor<16xf32>) dimensions = [0]
+// CHECK-NEXT: (%[[IN:.+]]: bf16, %[[INIT:.+]]: f32) {
+// CHECK-NEXT: %[[WIDE:.+]] = arith.extf %[[IN]] : bf16 to f32
+// CHECK-NEXT: %[[NEXT:.+]] = arith.addf %[[WIDE]], %[[INIT]] : f32
+// CHECK-NEXT: linalg.yield %[[NEXT]] : f32
+// CHECK: %[[DB:.+]] = arith.truncf %[[SUM]] : tensor<16xf32> to tensor<16xbf16>
+// CHECK: lamina.matmul "fc" %[[DY]], %{{.+}} : (tensor<4x16xbf16>, tensor<8x16xbf16>) -> tensor<4x8xbf16>
+// CHECK: return %{{.+}}, %{{.+}}, %[[DB]] : tensor<4x8xbf16>, tensor<16x8xbf16>, tensor<16xbf16>
+func.func @main(%x: tensor<4x8xbf16>, %w: tensor<16x8xbf16>, %b: tensor<16xbf16>) -> tensor<4x16xbf16> {
+  %y = lamina.linear "fc" %x, %w bias %b : (tensor<4x8xbf16>, tensor<16x8xbf16>, tensor<16xbf16>) -> tensor<4x16xbf16>
+  return %y : tensor<4x16xbf16>
+}
+
+// -----
+
 // Two functions: the default (function=main) differentiates @main and
 // leaves @g alone; function=g (the G run, on this chunk alone) the reverse;
 // running both records both pairs in one lamina.training dictionary.

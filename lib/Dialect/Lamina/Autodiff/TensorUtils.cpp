@@ -60,12 +60,22 @@ Value autodiff::buildSumLeadingDims(OpBuilder &b, Location loc, Value value) {
   if (dims.empty())
     return value;
   SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, value);
-  Value acc = buildZeros(b, loc, ArrayRef(sizes).take_back(), elt);
-  return linalg::ReduceOp::create(
-             b, loc, ValueRange{value}, ValueRange{acc}, dims,
-             [](OpBuilder &nb, Location nloc, ValueRange args) {
-               Value sum = arith::AddFOp::create(nb, nloc, args[0], args[1]);
-               linalg::YieldOp::create(nb, nloc, sum);
-             })
-      .getResult(0);
+  // bf16/f16 sums accumulate in f32 (as PyTorch's do): rounding each
+  // partial sum to 8 bits lost percents over a few hundred rows.
+  Type accElt = elt.getIntOrFloatBitWidth() < 32 ? b.getF32Type() : elt;
+  Value acc = buildZeros(b, loc, ArrayRef(sizes).take_back(), accElt);
+  Value sum = linalg::ReduceOp::create(
+                  b, loc, ValueRange{value}, ValueRange{acc}, dims,
+                  [&](OpBuilder &nb, Location nloc, ValueRange args) {
+                    Value in = args[0];
+                    if (in.getType() != accElt)
+                      in = arith::ExtFOp::create(nb, nloc, accElt, in);
+                    Value next = arith::AddFOp::create(nb, nloc, in, args[1]);
+                    linalg::YieldOp::create(nb, nloc, next);
+                  })
+                  .getResult(0);
+  if (accElt == elt)
+    return sum;
+  return arith::TruncFOp::create(
+      b, loc, cast<RankedTensorType>(sum.getType()).clone(elt), sum);
 }
