@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstring>
 #include <numeric>
+#include <utility>
 
 using namespace mlir::lamina;
 using llvm::createStringError;
@@ -68,12 +69,91 @@ static StringRef getNpyDescr(ElementKind kind) {
   llvm_unreachable("unknown element kind");
 }
 
+static constexpr std::align_val_t kCacheLine{64};
+
+HostBuffer HostBuffer::allocate(size_t size) {
+  HostBuffer buffer;
+  if (size == 0)
+    return buffer;
+  auto *bytes = static_cast<uint8_t *>(::operator new(size, kCacheLine));
+  buffer.bytes = bytes;
+  buffer.length = size;
+  buffer.owner = std::shared_ptr<void>(
+      bytes, [](void *p) { ::operator delete(p, kCacheLine); });
+  return buffer;
+}
+
+HostBuffer HostBuffer::zeros(size_t size) {
+  HostBuffer buffer = allocate(size);
+  if (size)
+    std::memset(buffer.data(), 0, size);
+  return buffer;
+}
+
+HostBuffer HostBuffer::borrow(uint8_t *data, size_t size,
+                              std::shared_ptr<void> owner) {
+  HostBuffer buffer;
+  buffer.bytes = data;
+  buffer.length = size;
+  buffer.owner = std::move(owner);
+  return buffer;
+}
+
+HostBuffer &HostBuffer::operator=(HostBuffer &&other) noexcept {
+  bytes = std::exchange(other.bytes, nullptr);
+  length = std::exchange(other.length, 0);
+  owner = std::move(other.owner);
+  return *this;
+}
+
+HostBuffer HostBuffer::clone() const {
+  HostBuffer copy = allocate(length);
+  if (length)
+    std::memcpy(copy.data(), bytes, length);
+  return copy;
+}
+
 HostTensor HostTensor::zeros(ElementKind kind, llvm::ArrayRef<int64_t> shape) {
+  HostTensor tensor = uninitialized(kind, shape);
+  if (!tensor.bytes.empty())
+    std::memset(tensor.bytes.data(), 0, tensor.bytes.size());
+  return tensor;
+}
+
+HostTensor HostTensor::uninitialized(ElementKind kind,
+                                     llvm::ArrayRef<int64_t> shape) {
   HostTensor tensor;
   tensor.kind = kind;
   tensor.shape.assign(shape.begin(), shape.end());
-  tensor.bytes.assign(tensor.getNumElements() * getElementSize(kind), 0);
+  tensor.bytes =
+      HostBuffer::allocate(tensor.getNumElements() * getElementSize(kind));
   return tensor;
+}
+
+HostTensor HostTensor::view() const {
+  HostTensor shared;
+  shared.kind = kind;
+  shared.shape = shape;
+  shared.bytes =
+      HostBuffer::borrow(bytes.data(), bytes.size(), bytes.getOwner());
+  return shared;
+}
+
+std::vector<HostTensor>
+mlir::lamina::viewAll(llvm::ArrayRef<HostTensor> tensors) {
+  std::vector<HostTensor> views;
+  views.reserve(tensors.size());
+  for (const HostTensor &tensor : tensors)
+    views.push_back(tensor.view());
+  return views;
+}
+
+HostTensor HostTensor::clone() const {
+  HostTensor copy;
+  copy.kind = kind;
+  copy.shape = shape;
+  copy.bytes = bytes.clone();
+  return copy;
 }
 
 int64_t HostTensor::getNumElements() const {
@@ -300,7 +380,8 @@ llvm::Expected<HostTensor> mlir::lamina::parseNpy(StringRef data,
                              "%llu",
                              path.str().c_str(), payload.size(),
                              static_cast<unsigned long long>(expected));
-  tensor.bytes.assign(payload.bytes_begin(), payload.bytes_end());
+  tensor.bytes = HostBuffer::allocate(payload.size());
+  std::memcpy(tensor.bytes.data(), payload.bytes_begin(), payload.size());
   return tensor;
 }
 

@@ -626,10 +626,16 @@ llvm::Error JitProgram::checkArgument(size_t index, const HostTensor &arg,
 llvm::Error JitProgram::pack(PreparedArguments &prepared) {
   if (packedWeights.empty())
     return llvm::Error::success();
-  prepared.tensors.resize(inputs.size());
+  // Packing again (an update) writes over the weights packed before: no
+  // new memory to fault in and clear.
   std::vector<HostTensor> packed;
-  for (const ArgumentSpec &spec : packedWeights)
-    packed.push_back(HostTensor::zeros(spec.kind, spec.shape));
+  if (prepared.tensors.size() == inputs.size() + packedWeights.size())
+    for (size_t i = inputs.size(); i < prepared.tensors.size(); ++i)
+      packed.push_back(std::move(prepared.tensors[i]));
+  else
+    for (const ArgumentSpec &spec : packedWeights)
+      packed.push_back(HostTensor::zeros(spec.kind, spec.shape));
+  prepared.tensors.resize(inputs.size());
   if (llvm::Error error =
           invoke(entry + "_pack_weights", prepared.tensors, inputs, packed))
     return error;
@@ -671,9 +677,11 @@ llvm::Expected<std::vector<HostTensor>>
 JitProgram::run(const PreparedArguments &args) {
   if (!args.stageArguments.empty())
     return runPipeline(args);
+  // The program writes every element of its results.
   std::vector<HostTensor> outputs;
   for (const ArgumentSpec &spec : results)
-    outputs.push_back(HostTensor::zeros(spec.kind, getLocalShape(spec)));
+    outputs.push_back(
+        HostTensor::uninitialized(spec.kind, getLocalShape(spec)));
   SmallVector<ArgumentSpec> specs(inputs);
   specs.append(packedWeights.begin(), packedWeights.end());
   if (llvm::Error error = invoke(entry, args.tensors, specs, outputs))

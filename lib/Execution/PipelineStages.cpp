@@ -31,7 +31,7 @@ JitProgram::preparePipeline(llvm::ArrayRef<HostTensor> args) {
     // (packing reads weights only).
     for (auto [source, spec] : llvm::zip_equal(stage.operands, stage.inputs))
       stageArgs.push_back(source.call < 0
-                              ? args[source.index]
+                              ? args[source.index].clone()
                               : HostTensor::zeros(spec.kind, spec.shape));
     std::vector<HostTensor> packed;
     for (const ArgumentSpec &spec : stage.packedWeights)
@@ -60,7 +60,9 @@ JitProgram::runPipeline(const PreparedArguments &args) {
   for (auto [callIndex, stage] : llvm::enumerate(stageCalls)) {
     if (stage.rank != rank)
       continue;
-    std::vector<HostTensor> stageArgs = args.stageArguments[callIndex];
+    std::vector<HostTensor> stageArgs;
+    for (const HostTensor &arg : args.stageArguments[callIndex])
+      stageArgs.push_back(arg.view());
     for (auto [operand, source] : llvm::enumerate(stage.operands)) {
       if (source.call < 0)
         continue;
@@ -70,9 +72,9 @@ JitProgram::runPipeline(const PreparedArguments &args) {
         mpiRecvBytes(slot.bytes.data(), slot.bytes.size(),
                      stageCalls[source.call].rank,
                      messageTag(source.call, source.index));
-        values[key] = slot;
+        values[key] = slot.view();
       }
-      stageArgs[operand] = values[key];
+      stageArgs[operand] = values[key].view();
     }
     std::vector<HostTensor> outputs;
     for (const ArgumentSpec &spec : stage.results)
@@ -103,7 +105,7 @@ JitProgram::runPipeline(const PreparedArguments &args) {
     int64_t owner = source.call < 0 ? 0 : stageCalls[source.call].rank;
     if (owner == rank)
       result = source.call < 0 ? HostTensor()
-                               : values[{source.call, source.index}];
+                               : std::move(values[{source.call, source.index}]);
     if (source.call < 0)
       return createStringError(std::errc::not_supported,
                                "a pipelined entry returns one of its "

@@ -226,14 +226,17 @@ public:
     }();
     if (!outputs)
       raise(outputs.takeError());
+    // Each array takes over its result's bytes: no copy.
     std::vector<py::array> arrays;
     for (HostTensor &output : *outputs) {
-      py::array array(dtypeOf(output.kind),
-                      std::vector<py::ssize_t>(output.shape.begin(),
-                                               output.shape.end()));
-      std::memcpy(array.mutable_data(), output.bytes.data(),
-                  output.bytes.size());
-      arrays.push_back(std::move(array));
+      auto *owner = new std::shared_ptr<void>(output.bytes.getOwner());
+      py::capsule base(owner, [](void *p) {
+        delete static_cast<std::shared_ptr<void> *>(p);
+      });
+      arrays.emplace_back(dtypeOf(output.kind),
+                          std::vector<py::ssize_t>(output.shape.begin(),
+                                                   output.shape.end()),
+                          output.bytes.data(), base);
     }
     return arrays;
   }
@@ -250,11 +253,19 @@ private:
           py::str(dtypeOf(spec.kind)).cast<std::string>() + " (" +
           spec.typeText + "), got " +
           py::str(array.dtype()).cast<std::string>());
+    // The program never writes its arguments: it reads the array in place,
+    // which the prepared arguments keep alive.
     HostTensor tensor;
     tensor.kind = spec.kind;
     tensor.shape.assign(array.shape(), array.shape() + array.ndim());
-    auto *data = static_cast<const uint8_t *>(array.data());
-    tensor.bytes.assign(data, data + array.nbytes());
+    auto *held = new py::object(array);
+    std::shared_ptr<void> owner(held, [](void *p) {
+      py::gil_scoped_acquire gil;
+      delete static_cast<py::object *>(p);
+    });
+    tensor.bytes = HostBuffer::borrow(
+        static_cast<uint8_t *>(const_cast<void *>(array.data())),
+        array.nbytes(), std::move(owner));
     return tensor;
   }
 

@@ -61,10 +61,11 @@ TrainingStep::run(const JitProgram::PreparedArguments &prepared,
   auto results = forward->run(prepared);
   if (!results)
     return results.takeError();
-  std::vector<HostTensor> backwardArgs(args.begin(), args.end());
+  std::vector<HostTensor> backwardArgs = viewAll(args);
   for (size_t i = numResults; i < results->size(); ++i)
     backwardArgs.push_back(std::move((*results)[i]));
-  backwardArgs.insert(backwardArgs.end(), cotangents.begin(), cotangents.end());
+  for (const HostTensor &cotangent : cotangents)
+    backwardArgs.push_back(cotangent.view());
   auto ready = backward->prepare(std::move(backwardArgs));
   if (!ready)
     return ready.takeError();

@@ -311,11 +311,11 @@ int main(int argc, char **argv) {
     resultSpecs.assign(step->getGradients().begin(),
                        step->getGradients().end());
     prepare = [&](std::vector<HostTensor> &args) -> llvm::Error {
-      auto ready = forward.prepare(args);
+      auto ready = forward.prepare(viewAll(args));
       if (!ready)
         return ready.takeError();
       prepared.emplace(std::move(*ready));
-      stepArgs = args;
+      stepArgs = std::move(args);
       worldSize = forward.getActiveWorldSize();
       rank = forward.getRank();
       return readCotangents(*step, rank, worldSize, cotangents);
@@ -330,7 +330,7 @@ int main(int argc, char **argv) {
     specs.assign(jit->getInputs().begin(), jit->getInputs().end());
     resultSpecs.assign(jit->getResults().begin(), jit->getResults().end());
     prepare = [&](std::vector<HostTensor> &args) -> llvm::Error {
-      auto ready = jit->prepare(args);
+      auto ready = jit->prepare(viewAll(args));
       if (!ready)
         return ready.takeError();
       prepared.emplace(std::move(*ready));

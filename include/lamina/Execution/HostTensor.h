@@ -8,7 +8,7 @@
 #include "llvm/Support/Error.h"
 
 #include <cstdint>
-#include <new>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -21,32 +21,54 @@ enum class ElementKind { F32, F64, F16, BF16, I64, I32 };
 size_t getElementSize(ElementKind kind);
 llvm::StringRef getElementName(ElementKind kind);
 
-/// Allocates on 64-byte (cache line) boundaries, so that compiled vector
-/// loads of rows and packed weight blocks never straddle lines needlessly.
-template <typename T> struct CacheLineAllocator {
-  using value_type = T;
-  static constexpr std::align_val_t kAlignment{64};
-  CacheLineAllocator() = default;
-  template <typename U> CacheLineAllocator(const CacheLineAllocator<U> &) {}
-  T *allocate(size_t n) {
-    return static_cast<T *>(::operator new(n * sizeof(T), kAlignment));
-  }
-  void deallocate(T *p, size_t) { ::operator delete(p, kAlignment); }
-  template <typename U> bool operator==(const CacheLineAllocator<U> &) const {
-    return true;
-  }
-  template <typename U> bool operator!=(const CacheLineAllocator<U> &) const {
-    return false;
-  }
+/// The bytes of a host tensor: its own, allocated on 64-byte (cache line)
+/// boundaries so that compiled vector loads of rows and packed weight
+/// blocks never straddle lines needlessly, or borrowed from memory that
+/// `owner` keeps alive (a caller's NumPy array). Moved, not copied: `clone`
+/// copies the bytes.
+class HostBuffer {
+public:
+  HostBuffer() = default;
+  /// `size` bytes of uninitialized memory.
+  static HostBuffer allocate(size_t size);
+  static HostBuffer zeros(size_t size);
+  /// `size` bytes at `data`, valid while `owner` lives.
+  static HostBuffer borrow(uint8_t *data, size_t size,
+                           std::shared_ptr<void> owner);
+
+  HostBuffer(HostBuffer &&other) noexcept { *this = std::move(other); }
+  HostBuffer &operator=(HostBuffer &&other) noexcept;
+  HostBuffer(const HostBuffer &) = delete;
+  HostBuffer &operator=(const HostBuffer &) = delete;
+  HostBuffer clone() const;
+
+  uint8_t *data() const { return bytes; }
+  size_t size() const { return length; }
+  bool empty() const { return length == 0; }
+  /// What keeps the bytes alive: held by another owner (a NumPy array made
+  /// of them), they outlive this buffer.
+  std::shared_ptr<void> getOwner() const { return owner; }
+
+private:
+  uint8_t *bytes = nullptr;
+  size_t length = 0;
+  std::shared_ptr<void> owner;
 };
 
-/// A dense, row-major array owned by the host.
+/// A dense, row-major array on the host (its bytes its own or borrowed).
 struct HostTensor {
   ElementKind kind = ElementKind::F32;
   llvm::SmallVector<int64_t> shape;
-  std::vector<uint8_t, CacheLineAllocator<uint8_t>> bytes;
+  HostBuffer bytes;
 
   static HostTensor zeros(ElementKind kind, llvm::ArrayRef<int64_t> shape);
+  /// A tensor whose bytes are not initialized: for results the program
+  /// writes whole.
+  static HostTensor uninitialized(ElementKind kind,
+                                  llvm::ArrayRef<int64_t> shape);
+  HostTensor clone() const;
+  /// The same bytes, shared (writes through either are seen by both).
+  HostTensor view() const;
   int64_t getNumElements() const;
   /// Element `i` converted to double (bf16/f16 widened exactly).
   double getAsDouble(int64_t i) const;
@@ -58,6 +80,10 @@ struct HostTensor {
   HostTensor getBlock(int64_t axis, int64_t index, int64_t count,
                       int64_t groups = 1) const;
 };
+
+/// Views of `tensors` (HostTensor::view), e.g. to pass them on while
+/// keeping them.
+std::vector<HostTensor> viewAll(llvm::ArrayRef<HostTensor> tensors);
 
 /// Reads a C-ordered .npy file (format 1.0–3.0) of a supported dtype.
 llvm::Expected<HostTensor> readNpy(llvm::StringRef path);
