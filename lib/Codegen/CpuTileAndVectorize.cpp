@@ -475,6 +475,32 @@ planTranspose(linalg::TransposeOp op) {
   return sizes;
 }
 
+/// A transpose that moves whole rows of 16 (`[a, b, 16] → [b, a, 16]`: the
+/// packing of a weight read transposed, Wᵀ, xᵀ or an activation in the
+/// backward) as copies of 8 rows × 16 in the source's order: each source
+/// row streams once and each tile writes 8 × 64 contiguous bytes (the
+/// output's order read a 64-byte piece of every source row in turn).
+static bool isRowTranspose(linalg::TransposeOp op) {
+  auto type = cast<ShapedType>(op.getInit().getType());
+  return op.hasPureTensorSemantics() && type.hasStaticShape() &&
+         op.getPermutation() == ArrayRef<int64_t>{1, 0, 2} &&
+         type.getDimSize(2) == 16 && type.getDimSize(1) % 8 == 0 &&
+         type.getDimSize(0) > 1 && type.getDimSize(1) > 8;
+}
+
+static std::string buildRowTransposeSchedule(unsigned index) {
+  return llvm::formatv(
+             "  %t{0} = transform.structured.match attributes {{{1} = {0} : "
+             "i64} in %root : (!transform.any_op) -> !transform.any_op\n"
+             "  %v{0}, %v{0}_loops:2 = transform.structured.tile_using_for "
+             "%t{0} tile_sizes [1, 8, 0] interchange = [1, 0, 2] : "
+             "(!transform.any_op) -> (!transform.any_op, !transform.any_op, "
+             "!transform.any_op)\n"
+             "  transform.structured.vectorize %v{0} : !transform.any_op\n",
+             index, kTargetAttr)
+      .str();
+}
+
 namespace {
 struct LaminaCpuTileAndVectorizePass
     : mlir::lamina::impl::LaminaCpuTileAndVectorizeBase<
@@ -494,7 +520,13 @@ struct LaminaCpuTileAndVectorizePass
     std::string body;
     unsigned index = 0;
     module.walk([&](linalg::TransposeOp op) {
-      if (std::optional<SmallVector<int64_t>> sizes = planTranspose(op)) {
+      if (isRowTranspose(op)) {
+        op->setAttr(kTargetAttr,
+                    IntegerAttr::get(IntegerType::get(&getContext(), 64),
+                                     index));
+        body += buildRowTransposeSchedule(index++);
+      } else if (std::optional<SmallVector<int64_t>> sizes =
+                     planTranspose(op)) {
         op->setAttr(kTargetAttr,
                     IntegerAttr::get(IntegerType::get(&getContext(), 64),
                                      index));

@@ -626,15 +626,16 @@ llvm::Error JitProgram::checkArgument(size_t index, const HostTensor &arg,
 llvm::Error JitProgram::pack(PreparedArguments &prepared) {
   if (packedWeights.empty())
     return llvm::Error::success();
-  // Packing again (an update) writes over the weights packed before: no
-  // new memory to fault in and clear.
+  // Packing writes every element (padding included); packing again (an
+  // update) writes over the weights packed before: no new memory to fault
+  // in.
   std::vector<HostTensor> packed;
   if (prepared.tensors.size() == inputs.size() + packedWeights.size())
     for (size_t i = inputs.size(); i < prepared.tensors.size(); ++i)
       packed.push_back(std::move(prepared.tensors[i]));
   else
     for (const ArgumentSpec &spec : packedWeights)
-      packed.push_back(HostTensor::zeros(spec.kind, spec.shape));
+      packed.push_back(HostTensor::uninitialized(spec.kind, spec.shape));
   prepared.tensors.resize(inputs.size());
   if (llvm::Error error =
           invoke(entry + "_pack_weights", prepared.tensors, inputs, packed))

@@ -70,6 +70,12 @@ void mlir::lamina::buildLaminaCpuPipeline(OpPassManager &pm,
   bufferize.functionBoundaryTypeConversion =
       bufferization::LayoutMapOption::IdentityLayoutMap;
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  // Buffers threaded through loops (a tiled transpose's) fold into the
+  // allocation itself, which the next pass can then replace by the
+  // out-parameter (no copy of the whole result), and a tile's copy onto
+  // itself (equal subviews) goes away.
+  pm.addPass(createCSEPass());
+  pm.addPass(createCanonicalizerPass());
   bufferization::BufferResultsToOutParamsPassOptions outParams;
   outParams.hoistStaticAllocs = true;
   outParams.modifyPublicFunctions = true;

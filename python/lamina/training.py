@@ -86,14 +86,15 @@ class CachedProgram:
         keys = [_argument_key(a) for a in arguments]
         arrays = lambda: [_array(a, kind) for a, kind in  # noqa: E731
                           zip(arguments, self._kinds)]
-        if any(key is None for key in keys):
-            return self.program.run(prepare(self.program, arrays()))
         if self._keys is None:
             self._prepared = prepare(self.program, arrays())
         else:
+            # A NumPy array (no version counter) counts as changed; the
+            # prepared arguments are updated in place all the same, so
+            # that packed weights reuse their memory.
             changed = {i: _array(a, self._kinds[i]) for i, (a, key, old) in
                        enumerate(zip(arguments, keys, self._keys))
-                       if key != old}
+                       if key is None or key != old}
             if changed:
                 try:
                     self.program.update(self._prepared, changed)

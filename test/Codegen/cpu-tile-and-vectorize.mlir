@@ -105,6 +105,23 @@ func.func @transpose_feeding_a_matmul(%w: tensor<512x64xf32>) -> tensor<64x512xf
 
 // -----
 
+// A transpose moving whole rows of 16 ([1024, 256, 16] → [256, 1024, 16]:
+// the backward's packing of Wᵀ, read transposed from W) copies 8 rows × 16
+// per tile in the source's order: rows of the source (step 8) outside, the
+// 256 blocks of 16 inside; 8 × 64 contiguous bytes written per tile.
+// CHECK-LABEL: func.func @row_transpose
+// CHECK: scf.for %{{.*}} = %c0 to %c1024 step %c8
+// CHECK-NEXT: scf.for %{{.*}} = %c0 to %c256 step %c1
+// CHECK: vector.transfer_read {{.*}} : tensor<8x1x16xf32>, vector<1x8x16xf32>
+// CHECK: vector.transfer_write {{.*}} : vector<1x8x16xf32>, tensor<1x8x16xf32>
+func.func @row_transpose(%w: tensor<1024x256x16xf32>) -> tensor<256x1024x16xf32> {
+  %e = tensor.empty() : tensor<256x1024x16xf32>
+  %t = linalg.transpose ins(%w : tensor<1024x256x16xf32>) outs(%e : tensor<256x1024x16xf32>) permutation = [1, 0, 2]
+  return %t : tensor<256x1024x16xf32>
+}
+
+// -----
+
 // Attention's scores, a batch matmul between layers (per head: q [128, 64]
 // times kᵀ [64, 128]): per batch, register tiles of 4 rows × 16 columns, K
 // in steps of 4 with the accumulator in registers, the tile written once.

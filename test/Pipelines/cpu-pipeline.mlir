@@ -24,3 +24,21 @@ func.func @big(%x: tensor<512x256xf32>, %w: tensor<512x256xf32>, %b: tensor<512x
   %0 = lamina.linear_act "fc" %x, %w bias %b activation relu : (tensor<512x256xf32>, tensor<512x256xf32>, tensor<512xf32>) -> tensor<512x512xf32>
   return %0 : tensor<512x512xf32>
 }
+
+// A result computed through loops (a tiled transpose threads its buffer
+// through them) is written straight into the out-parameter: no allocation,
+// no copy of the whole result afterwards.
+// RUN: lamina-opt %s --lamina-cpu-pipeline=vector-bits=256 --mlir-print-ir-after=buffer-results-to-out-params 2>&1 >/dev/null | FileCheck %s --check-prefix=INPLACE
+// INPLACE-LABEL: func.func @packed(
+// INPLACE-SAME: %[[OUT:[a-z0-9]+]]: memref<256x1024x16xf32>)
+// INPLACE-NOT: memref.alloc
+// INPLACE-NOT: memref.copy
+// INPLACE: vector.transfer_write {{.*}}, %[[OUT]]
+// INPLACE-NOT: memref.copy
+// INPLACE: return
+func.func @packed(%w: tensor<1024x4096xf32>) -> tensor<256x1024x16xf32> {
+  %s = tensor.expand_shape %w [[0], [1, 2]] output_shape [1024, 256, 16] : tensor<1024x4096xf32> into tensor<1024x256x16xf32>
+  %e = tensor.empty() : tensor<256x1024x16xf32>
+  %t = linalg.transpose ins(%s : tensor<1024x256x16xf32>) outs(%e : tensor<256x1024x16xf32>) permutation = [1, 0, 2]
+  return %t : tensor<256x1024x16xf32>
+}
