@@ -30,6 +30,31 @@ def test_layer_against_eager_pytorch():
             F.gelu(F.linear(*(torch.from_numpy(a) for a in (x, w, b)))))
 
 
+def test_arguments_are_read_in_place_and_results_are_fresh_arrays():
+    """Prepared arguments borrow the caller's arrays (a later change to one
+    is seen, and the array is never written); each run's results are new
+    arrays that own their memory (they outlive the program and the
+    prepared arguments, and no later run writes them)."""
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((4, 32)).astype(np.float32)
+    w = rng.standard_normal((48, 32)).astype(np.float32)
+    b = rng.standard_normal(48).astype(np.float32)
+    program = lamina.Program(linear_layer("linear", x.shape, 48))
+    prepared = program.prepare([x, w, b])
+    kept = x.copy()
+    (first,) = program.run(prepared)
+    np.testing.assert_array_equal(x, kept)
+    x *= 2.0  # read in place: the next run sees it
+    (second,) = program.run(prepared)
+    reference = lambda a: F.linear(*(torch.from_numpy(t) for t in (a, w, b)))
+    torch.testing.assert_close(torch.from_numpy(second), reference(x))
+    torch.testing.assert_close(torch.from_numpy(first), reference(kept))
+    assert not np.shares_memory(first, second)
+    assert first.flags.owndata is False and first.base is not None
+    del program, prepared
+    torch.testing.assert_close(torch.from_numpy(first), reference(kept))
+
+
 def test_lns_codes_are_golden():
     d = np.load(GOLDEN / "add_f23.npz")
     n = d["x"].shape[0]

@@ -183,10 +183,16 @@ def test_prepared_arguments_are_reused_until_a_parameter_changes(
         torch.testing.assert_close(compiled(x), eager(x), **TOL)
         assert program.pack_count == packs
         assert len(prepared) == 1
-        # NumPy arrays have no version counter: prepared on every call.
-        compiled(x.numpy())
-        compiled(x.numpy())
-        assert len(prepared) == 3
+        # A NumPy array has no version counter: it is replaced on every call
+        # (read in place, so a change made to the same array is seen), and
+        # the prepared arguments and packed weights are kept.
+        array = x.numpy().copy()
+        torch.testing.assert_close(torch.as_tensor(compiled(array)), eager(x),
+                                   **TOL)
+        array *= 2.0
+        torch.testing.assert_close(torch.as_tensor(compiled(array)),
+                                   eager(x * 2.0), **TOL)
+        assert len(prepared) == 1 and program.pack_count == packs
 
 
 def test_backward_is_compiled_once_per_shape(monkeypatch):
