@@ -56,13 +56,13 @@ void mlir::lamina::emitTranspose(OpBuilder &b, Location loc, Operation *anchor,
   // Rows padded to an odd number of 4-byte words: the 32 elements of a tile
   // column fall in distinct banks.
   int64_t eltBytes = elt.getIntOrFloatBitWidth() / 8;
-  int64_t kPitch = kTransposeTile + std::max<int64_t>(1, 4 / eltBytes);
-  int64_t bytes = kTransposeTile * kPitch * eltBytes;
+  int64_t pitch = kTransposeTile + std::max<int64_t>(1, 4 / eltBytes);
+  int64_t bytes = kTransposeTile * pitch * eltBytes;
   auto launch = createKernelLaunch(
       b, loc, ix.ceilDiv(cols, kTransposeTile),
       ix.ceilDiv(rows, kTransposeTile),
       kTransposeTile * kTransposeRowsPerPass, bytes);
-  auto tileType = MemRefType::get({kTransposeTile, kPitch}, elt,
+  auto tileType = MemRefType::get({kTransposeTile, pitch}, elt,
                                   MemRefLayoutAttrInterface(),
                                   b.getI64IntegerAttr(3));
   Value tile = memref::ViewOp::create(
