@@ -11,7 +11,12 @@ LD_LIBRARY_PATH=.../openblas-pthread), and the table reports medians over
 rounds of per-process medians. It also reports the bytes the compiled
 forward saves for the backward, with and without `checkpoint()` on fc1.
 
-usage: bench/train_step.py [--rounds 3] [--steps 10]
+Each process first runs `--warmup` steps untimed: until then the heap of
+either contender is still growing (a step faulted in tens of MiB of fresh
+pages, an eighth of the compiled step's time at 2048 tokens), which is not
+what training runs at.
+
+usage: bench/train_step.py [--rounds 3] [--steps 10] [--warmup 10]
                            [--output bench/results/train_step.md]
 """
 
@@ -80,8 +85,9 @@ import statistics, sys, time
 import torch
 from torch import nn
 torch.set_num_threads(1)
-model_name, tokens, steps, contender = (sys.argv[1], int(sys.argv[2]),
-                                        int(sys.argv[3]), sys.argv[4])
+model_name, tokens, steps, contender, warmup = (
+    sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4],
+    int(sys.argv[5]))
 
 %(model)s
 torch.manual_seed(0)
@@ -99,7 +105,8 @@ def step():
     optimizer.step()
     return loss
 
-step()
+for _ in range(warmup):
+    step()
 times = []
 for _ in range(steps):
     start = time.perf_counter()
@@ -152,6 +159,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--steps", type=int, default=10)
+    parser.add_argument("--warmup", type=int, default=10)
     parser.add_argument("--output", type=pathlib.Path)
     args = parser.parse_args()
 
@@ -162,9 +170,10 @@ def main():
     for model, tokens, label in cases:
         eager, compiled = [], []
         for _ in range(args.rounds):
-            eager.append(run(STEP, [model, tokens, args.steps, "eager"], True))
-            compiled.append(run(STEP, [model, tokens, args.steps, "lamina"],
-                                False))
+            eager.append(run(STEP, [model, tokens, args.steps, "eager",
+                                    args.warmup], True))
+            compiled.append(run(STEP, [model, tokens, args.steps, "lamina",
+                                       args.warmup], False))
         plain = int(run(SAVED, [model, tokens, 0], False))
         checkpointed = int(run(SAVED, [model, tokens, 1], False))
         e, c = statistics.median(eager), statistics.median(compiled)
@@ -175,7 +184,8 @@ def main():
 
     command = "/usr/bin/python3 bench/train_step.py " + " ".join(
         f"--{k} {v}" for k, v in (("rounds", args.rounds),
-                                  ("steps", args.steps)))
+                                  ("steps", args.steps),
+                                  ("warmup", args.warmup)))
     table = "\n".join([
         "# One training step: GPT-2 MLP and block, compiled vs eager (fp32, "
         "one thread)",
@@ -186,8 +196,8 @@ def main():
         f"MLP: hidden {HIDDEN}, inter {INTER}, x + fc2(GELU(fc1(x))). "
         "Block: LayerNorm, FusedQKV (4 heads), q·kᵀ scaled, softmax, ·v, the "
         "output projection, residual; LayerNorm, MLP (4× hidden), residual. "
-        "loss = mean(y²), backward, SGD with momentum 0.9. Step times are "
-        "medians "
+        "loss = mean(y²), backward, SGD with momentum 0.9. Step times, "
+        "after the warm-up steps, are medians "
         "over rounds of per-process medians; eager PyTorch runs on OpenBLAS. "
         "Saved: the bytes the compiled forward keeps for the backward, "
         "without and with `checkpoint()` on fc1.",

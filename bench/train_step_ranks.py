@@ -9,7 +9,9 @@ pinned to its own core (`mpirun.mpich -np 2 -bind-to core`); the one-rank
 run is pinned to one core. Each round runs both once; the table reports
 medians over rounds of rank 0's per-process median step time.
 
-usage: bench/train_step_ranks.py [--rounds 3] [--steps 5]
+Each process first runs `--warmup` steps untimed (see bench/train_step.py).
+
+usage: bench/train_step_ranks.py [--rounds 3] [--steps 5] [--warmup 10]
                                  [--output bench/results/train_step_ranks.md]
 """
 
@@ -32,7 +34,7 @@ import torch
 from torch import nn
 import lamina
 torch.set_num_threads(1)
-tokens, steps = int(sys.argv[1]), int(sys.argv[2])
+tokens, steps, warmup = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
 
 class MLP(nn.Module):
     def __init__(self):
@@ -60,7 +62,8 @@ def step():
     loss.backward()
     optimizer.step()
 
-step()
+for _ in range(warmup):
+    step()
 times = []
 for _ in range(steps):
     start = time.perf_counter()
@@ -71,10 +74,11 @@ if lamina.rank() == 0:
 """ % {"hidden": HIDDEN, "inter": INTER}
 
 
-def run(ranks, tokens, steps):
+def run(ranks, tokens, steps, warmup):
     env = dict(os.environ, OMP_NUM_THREADS="1",
                PYTHONPATH=str(BUILD / "python"))
-    script = [sys.executable, "-c", STEP, str(tokens), str(steps)]
+    script = [sys.executable, "-c", STEP, str(tokens), str(steps),
+              str(warmup)]
     command = (["mpirun.mpich", "-np", str(ranks), "-bind-to", "core",
                 *script] if ranks > 1 else ["taskset", "-c", "0", *script])
     out = subprocess.run(command, env=env, check=True, capture_output=True,
@@ -86,6 +90,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--steps", type=int, default=5)
+    parser.add_argument("--warmup", type=int, default=10)
     parser.add_argument("--output", type=pathlib.Path)
     args = parser.parse_args()
 
@@ -93,8 +98,8 @@ def main():
     for tokens in TOKENS:
         one, two = [], []
         for _ in range(args.rounds):
-            one.append(run(1, tokens, args.steps))
-            two.append(run(2, tokens, args.steps))
+            one.append(run(1, tokens, args.steps, args.warmup))
+            two.append(run(2, tokens, args.steps, args.warmup))
         a, b = statistics.median(one), statistics.median(two)
         rows.append(f"| {tokens} | {a * 1e3:.1f} | {b * 1e3:.1f} | "
                     f"{a / b:.2f}× |")
@@ -102,7 +107,8 @@ def main():
 
     command = "/usr/bin/python3 bench/train_step_ranks.py " + " ".join(
         f"--{k} {v}" for k, v in (("rounds", args.rounds),
-                                  ("steps", args.steps)))
+                                  ("steps", args.steps),
+                                  ("warmup", args.warmup)))
     table = "\n".join([
         "# One training step: GPT-2 MLP, Megatron on 2 ranks vs 1 rank "
         "(fp32, one thread per rank)",
@@ -112,8 +118,8 @@ def main():
         "",
         f"Hidden {HIDDEN}, inter {INTER}: x + fc2(GELU(fc1(x))), loss = "
         "mean(y²), backward, SGD with momentum 0.9 on each rank's "
-        "parameter blocks. Step times: medians over rounds of rank 0's "
-        "per-process median.",
+        "parameter blocks. Step times, after the warm-up steps: medians over "
+        "rounds of rank 0's per-process median.",
         "",
         "| tokens | 1 rank ms | 2 ranks ms | speedup |",
         "|---|---|---|---|",
