@@ -519,26 +519,25 @@ struct LaminaCpuTileAndVectorizePass
       allowWideVectors(module);
     std::string body;
     unsigned index = 0;
+    // Tags `op` as the target of the next schedule, whose number it is.
+    auto markTarget = [&](Operation *op) {
+      op->setAttr(kTargetAttr,
+                  IntegerAttr::get(IntegerType::get(&getContext(), 64), index));
+    };
     module.walk([&](linalg::TransposeOp op) {
       if (isRowTranspose(op)) {
-        op->setAttr(kTargetAttr,
-                    IntegerAttr::get(IntegerType::get(&getContext(), 64),
-                                     index));
+        markTarget(op);
         body += buildRowTransposeSchedule(index++);
       } else if (std::optional<SmallVector<int64_t>> sizes =
                      planTranspose(op)) {
-        op->setAttr(kTargetAttr,
-                    IntegerAttr::get(IntegerType::get(&getContext(), 64),
-                                     index));
+        markTarget(op);
         body += buildElementwiseSchedule(index++, *sizes);
       }
     });
     module.walk([&](linalg::LinalgOp op) {
       if (std::optional<SmallVector<int64_t>> sizes =
               planBetweenLayersMatmul(op, vectorBits == 512)) {
-        op->setAttr(kTargetAttr,
-                    IntegerAttr::get(IntegerType::get(&getContext(), 64),
-                                     index));
+        markTarget(op);
         body += buildBetweenLayersMatmulSchedule(index++, *sizes);
       }
     });

@@ -113,21 +113,24 @@ HostBuffer HostBuffer::clone() const {
   return copy;
 }
 
-HostTensor HostTensor::zeros(ElementKind kind, llvm::ArrayRef<int64_t> shape) {
-  HostTensor tensor = uninitialized(kind, shape);
-  if (!tensor.bytes.empty())
-    std::memset(tensor.bytes.data(), 0, tensor.bytes.size());
+/// A tensor of `kind` and `shape` whose bytes `allocate` (HostBuffer::zeros
+/// or allocate) makes.
+static HostTensor makeTensor(ElementKind kind, llvm::ArrayRef<int64_t> shape,
+                             HostBuffer (*allocate)(size_t)) {
+  HostTensor tensor;
+  tensor.kind = kind;
+  tensor.shape.assign(shape.begin(), shape.end());
+  tensor.bytes = allocate(tensor.getNumElements() * getElementSize(kind));
   return tensor;
+}
+
+HostTensor HostTensor::zeros(ElementKind kind, llvm::ArrayRef<int64_t> shape) {
+  return makeTensor(kind, shape, HostBuffer::zeros);
 }
 
 HostTensor HostTensor::uninitialized(ElementKind kind,
                                      llvm::ArrayRef<int64_t> shape) {
-  HostTensor tensor;
-  tensor.kind = kind;
-  tensor.shape.assign(shape.begin(), shape.end());
-  tensor.bytes =
-      HostBuffer::allocate(tensor.getNumElements() * getElementSize(kind));
-  return tensor;
+  return makeTensor(kind, shape, HostBuffer::allocate);
 }
 
 HostTensor HostTensor::view() const {

@@ -9,6 +9,7 @@
 #include "GpuKernels.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 
@@ -17,16 +18,8 @@ using namespace mlir::lamina;
 
 /// Size of `buffer`'s dim `d` as an index value (a constant when static).
 static Value dimSize(OpBuilder &b, Location loc, Value buffer, int64_t d) {
-  auto type = cast<MemRefType>(buffer.getType());
-  if (!type.isDynamicDim(d))
-    return arith::ConstantIndexOp::create(b, loc, type.getDimSize(d));
-  return memref::DimOp::create(b, loc, buffer, d);
-}
-
-static Value toF32(OpBuilder &b, Location loc, Value value) {
-  Type f32 = b.getF32Type();
-  return value.getType() == f32 ? value
-                                : arith::ExtFOp::create(b, loc, f32, value);
+  return getValueOrCreateConstantIndexOp(
+      b, loc, memref::getMixedSize(b, loc, buffer, d));
 }
 
 static Value fromF32(OpBuilder &b, Location loc, Value value, Type type) {
@@ -133,7 +126,7 @@ void mlir::lamina::emitColumnSum(OpBuilder &b, Location loc, Operation *anchor,
     b.setInsertionPointToStart(rowLoop.getBody());
     Value row = rowLoop.getInductionVar();
     Value safeCol = arith::SelectOp::create(b, loc, colInside, col, ix(0));
-    Value value = toF32(
+    Value value = extendToF32(
         b, loc,
         memref::LoadOp::create(b, loc, source, ValueRange{row, safeCol}));
     value = arith::SelectOp::create(b, loc, colInside, value, zero);
@@ -192,7 +185,7 @@ void mlir::lamina::emitElementwise(
     SmallVector<Value> args;
     for (Value source : flatSources)
       args.push_back(
-          toF32(b, loc, memref::LoadOp::create(b, loc, source, index)));
+          extendToF32(b, loc, memref::LoadOp::create(b, loc, source, index)));
     Value result = fromF32(b, loc, body(b, loc, args), elt);
     memref::StoreOp::create(b, loc, result, flatTarget, index);
   });

@@ -18,18 +18,13 @@ using namespace mlir::lamina;
 static Value applyEpilogue(OpBuilder &b, Location loc, const GpuLinear &layer,
                            Value row, Value col, Value value,
                            Value derivativeAt) {
-  Type f32 = b.getF32Type();
-  if (layer.derivative) {
-    if (derivativeAt.getType() != f32)
-      derivativeAt = arith::ExtFOp::create(b, loc, f32, derivativeAt);
+  if (layer.derivative)
     value = buildActivationDerivative(b, loc, layer.derivative.getValue(),
-                                      derivativeAt, value);
-  }
+                                      extendToF32(b, loc, derivativeAt),
+                                      value);
   if (layer.bias) {
     Value bias = memref::LoadOp::create(b, loc, layer.bias, col);
-    if (bias.getType() != f32)
-      bias = arith::ExtFOp::create(b, loc, f32, bias);
-    value = arith::AddFOp::create(b, loc, value, bias);
+    value = arith::AddFOp::create(b, loc, value, extendToF32(b, loc, bias));
   }
   if (layer.activation)
     value = buildActivation(b, loc, layer.activation.getValue(), value);

@@ -83,6 +83,9 @@ private:
   Location loc;
 };
 
+/// `value` (a float scalar) as f32: the kernels compute in f32.
+Value extendToF32(OpBuilder &b, Location loc, Value value);
+
 /// The kernel's dynamic shared memory as memref<bytes x i8, 3>: a view of
 /// the module's external, 1024-byte aligned `lamina_dyn_smem` array (the
 /// swizzle pattern's repeat). MLIR 22 lowers `gpu.dynamic_shared_memory` to

@@ -91,6 +91,12 @@ Value IndexMath::ceilDiv(Value lhs, int64_t rhs) const {
   return div(add(lhs, (*this)(rhs - 1)), rhs);
 }
 
+Value mlir::lamina::extendToF32(OpBuilder &b, Location loc, Value value) {
+  Type f32 = b.getF32Type();
+  return value.getType() == f32 ? value
+                                : arith::ExtFOp::create(b, loc, f32, value);
+}
+
 static constexpr StringLiteral kSharedMemorySymbol = "lamina_dyn_smem";
 
 /// NVVM's shared address space, numeric: with #gpu.address_space the host

@@ -133,18 +133,6 @@ static LogicalResult checkLayer(const LayerView &layer) {
   return success();
 }
 
-/// The dynamic leading dims of `buffer` [..., K]: those of a layer's result
-/// [..., N] too.
-static SmallVector<Value> dynamicRowSizes(OpBuilder &b, Location loc,
-                                          Value buffer) {
-  auto type = cast<MemRefType>(buffer.getType());
-  SmallVector<Value> sizes;
-  for (int64_t d = 0; d + 1 < type.getRank(); ++d)
-    if (type.isDynamicDim(d))
-      sizes.push_back(memref::DimOp::create(b, loc, buffer, d));
-  return sizes;
-}
-
 /// `buffer` [..., K] as a 2-D [M, K] view.
 static Value flattenRows(OpBuilder &b, Location loc, Value buffer) {
   auto type = cast<MemRefType>(buffer.getType());
@@ -315,15 +303,16 @@ planFunction(Block &entry) {
   return plan;
 }
 
-/// The dynamic sizes of `type` read from `buffer`, whose dim `sourceDim[d]`
-/// is dim d of `type`.
+/// The dynamic sizes of `type` read from `buffer`, whose dim `sourceDims[d]`
+/// (d itself when `sourceDims` is empty) is dim d of `type`.
 static SmallVector<Value> dynamicSizesFrom(OpBuilder &b, Location loc,
                                            MemRefType type, Value buffer,
-                                           ArrayRef<int64_t> sourceDim) {
+                                           ArrayRef<int64_t> sourceDims) {
   SmallVector<Value> sizes;
   for (int64_t d = 0; d < type.getRank(); ++d)
     if (type.isDynamicDim(d))
-      sizes.push_back(memref::DimOp::create(b, loc, buffer, sourceDim[d]));
+      sizes.push_back(memref::DimOp::create(
+          b, loc, buffer, sourceDims.empty() ? d : sourceDims[d]));
   return sizes;
 }
 
@@ -370,8 +359,11 @@ static LogicalResult convertFunction(func::FuncOp func, KernelFamily family,
   SmallVector<Value> temporaries;
   OpBuilder b(ctx);
   auto bufferOf = [&](Value value) { return buffers.lookup_or(value, value); };
-  auto outputFor = [&](Value result, Location at,
-                       ValueRange dynamicSizes) -> Value {
+  // The buffer of `result`: its out-parameter when it is returned, else a
+  // temporary whose dynamic dims are those of `source` (dim sourceDims[d],
+  // or d, of `source` is dim d of `result`).
+  auto outputFor = [&](Value result, Location at, Value source,
+                       ArrayRef<int64_t> sourceDims = {}) -> Value {
     Value out;
     for (OpOperand &use : result.getUses())
       if (use.getOwner() == returnOp) {
@@ -379,10 +371,13 @@ static LogicalResult convertFunction(func::FuncOp func, KernelFamily family,
         break;
       }
     if (!out) {
+      MemRefType type = bufferTypeOf(cast<RankedTensorType>(result.getType()));
+      SmallVector<Value> dynamicSizes =
+          dynamicSizesFrom(b, at, type, source, sourceDims);
       synchronously(b, at, [&](Value ready) {
         auto alloc = gpu::AllocOp::create(
-            b, at, bufferTypeOf(cast<RankedTensorType>(result.getType())),
-            ready.getType(), ValueRange{ready}, dynamicSizes, ValueRange());
+            b, at, type, ready.getType(), ValueRange{ready}, dynamicSizes,
+            ValueRange());
         out = alloc.getMemref();
         return alloc.getAsyncToken();
       });
@@ -390,12 +385,6 @@ static LogicalResult convertFunction(func::FuncOp func, KernelFamily family,
     }
     buffers[result] = out;
     return out;
-  };
-  auto sameShapeSizes = [&](Value result, Value source, Location at) {
-    auto type = bufferTypeOf(cast<RankedTensorType>(result.getType()));
-    return dynamicSizesFrom(b, at, type, source,
-                            llvm::to_vector(llvm::seq<int64_t>(
-                                0, type.getRank())));
   };
 
   DenseMap<Operation *, ActivationGradOp> derivativeOf;
@@ -423,10 +412,8 @@ static LogicalResult convertFunction(func::FuncOp func, KernelFamily family,
     case OpRole::Transpose: {
       auto transpose = cast<linalg::TransposeOp>(op);
       Value source = bufferOf(transpose.getInput());
-      Value result = transpose->getResult(0);
-      auto type = bufferTypeOf(cast<RankedTensorType>(result.getType()));
-      Value target = outputFor(
-          result, opLoc, dynamicSizesFrom(b, opLoc, type, source, {1, 0}));
+      Value target =
+          outputFor(transpose->getResult(0), opLoc, source, {1, 0});
       emitTranspose(b, opLoc, op, source, target);
       break;
     }
@@ -436,7 +423,7 @@ static LogicalResult convertFunction(func::FuncOp func, KernelFamily family,
       arith::TruncFOp rounding = roundingOf(reduce);
       Value target = outputFor(
           rounding ? rounding.getResult() : reduce->getResult(0), opLoc,
-          ValueRange());
+          source);
       emitColumnSum(b, opLoc, op, source, target);
       break;
     }
@@ -445,8 +432,7 @@ static LogicalResult convertFunction(func::FuncOp func, KernelFamily family,
       SmallVector<Value> sources;
       for (Value operand : op->getOperands())
         sources.push_back(bufferOf(operand));
-      Value target =
-          outputFor(result, opLoc, sameShapeSizes(result, sources[0], opLoc));
+      Value target = outputFor(result, opLoc, sources[0]);
       if (isa<arith::TruncFOp>(op)) {
         // Loads extend to f32, stores round to the target's type.
         emitElementwise(
@@ -480,8 +466,8 @@ static LogicalResult convertFunction(func::FuncOp func, KernelFamily family,
       ActivationGradOp grad = derivativeOf.lookup(op);
       Value result = grad ? Value(grad.getResult()) : op->getResult(0);
       Value inputBuffer = bufferOf(view.input);
-      Value out = outputFor(result, opLoc,
-                            dynamicRowSizes(b, opLoc, inputBuffer));
+      // The result's leading dims are the input's.
+      Value out = outputFor(result, opLoc, inputBuffer);
       Value input = flattenRows(b, opLoc, inputBuffer);
       auto inputShape = cast<MemRefType>(input.getType()).getShape();
       GpuLinear layer{};
