@@ -384,7 +384,9 @@ llvm::Expected<HostTensor> mlir::lamina::parseNpy(StringRef data,
                              path.str().c_str(), payload.size(),
                              static_cast<unsigned long long>(expected));
   tensor.bytes = HostBuffer::allocate(payload.size());
-  std::memcpy(tensor.bytes.data(), payload.bytes_begin(), payload.size());
+  // An empty tensor has no bytes to copy (and a null data pointer).
+  if (!payload.empty())
+    std::memcpy(tensor.bytes.data(), payload.bytes_begin(), payload.size());
   return tensor;
 }
 
@@ -433,6 +435,8 @@ HostTensor HostTensor::getBlock(int64_t axis, int64_t index, int64_t count,
     inner *= shape[d];
   int64_t groupSize = shape[axis] / groups;
   int64_t run = groupSize / count * inner;
+  if (run == 0)
+    return block;
   for (int64_t o = 0; o < outer; ++o)
     std::memcpy(block.bytes.data() + o * run,
                 bytes.data() + o * groupSize * inner + index * run, run);
