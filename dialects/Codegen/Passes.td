@@ -161,6 +161,38 @@ def LaminaExpandCopies : Pass<"lamina-expand-copies"> {
   let dependentDialects = ["::mlir::linalg::LinalgDialect"];
 }
 
+def LaminaResultShapedAllocations
+    : Pass<"lamina-result-shaped-allocations", "::mlir::func::FuncOp"> {
+  let summary = "Allocate a tensor returned through a reshape in the "
+                "result's shape";
+  let description = [{
+    A packed matmul computes its result as [M, N/16, 16] and the function
+    returns it reshaped to [M, N]. Bufferized as is, the result lives in an
+    allocation of the packed shape and buffer-results-to-out-params copies
+    it, whole, into the caller's out-parameter. This pass follows a returned
+    `tensor.collapse_shape` (or `expand_shape`) back through the destinations
+    it was written into (linalg and vector writes, `tensor.insert_slice`,
+    `scf.for` and `scf.forall` outputs) to the `tensor.empty` it started
+    from, and makes that empty tensor the inverse reshape of one in the
+    result's shape:
+
+    ```mlir
+    %e = tensor.empty() : tensor<64x4x16xf32>
+    ... writes into %e ... -> %r
+    %y = tensor.collapse_shape %r [[0], [1, 2]] : ... into tensor<64x64xf32>
+    return %y
+    // becomes
+    %e0 = tensor.empty() : tensor<64x64xf32>
+    %e = tensor.expand_shape %e0 [[0], [1, 2]] output_shape [64, 4, 16]
+    ```
+
+    After bufferization the reshapes of the allocation fold away and the
+    allocation itself becomes the out-parameter: the result is written in
+    place. Runs right before bufferization (canonicalization would fold the
+    new reshape back into the empty tensor).
+  }];
+}
+
 def LaminaDistinctResults : Pass<"lamina-distinct-results",
                                   "::mlir::func::FuncOp"> {
   let summary = "Give every result a function returns more than once a "

@@ -556,17 +556,12 @@ struct LaminaCpuTileAndVectorizePass
         targetIsMatmul = true;
       }
       if (!matmul || !matmul.hasPureTensorSemantics()) {
-        auto markTarget = [&] {
-          op->setAttr(kTargetAttr, IntegerAttr::get(
-                                       IntegerType::get(&getContext(), 64),
-                                       index));
-        };
         if (std::optional<SmallVector<int64_t>> sizes = planElementwise(op)) {
-          markTarget();
+          markTarget(op);
           body += buildElementwiseSchedule(index++, *sizes, hasExtract(op));
         } else if (std::optional<SmallVector<int64_t>> rows =
                        planRowReduction(op)) {
-          markTarget();
+          markTarget(op);
           body += buildRowReductionSchedule(index++, *rows);
         }
         return;
@@ -578,8 +573,8 @@ struct LaminaCpuTileAndVectorizePass
           planTiles(ranges[0], ranges[1], ranges[3], vectorBits == 512);
       if (!plan)
         return;
-      auto tag = IntegerAttr::get(IntegerType::get(&getContext(), 64), index);
-      op->setAttr(kTargetAttr, tag);
+      markTarget(op);
+      Attribute tag = op->getAttr(kTargetAttr);
       matmul->setAttr(kMatmulAttr, tag);
       if (Operation *fill = matmul.getDpsInits()[0].getDefiningOp())
         fill->setAttr(kFillAttr, tag);

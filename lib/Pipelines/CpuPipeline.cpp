@@ -65,6 +65,7 @@ void mlir::lamina::buildLaminaCpuPipeline(OpPassManager &pm,
   // Tensors → buffers; results become caller-provided out-parameters, one
   // per result.
   pm.addNestedPass<func::FuncOp>(createLaminaDistinctResults());
+  pm.addNestedPass<func::FuncOp>(createLaminaResultShapedAllocations());
   bufferization::OneShotBufferizePassOptions bufferize;
   bufferize.bufferizeFunctionBoundaries = true;
   bufferize.functionBoundaryTypeConversion =

@@ -42,3 +42,20 @@ func.func @packed(%w: tensor<1024x4096xf32>) -> tensor<256x1024x16xf32> {
   %t = linalg.transpose ins(%s : tensor<1024x256x16xf32>) outs(%e : tensor<256x1024x16xf32>) permutation = [1, 0, 2]
   return %t : tensor<256x1024x16xf32>
 }
+
+// A matmul without epilogue computes its result packed, [M, N/16, 16], and
+// returns it reshaped to [M, N]: that too is written straight into the
+// out-parameter.
+// INPLACE-LABEL: func.func @matmul_only(
+// INPLACE-SAME: %[[Y:[a-z0-9]+]]: memref<64x64xf32>)
+// INPLACE-NOT: memref.alloc()
+// INPLACE-NOT: memref.copy
+// INPLACE: %[[VIEW:.+]] = memref.expand_shape %[[Y]] {{\[}}[0], [1, 2]]
+// INPLACE-NOT: memref.copy
+// INPLACE: memref.subview %[[VIEW]]
+// INPLACE-NOT: memref.copy
+// INPLACE: return
+func.func @matmul_only(%x: tensor<64x32xf32>, %w: tensor<64x32xf32>) -> tensor<64x64xf32> {
+  %y = lamina.linear "fc" %x, %w : (tensor<64x32xf32>, tensor<64x32xf32>) -> tensor<64x64xf32>
+  return %y : tensor<64x64xf32>
+}
