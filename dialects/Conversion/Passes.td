@@ -89,7 +89,15 @@ def ConvertLnsToArith : Pass<"convert-lns-to-arith", "::mlir::ModuleOp"> {
     the same double formula, and stored as two i32 constant tables (one per
     sign); additions read them instead of calling pow and log. The
     `order pairwise` mode is not lowered yet and is reported on the op.
+    A static 2-D `linear` in table mode keeps a tile of 4 rows × 2 vectors
+    of `vector-bits` in registers (512 on AVX-512: 16 i32 lanes per table
+    gather instead of 8).
   }];
+  let options = [
+    Option<"vectorBits", "vector-bits", "unsigned", /*default=*/"256",
+           "Vector width of the table-mode linear kernel: 256 (AVX2) or "
+           "512 (AVX-512)">,
+  ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
     "::mlir::bufferization::BufferizationDialect",

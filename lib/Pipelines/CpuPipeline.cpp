@@ -34,6 +34,8 @@ static unsigned hostVectorBits() {
 
 void mlir::lamina::buildLaminaCpuPipeline(OpPassManager &pm,
                                           const CpuPipelineOptions &options) {
+  unsigned vectorBits =
+      options.vectorBits ? unsigned(options.vectorBits) : hostVectorBits();
   // Layers → one rank's program → fused linear ops → linalg; collectives →
   // MPI runtime calls.
   pm.addPass(createLaminaDecompose());
@@ -46,7 +48,9 @@ void mlir::lamina::buildLaminaCpuPipeline(OpPassManager &pm,
   pm.addPass(createConvertShardToLaminaMPI());
   if (options.lnsTables)
     pm.addPass(lns::createLaminaLnsTables());
-  pm.addPass(createConvertLnsToArith());
+  ConvertLnsToArithOptions lnsToArith;
+  lnsToArith.vectorBits = vectorBits;
+  pm.addPass(createConvertLnsToArith(lnsToArith));
   pm.addPass(createConvertElementwiseToLinalgPass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
@@ -56,8 +60,7 @@ void mlir::lamina::buildLaminaCpuPipeline(OpPassManager &pm,
   // Cache and register tiles of each matmul with its epilogue, vectorized.
   LaminaCpuTileAndVectorizeOptions schedule;
   schedule.threads = options.threads;
-  schedule.vectorBits =
-      options.vectorBits ? unsigned(options.vectorBits) : hostVectorBits();
+  schedule.vectorBits = vectorBits;
   pm.addPass(createLaminaCpuTileAndVectorize(schedule));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createLaminaApproximateMath());

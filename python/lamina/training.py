@@ -235,6 +235,7 @@ def register_lns_parameters(module, model, imported, program):
     name in the owner's `_lns_names`, which lns_parameters() reads). The
     codes encode the model's weights at the first compile; later compiles
     keep them."""
+    from .lns.layers import register_lns_codes
     from .lns.tensor import lnstensor
     bases = [_lns_base(text)
              for text in program.input_types[imported.num_inputs:]]
@@ -250,10 +251,7 @@ def register_lns_parameters(module, model, imported, program):
         codes = nn.Parameter(lnstensor(tensor.detach(), **base.kw()).lns,
                              requires_grad=tensor.requires_grad)
         codes._lns_base = base  # the base its gradients accumulate in
-        del owner._parameters[leaf]
-        owner._parameters[f"{leaf}_lns"] = codes
-        owner._buffers[f"{leaf}_base"] = base.tensor()
-        owner.__dict__.setdefault("_lns_names", set()).add(leaf)
+        register_lns_codes(owner, leaf, codes, base.tensor())
 
 
 # -- the forward / backward pair ----------------------------------------------

@@ -361,7 +361,8 @@ Value lns::unpadAccumulators(OpBuilder &b, Location loc, Value acc,
 
 Value lns::buildLinearByK(OpBuilder &b, Location loc, Value input,
                           Value weight, Value bias, NumType type,
-                          const SbdbTables *tables) {
+                          const SbdbTables *tables,
+                          unsigned vectorBits) {
   auto inputType = cast<RankedTensorType>(input.getType());
   int64_t m = inputType.getDimSize(0), k = inputType.getDimSize(1);
   int64_t n = cast<RankedTensorType>(weight.getType()).getDimSize(0);
@@ -432,6 +433,6 @@ Value lns::buildLinearByK(OpBuilder &b, Location loc, Value input,
   return narrowDispatch(
       getTableKernelNarrowLimit(*tables, k),
       [&](OpBuilder &nb, Location nl, Value x, Value w, Value c) {
-        return buildLinearTable(nb, nl, x, w, c, type, *tables);
+        return buildLinearTable(nb, nl, x, w, c, type, *tables, vectorBits);
       });
 }

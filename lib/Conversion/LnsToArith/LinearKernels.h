@@ -26,9 +26,11 @@ Value buildSequentialLoop(
 Value index(OpBuilder &b, Location loc, int64_t value);
 
 /// x[M, K]·W[N, K]ᵀ (+ bias[N]) on static i64 codes of `type`, K as the
-/// outer loop (LinearKernels.cpp); `tables` set for `table` mode.
+/// outer loop (LinearKernels.cpp); `tables` set for `table` mode, whose
+/// kernel runs on vectors of `vectorBits`.
 Value buildLinearByK(OpBuilder &b, Location loc, Value input, Value weight,
-                     Value bias, NumType type, const SbdbTables *tables);
+                     Value bias, NumType type, const SbdbTables *tables,
+                     unsigned vectorBits);
 
 /// `values` [rows, n] (or [n]) padded with `zero` to `paddedN` columns.
 Value padColumns(OpBuilder &b, Location loc, Value values, int64_t paddedN,
@@ -41,10 +43,11 @@ Value unpadAccumulators(OpBuilder &b, Location loc, Value acc, int64_t m,
 
 /// `table` x·Wᵀ (+ bias) from inputByK [K, M], weightByK [K, N] and bias
 /// [N] (static codes, i64 or narrow i32) as explicit vector code, the
-/// accumulators of a tile of outputs in registers (TableKernel.cpp).
+/// accumulators of a tile of outputs in registers, vectors of `vectorBits`
+/// (TableKernel.cpp).
 Value buildLinearTable(OpBuilder &b, Location loc, Value inputByK,
                        Value weightByK, Value bias, NumType type,
-                       const SbdbTables &tables);
+                       const SbdbTables &tables, unsigned vectorBits);
 
 /// The bound below which every code must lie for buildLinearTable to take
 /// i32 codes, for K terms.

@@ -446,7 +446,9 @@ struct SumLowering : OpConversionPattern<SumOp> {
 
 /// x[..., K]·Wᵀ (+ b): for each output, acc = Z, then k = 0..K−1 in order.
 struct LinearLowering : OpConversionPattern<LinearOp> {
-  using OpConversionPattern::OpConversionPattern;
+  LinearLowering(const TypeConverter &converter, MLIRContext *context,
+                 unsigned vectorBits)
+      : OpConversionPattern(converter, context), vectorBits(vectorBits) {}
   LogicalResult
   matchAndRewrite(LinearOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
@@ -466,7 +468,8 @@ struct LinearLowering : OpConversionPattern<LinearOp> {
     Type resultType = getTypeConverter()->convertType(op.getType());
     if (rank == 2 && cast<RankedTensorType>(resultType).hasStaticShape()) {
       rewriter.replaceOp(op, buildLinearByK(rewriter, loc, input, weight, bias,
-                                            type, pointerTo(tables)));
+                                            type, pointerTo(tables),
+                                            vectorBits));
       return success();
     }
     SmallVector<std::pair<Value, int64_t>> resultDims;
@@ -511,6 +514,8 @@ struct LinearLowering : OpConversionPattern<LinearOp> {
                          return codes.changeBase(args[0], from, to);
                        });
   }
+
+  unsigned vectorBits;
 };
 
 /// A[..., M, K]·B[..., K, N] with NumPy batch broadcasting.
@@ -618,6 +623,7 @@ struct ConvertCarrierTypes : ConversionPattern {
 
 struct ConvertLnsToArithPass
     : mlir::lamina::impl::ConvertLnsToArithBase<ConvertLnsToArithPass> {
+  using Base::Base;
   void runOnOperation() override {
     MLIRContext *context = &getContext();
     LnsCodeTypeConverter converter;
@@ -634,7 +640,13 @@ struct ConvertLnsToArithPass
              });
     });
     RewritePatternSet patterns(context);
-    populateLnsToArithConversionPatterns(converter, patterns);
+    if (vectorBits != 256 && vectorBits != 512) {
+      getOperation().emitError()
+          << "vector-bits must be 256 (AVX2) or 512 (AVX-512); got "
+          << unsigned(vectorBits);
+      return signalPassFailure();
+    }
+    populateLnsToArithConversionPatterns(converter, patterns, vectorBits);
     patterns.add<ConvertCarrierTypes>(converter, context);
     populateFunctionOpInterfaceTypeConversionPattern<func::FuncOp>(patterns,
                                                                    converter);
@@ -648,11 +660,13 @@ struct ConvertLnsToArithPass
 } // namespace
 
 void mlir::lamina::lns::populateLnsToArithConversionPatterns(
-    const TypeConverter &converter, RewritePatternSet &patterns) {
+    const TypeConverter &converter, RewritePatternSet &patterns,
+    unsigned vectorBits) {
+  patterns.add<LinearLowering>(converter, patterns.getContext(), vectorBits);
   patterns.add<NegLowering, AbsLowering, SqrtLowering, PowILowering,
                MulLowering, DivLowering, AddLowering, SubLowering,
                EncodeLowering, DecodeLowering, ChangeBaseLowering,
-               ConstantLowering, SumLowering, LinearLowering, MatmulLowering,
+               ConstantLowering, SumLowering, MatmulLowering,
                MaxLowering, MinLowering, CmpLowering, ReluLowering,
                ReluGradLowering>(
       converter, patterns.getContext());

@@ -37,14 +37,9 @@ class LNSModule(nn.Module):
     def register_parameter(self, name, param, requires_grad=True):
         if not isinstance(param, LNSTensor):
             return super().register_parameter(name, param)
-        if "_lns_names" not in self.__dict__:
-            self._lns_names = set()
         codes = nn.Parameter(param.lns.detach().clone(),
                              requires_grad=requires_grad)
-        self.__dict__.pop(name, None)
-        super().register_parameter(name + "_lns", codes)
-        self.register_buffer(name + "_base", param.base)
-        self._lns_names.add(name)
+        register_lns_codes(self, name, codes, param.base)
         return None
 
     def __getattr__(self, name):
@@ -161,6 +156,19 @@ class _FloatBoundary(torch.autograd.Function):
         if x_lns.requires_grad and x_lns.grad is not None:
             grad_x = x_lns.grad.value.to(ctx.dtype)
         return (None, grad_x) + (None,) * (len(ctx.needs_input_grad) - 2)
+
+
+def register_lns_codes(module, name, codes, base):
+    """Registers the LNS parameter `name` of `module` as the reference
+    does: its codes (a float64 Parameter) as `<name>_lns`, its base (a 0-d
+    tensor) as the buffer `<name>_base`, and `name` in the module's
+    `_lns_names` (what lns_parameters() and LNSModule attribute access
+    read). A float parameter or attribute of that name is replaced."""
+    module.__dict__.pop(name, None)
+    module._parameters.pop(name, None)
+    nn.Module.register_parameter(module, name + "_lns", codes)
+    module.register_buffer(name + "_base", base)
+    module.__dict__.setdefault("_lns_names", set()).add(name)
 
 
 def lns_parameter_groups(module):

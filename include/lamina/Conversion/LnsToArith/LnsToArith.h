@@ -20,9 +20,11 @@ struct LnsCodeTypeConverter : TypeConverter {
 
 /// Every lns op → arith/math/scf/linalg on the codes `converter` gives:
 /// element-wise ops through CodeBuilder, sum/matmul/linear as their
-/// sequential (or vector) kernels.
+/// sequential (or vector) kernels; the table-mode linear kernel on vectors
+/// of `vectorBits` (256 or 512).
 void populateLnsToArithConversionPatterns(const TypeConverter &converter,
-                                          RewritePatternSet &patterns);
+                                          RewritePatternSet &patterns,
+                                          unsigned vectorBits = 256);
 
 } // namespace mlir::lamina::lns
 
