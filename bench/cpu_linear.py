@@ -19,7 +19,8 @@ rounds of per-process medians:
 4. the fused GELU layer on two threads (lamina-cpu-pipeline{threads=2})
    against one thread and against PyTorch on two threads;
 
-plus this machine's measured fp32 FMA peak and streaming read bandwidth.
+plus this machine's measured fp32 FMA peak, streaming read bandwidth and
+the ceiling of the generated register tile on L1-resident operands.
 
 usage: bench/cpu_linear.py [--rounds 3] [--output bench/results/cpu_linear.md]
 """
@@ -268,6 +269,8 @@ def main():
             [str(compile_probe(work, "fma_peak"))]).split()[:2]
         peak = float(peak_text)
         bandwidth = float(run([str(compile_probe(work, "stream_read"))]).split()[0])
+        tile_ceiling = float(
+            run([str(compile_probe(work, "microkernel"))]).split()[0])
         sgemm = compile_probe(work, "sgemm", (f"-L{OPENBLAS_DIR}",
                                               "-l:libopenblas.so.0",
                                               f"-Wl,-rpath,{OPENBLAS_DIR}"))
@@ -298,7 +301,7 @@ def main():
             print(format_threads(row), flush=True)
 
     report = render(fused, matmuls, backward, threaded, peak, bandwidth, args,
-                    vector_bits)
+                    vector_bits, tile_ceiling)
     pathlib.Path(args.output).write_text(report)
     print(f"\nwrote {args.output}")
 
@@ -340,7 +343,7 @@ def format_threads(r):
 
 
 def render(fused, matmuls, backward, threaded, peak, bandwidth, args,
-           vector_bits):
+           vector_bits, tile_ceiling):
     head = ("| M×K×N | epilogue | Lamina fused ms | GFLOP/s | Lamina unfused ms "
             "| PyTorch+OpenBLAS ms | OpenBLAS sgemm ms | vs PyTorch | vs sgemm "
             "| unfused/fused | roofline | compile ms |\n"
@@ -357,6 +360,15 @@ def render(fused, matmuls, backward, threaded, peak, bandwidth, args,
                    "|---|---|---|---|---|---|---|---|---|\n")
     thread_body = "\n".join(format_threads(r) for r in threaded)
     shapes = "" if args.shapes == "all" else f" --shapes {args.shapes}"
+    tile_text = ""
+    if tile_ceiling:
+        tile_text = (
+            " The register tile Lamina's schedule generates on AVX-512 (8 "
+            "rows × 2 vectors:\nper k, 2 loads of W, 8 broadcasts of x, 16 "
+            f"FMAs) runs at **{tile_ceiling:.1f} GFLOP/s =\n"
+            f"{tile_ceiling / peak:.0%} of that peak** on operands that stay "
+            "in L1 (`bench/probes/microkernel.c`):\nthe ceiling of any "
+            "matmul built from it.")
     return f"""# CPU linear layers: Lamina vs PyTorch eager and OpenBLAS (fp32)
 
 Command: `/usr/bin/python3 bench/cpu_linear.py --rounds {args.rounds}{shapes}`
@@ -366,7 +378,7 @@ Command: `/usr/bin/python3 bench/cpu_linear.py --rounds {args.rounds}{shapes}`
 Measured on this machine ({cpu_model()}) in the same run: fp32 FMA peak
 **{peak:.1f} GFLOP/s** per core with {vector_bits}-bit vectors, the widest it has
 (`bench/probes/fma_peak.c`), streaming read **{bandwidth:.1f} GB/s**
-(`bench/probes/stream_read.c`).
+(`bench/probes/stream_read.c`).{tile_text}
 
 Times are medians over {args.rounds} rounds of per-process medians; "vs" columns
 are speed ratios (baseline time / Lamina time; > 1 means Lamina is faster).
