@@ -1,5 +1,6 @@
 // RUN: lamina-opt %s --lamina-result-shaped-allocations --split-input-file | FileCheck %s
 // RUN: lamina-run %s --entry=through_loop --random-inputs --seed=3 | FileCheck %s --check-prefix=EXEC
+// RUN: lamina-run %s --entry=shared_empty | FileCheck %s --check-prefix=SHARED
 
 // The empty tensor a returned collapse_shape's source was written into (a
 // fill, then a loop) becomes the expand_shape of one of the result's shape.
@@ -61,4 +62,45 @@ func.func @not_from_empty(%a: tensor<4x2x8xf32>, %b: tensor<4x16xf32>) -> (tenso
   %y = tensor.expand_shape %r [[0], [1, 2]] output_shape [4, 2, 8] : tensor<4x16xf32> into tensor<4x2x8xf32>
   %z = tensor.collapse_shape %a [[0], [1, 2]] : tensor<4x2x8xf32> into tensor<4x16xf32>
   return %z, %y : tensor<4x16xf32>, tensor<4x2x8xf32>
+}
+
+// -----
+
+// One empty tensor that two results were written into (CSE merges equal
+// empties): each use gets an allocation of its own, and the shared empty
+// tensor goes away.
+// CHECK-LABEL: func.func @shared_empty
+// CHECK-DAG: %[[A:.+]] = tensor.empty() : tensor<4x16xf32>
+// CHECK-DAG: %[[B:.+]] = tensor.empty() : tensor<4x16xf32>
+// CHECK-DAG: %[[VA:.+]] = tensor.expand_shape %[[A]]
+// CHECK-DAG: %[[VB:.+]] = tensor.expand_shape %[[B]]
+// CHECK-NOT: tensor.empty() : tensor<4x2x8xf32>
+// CHECK-DAG: linalg.fill ins(%{{.+}} : f32) outs(%[[VA]] : tensor<4x2x8xf32>)
+// CHECK-DAG: linalg.fill ins(%{{.+}} : f32) outs(%[[VB]] : tensor<4x2x8xf32>)
+// Run: the two results stay apart (zeros and ones).
+// SHARED: result 0: f32[4, 16] min 0 max 0 mean 0
+// SHARED: result 1: f32[4, 16] min 1 max 1 mean 1
+func.func @shared_empty() -> (tensor<4x16xf32>, tensor<4x16xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %one = arith.constant 1.0 : f32
+  %e = tensor.empty() : tensor<4x2x8xf32>
+  %a = linalg.fill ins(%zero : f32) outs(%e : tensor<4x2x8xf32>) -> tensor<4x2x8xf32>
+  %b = linalg.fill ins(%one : f32) outs(%e : tensor<4x2x8xf32>) -> tensor<4x2x8xf32>
+  %ya = tensor.collapse_shape %a [[0], [1, 2]] : tensor<4x2x8xf32> into tensor<4x16xf32>
+  %yb = tensor.collapse_shape %b [[0], [1, 2]] : tensor<4x2x8xf32> into tensor<4x16xf32>
+  return %ya, %yb : tensor<4x16xf32>, tensor<4x16xf32>
+}
+
+// -----
+
+// A dynamic result shape is left as it is.
+// CHECK-LABEL: func.func @dynamic
+// CHECK: %[[E:.+]] = tensor.empty(%{{.+}}) : tensor<?x2x8xf32>
+// CHECK: linalg.fill ins(%{{.+}} : f32) outs(%[[E]] : tensor<?x2x8xf32>)
+func.func @dynamic(%n: index) -> tensor<?x16xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty(%n) : tensor<?x2x8xf32>
+  %a = linalg.fill ins(%zero : f32) outs(%e : tensor<?x2x8xf32>) -> tensor<?x2x8xf32>
+  %y = tensor.collapse_shape %a [[0], [1, 2]] : tensor<?x2x8xf32> into tensor<?x16xf32>
+  return %y : tensor<?x16xf32>
 }
