@@ -432,6 +432,67 @@ static bool hasExtract(Operation *op) {
       .wasInterrupted();
 }
 
+/// Float sums over every dim but the last (a bias's gradient: the column
+/// sums of dY [..., N]), N a multiple of 16: chunks of up to 64 columns,
+/// each chunk's sums held in registers while the rows stream past, one
+/// vector add per row (the rows' order of addition is kept). Returns the
+/// tile sizes; the schedule puts the column chunks outermost.
+static std::optional<SmallVector<int64_t>>
+planColumnSum(linalg::ReduceOp op) {
+  if (!op.hasPureTensorSemantics() || op.getNumDpsInputs() != 1)
+    return std::nullopt;
+  auto type = dyn_cast<RankedTensorType>(op.getInputs()[0].getType());
+  if (!type || !type.hasStaticShape() || type.getRank() < 2 ||
+      !isa<FloatType>(type.getElementType()) ||
+      llvm::is_contained(type.getShape(), 0))
+    return std::nullopt;
+  int64_t rank = type.getRank();
+  if (!llvm::equal(op.getDimensions(), llvm::seq<int64_t>(0, rank - 1)))
+    return std::nullopt;
+  Block &body = op.getCombiner().front();
+  if (body.getOperations().size() != 2 ||
+      !isa<arith::AddFOp>(body.front()))
+    return std::nullopt;
+  int64_t columns = type.getShape().back();
+  if (columns % 16 != 0)
+    return std::nullopt;
+  SmallVector<int64_t> sizes(rank, 1);
+  sizes.back() = columns % 64 == 0 ? 64 : columns % 32 == 0 ? 32 : 16;
+  return sizes;
+}
+
+static std::string buildColumnSumSchedule(unsigned index,
+                                          ArrayRef<int64_t> sizes) {
+  int64_t rank = sizes.size();
+  std::string types = "(!transform.any_op";
+  for (int64_t i = 0; i < rank; ++i)
+    types += ", !transform.any_op";
+  types += ")";
+  // Column chunks outermost, then the summed dims.
+  SmallVector<int64_t> interchange = {rank - 1};
+  llvm::append_range(interchange, llvm::seq<int64_t>(0, rank - 1));
+  std::string script = llvm::formatv(
+      "  %t{0} = transform.structured.match attributes {{{1} = {0} : i64} in "
+      "%root : (!transform.any_op) -> !transform.any_op\n"
+      "  %s{0}, %s{0}_loops:{2} = transform.structured.tile_using_for %t{0} "
+      "tile_sizes {3} interchange = {4} : (!transform.any_op) -> {5}\n"
+      "  transform.structured.vectorize %s{0} : !transform.any_op\n"
+      "  transform.apply_patterns to %func {{\n"
+      "    transform.apply_patterns.canonicalization\n"
+      "    transform.apply_patterns.tensor.fold_tensor_subset_ops_into_vector_"
+      "transfers\n"
+      "  } : !transform.any_op\n",
+      index, kTargetAttr, rank, tileSizes(sizes), tileSizes(interchange),
+      types);
+  // The chunk's sums stay in registers across the summed dims' loops,
+  // innermost first.
+  for (int64_t loop = rank - 1; loop >= 1; --loop)
+    script += llvm::formatv("  transform.loop.hoist_loop_invariant_subsets "
+                            "%s{0}_loops#{1} : !transform.any_op\n",
+                            index, loop);
+  return script;
+}
+
 static std::string buildElementwiseSchedule(unsigned index,
                                             ArrayRef<int64_t> sizes,
                                             bool extracts = false) {
@@ -532,6 +593,12 @@ struct LaminaCpuTileAndVectorizePass
                      planTranspose(op)) {
         markTarget(op);
         body += buildElementwiseSchedule(index++, *sizes);
+      }
+    });
+    module.walk([&](linalg::ReduceOp op) {
+      if (std::optional<SmallVector<int64_t>> sizes = planColumnSum(op)) {
+        markTarget(op);
+        body += buildColumnSumSchedule(index++, *sizes);
       }
     });
     module.walk([&](linalg::LinalgOp op) {

@@ -191,6 +191,51 @@ func.func @row_sum_exp(%x: tensor<8x512xf32>, %m: tensor<8xf32>) -> tensor<8xf32
 
 // -----
 
+// Column sums (a bias's gradient: dY [8, 64, 96] summed over its rows):
+// chunks of 32 columns outermost, each chunk's sums carried in registers
+// through both row loops (read once before them, written once after), one
+// vector add per row. A sum over other dims, or of integers, stays a loop.
+// CHECK-LABEL: func.func @column_sums
+// CHECK: scf.for %[[C:.+]] = %c0 to %c96 step %c32 iter_args(%[[OUT:.+]] = %{{.+}}) -> (tensor<96xf32>)
+// CHECK: %[[INIT:.+]] = vector.transfer_read %[[OUT]][%[[C]]]{{.*}} : tensor<96xf32>, vector<32xf32>
+// CHECK: scf.for %{{.+}} = %c0 to %c8 step %c1 iter_args(%{{.+}} = %[[INIT]]) -> (vector<32xf32>)
+// CHECK: scf.for %{{.+}} = %c0 to %c64 step %c1 iter_args(%[[ACC:.+]] = %{{.+}}) -> (vector<32xf32>)
+// CHECK: %[[ROW:.+]] = vector.transfer_read %arg0{{.*}} : tensor<8x64x96xf32>, vector<1x1x32xf32>
+// CHECK: %[[FLAT:.+]] = vector.shape_cast %[[ROW]] : vector<1x1x32xf32> to vector<32xf32>
+// CHECK: %[[SUM:.+]] = arith.addf %[[ACC]], %[[FLAT]] : vector<32xf32>
+// CHECK-NEXT: scf.yield %[[SUM]] : vector<32xf32>
+// CHECK: vector.transfer_write %{{.+}}, %[[OUT]][%[[C]]]
+// CHECK: linalg.reduce ins(%arg0 : tensor<8x64x96xf32>) {{.*}} dimensions = [1]
+// CHECK: linalg.reduce ins(%arg1 : tensor<64x96xi64>) {{.*}} dimensions = [0]
+func.func @column_sums(%dy: tensor<8x64x96xf32>, %codes: tensor<64x96xi64>) -> (tensor<96xf32>, tensor<8x96xf32>, tensor<96xi64>) {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<96xf32>
+  %init = linalg.fill ins(%zero : f32) outs(%e : tensor<96xf32>) -> tensor<96xf32>
+  %sums = linalg.reduce ins(%dy : tensor<8x64x96xf32>) outs(%init : tensor<96xf32>) dimensions = [0, 1]
+    (%in: f32, %acc: f32) {
+      %r = arith.addf %in, %acc : f32
+      linalg.yield %r : f32
+    }
+  %e2 = tensor.empty() : tensor<8x96xf32>
+  %init2 = linalg.fill ins(%zero : f32) outs(%e2 : tensor<8x96xf32>) -> tensor<8x96xf32>
+  %partial = linalg.reduce ins(%dy : tensor<8x64x96xf32>) outs(%init2 : tensor<8x96xf32>) dimensions = [1]
+    (%in: f32, %acc: f32) {
+      %r = arith.addf %in, %acc : f32
+      linalg.yield %r : f32
+    }
+  %izero = arith.constant 0 : i64
+  %e3 = tensor.empty() : tensor<96xi64>
+  %init3 = linalg.fill ins(%izero : i64) outs(%e3 : tensor<96xi64>) -> tensor<96xi64>
+  %isums = linalg.reduce ins(%codes : tensor<64x96xi64>) outs(%init3 : tensor<96xi64>) dimensions = [0]
+    (%in: i64, %acc: i64) {
+      %r = arith.addi %in, %acc : i64
+      linalg.yield %r : i64
+    }
+  return %sums, %partial, %isums : tensor<96xf32>, tensor<8x96xf32>, tensor<96xi64>
+}
+
+// -----
+
 // Integer reductions (LNS codes, whose sums are not associative) and
 // bodies reading linalg.index (which upstream's partial-reduction tiling
 // leaves relative to the tile) keep their loops and their order.
