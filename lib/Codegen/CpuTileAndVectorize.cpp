@@ -432,31 +432,48 @@ static bool hasExtract(Operation *op) {
       .wasInterrupted();
 }
 
-/// Float sums over every dim but the last (a bias's gradient: the column
-/// sums of dY [..., N]), N a multiple of 16: chunks of up to 64 columns,
-/// each chunk's sums held in registers while the rows stream past, one
-/// vector add per row (the rows' order of addition is kept). Returns the
+/// Float sums over every dim but the last: a bias's gradient (the column
+/// sums of dY [..., N], a `linalg.reduce`) or a norm's weight and bias
+/// gradients (a generic with one sum per parameter, the row statistics
+/// broadcast along N). N a multiple of 16: chunks of up to 64 columns, each
+/// chunk's sums held in registers while the rows stream past, one vector
+/// add per row and sum (the rows' order of addition is kept). Returns the
 /// tile sizes; the schedule puts the column chunks outermost.
 static std::optional<SmallVector<int64_t>>
-planColumnSum(linalg::ReduceOp op) {
-  if (!op.hasPureTensorSemantics() || op.getNumDpsInputs() != 1)
+planColumnSum(linalg::LinalgOp op) {
+  if (!isa<linalg::ReduceOp, linalg::GenericOp>(op) ||
+      !op.hasPureTensorSemantics() || hasStage(op, "matmul") ||
+      !op.getBlock()->getOps<linalg::IndexOp>().empty())
     return std::nullopt;
-  auto type = dyn_cast<RankedTensorType>(op.getInputs()[0].getType());
-  if (!type || !type.hasStaticShape() || type.getRank() < 2 ||
-      !isa<FloatType>(type.getElementType()) ||
-      llvm::is_contained(type.getShape(), 0))
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  int64_t rank = ranges.size();
+  if (rank < 2 || llvm::any_of(ranges, ShapedType::isDynamic) ||
+      llvm::is_contained(ranges, 0) || ranges.back() % 16 != 0)
     return std::nullopt;
-  int64_t rank = type.getRank();
-  if (!llvm::equal(op.getDimensions(), llvm::seq<int64_t>(0, rank - 1)))
+  SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
+  for (int64_t d = 0; d < rank; ++d)
+    if ((iterators[d] == utils::IteratorType::parallel) != (d == rank - 1))
+      return std::nullopt;
+  if (llvm::any_of(op->getOperandTypes(), [](Type type) {
+        return getElementTypeOrSelf(type).isInteger(1);
+      }))
     return std::nullopt;
-  Block &body = op.getCombiner().front();
-  if (body.getOperations().size() != 2 ||
-      !isa<arith::AddFOp>(body.front()))
-    return std::nullopt;
-  int64_t columns = type.getShape().back();
-  if (columns % 16 != 0)
-    return std::nullopt;
+  // Every result: floats indexed by the last dim alone, summed with addf.
+  MLIRContext *context = op->getContext();
+  AffineMap lastDim =
+      AffineMap::get(rank, 0, getAffineDimExpr(rank - 1, context));
+  for (OpOperand &init : op.getDpsInitsMutable()) {
+    SmallVector<Operation *> combiners;
+    if (!isa<FloatType>(getElementTypeOrSelf(init.get().getType())) ||
+        op.getMatchingIndexingMap(&init) != lastDim ||
+        !matchReduction(op.getRegionOutputArgs(),
+                        init.getOperandNumber() - op.getNumDpsInputs(),
+                        combiners) ||
+        combiners.size() != 1 || !isa<arith::AddFOp>(combiners[0]))
+      return std::nullopt;
+  }
   SmallVector<int64_t> sizes(rank, 1);
+  int64_t columns = ranges.back();
   sizes.back() = columns % 64 == 0 ? 64 : columns % 32 == 0 ? 32 : 16;
   return sizes;
 }
@@ -595,7 +612,7 @@ struct LaminaCpuTileAndVectorizePass
         body += buildElementwiseSchedule(index++, *sizes);
       }
     });
-    module.walk([&](linalg::ReduceOp op) {
+    module.walk([&](linalg::LinalgOp op) {
       if (std::optional<SmallVector<int64_t>> sizes = planColumnSum(op)) {
         markTarget(op);
         body += buildColumnSumSchedule(index++, *sizes);

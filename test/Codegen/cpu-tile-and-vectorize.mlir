@@ -236,6 +236,43 @@ func.func @column_sums(%dy: tensor<8x64x96xf32>, %codes: tensor<64x96xi64>) -> (
 
 // -----
 
+// A norm's weight and bias gradients: one generic, two column sums, the
+// rows' statistics broadcast along the columns. Both sums of a chunk stay
+// in registers through the row loops.
+// CHECK-LABEL: func.func @norm_parameter_gradients
+// CHECK: scf.for %[[C:.+]] = %c0 to %c96 step %c32 iter_args(%[[DW:.+]] = %{{.+}}, %[[DB:.+]] = %{{.+}}) -> (tensor<96xf32>, tensor<96xf32>)
+// CHECK-DAG: vector.transfer_read %[[DW]][%[[C]]]{{.*}} : tensor<96xf32>, vector<32xf32>
+// CHECK-DAG: vector.transfer_read %[[DB]][%[[C]]]{{.*}} : tensor<96xf32>, vector<32xf32>
+// CHECK: scf.for {{.*}} -> (vector<32xf32>, vector<32xf32>)
+// CHECK: scf.for {{.*}} -> (vector<32xf32>, vector<32xf32>)
+// CHECK: arith.subf {{.*}} : vector<1x1x32xf32>
+// CHECK: arith.addf {{.*}} : vector<32xf32>
+// CHECK: arith.addf {{.*}} : vector<32xf32>
+// CHECK: scf.yield {{.*}} : vector<32xf32>, vector<32xf32>
+// CHECK-NOT: linalg.generic
+// CHECK: return
+#x3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#stat3 = affine_map<(d0, d1, d2) -> (d0, d1)>
+#col3 = affine_map<(d0, d1, d2) -> (d2)>
+func.func @norm_parameter_gradients(%x: tensor<8x64x96xf32>, %dy: tensor<8x64x96xf32>, %mean: tensor<8x64xf32>, %rstd: tensor<8x64xf32>) -> (tensor<96xf32>, tensor<96xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<96xf32>
+  %init = linalg.fill ins(%zero : f32) outs(%e : tensor<96xf32>) -> tensor<96xf32>
+  %r:2 = linalg.generic {indexing_maps = [#x3, #x3, #stat3, #stat3, #col3, #col3], iterator_types = ["reduction", "reduction", "parallel"]}
+      ins(%x, %dy, %mean, %rstd : tensor<8x64x96xf32>, tensor<8x64x96xf32>, tensor<8x64xf32>, tensor<8x64xf32>) outs(%init, %init : tensor<96xf32>, tensor<96xf32>) {
+  ^bb0(%a: f32, %g: f32, %m: f32, %s: f32, %dw: f32, %db: f32):
+    %c = arith.subf %a, %m : f32
+    %n = arith.mulf %c, %s : f32
+    %p = arith.mulf %n, %g : f32
+    %w = arith.addf %dw, %p : f32
+    %b = arith.addf %db, %g : f32
+    linalg.yield %w, %b : f32, f32
+  } -> (tensor<96xf32>, tensor<96xf32>)
+  return %r#0, %r#1 : tensor<96xf32>, tensor<96xf32>
+}
+
+// -----
+
 // Integer reductions (LNS codes, whose sums are not associative) and
 // bodies reading linalg.index (which upstream's partial-reduction tiling
 // leaves relative to the tile) keep their loops and their order.
