@@ -199,35 +199,35 @@ struct LayerNormGradToLinalg : OpRewritePattern<LayerNormGradOp> {
           arith::AddFOp::create(b, loc, variance, constant(b, loc, epsilon));
       return math::RsqrtOp::create(b, loc, shifted);
     };
-    // g = dy·w (or dy); Σg and Σg·x̂ per row.
+    // g = dy·w (or dy); Σg and Σg·x̂ per row, each a reduction of its own
+    // (a generic with one result vectorizes as a row reduction).
     Value rowSumsOf[2];
-    {
+    for (bool timesXHat : {false, true}) {
       SmallVector<Value> ins = {x, dy, mean, squares};
       SmallVector<AffineMap> maps = {full, full, row, row};
       if (weight) {
         ins.push_back(weight);
         maps.push_back(feature);
       }
-      maps.append({row, row});
+      maps.push_back(row);
       auto generic = linalg::GenericOp::create(
-          rewriter, loc, TypeRange{mean.getType(), mean.getType()}, ins,
-          ValueRange{zeros(rewriter, loc, rowSizes, f32),
-                     zeros(rewriter, loc, rowSizes, f32)},
-          maps, rowReduction, [&](OpBuilder &b, Location loc, ValueRange args) {
-            Value r = scaleOf(b, loc, args[3]);
-            Value xHat = arith::MulFOp::create(
-                b, loc, arith::SubFOp::create(b, loc, args[0], args[2]), r);
+          rewriter, loc, mean.getType(), ins,
+          zeros(rewriter, loc, rowSizes, f32), maps, rowReduction,
+          [&](OpBuilder &b, Location loc, ValueRange args) {
             Value g = weight ? arith::MulFOp::create(b, loc, args[1], args[4])
                                    .getResult()
                              : args[1];
-            unsigned acc = weight ? 5 : 4;
-            Value sumG = arith::AddFOp::create(b, loc, args[acc], g);
-            Value sumGX = arith::AddFOp::create(
-                b, loc, args[acc + 1], arith::MulFOp::create(b, loc, g, xHat));
-            linalg::YieldOp::create(b, loc, ValueRange{sumG, sumGX});
+            if (timesXHat) {
+              Value r = scaleOf(b, loc, args[3]);
+              Value xHat = arith::MulFOp::create(
+                  b, loc, arith::SubFOp::create(b, loc, args[0], args[2]), r);
+              g = arith::MulFOp::create(b, loc, g, xHat);
+            }
+            linalg::YieldOp::create(
+                b, loc,
+                arith::AddFOp::create(b, loc, args.back(), g).getResult());
           });
-      rowSumsOf[0] = generic.getResult(0);
-      rowSumsOf[1] = generic.getResult(1);
+      rowSumsOf[timesXHat] = generic.getResult(0);
     }
     // dx = r·(g − Σg/C − x̂·Σg·x̂/C).
     Value dx;
