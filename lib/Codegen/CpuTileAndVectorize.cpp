@@ -544,10 +544,20 @@ planTranspose(linalg::TransposeOp op) {
       type.getRank() < 2)
     return std::nullopt;
   ArrayRef<int64_t> shape = type.getShape();
-  if (llvm::is_contained(shape, 0) || shape[shape.size() - 1] % 8 != 0 ||
-      shape[shape.size() - 2] % 8 != 0)
+  if (llvm::is_contained(shape, 0))
     return std::nullopt;
   SmallVector<int64_t> sizes(shape.size(), 1);
+  // A permutation that keeps the last dim (attention's heads moved between
+  // [batch, heads, tokens, d] and [batch, tokens, heads, d]) copies whole
+  // rows: 16 contiguous elements read and written per step.
+  if (op.getPermutation().back() == type.getRank() - 1) {
+    if (shape.back() % 16 != 0)
+      return std::nullopt;
+    sizes.back() = 16;
+    return sizes;
+  }
+  if (shape[shape.size() - 1] % 8 != 0 || shape[shape.size() - 2] % 8 != 0)
+    return std::nullopt;
   sizes[sizes.size() - 1] = 8;
   sizes[sizes.size() - 2] = 8;
   return sizes;

@@ -273,6 +273,25 @@ func.func @norm_parameter_gradients(%x: tensor<8x64x96xf32>, %dy: tensor<8x64x96
 
 // -----
 
+// A transpose that keeps the last dim (attention's heads moved between
+// [batch, heads, tokens, d] and [batch, tokens, heads, d]) copies rows of 16
+// contiguous elements; one that moves the last dim with a second-to-last
+// output dim of 4 (no 8×8 tiles) stays a loop.
+// CHECK-LABEL: func.func @head_transposes
+// CHECK: scf.for %{{.+}} = %c0 to %c32 step %c16
+// CHECK: %[[ROW:.+]] = vector.transfer_read {{.*}} : tensor<1x1x1x16xf32>, vector<1x1x1x16xf32>
+// CHECK: vector.transfer_write %[[ROW]], {{.*}} : vector<1x1x1x16xf32>, tensor<1x1x1x16xf32>
+// CHECK: linalg.transpose ins(%arg0 : tensor<2x4x8x32xf32>) outs(%{{.+}} : tensor<2x8x32x4xf32>) permutation = [0, 2, 3, 1]
+func.func @head_transposes(%x: tensor<2x4x8x32xf32>) -> (tensor<2x8x4x32xf32>, tensor<2x8x32x4xf32>) {
+  %e = tensor.empty() : tensor<2x8x4x32xf32>
+  %t = linalg.transpose ins(%x : tensor<2x4x8x32xf32>) outs(%e : tensor<2x8x4x32xf32>) permutation = [0, 2, 1, 3]
+  %e2 = tensor.empty() : tensor<2x8x32x4xf32>
+  %k = linalg.transpose ins(%x : tensor<2x4x8x32xf32>) outs(%e2 : tensor<2x8x32x4xf32>) permutation = [0, 2, 3, 1]
+  return %t, %k : tensor<2x8x4x32xf32>, tensor<2x8x32x4xf32>
+}
+
+// -----
+
 // Integer reductions (LNS codes, whose sums are not associative) and
 // bodies reading linalg.index (which upstream's partial-reduction tiling
 // leaves relative to the tile) keep their loops and their order.
