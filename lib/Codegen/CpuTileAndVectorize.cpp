@@ -9,6 +9,7 @@
 #include "lamina/Codegen/Passes.h"
 #include "lamina/Lamina/IR/Lamina.h"
 #include "lamina/Support/TransformScript.h"
+#include "lamina/Support/VectorBits.h"
 
 #include "mlir/Analysis/SliceAnalysis.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -142,15 +143,29 @@ static std::string tileSizes(ArrayRef<int64_t> sizes) {
   return text + "]";
 }
 
+/// The result types of a transform op returning `count` handles:
+/// "(!transform.any_op, ...)".
+static std::string handleTypes(size_t count) {
+  std::string types = "(";
+  for (size_t i = 0; i < count; ++i)
+    types += i ? ", !transform.any_op" : "!transform.any_op";
+  return types + ")";
+}
+
+/// Whether `op` reads or writes booleans, which stay scalar: LLVM stores a
+/// vector<Nxi1> as packed bits, a memref of i1 holds one byte per element.
+static bool hasBooleanOperand(Operation *op) {
+  return llvm::any_of(op->getOperandTypes(), [](Type type) {
+    return getElementTypeOrSelf(type).isInteger(1);
+  });
+}
+
 /// One schedule step: fuse `target` with its producers into a loop nest
 /// over the dims with a non-zero tile size.
 static std::string fuseStep(StringRef result, StringRef target,
                             ArrayRef<int64_t> sizes, bool interchange) {
   int64_t loops = llvm::count_if(sizes, [](int64_t s) { return s != 0; });
-  std::string types = "(!transform.any_op";
-  for (int64_t i = 0; i < loops; ++i)
-    types += ", !transform.any_op";
-  types += ")";
+  std::string types = handleTypes(loops + 1);
   std::string loopResults = loops ? llvm::formatv(", %{0}_loops:{1}", result,
                                                   loops)
                                         .str()
@@ -287,10 +302,7 @@ static std::string buildBetweenLayersMatmulSchedule(unsigned index,
   SmallVector<int64_t> outer(sizes.drop_back()), inner(sizes.size(), 0);
   outer.push_back(0);
   inner.back() = sizes.back();
-  std::string types = "(!transform.any_op";
-  for (size_t i = 0; i + 1 < sizes.size(); ++i)
-    types += ", !transform.any_op";
-  types += ")";
+  std::string types = handleTypes(sizes.size());
   return llvm::formatv(
              "  %t{0} = transform.structured.match attributes {{{1} = {0} : "
              "i64} in %root : (!transform.any_op) -> !transform.any_op\n"
@@ -335,11 +347,7 @@ planElementwise(linalg::GenericOp op) {
   if (ranges.empty() || llvm::any_of(ranges, ShapedType::isDynamic) ||
       llvm::is_contained(ranges, 0) || ranges.back() % 16 != 0)
     return std::nullopt;
-  // Booleans stay scalar: LLVM stores a vector<Nxi1> as packed bits, a
-  // memref of i1 holds one byte per element.
-  if (llvm::any_of(op->getOperandTypes(), [](Type type) {
-        return getElementTypeOrSelf(type).isInteger(1);
-      }))
+  if (hasBooleanOperand(op))
     return std::nullopt;
   Type element = getElementTypeOrSelf(op.getDpsInits()[0].getType());
   bool codes = element.isSignlessInteger(64) || element.isSignlessInteger(32);
@@ -370,9 +378,7 @@ planRowReduction(linalg::GenericOp op) {
       llvm::is_contained(ranges, 0) || ranges.back() % 16 != 0 ||
       ranges.back() <= 16)
     return std::nullopt;
-  if (llvm::any_of(op->getOperandTypes(), [](Type type) {
-        return getElementTypeOrSelf(type).isInteger(1);
-      }))
+  if (hasBooleanOperand(op))
     return std::nullopt;
   SmallVector<Operation *> combiners;
   if (!isa<FloatType>(getElementTypeOrSelf(op.getDpsInits()[0].getType())) ||
@@ -393,10 +399,7 @@ static std::string buildRowReductionSchedule(unsigned index,
       index, kTargetAttr);
   std::string row = "%t" + std::to_string(index);
   if (rows.size() > 1) {
-    std::string types = "(!transform.any_op";
-    for (size_t i = 1; i < rows.size(); ++i)
-      types += ", !transform.any_op";
-    types += ")";
+    std::string types = handleTypes(rows.size());
     script += llvm::formatv(
         "  %row{0}, %row{0}_loops:{1} = transform.structured.tile_using_for "
         "%t{0} tile_sizes {2} : (!transform.any_op) -> {3}\n",
@@ -454,9 +457,7 @@ planColumnSum(linalg::LinalgOp op) {
   for (int64_t d = 0; d < rank; ++d)
     if ((iterators[d] == utils::IteratorType::parallel) != (d == rank - 1))
       return std::nullopt;
-  if (llvm::any_of(op->getOperandTypes(), [](Type type) {
-        return getElementTypeOrSelf(type).isInteger(1);
-      }))
+  if (hasBooleanOperand(op))
     return std::nullopt;
   // Every result: floats indexed by the last dim alone, summed with addf.
   MLIRContext *context = op->getContext();
@@ -481,10 +482,7 @@ planColumnSum(linalg::LinalgOp op) {
 static std::string buildColumnSumSchedule(unsigned index,
                                           ArrayRef<int64_t> sizes) {
   int64_t rank = sizes.size();
-  std::string types = "(!transform.any_op";
-  for (int64_t i = 0; i < rank; ++i)
-    types += ", !transform.any_op";
-  types += ")";
+  std::string types = handleTypes(rank + 1);
   // Column chunks outermost, then the summed dims.
   SmallVector<int64_t> interchange = {rank - 1};
   llvm::append_range(interchange, llvm::seq<int64_t>(0, rank - 1));
@@ -513,10 +511,7 @@ static std::string buildColumnSumSchedule(unsigned index,
 static std::string buildElementwiseSchedule(unsigned index,
                                             ArrayRef<int64_t> sizes,
                                             bool extracts = false) {
-  std::string types = "(!transform.any_op";
-  for (size_t i = 0; i < sizes.size(); ++i)
-    types += ", !transform.any_op";
-  types += ")";
+  std::string types = handleTypes(sizes.size() + 1);
   return llvm::formatv(
              "  %t{0} = transform.structured.match attributes {{{1} = {0} : "
              "i64} in %root : (!transform.any_op) -> !transform.any_op\n"
@@ -597,20 +592,18 @@ struct LaminaCpuTileAndVectorizePass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    if (vectorBits != 256 && vectorBits != 512) {
-      module.emitError() << "vector-bits must be 256 (AVX2) or 512 "
-                            "(AVX-512); got "
-                         << unsigned(vectorBits);
+    if (failed(verifyVectorBits(module, vectorBits)))
       return signalPassFailure();
-    }
     if (vectorBits == 512)
       allowWideVectors(module);
     std::string body;
     unsigned index = 0;
-    // Tags `op` as the target of the next schedule, whose number it is.
+    // Tags `op` as the target of the next schedule, whose number it is;
+    // returns the tag.
     auto markTarget = [&](Operation *op) {
-      op->setAttr(kTargetAttr,
-                  IntegerAttr::get(IntegerType::get(&getContext(), 64), index));
+      auto tag = IntegerAttr::get(IntegerType::get(&getContext(), 64), index);
+      op->setAttr(kTargetAttr, tag);
+      return tag;
     };
     module.walk([&](linalg::TransposeOp op) {
       if (isRowTranspose(op)) {
@@ -667,8 +660,7 @@ struct LaminaCpuTileAndVectorizePass
           planTiles(ranges[0], ranges[1], ranges[3], vectorBits == 512);
       if (!plan)
         return;
-      markTarget(op);
-      Attribute tag = op->getAttr(kTargetAttr);
+      IntegerAttr tag = markTarget(op);
       matmul->setAttr(kMatmulAttr, tag);
       if (Operation *fill = matmul.getDpsInits()[0].getDefiningOp())
         fill->setAttr(kFillAttr, tag);

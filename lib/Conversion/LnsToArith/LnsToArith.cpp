@@ -7,6 +7,7 @@
 #include "lamina/Conversion/Passes.h"
 #include "lamina/Lns/IR/Lns.h"
 #include "lamina/Lns/IR/LnsCodes.h"
+#include "lamina/Support/VectorBits.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -640,12 +641,8 @@ struct ConvertLnsToArithPass
              });
     });
     RewritePatternSet patterns(context);
-    if (vectorBits != 256 && vectorBits != 512) {
-      getOperation().emitError()
-          << "vector-bits must be 256 (AVX2) or 512 (AVX-512); got "
-          << unsigned(vectorBits);
+    if (failed(verifyVectorBits(getOperation(), vectorBits)))
       return signalPassFailure();
-    }
     populateLnsToArithConversionPatterns(converter, patterns, vectorBits);
     patterns.add<ConvertCarrierTypes>(converter, context);
     populateFunctionOpInterfaceTypeConversionPattern<func::FuncOp>(patterns,
