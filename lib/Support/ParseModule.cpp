@@ -7,6 +7,7 @@
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Parser/Parser.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
 
 using namespace mlir;
@@ -72,8 +73,12 @@ static OwningOpRef<ModuleOp> verified(OwningOpRef<ModuleOp> module) {
 OwningOpRef<ModuleOp> mlir::lamina::parseVerifiedModule(StringRef text,
                                                         MLIRContext *context,
                                                         StringRef sourceName) {
-  ParserConfig config(context, /*verifyAfterParse=*/false);
-  return verified(parseSourceString<ModuleOp>(text, config, sourceName));
+  // The lexer reads the byte after the text, expecting a NUL; a StringRef
+  // (a slice, a fuzzer's buffer) promises none, so the text is copied.
+  llvm::SourceMgr sourceMgr;
+  sourceMgr.AddNewSourceBuffer(
+      llvm::MemoryBuffer::getMemBufferCopy(text, sourceName), llvm::SMLoc());
+  return parseVerifiedModule(sourceMgr, context);
 }
 
 OwningOpRef<ModuleOp>

@@ -43,7 +43,10 @@ run_one() {
     echo "$name: ok, $(grep -o 'cov: [0-9]* ft: [0-9]*' "$work/log" | tail -1)"
   else
     echo "$name: FAILED (log: $work/log)"
-    grep -m1 -E 'ERROR: |lamina fuzzer: bug' "$work/log" || tail -5 "$work/log"
+    # The report and its stack, so that a failure elsewhere can be read
+    # from this output alone.
+    grep -m1 -A24 -E 'ERROR: |lamina fuzzer: bug' "$work/log" ||
+      tail -5 "$work/log"
     return 1
   fi
 }
