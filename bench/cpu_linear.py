@@ -14,8 +14,10 @@ rounds of per-process medians:
    sgemm;
 3. the backward's matmuls as lamina-generate-backward writes them, one
    thread: dX = dY·W (a matmul on W's transpose, packed from W) and
-   dW = dYᵀ·X (on the transposes of dY and X), against sgemm with the same
-   operand layouts (cblas NoTrans/NoTrans and Trans/NoTrans);
+   dW = dYᵀ·X (on the transposes of dY and X, packed from dY and X), every
+   call packing its operands again (lamina-run --repack: in training they
+   all change every step), against sgemm with the same operand layouts
+   (cblas NoTrans/NoTrans and Trans/NoTrans);
 4. the fused GELU layer on two threads (lamina-cpu-pipeline{threads=2})
    against one thread and against PyTorch on two threads;
 
@@ -173,9 +175,11 @@ def repeats_for(flops):
     return max(3, min(50, int(1.5 / (flops / 50e9))))
 
 
-def lamina_time(path, repeats, pipeline, threads=1):
+def lamina_time(path, repeats, pipeline, threads=1, repack=False):
+    """`repack`: every call packs its packed operands again."""
     out = run([tool("lamina-run"), str(path), "--random-inputs", "--seed=1",
-               f"--repeat={repeats}", f"--pipeline={pipeline}"],
+               f"--repeat={repeats}", f"--pipeline={pipeline}"] +
+              (["--repack"] if repack else []),
               threads=threads)
     median = float(re.search(r"median ([0-9.]+) ms", out).group(1)) / 1e3
     compile_ms = float(re.search(r"compilation .*: ([0-9.]+) ms", out).group(1))
@@ -209,15 +213,17 @@ def measure_fused(work, shapes, rounds, sgemm, blas_env):
             yield rows[-1]
 
 
-def measure_matmuls(cases, rounds, sgemm, blas_env):
+def measure_matmuls(cases, rounds, sgemm, blas_env, repack=False):
     """cases: (label, path, gemm m, k, n, sgemm layout) → medians of Lamina
-    and of sgemm on the same GEMM."""
+    and of sgemm on the same GEMM; `repack`: Lamina packs its operands in
+    every call."""
     for label, path, (m, k, n), layout in cases:
         flops = 2.0 * m * k * n
         repeats = repeats_for(flops)
         lamina, blas, compile_ms = [], [], []
         for _ in range(rounds):
-            t, c = lamina_time(path, repeats, "lamina-cpu-pipeline")
+            t, c = lamina_time(path, repeats, "lamina-cpu-pipeline",
+                               repack=repack)
             lamina.append(t)
             compile_ms.append(c)
             blas.append(float(run([str(sgemm), str(m), str(k), str(n),
@@ -291,7 +297,8 @@ def main():
                           backward_dx(work, t, k, n), (t, n, k), "nn"))
             cases.append((f"dW {n}×{k} = dYᵀ · X ({t} tokens)",
                           backward_dw(work, t, k, n), (n, t, k), "tn"))
-        for row in measure_matmuls(cases, args.rounds, sgemm, blas_env):
+        for row in measure_matmuls(cases, args.rounds, sgemm, blas_env,
+                                   repack=True):
             backward.append(row)
             print(format_matmul(row, peak), flush=True)
         threaded = []
@@ -401,9 +408,13 @@ A linear layer without bias (Y = X·Wᵀ, W as [N, K]) against the same sgemm.
 ## The backward's matmuls, one thread
 
 As `lamina-generate-backward` writes them for y = x·Wᵀ (x [tokens, K],
-W [N, K]): dX = dY·W, a matmul on Wᵀ (packed straight from W), and
-dW = dYᵀ·X, a matmul on the transposes of dY and X (both materialized);
-sgemm gets the same operands in place (NoTrans·NoTrans and Trans·NoTrans).
+W [N, K]): dX = dY·W, a matmul on Wᵀ (packed straight from W in blocks of
+16 features), and dW = dYᵀ·X, a matmul on the transposes of dY and X (dY
+packed straight from dY in panels of the register tile's rows, X in blocks
+of 16; neither transpose materialized). Every Lamina call packs its
+operands again (`lamina-run --repack`), as a training step must: weights,
+activations and cotangents all change between steps. sgemm gets the same
+operands in place (NoTrans·NoTrans and Trans·NoTrans).
 
 {matmul_head.format(what="product")}{backward_body}
 

@@ -37,11 +37,24 @@ def ConvertLaminaToLinalg : Pass<"convert-lamina-to-linalg"> {
     features per `k`; the matmul then becomes a `linalg.generic` over
     `(m, n1, n0, k)` writing `[M, N/B, B]` (the same memory as row-major
     `[M, N]`), and the epilogue runs on that view.
+
+    With `row-panel=P` as well (the CPU pipeline uses the register tile's
+    rows: 8 with 512-bit vectors, 4 with 256-bit ones), a matmul without
+    epilogue whose input is a 2-D transpose `Tᵀ` (the backward's
+    `dW = dyᵀ·x`) with `M % P == 0` packs `T[K, M]` itself into
+    `Xp[M/P, K, P]`: the matmul becomes a generic over
+    `(m1, m0, n1, n0, k)` writing `[M/P, P, N/B, B]`, and a register tile
+    reads its `P` rows' elements of one `k` as one contiguous run, where
+    the materialized transpose would cost a pass over `T` and the strided
+    reads of `T` in place one TLB miss per `k`.
   }];
   let options = [
     Option<"weightBlock", "weight-block", "int64_t", /*default=*/"0",
            "pack weights into blocks of this many output features "
            "(0: keep [N, K])">,
+    Option<"rowPanel", "row-panel", "int64_t", /*default=*/"0",
+           "pack a transposed matmul input into panels of this many rows "
+           "(0: read it as it is; needs weight-block)">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",

@@ -41,11 +41,12 @@ static bool hasStage(Operation *op, StringRef stage) {
   return attr && attr.getValue() == stage;
 }
 
-/// The packed matmul: a 4-loop (m, n1, n0, k) generic.
+/// The packed matmul: a generic over (m, n1, n0, k), or over
+/// (m1, m0, n1, n0, k) when its input is packed in panels of m0 rows.
 static linalg::GenericOp getPackedMatmul(Operation *op) {
   auto generic = dyn_cast_or_null<linalg::GenericOp>(op);
   if (!generic || !hasStage(generic, "matmul") ||
-      generic.getNumLoops() != 4)
+      (generic.getNumLoops() != 4 && generic.getNumLoops() != 5))
     return {};
   return generic;
 }
@@ -136,6 +137,36 @@ static std::optional<TilePlan> planTiles(int64_t m, int64_t n1, int64_t k,
   return plan;
 }
 
+namespace {
+/// Where a schedule's tiles of rows and blocks of 16 features go among its
+/// target's loops: (m, n1, n0[, k]), or (m1, m0, n1, n0, k) with rows in
+/// panels of m0.
+struct LoopLayout {
+  unsigned numLoops = 4;
+  int64_t rowPanel = 0; // 0: the rows are one loop
+
+  SmallVector<int64_t> tile(int64_t rows, int64_t blocks) const {
+    SmallVector<int64_t> sizes(numLoops, 0);
+    unsigned blockLoop = rowPanel ? 2 : 1;
+    sizes[0] = rowPanel ? rows / rowPanel : rows;
+    sizes[blockLoop] = blocks;
+    return sizes;
+  }
+  /// The loop order putting blocks outside rows.
+  SmallVector<int64_t> blocksOuter() const {
+    if (rowPanel)
+      return {2, 0, 1};
+    return {1, 0};
+  }
+  /// The matmul's k, its last loop, in steps of `k`.
+  SmallVector<int64_t> kTile(int64_t k) const {
+    SmallVector<int64_t> sizes(rowPanel ? 5 : 4, 0);
+    sizes.back() = k;
+    return sizes;
+  }
+};
+} // namespace
+
 static std::string tileSizes(ArrayRef<int64_t> sizes) {
   std::string text = "[";
   for (auto [i, size] : llvm::enumerate(sizes))
@@ -161,9 +192,11 @@ static bool hasBooleanOperand(Operation *op) {
 }
 
 /// One schedule step: fuse `target` with its producers into a loop nest
-/// over the dims with a non-zero tile size.
+/// over the dims with a non-zero tile size, in the order of `interchange`
+/// (a permutation of the target's dims; empty: in their order).
 static std::string fuseStep(StringRef result, StringRef target,
-                            ArrayRef<int64_t> sizes, bool interchange) {
+                            ArrayRef<int64_t> sizes,
+                            ArrayRef<int64_t> interchange) {
   int64_t loops = llvm::count_if(sizes, [](int64_t s) { return s != 0; });
   std::string types = handleTypes(loops + 1);
   std::string loopResults = loops ? llvm::formatv(", %{0}_loops:{1}", result,
@@ -174,12 +207,14 @@ static std::string fuseStep(StringRef result, StringRef target,
              "  %{0}{1} = transform.structured.fuse %{2} tile_sizes {3}{4}\n"
              "      : (!transform.any_op) -> {5}\n",
              result, loopResults, target, tileSizes(sizes),
-             interchange ? " interchange [1, 0]" : "", types)
+             interchange.empty() ? "" : " interchange " + tileSizes(interchange),
+             types)
       .str();
 }
 
 /// The schedule of one target (an epilogue, or a matmul without one).
 static std::string buildSchedule(unsigned index, const TilePlan &plan,
+                                 const LoopLayout &layout,
                                  bool targetIsMatmul, bool threaded) {
   std::string script = llvm::formatv(
       "  %t{0} = transform.structured.match attributes {{{1} = {0} : i64} "
@@ -187,10 +222,7 @@ static std::string buildSchedule(unsigned index, const TilePlan &plan,
       index, kTargetAttr);
   std::string current = "t" + std::to_string(index);
   auto sizes = [&](int64_t rows, int64_t blocks) {
-    SmallVector<int64_t> s = {rows, blocks, 0};
-    if (targetIsMatmul)
-      s.push_back(0);
-    return s;
+    return layout.tile(rows, blocks);
   };
   if (plan.cacheRows && threaded) {
     // Cache tiles as an scf.forall shared out among threads, with the
@@ -220,14 +252,17 @@ static std::string buildSchedule(unsigned index, const TilePlan &plan,
   } else if (plan.cacheRows) {
     std::string next = "c" + std::to_string(index);
     script += fuseStep(next, current, sizes(plan.cacheRows, plan.cacheBlocks),
-                       !plan.cacheRowsOuter);
+                       plan.cacheRowsOuter ? SmallVector<int64_t>()
+                                           : layout.blocksOuter());
     current = next;
   }
   std::string inner = "r" + std::to_string(index);
   script += fuseStep(inner, current,
                      sizes(plan.registerRows,
                            plan.tileRegisterBlocks ? plan.registerBlocks : 0),
-                     plan.registerRows && plan.tileRegisterBlocks);
+                     plan.registerRows && plan.tileRegisterBlocks
+                         ? layout.blocksOuter()
+                         : SmallVector<int64_t>());
   // The register-tile loop nest holds the matmul tile, fill and epilogue.
   std::string nest = "%" + inner + "_loops#0";
   if (plan.kStep) {
@@ -235,9 +270,9 @@ static std::string buildSchedule(unsigned index, const TilePlan &plan,
         "  %mm{0}r = transform.structured.match attributes {{lamina.stage = "
         "\"matmul\"} in {1} : (!transform.any_op) -> !transform.any_op\n"
         "  %k{0}, %kloop{0} = transform.structured.tile_using_for %mm{0}r "
-        "tile_sizes [0, 0, 0, {2}] : (!transform.any_op) -> "
+        "tile_sizes {2} : (!transform.any_op) -> "
         "(!transform.any_op, !transform.any_op)\n",
-        index, nest, plan.kStep);
+        index, nest, tileSizes(layout.kTile(plan.kStep)));
   }
   script += llvm::formatv(
       "  %lin{0} = transform.structured.match interface{{LinalgOp} in {1} : "
@@ -567,7 +602,8 @@ static bool isRowTranspose(linalg::TransposeOp op) {
   auto type = cast<ShapedType>(op.getInit().getType());
   return op.hasPureTensorSemantics() && type.hasStaticShape() &&
          op.getPermutation() == ArrayRef<int64_t>{1, 0, 2} &&
-         type.getDimSize(2) == 16 && type.getDimSize(1) % 8 == 0 &&
+         (type.getDimSize(2) == 16 || type.getDimSize(2) == 8) &&
+         type.getDimSize(1) % 8 == 0 &&
          type.getDimSize(0) > 1 && type.getDimSize(1) > 8;
 }
 
@@ -656,15 +692,27 @@ struct LaminaCpuTileAndVectorizePass
       SmallVector<int64_t> ranges = matmul.getStaticLoopRanges();
       if (llvm::any_of(ranges, ShapedType::isDynamic))
         return;
+      LoopLayout layout;
+      layout.numLoops = targetIsMatmul ? matmul.getNumLoops() : 3;
+      int64_t rows = ranges[0], blocks = ranges[1], depth = ranges[3];
+      if (matmul.getNumLoops() == 5) {
+        layout.rowPanel = ranges[1];
+        rows = ranges[0] * ranges[1];
+        blocks = ranges[2];
+        depth = ranges[4];
+      }
       std::optional<TilePlan> plan =
-          planTiles(ranges[0], ranges[1], ranges[3], vectorBits == 512);
-      if (!plan)
+          planTiles(rows, blocks, depth, vectorBits == 512);
+      // A panel is one register tile's rows.
+      if (!plan || (layout.rowPanel && plan->registerRows != layout.rowPanel &&
+                    !(plan->registerRows == 0 && rows == layout.rowPanel)))
         return;
       IntegerAttr tag = markTarget(op);
       matmul->setAttr(kMatmulAttr, tag);
       if (Operation *fill = matmul.getDpsInits()[0].getDefiningOp())
         fill->setAttr(kFillAttr, tag);
-      body += buildSchedule(index++, *plan, targetIsMatmul, threads > 1);
+      body +=
+          buildSchedule(index++, *plan, layout, targetIsMatmul, threads > 1);
     });
     if (index == 0)
       return;

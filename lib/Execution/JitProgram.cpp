@@ -646,6 +646,14 @@ llvm::Error JitProgram::pack(PreparedArguments &prepared) {
   return llvm::Error::success();
 }
 
+llvm::Error JitProgram::repack(PreparedArguments &prepared) {
+  if (!prepared.stageArguments.empty())
+    return createStringError(std::errc::invalid_argument,
+                             "the arguments of a pipeline split over ranks "
+                             "are prepared again, not packed again");
+  return pack(prepared);
+}
+
 llvm::Error
 JitProgram::update(PreparedArguments &prepared,
                    std::vector<std::pair<size_t, HostTensor>> args) {

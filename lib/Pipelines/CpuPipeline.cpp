@@ -44,6 +44,7 @@ void mlir::lamina::buildLaminaCpuPipeline(OpPassManager &pm,
     pm.addPass(createLaminaFuseEpilogues());
   ConvertLaminaToLinalgOptions toLinalg;
   toLinalg.weightBlock = kWeightBlock;
+  toLinalg.rowPanel = vectorBits == 512 ? 8 : 4; // the register tile's rows
   pm.addPass(createConvertLaminaToLinalg(toLinalg));
   pm.addPass(createConvertShardToLaminaMPI());
   if (options.lnsTables)

@@ -327,3 +327,53 @@ func.func @ordered_reductions(%c: tensor<8x512xi64>, %x: tensor<8x512xf32>) -> (
   } -> tensor<8xf32>
   return %s, %w : tensor<8xi64>, tensor<8xf32>
 }
+
+// -----
+
+// RUN: lamina-opt %s --convert-lamina-to-linalg="weight-block=16 row-panel=8" --lamina-hoist-weight-packing --lamina-cpu-tile-and-vectorize=vector-bits=512 --split-input-file | FileCheck %s --check-prefix=PANEL
+// RUN: lamina-opt %s --convert-lamina-to-linalg="weight-block=16 row-panel=4" --lamina-hoist-weight-packing --lamina-cpu-tile-and-vectorize --split-input-file | FileCheck %s --check-prefix=PANEL4
+
+// The backward's dW = dyᵀ·x with dy packed in panels of the register
+// tile's rows ([M/P, K, P], hoisted with x's packing): cache tiles of 16
+// panels (128 rows) × 2 blocks, blocks outer; one panel per register tile,
+// whose contraction reads the panel's P rows of 4 k as one [4, P] run.
+// PANEL-LABEL: func.func @weight_gradient
+// PANEL-SAME: %{{.*}}: tensor<64x64x8xf32>, %{{.*}}: tensor<4x64x16xf32>
+// PANEL: scf.for %{{.*}} = %c0 to %c4 step %c2
+// PANEL-NEXT: scf.for %{{.*}} = %c0 to %c64 step %c16
+// PANEL: scf.for %{{.*}} = %c0 to %c16 step %c1
+// PANEL: scf.for %{{.*}} = %c0 to %c64 step %c4 iter_args(%{{.*}} = %{{.*}}) -> (vector<1x8x2x16xf32>)
+// PANEL-NEXT: affine.apply
+// PANEL-NEXT: vector.transfer_read {{.*}} : tensor<64x64x8xf32>, vector<1x4x8xf32>
+// PANEL: vector.contract {{.*}} : vector<1x4x8xf32>, vector<2x4x16xf32> into vector<1x8x2x16xf32>
+// PANEL-LABEL: func.func @weight_gradient_pack_weights
+// PANEL: linalg.pack %{{.*}} outer_dims_perm = [1, 0] inner_dims_pos = [1] inner_tiles = [8] into %{{.*}} : tensor<64x512xf32> -> tensor<64x64x8xf32>
+// With 256-bit vectors, panels of 4 rows for register tiles of 4 × 16.
+// PANEL4-LABEL: func.func @weight_gradient
+// PANEL4: scf.for %{{.*}} = %c0 to %c64 step %c4 iter_args(%{{.*}} = %{{.*}}) -> (vector<1x4x1x16xf32>)
+// PANEL4: vector.contract {{.*}} : vector<1x4x4xf32>, vector<1x4x16xf32> into vector<1x4x1x16xf32>
+func.func @weight_gradient(%dy: tensor<64x512xf32>, %x: tensor<64x64xf32>) -> tensor<512x64xf32> {
+  %dyt_init = tensor.empty() : tensor<512x64xf32>
+  %dyt = linalg.transpose ins(%dy : tensor<64x512xf32>) outs(%dyt_init : tensor<512x64xf32>) permutation = [1, 0]
+  %xt_init = tensor.empty() : tensor<64x64xf32>
+  %xt = linalg.transpose ins(%x : tensor<64x64xf32>) outs(%xt_init : tensor<64x64xf32>) permutation = [1, 0]
+  %dw = lamina.matmul "fc" %dyt, %xt : (tensor<512x64xf32>, tensor<64x64xf32>) -> tensor<512x64xf32>
+  return %dw : tensor<512x64xf32>
+}
+
+// -----
+
+// A single panel (M = P) is the register tile's rows: no row loop.
+// PANEL-LABEL: func.func @one_panel
+// PANEL: scf.for %{{.*}} = %c0 to %c4 step %c2
+// PANEL-NOT: scf.for
+// PANEL: scf.for %{{.*}} = %c0 to %c24 step %c4
+// PANEL: vector.contract {{.*}} : vector<1x4x8xf32>, vector<2x4x16xf32> into vector<1x8x2x16xf32>
+func.func @one_panel(%dy: tensor<24x8xf32>, %x: tensor<24x64xf32>) -> tensor<8x64xf32> {
+  %dyt_init = tensor.empty() : tensor<8x24xf32>
+  %dyt = linalg.transpose ins(%dy : tensor<24x8xf32>) outs(%dyt_init : tensor<8x24xf32>) permutation = [1, 0]
+  %xt_init = tensor.empty() : tensor<64x24xf32>
+  %xt = linalg.transpose ins(%x : tensor<24x64xf32>) outs(%xt_init : tensor<64x24xf32>) permutation = [1, 0]
+  %dw = lamina.matmul "fc" %dyt, %xt : (tensor<8x24xf32>, tensor<64x24xf32>) -> tensor<8x64xf32>
+  return %dw : tensor<8x64xf32>
+}

@@ -1,6 +1,8 @@
 // Runs a layer end to end on seeded random data.
 // RUN: lamina-run %s --random-inputs --seed=3 | FileCheck %s --check-prefix=OUT
 // RUN: lamina-run %s --random-inputs --seed=3 --repeat=3 | FileCheck %s --check-prefix=TIME
+// RUN: lamina-run %s --random-inputs --seed=3 --repeat=3 --repack --output-dir=%t/repacked | FileCheck %s --check-prefix=REPACK
+// RUN: lamina-run %s --random-inputs --seed=3 --reference=%t/repacked/result0.npy --rtol=0 --atol=0 | FileCheck %s --check-prefix=SAME
 // RUN: lamina-run %s --random-inputs --output-dir=%t && %python -c "import numpy as n; a = n.load('%t/result0.npy'); assert a.shape == (4, 16) and (a >= 0).all() and (a > 0).any()"
 
 // Clear errors for bad invocations.
@@ -15,6 +17,8 @@
 // RUN: not lamina-run %s --input=%t/result0.npy --random-inputs 2>&1 | FileCheck %s --check-prefix=SHAPE
 // RUN: not lamina-run %s --input=i64:3 --random-inputs 2>&1 | FileCheck %s --check-prefix=KIND
 // RUN: not lamina-run %s --random-inputs --pipeline=no-such-pass 2>&1 | FileCheck %s --check-prefix=PIPELINE
+// RUN: not lamina-run %s --random-inputs --repeat=2 --repack --target=cuda 2>&1 | FileCheck %s --check-prefix=REPACKGPU
+// RUN: not lamina-run %s --random-inputs --repeat=2 --repack --backward 2>&1 | FileCheck %s --check-prefix=REPACKGPU
 // RUN: not lamina-run %s --random-inputs --seed=5 --reference=%t/result0.npy 2>&1 | FileCheck %s --check-prefix=MISMATCH
 
 // RUN: %python -c "import numpy as n; n.save('%t/x.npy', n.ones((4, 8), n.float64))"
@@ -22,6 +26,12 @@
 
 // OUT: result 0: f32[4, 16] min 0 max
 // TIME: time over 3 calls: median {{[0-9.]+}} ms, min {{[0-9.]+}} ms
+// TIME-NEXT: weights packed 1 times
+// Packed once to prepare, then in the warm-up call and each timed call.
+// REPACK: time over 3 calls
+// REPACK-NEXT: weights packed 5 times
+// SAME: result 0 vs reference: max abs err 0, {{.*}}: ok
+// REPACKGPU: lamina-run: error: --repack is for --target=cpu without --backward
 // NOFUNC: lamina-run: error: no function @nope in the module; it defines: @main
 // COUNT: lamina-run: error: @main takes 3 arguments, 0 given (add --input, or --random-inputs)
 // UNREADABLE: lamina-run: error: cannot read '{{.*}}missing.npy': No such file or directory

@@ -223,3 +223,40 @@ def test_half_precision_fused_qkv(tmp_path, element):
     for t, got in enumerate(outputs):
         ref = qkv[..., t]
         assert np.abs(got - ref).max() <= 1e-4 * np.abs(ref).max()
+
+
+def weight_gradient_ir(tokens, k, n):
+    """dW [n, k] = dY [tokens, n]ᵀ · X [tokens, k], as the backward writes
+    it (a matmul on the transposes of dY and X)."""
+    return f"""
+func.func @main(%dy: tensor<{tokens}x{n}xf32>, %x: tensor<{tokens}x{k}xf32>) -> tensor<{n}x{k}xf32> {{
+  %dyt_init = tensor.empty() : tensor<{n}x{tokens}xf32>
+  %dyt = linalg.transpose ins(%dy : tensor<{tokens}x{n}xf32>) outs(%dyt_init : tensor<{n}x{tokens}xf32>) permutation = [1, 0]
+  %xt_init = tensor.empty() : tensor<{k}x{tokens}xf32>
+  %xt = linalg.transpose ins(%x : tensor<{tokens}x{k}xf32>) outs(%xt_init : tensor<{k}x{tokens}xf32>) permutation = [1, 0]
+  %dw = lamina.matmul "fc" %dyt, %xt : (tensor<{n}x{tokens}xf32>, tensor<{k}x{tokens}xf32>) -> tensor<{n}x{k}xf32>
+  return %dw : tensor<{n}x{k}xf32>
+}}
+"""
+
+
+@pytest.mark.parametrize("tokens,k,n", [
+    (64, 64, 512),   # dY in panels of 8 and 4 rows; cache tiles of 128
+    (24, 32, 8),     # one panel of 8 rows (the register tile's rows)
+    (12, 48, 20),    # n = 20: panels of 4 only
+    (16, 32, 18),    # n not a multiple of 4: dYᵀ materialized
+])
+@pytest.mark.parametrize("pipeline", [
+    "lamina-cpu-pipeline{vector-bits=512}",
+    "lamina-cpu-pipeline{vector-bits=256}",
+    "lamina-cpu-pipeline{vector-bits=512 threads=2}",
+])
+def test_weight_gradient(tmp_path, tokens, k, n, pipeline):
+    """dW = dYᵀ·X with dY packed in panels of the register tile's rows
+    (where they divide n) equals eager PyTorch's product."""
+    rng = np.random.default_rng(9)
+    dy, x = randn(rng, tokens, n), randn(rng, tokens, k)
+    (dw,) = run_ir(weight_gradient_ir(tokens, k, n), [dy, x], tmp_path,
+                   pipeline=pipeline)
+    torch.testing.assert_close(torch.from_numpy(dw),
+                               torch.from_numpy(dy).T @ torch.from_numpy(x))

@@ -103,6 +103,13 @@ static cl::opt<unsigned> repeat("repeat",
                                 cl::desc("time this many calls (after one "
                                          "warm-up call): median and min"),
                                 cl::init(0));
+static cl::opt<bool>
+    repack("repack",
+           cl::desc("with --repeat: pack the arguments the program packs "
+                    "(its weights) again in every call, as when they change "
+                    "between calls (a backward's activations and "
+                    "cotangents); --target=cpu without --backward"),
+           cl::init(false));
 
 static int fail(const llvm::Twine &message) {
   llvm::errs() << "lamina-run: error: " << message << "\n";
@@ -285,6 +292,8 @@ int main(int argc, char **argv) {
     return fail("--backward runs on --target=cpu");
   if (!cotangentArgs.empty() && !backwardOption)
     return fail("--cotangent is for --backward");
+  if (repack && (target != "cpu" || backwardOption))
+    return fail("--repack is for --target=cpu without --backward");
 
   auto compileStart = std::chrono::steady_clock::now();
   if (target == "cuda") {
@@ -338,7 +347,12 @@ int main(int argc, char **argv) {
       rank = jit->getRank();
       return llvm::Error::success();
     };
-    runOnce = [&] { return jit->run(*prepared); };
+    runOnce = [&]() -> llvm::Expected<std::vector<HostTensor>> {
+      if (repack)
+        if (llvm::Error error = jit->repack(*prepared))
+          return std::move(error);
+      return jit->run(*prepared);
+    };
   } else {
     return fail("unknown --target '" + target + "': expected cpu or cuda");
   }
@@ -404,6 +418,9 @@ int main(int argc, char **argv) {
                  << llvm::format(" median %.4f ms, min %.4f ms\n",
                                  seconds[seconds.size() / 2] * 1e3,
                                  seconds.front() * 1e3);
+    if (jit)
+      llvm::outs() << rankPrefix << "weights packed " << jit->getPackCount()
+                   << " times\n";
     if (worldSize > 1) {
       double total = std::accumulate(seconds.begin(), seconds.end(), 0.0);
       double collectives = getMpiCollectiveSeconds() - collectivesBefore;

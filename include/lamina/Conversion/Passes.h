@@ -15,16 +15,25 @@ namespace lamina {
 #define GEN_PASS_DECL
 #include "lamina/Conversion/Passes.h.inc"
 
-/// Patterns lowering every lamina op to linalg, tensor, arith and lns;
-/// `weightBlock > 0` packs weights in blocks of that many output features.
+/// How a float matmul's operands are packed for the CPU's register tiles
+/// (0: not packed; see convert-lamina-to-linalg's options).
+struct MatmulPacking {
+  /// W[N, K] in blocks of this many output features.
+  int64_t weightBlock = 0;
+  /// A transposed input (the backward's dW = dyᵀ·x) in panels of this many
+  /// rows; with `weightBlock` only.
+  int64_t rowPanel = 0;
+};
+
+/// Patterns lowering every lamina op to linalg, tensor, arith and lns.
 void populateLaminaToLinalgPatterns(RewritePatternSet &patterns,
-                                    int64_t weightBlock = 0);
+                                    MatmulPacking packing = {});
 
 /// `activation_grad(x, matmul(dy, W))` (the backward's dH) → one matmul
 /// whose epilogue multiplies by the activation's derivative at x; applied
 /// by convert-lamina-to-linalg before the conversion.
 void populateActivationGradFusionPatterns(RewritePatternSet &patterns,
-                                          int64_t weightBlock = 0);
+                                          MatmulPacking packing = {});
 
 #define GEN_PASS_REGISTRATION
 #include "lamina/Conversion/Passes.h.inc"

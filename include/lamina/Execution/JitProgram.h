@@ -95,6 +95,12 @@ public:
   llvm::Error update(PreparedArguments &prepared,
                      std::vector<std::pair<size_t, HostTensor>> args);
 
+  /// Packs the weights of `prepared` again from its arguments, as `update`
+  /// does when an argument the packing reads changes: what a call costs
+  /// whose packed arguments (a backward's activations and cotangents)
+  /// change on every call. Fails for a pipelined program on several ranks.
+  llvm::Error repack(PreparedArguments &prepared);
+
   /// How many times this program has packed its weights (prepare, or an
   /// update of an argument the packing reads).
   int64_t getPackCount() const { return packCount; }

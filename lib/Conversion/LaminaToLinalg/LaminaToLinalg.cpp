@@ -369,6 +369,19 @@ static Value packWeight(OpBuilder &b, Location loc, Value weight,
       .getResult();
 }
 
+/// The body of a packed matmul: acc + x·w, widened to the accumulator's
+/// type.
+static void buildMultiplyAdd(OpBuilder &b, Location loc, ValueRange args,
+                             Type accElt) {
+  auto widen = [&](Value v) -> Value {
+    return v.getType() == accElt ? v : arith::ExtFOp::create(b, loc, accElt, v);
+  };
+  Value product =
+      arith::MulFOp::create(b, loc, widen(args[0]), widen(args[1]));
+  linalg::YieldOp::create(
+      b, loc, ValueRange{arith::AddFOp::create(b, loc, args[2], product)});
+}
+
 /// x[..., K]·W[N, K]ᵀ with W packed into Wp[N/B, K, B]: a [M, N/B, B]
 /// accumulator, the same memory as row-major [M, N].
 static Value buildBlockedMatmul(OpBuilder &b, Location loc, Value input,
@@ -395,19 +408,70 @@ static Value buildBlockedMatmul(OpBuilder &b, Location loc, Value input,
   auto matmul = linalg::GenericOp::create(
       b, loc, acc.getType(), ValueRange{rows, packed}, ValueRange{acc}, maps,
       iterators, [&](OpBuilder &nb, Location nloc, ValueRange args) {
-        auto widen = [&](Value v) -> Value {
-          return v.getType() == accElt
-                     ? v
-                     : arith::ExtFOp::create(nb, nloc, accElt, v);
-        };
-        Value product = arith::MulFOp::create(nb, nloc, widen(args[0]),
-                                              widen(args[1]));
-        linalg::YieldOp::create(
-            nb, nloc,
-            ValueRange{arith::AddFOp::create(nb, nloc, args[2], product)});
+        buildMultiplyAdd(nb, nloc, args, accElt);
       });
   matmul->setAttr(kStageAttrName, b.getStringAttr("matmul"));
   return matmul.getResult(0);
+}
+
+/// The source T[K, M] of an input x = Tᵀ that can be packed in panels of
+/// `panel` rows: a 2-D transpose with a static M that `panel` divides.
+static Value getPanelSource(Value input, int64_t panel) {
+  auto transpose = input.getDefiningOp<linalg::TransposeOp>();
+  if (panel <= 0 || !transpose ||
+      transpose.getPermutation() != ArrayRef<int64_t>{1, 0})
+    return {};
+  auto type = cast<RankedTensorType>(input.getType());
+  int64_t m = type.getDimSize(0);
+  if (ShapedType::isDynamic(m) || m == 0 || m % panel != 0)
+    return {};
+  return transpose.getInput();
+}
+
+/// Tᵀ·W[N, K]ᵀ for T[K, M], with Tᵀ packed into Xp[M/P, K, P]
+/// (Xp[m1, k, m0] = T[k, m1·P + m0], rows of P contiguous elements moved
+/// from T) and W into Wp[N/B, K, B]: a generic over (m1, m0, n1, n0, k)
+/// whose [M/P, P, N/B, B] accumulator is returned as [M, N/B, B].
+static Value buildPanelMatmul(OpBuilder &b, Location loc, Value source,
+                              Value weight, Type accElt,
+                              MatmulPacking packing) {
+  auto sourceType = cast<RankedTensorType>(source.getType());
+  int64_t k = sourceType.getDimSize(0), m = sourceType.getDimSize(1);
+  int64_t n = cast<RankedTensorType>(weight.getType()).getDimSize(0);
+  int64_t panel = packing.rowPanel, block = packing.weightBlock;
+  Value panels = linalg::PackOp::create(
+                     b, loc, source,
+                     tensor::EmptyOp::create(
+                         b, loc, ArrayRef<int64_t>{m / panel, k, panel},
+                         sourceType.getElementType()),
+                     /*innerDimsPos=*/{1}, {b.getIndexAttr(panel)},
+                     /*paddingValue=*/std::nullopt, /*outerDimsPerm=*/{1, 0})
+                     .getResult();
+  Value packed = packWeight(b, loc, weight, block);
+  Value acc = buildZeroAccumulator(
+      b, loc,
+      {b.getIndexAttr(m / panel), b.getIndexAttr(panel),
+       b.getIndexAttr(n / block), b.getIndexAttr(block)},
+      accElt);
+
+  MLIRContext *context = b.getContext();
+  AffineExpr m1, m0, n1, n0, kk;
+  bindDims(context, m1, m0, n1, n0, kk);
+  SmallVector<AffineMap> maps = {
+      AffineMap::get(5, 0, {m1, kk, m0}, context),
+      AffineMap::get(5, 0, {n1, kk, n0}, context),
+      AffineMap::get(5, 0, {m1, m0, n1, n0}, context)};
+  SmallVector<utils::IteratorType> iterators(4, utils::IteratorType::parallel);
+  iterators.push_back(utils::IteratorType::reduction);
+  auto matmul = linalg::GenericOp::create(
+      b, loc, acc.getType(), ValueRange{panels, packed}, ValueRange{acc}, maps,
+      iterators, [&](OpBuilder &nb, Location nloc, ValueRange args) {
+        buildMultiplyAdd(nb, nloc, args, accElt);
+      });
+  matmul->setAttr(kStageAttrName, b.getStringAttr("matmul"));
+  return tensor::CollapseShapeOp::create(
+      b, loc, matmul.getResult(0),
+      ArrayRef<ReassociationIndices>{{0, 1}, {2}, {3}});
 }
 
 static Type accumulatorType(OpBuilder &b, Type inputElt) {
@@ -415,20 +479,29 @@ static Type accumulatorType(OpBuilder &b, Type inputElt) {
 }
 
 /// A float linear layer: matmul, then one epilogue, then the result shape.
-/// With `weightBlock > 0` and a static weight whose N it divides, the
-/// weight is packed in blocks of that many output features.
+/// With `packing.weightBlock > 0` and a static weight whose N it divides,
+/// the weight is packed in blocks of that many output features, and a
+/// transposed input of a matmul without epilogue in panels of
+/// `packing.rowPanel` rows.
 static Value buildFloatLinear(OpBuilder &b, Location loc, Value input,
                               Value weight, EpilogueSteps steps,
                               RankedTensorType resultType,
-                              int64_t weightBlock) {
+                              MatmulPacking packing) {
+  int64_t weightBlock = packing.weightBlock;
   Type inputElt = cast<RankedTensorType>(input.getType()).getElementType();
   Type accElt = accumulatorType(b, inputElt);
   auto weightType = cast<RankedTensorType>(weight.getType());
   bool blocked = weightBlock > 0 && weightType.hasStaticShape() &&
                  weightType.getDimSize(0) % weightBlock == 0;
-  Value acc = blocked ? buildBlockedMatmul(b, loc, input, weight, accElt,
-                                           weightBlock)
-                      : buildMatmul(b, loc, input, weight, accElt);
+  Value panelSource;
+  if (blocked && steps.empty() && accElt == resultType.getElementType())
+    panelSource = getPanelSource(input, packing.rowPanel);
+  Value acc =
+      panelSource ? buildPanelMatmul(b, loc, panelSource, weight, accElt,
+                                     packing)
+      : blocked   ? buildBlockedMatmul(b, loc, input, weight, accElt,
+                                       weightBlock)
+                  : buildMatmul(b, loc, input, weight, accElt);
   // Groups of four elements must stay groups in the whole tensor.
   if (blocked && steps.dropout && steps.dropout.isActive() &&
       weightBlock % 4 == 0 &&
@@ -482,9 +555,9 @@ static bool isLns(Value value) {
 
 namespace {
 struct FusedLinearToLinalg : OpRewritePattern<FusedLinearOp> {
-  FusedLinearToLinalg(MLIRContext *context, int64_t weightBlock)
-      : OpRewritePattern(context), weightBlock(weightBlock) {}
-  int64_t weightBlock;
+  FusedLinearToLinalg(MLIRContext *context, MatmulPacking packing)
+      : OpRewritePattern(context), packing(packing) {}
+  MatmulPacking packing;
   LogicalResult matchAndRewrite(FusedLinearOp op,
                                 PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
@@ -498,15 +571,15 @@ struct FusedLinearToLinalg : OpRewritePattern<FusedLinearOp> {
                         op.getRank(),  op.getType(), Value()};
     rewriter.replaceOp(op, buildFloatLinear(rewriter, loc, op.getInput(),
                                             op.getWeight(), steps,
-                                            op.getType(), weightBlock));
+                                            op.getType(), packing));
     return success();
   }
 };
 
 struct MatmulToLinalg : OpRewritePattern<MatmulOp> {
-  MatmulToLinalg(MLIRContext *context, int64_t weightBlock)
-      : OpRewritePattern(context), weightBlock(weightBlock) {}
-  int64_t weightBlock;
+  MatmulToLinalg(MLIRContext *context, MatmulPacking packing)
+      : OpRewritePattern(context), packing(packing) {}
+  MatmulPacking packing;
   LogicalResult matchAndRewrite(MatmulOp op,
                                 PatternRewriter &rewriter) const override {
     if (isLns(op.getInput())) {
@@ -517,7 +590,7 @@ struct MatmulToLinalg : OpRewritePattern<MatmulOp> {
     rewriter.replaceOp(op, buildFloatLinear(rewriter, op.getLoc(),
                                             op.getInput(), op.getWeight(),
                                             EpilogueSteps(), op.getType(),
-                                            weightBlock));
+                                            packing));
     return success();
   }
 };
@@ -596,9 +669,9 @@ struct SyncToIdentity : OpRewritePattern<SyncOp> {
 
 /// qkv = x·Wᵀ + b viewed as [..., heads, hd, 3] and split on the last dim.
 struct FusedQKVToLinalg : OpRewritePattern<FusedQKVOp> {
-  FusedQKVToLinalg(MLIRContext *context, int64_t weightBlock)
-      : OpRewritePattern(context), weightBlock(weightBlock) {}
-  int64_t weightBlock;
+  FusedQKVToLinalg(MLIRContext *context, MatmulPacking packing)
+      : OpRewritePattern(context), packing(packing) {}
+  MatmulPacking packing;
   LogicalResult matchAndRewrite(FusedQKVOp op,
                                 PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
@@ -614,7 +687,7 @@ struct FusedQKVToLinalg : OpRewritePattern<FusedQKVOp> {
     EpilogueSteps steps;
     steps.bias = op.getBias();
     Value qkv = buildFloatLinear(rewriter, loc, op.getInput(), op.getWeight(),
-                                 steps, qkvType, weightBlock);
+                                 steps, qkvType, packing);
 
     // [..., 3·heads·hd] → [..., heads, hd, 3]
     SmallVector<int64_t> splitShape(qType.getShape());
@@ -690,7 +763,8 @@ struct ConvertLaminaToLinalgPass
     // The backward's activation derivatives join the matmuls producing
     // their cotangents first.
     RewritePatternSet fusion(&getContext());
-    populateActivationGradFusionPatterns(fusion, weightBlock);
+    MatmulPacking packing{weightBlock, rowPanel};
+    populateActivationGradFusionPatterns(fusion, packing);
     if (failed(applyPatternsGreedily(root, std::move(fusion))))
       return signalPassFailure();
 
@@ -698,7 +772,7 @@ struct ConvertLaminaToLinalgPass
     target.addIllegalDialect<LaminaDialect>();
     target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
     RewritePatternSet patterns(&getContext());
-    populateLaminaToLinalgPatterns(patterns, weightBlock);
+    populateLaminaToLinalgPatterns(patterns, packing);
     if (failed(applyPartialConversion(root, target, std::move(patterns))))
       signalPassFailure();
   }
@@ -710,9 +784,9 @@ namespace {
 /// as one matmul whose epilogue multiplies by act′(x): no pass of its own
 /// over dH.
 struct FuseActivationGradIntoMatmul : OpRewritePattern<ActivationGradOp> {
-  FuseActivationGradIntoMatmul(MLIRContext *context, int64_t weightBlock)
-      : OpRewritePattern(context), weightBlock(weightBlock) {}
-  int64_t weightBlock;
+  FuseActivationGradIntoMatmul(MLIRContext *context, MatmulPacking packing)
+      : OpRewritePattern(context), packing(packing) {}
+  MatmulPacking packing;
   LogicalResult matchAndRewrite(ActivationGradOp op,
                                 PatternRewriter &rewriter) const override {
     auto matmul = op.getCotangent().getDefiningOp<MatmulOp>();
@@ -724,7 +798,7 @@ struct FuseActivationGradIntoMatmul : OpRewritePattern<ActivationGradOp> {
     steps.derivativeInput = op.getInput();
     Value fused = buildFloatLinear(rewriter, op.getLoc(), matmul.getInput(),
                                    matmul.getWeight(), steps, op.getType(),
-                                   weightBlock);
+                                   packing);
     rewriter.replaceOp(op, fused);
     rewriter.eraseOp(matmul);
     return success();
@@ -733,16 +807,15 @@ struct FuseActivationGradIntoMatmul : OpRewritePattern<ActivationGradOp> {
 } // namespace
 
 void mlir::lamina::populateActivationGradFusionPatterns(
-    RewritePatternSet &patterns, int64_t weightBlock) {
-  patterns.add<FuseActivationGradIntoMatmul>(patterns.getContext(),
-                                             weightBlock);
+    RewritePatternSet &patterns, MatmulPacking packing) {
+  patterns.add<FuseActivationGradIntoMatmul>(patterns.getContext(), packing);
 }
 
 void mlir::lamina::populateLaminaToLinalgPatterns(RewritePatternSet &patterns,
-                                                  int64_t weightBlock) {
+                                                  MatmulPacking packing) {
   populateLayerToFusedLinearPatterns(patterns);
   patterns.add<FusedLinearToLinalg, MatmulToLinalg, FusedQKVToLinalg>(
-      patterns.getContext(), weightBlock);
+      patterns.getContext(), packing);
   patterns.add<BiasAddToLinalg, ActivationToLinalg, DropoutToLinalg,
                SyncToIdentity>(patterns.getContext());
   populateNormalizationToLinalgPatterns(patterns);

@@ -208,3 +208,56 @@ func.func @blocked_dropout(%x: tensor<4x8xf32>, %w: tensor<32x8xf32>, %b: tensor
   %0 = lamina.linear_dropout "fc" %x, %w bias %b dropout <p = 0.5, training> seed %s : (tensor<4x8xf32>, tensor<32x8xf32>, tensor<32xf32>, i64) -> tensor<4x32xf32>
   return %0 : tensor<4x32xf32>
 }
+
+// -----
+
+// RUN: lamina-opt %s --convert-lamina-to-linalg="weight-block=16 row-panel=8" --split-input-file | FileCheck %s --check-prefix=PANEL
+
+// With row-panel=8, an input that is a transpose of T[K, M] (the
+// backward's dW = dyᵀ·x) is packed from T itself into [M/8, K, 8]
+// (Xp[m1, k, m0] = T[k, 8·m1 + m0]): the matmul is a generic over
+// (m1, m0, n1, n0, k) into [M/8, 8, N/16, 16], collapsed to [M, N/16, 16]
+// and then [M, N]; neither transpose is used.
+// PANEL-DAG: #[[PANELS:.+]] = affine_map<(d0, d1, d2, d3, d4) -> (d0, d4, d1)>
+// PANEL-DAG: #[[BLOCKS:.+]] = affine_map<(d0, d1, d2, d3, d4) -> (d2, d4, d3)>
+// PANEL-DAG: #[[OUT:.+]] = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3)>
+// PANEL-LABEL: func.func @row_panels
+// PANEL-SAME: (%[[DY:.+]]: tensor<4x16xf32>, %[[X:.+]]: tensor<4x32xf32>)
+// PANEL: %[[P:.+]] = linalg.pack %[[DY]] outer_dims_perm = [1, 0] inner_dims_pos = [1] inner_tiles = [8] into %{{.*}} : tensor<4x16xf32> -> tensor<2x4x8xf32>
+// PANEL: %[[W:.+]] = linalg.pack %[[X]] outer_dims_perm = [1, 0] inner_dims_pos = [1] inner_tiles = [16] into %{{.*}} : tensor<4x32xf32> -> tensor<2x4x16xf32>
+// PANEL: %[[MM:.+]] = linalg.generic {indexing_maps = [#[[PANELS]], #[[BLOCKS]], #[[OUT]]], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%[[P]], %[[W]] : tensor<2x4x8xf32>, tensor<2x4x16xf32>) outs(%{{.*}} : tensor<2x8x2x16xf32>) attrs = {lamina.stage = "matmul"}
+// PANEL: %[[ROWS:.+]] = tensor.collapse_shape %[[MM]] {{\[\[}}0, 1], [2], [3]] : tensor<2x8x2x16xf32> into tensor<16x2x16xf32>
+// PANEL: %[[Y:.+]] = tensor.collapse_shape %[[ROWS]] {{\[\[}}0], [1, 2]] : tensor<16x2x16xf32> into tensor<16x32xf32>
+// PANEL: return %[[Y]]
+func.func @row_panels(%dy: tensor<4x16xf32>, %x: tensor<4x32xf32>) -> tensor<16x32xf32> {
+  %dyt_init = tensor.empty() : tensor<16x4xf32>
+  %dyt = linalg.transpose ins(%dy : tensor<4x16xf32>) outs(%dyt_init : tensor<16x4xf32>) permutation = [1, 0]
+  %xt_init = tensor.empty() : tensor<32x4xf32>
+  %xt = linalg.transpose ins(%x : tensor<4x32xf32>) outs(%xt_init : tensor<32x4xf32>) permutation = [1, 0]
+  %dw = lamina.matmul "fc" %dyt, %xt : (tensor<16x4xf32>, tensor<32x4xf32>) -> tensor<16x32xf32>
+  return %dw : tensor<16x32xf32>
+}
+
+// -----
+
+// Left as the transpose and the (m, n1, n0, k) generic: M = 12 is not a
+// multiple of the panel; an epilogue (here a bias) keeps the [M, N/16, 16]
+// accumulator it runs on; an input that is not a transpose.
+// PANEL-LABEL: func.func @no_row_panels
+// PANEL-NOT: inner_tiles = [8]
+// PANEL: linalg.transpose
+// PANEL: linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "parallel", "reduction"]{{.*}}outs(%{{.*}} : tensor<12x2x16xf32>)
+// PANEL: linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "parallel", "reduction"]{{.*}}outs(%{{.*}} : tensor<16x2x16xf32>)
+// PANEL: linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "parallel", "reduction"]{{.*}}outs(%{{.*}} : tensor<8x2x16xf32>)
+// PANEL-NOT: inner_tiles = [8]
+// PANEL: return
+func.func @no_row_panels(%dy: tensor<4x12xf32>, %dy2: tensor<4x16xf32>, %x: tensor<8x4xf32>, %w: tensor<32x4xf32>, %b: tensor<32xf32>) -> (tensor<12x32xf32>, tensor<16x32xf32>, tensor<8x32xf32>) {
+  %t_init = tensor.empty() : tensor<12x4xf32>
+  %t = linalg.transpose ins(%dy : tensor<4x12xf32>) outs(%t_init : tensor<12x4xf32>) permutation = [1, 0]
+  %0 = lamina.matmul "a" %t, %w : (tensor<12x4xf32>, tensor<32x4xf32>) -> tensor<12x32xf32>
+  %t2_init = tensor.empty() : tensor<16x4xf32>
+  %t2 = linalg.transpose ins(%dy2 : tensor<4x16xf32>) outs(%t2_init : tensor<16x4xf32>) permutation = [1, 0]
+  %1 = lamina.linear "b" %t2, %w bias %b : (tensor<16x4xf32>, tensor<32x4xf32>, tensor<32xf32>) -> tensor<16x32xf32>
+  %2 = lamina.matmul "c" %x, %w : (tensor<8x4xf32>, tensor<32x4xf32>) -> tensor<8x32xf32>
+  return %0, %1, %2 : tensor<12x32xf32>, tensor<16x32xf32>, tensor<8x32xf32>
+}
