@@ -297,13 +297,17 @@ def _compile_function(module, function, pipeline):
 
 
 class TrainingPair:
-    """`@f_forward` and `@f_backward` of the scheduled program, compiled."""
+    """`@f_forward` and `@f_backward` of the scheduled program, compiled;
+    `constants`: the argument indices that get no gradient (tensors that
+    do not require one), for which the backward computes nothing."""
 
-    def __init__(self, scheduled, entry, pipeline):
+    def __init__(self, scheduled, entry, pipeline, constants=()):
+        options = f"function={entry}"
+        if constants:
+            options += f" constants={','.join(map(str, constants))}"
         try:
             module = _lamina.transform_ir(
-                scheduled, "",
-                f"lamina-generate-backward{{function={entry}}}")
+                scheduled, "", f"lamina-generate-backward{{{options}}}")
         except ValueError as error:
             raise ScheduleError(f"the program cannot be differentiated: "
                                 f"{str(error).strip()}") from None
@@ -367,22 +371,30 @@ class ProgramCall:
         self.parameters = parameters
         self.distinct, self._index = _unique(parameters)
         self.reason = reason
-        self._pair = None
+        self._pairs = {}
 
-    def pair(self):
-        """The compiled forward / backward pair (compiled on first use, at
-        most once; a program the pass rejects raises the same
-        ScheduleError each time)."""
-        if self._pair is None:
+    def constants(self, inputs):
+        """The argument indices of `inputs` and the parameters that do not
+        require a gradient: the backward leaves them out."""
+        tensors = list(inputs) + list(self.parameters)
+        return tuple(i for i, t in enumerate(tensors)
+                     if not (isinstance(t, torch.Tensor) and t.requires_grad))
+
+    def pair(self, constants=()):
+        """The compiled forward / backward pair for the arguments held
+        `constants` (compiled on first use, at most once per set; a program
+        the pass rejects raises the same ScheduleError each time)."""
+        if constants not in self._pairs:
             try:
-                self._pair = TrainingPair(self.scheduled,
-                                          self.imported.entry,
-                                          self.pipeline)
+                self._pairs[constants] = TrainingPair(
+                    self.scheduled, self.imported.entry, self.pipeline,
+                    constants)
             except ScheduleError as error:
-                self._pair = str(error)
-        if isinstance(self._pair, str):
-            raise ScheduleError(self._pair)
-        return self._pair
+                self._pairs[constants] = str(error)
+        pair = self._pairs[constants]
+        if isinstance(pair, str):
+            raise ScheduleError(pair)
+        return pair
 
     def arguments(self, inputs, parameters, seed):
         seed = [seed] if self.imported.has_seed else []
@@ -402,18 +414,19 @@ class ProgramCall:
         if not (torch.is_grad_enabled() and
                 any(t.requires_grad for t in tensors)):
             return self._plain_outputs(inputs, seed)
+        constants = self.constants(inputs)
         if self.reason is not None:
             strategy = Rejecting(lambda: self._plain_outputs(inputs, seed),
                                  self.reason)
         elif keep:
             try:
-                self.pair()
-                strategy = _Saving(self, len(inputs), seed)
+                self.pair(constants)
+                strategy = _Saving(self, len(inputs), seed, constants)
             except ScheduleError as error:
                 strategy = Rejecting(
                     lambda: self._plain_outputs(inputs, seed), str(error))
         else:
-            strategy = _Recomputing(self, len(inputs), seed)
+            strategy = _Recomputing(self, len(inputs), seed, constants)
         return list(LaminaProgram.apply(strategy, *tensors))
 
     def _plain_outputs(self, inputs, seed):
@@ -421,7 +434,7 @@ class ProgramCall:
 
     def backward(self, ctx, saved, cotangents):
         """The gradients of the distinct tensors the Function took."""
-        pair = self.pair()
+        pair = self.pair(ctx.constants)
         tensors = ctx.saved_tensors
         inputs = tensors[:ctx.num_inputs]
         arguments = self.arguments(inputs, [tensors[ctx.num_inputs + i]
@@ -462,18 +475,20 @@ def _accumulate_lns(parameter, codes):
 
 
 class _Saving:
-    """Train mode: `@f_forward` runs; its saved values wait on the graph."""
+    """Train mode: `@f_forward` runs; its saved values wait on the graph.
+    `constants`: the arguments that get no gradient (the pair's)."""
 
-    def __init__(self, call, num_inputs, seed):
+    def __init__(self, call, num_inputs, seed, constants):
         self.call, self.num_inputs, self.seed = call, num_inputs, seed
+        self.constants = constants
 
     def forward(self, ctx, tensors):
         call = self.call
         inputs = tensors[:self.num_inputs]
-        results = call.pair().forward.run(
+        results = call.pair(self.constants).forward.run(
             call.arguments(inputs, call.parameters, self.seed))
         count = call.imported.num_results
-        _remember(ctx, tensors, self.num_inputs, self.seed)
+        _remember(ctx, tensors, self.num_inputs, self.seed, self.constants)
         ctx.saved_values = results[count:]
         outputs = [torch.from_numpy(r) for r in results[:count]]
         ctx.output_dtypes = [o.dtype for o in outputs]
@@ -487,11 +502,12 @@ class _Recomputing:
     """Eval mode: the scheduled program runs; a backward recomputes the
     saved values with `@f_forward` first."""
 
-    def __init__(self, call, num_inputs, seed):
+    def __init__(self, call, num_inputs, seed, constants):
         self.call, self.num_inputs, self.seed = call, num_inputs, seed
+        self.constants = constants
 
     def forward(self, ctx, tensors):
-        _remember(ctx, tensors, self.num_inputs, self.seed)
+        _remember(ctx, tensors, self.num_inputs, self.seed, self.constants)
         outputs = self.call._plain_outputs(tensors[:self.num_inputs],
                                            self.seed)
         ctx.output_dtypes = [o.dtype for o in outputs]
@@ -501,12 +517,14 @@ class _Recomputing:
         return self.call.backward(ctx, None, cotangents)
 
 
-def _remember(ctx, tensors, num_inputs, seed):
+def _remember(ctx, tensors, num_inputs, seed, constants):
     """What a backward needs of the call: its tensors (autograd checks that
-    none was changed in place since), how many are inputs, the seed."""
+    none was changed in place since), how many are inputs, the seed, the
+    arguments its pair gives no gradient."""
     ctx.save_for_backward(*tensors)
     ctx.num_inputs = num_inputs
     ctx.seed = seed
+    ctx.constants = constants
 
 
 class Rejecting:

@@ -220,6 +220,60 @@ def backward_function(module):
     return module[module.index("func.func @forward_backward"):]
 
 
+def matmuls_of_backward(call, constants):
+    """The lamina.matmul ops of the backward the call compiled for the
+    arguments held `constants`."""
+    return backward_function(call.pair(constants).module).count(
+        "lamina.matmul")
+
+
+def test_no_gradient_is_computed_for_what_does_not_require_one():
+    """An input without requires_grad, a frozen parameter: the backward
+    leaves them out (no dX = dY·W for the input), and what does require a
+    gradient still gets eager's."""
+    torch.manual_seed(12)
+    model = MLP()
+    eager = copy.deepcopy(model)
+    x = inputs(2, 8, 32, seed=13)
+    compiled = lamina.build(lamina.create_schedule(model, example_inputs=(x,)),
+                            (x,))
+    compiled(x).square().sum().backward()
+    eager(x).square().sum().backward()
+    for (name, p), (_, q) in zip(compiled.named_parameters(),
+                                 eager.named_parameters()):
+        torch.testing.assert_close(p.grad, q.grad, **TOL,
+                                   msg=lambda m: f"{name}: {m}")
+    call = compiled._last.call
+    # x is argument 0: dW2, dH = dY·W2, dW1, and no dX = dH·W1.
+    assert matmuls_of_backward(call, (0,)) == 3
+    assert matmuls_of_backward(call, ()) == 4
+
+    # The same module with x requiring a gradient: a second pair, and x's.
+    x_grad = x.clone().requires_grad_()
+    x_eager = x.clone().requires_grad_()
+    compiled(x_grad).square().sum().backward()
+    eager(x_eager).square().sum().backward()
+    torch.testing.assert_close(x_grad.grad, x_eager.grad, **TOL)
+
+    # fc1 frozen: its parameters get no gradient, fc2's still eager's.
+    for module in (compiled, eager):
+        module.zero_grad(set_to_none=True)
+        for name, p in module.named_parameters():
+            p.requires_grad_(not name.startswith("fc1."))
+    compiled(x).square().sum().backward()
+    eager(x).square().sum().backward()
+    for (name, p), (_, q) in zip(compiled.named_parameters(),
+                                 eager.named_parameters()):
+        if name.startswith("fc1."):
+            assert p.grad is None, name
+        else:
+            torch.testing.assert_close(p.grad, q.grad, **TOL,
+                                       msg=lambda m: f"{name}: {m}")
+    # x (0), fc1.weight (1) and fc1.bias (2) held constant: dW2 only (dH =
+    # dY·W2 feeds only fc1's and x's gradients).
+    assert matmuls_of_backward(call, (0, 1, 2)) == 1
+
+
 class GPT2Block(nn.Module):
     """LayerNorm, FusedQKV, q·kᵀ scaled + softmax, ·v, the output
     projection, a residual; LayerNorm, the MLP with GELU, a residual."""

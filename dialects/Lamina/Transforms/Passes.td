@@ -111,7 +111,10 @@ def LaminaGenerateBackward : Pass<"lamina-generate-backward",
       cotangent per result in, the gradient of every float tensor argument
       out (in argument order), computed by walking the forward in reverse
       and asking each op's `ReverseDifferentiableOpInterface` rule;
-      cotangents of values used several times are summed.
+      cotangents of values used several times are summed. Arguments listed
+      in `constants` (an input that does not require a gradient, a frozen
+      parameter) get none: what only they would need (an input's
+      `dX = dY·W`) is not computed.
 
     What the backward needs of the forward is the compiler's decision: the
     function's arguments are passed again (the caller holds them), every
@@ -162,6 +165,9 @@ def LaminaGenerateBackward : Pass<"lamina-generate-backward",
   let options = [
     Option<"function", "function", "std::string", /*default=*/"\"main\"",
            "the function to differentiate">,
+    ListOption<"constants", "constants", "int64_t",
+               "arguments held constant (indices): no gradient is returned "
+               "for one, and nothing is computed for it">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::func::FuncDialect",

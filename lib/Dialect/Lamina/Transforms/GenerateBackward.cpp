@@ -26,6 +26,7 @@
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/SmallPtrSet.h"
@@ -66,10 +67,11 @@ namespace {
 class BackwardBuilder : public ReverseState {
 public:
   BackwardBuilder(func::FuncOp forward, func::FuncOp backward,
-                  llvm::StringSet<> checkpointed)
+                  llvm::StringSet<> checkpointed,
+                  llvm::SmallDenseSet<unsigned> constants)
       : forward(forward), backward(backward),
         checkpointed(std::move(checkpointed)),
-        builder(backward.getContext()) {}
+        constants(std::move(constants)), builder(backward.getContext()) {}
 
   LogicalResult run();
   ArrayRef<Value> getSaved() const { return saved.getArrayRef(); }
@@ -93,8 +95,16 @@ private:
   /// carry gradients back (masks and constants built in the program do not).
   bool isActive(Value value) const { return active.contains(value); }
 
+  /// Whether the backward returns a gradient of `argument`.
+  bool isDifferentiated(BlockArgument argument) const {
+    return isDifferentiable(argument) &&
+           !constants.contains(argument.getArgNumber());
+  }
+
   func::FuncOp forward, backward;
   llvm::StringSet<> checkpointed;
+  /// Arguments held constant: no gradient, nothing computed for one.
+  llvm::SmallDenseSet<unsigned> constants;
   llvm::SmallPtrSet<Value, 32> active;
   OpBuilder builder;
   /// Forward values → their primal in the backward function.
@@ -215,7 +225,7 @@ LogicalResult BackwardBuilder::run() {
   Block &body = forward.getBody().front();
   numArgs = body.getNumArguments();
   for (BlockArgument argument : body.getArguments())
-    if (isDifferentiable(argument))
+    if (isDifferentiated(argument))
       active.insert(argument);
   // Through values of any type: a float result computed from active LNS
   // codes still depends on the argument, and its op must have a rule.
@@ -260,13 +270,19 @@ LogicalResult BackwardBuilder::run() {
 
   SmallVector<Value> gradients;
   for (BlockArgument argument : body.getArguments()) {
-    if (!isDifferentiable(argument))
+    if (!isDifferentiated(argument))
       continue;
     Value cotangent = cotangents.lookup(argument);
     gradients.push_back(cotangent ? cotangent : zerosLike(argument));
     gradientArgs.push_back(argument.getArgNumber());
   }
   func::ReturnOp::create(builder, forward.getLoc(), gradients);
+  // Rules build every operand's cotangent; those of values that carry
+  // none back (a constant argument's dX = dY·W) are left unused.
+  for (Operation &op : llvm::make_early_inc_range(llvm::reverse(*entry)))
+    if (isOpTriviallyDead(&op) &&
+        !op.hasAttr(LaminaDialect::kPipelineCutAttrName))
+      op.erase();
   backward.setType(FunctionType::get(
       backward.getContext(), entry->getArgumentTypes(),
       ValueRange(gradients).getTypes()));
@@ -501,7 +517,19 @@ struct LaminaGenerateBackwardPass
     auto backward = func::FuncOp::create(
         builder, target.getLoc(), (target.getSymName() + "_backward").str(),
         builder.getFunctionType(backwardInputs, {}));
-    BackwardBuilder generator(target, backward, std::move(checkpointed));
+    llvm::SmallDenseSet<unsigned> constantSet;
+    for (int64_t index : constants) {
+      if (index < 0 || index >= int64_t(target.getNumArguments())) {
+        target.emitOpError("has no argument ")
+            << index << " to hold constant (constants=); it takes "
+            << target.getNumArguments();
+        backward.erase();
+        return signalPassFailure();
+      }
+      constantSet.insert(index);
+    }
+    BackwardBuilder generator(target, backward, std::move(checkpointed),
+                              std::move(constantSet));
     if (failed(generator.run()) ||
         (sharded && failed(finishShardedGradients(
                         backward, target, generator.getGradientArguments(),
