@@ -172,7 +172,11 @@ def backward_dw(work, t, k, n):
 
 
 def repeats_for(flops):
-    return max(3, min(50, int(1.5 / (flops / 50e9))))
+    """Timed calls per process: about 1.5 s of work at 50 GFLOP/s, and at
+    least 8, so that the median is past the first calls (a process still
+    faults in fresh pages for its results during its first few: the
+    backward's dW at 2048 tokens ran 180 ms in its first calls, 125 after)."""
+    return max(8, min(50, int(1.5 / (flops / 50e9))))
 
 
 def lamina_time(path, repeats, pipeline, threads=1, repack=False):
