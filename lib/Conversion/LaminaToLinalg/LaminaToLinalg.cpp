@@ -382,6 +382,23 @@ static void buildMultiplyAdd(OpBuilder &b, Location loc, ValueRange args,
       b, loc, ValueRange{arith::AddFOp::create(b, loc, args[2], product)});
 }
 
+/// The packed matmul's generic: `maps` over its loops, all parallel but the
+/// last (k), tagged as the matmul stage.
+static Value buildPackedMatmulGeneric(OpBuilder &b, Location loc,
+                                      ValueRange inputs, Value acc,
+                                      ArrayRef<AffineMap> maps, Type accElt) {
+  SmallVector<utils::IteratorType> iterators(maps.front().getNumDims() - 1,
+                                             utils::IteratorType::parallel);
+  iterators.push_back(utils::IteratorType::reduction);
+  auto matmul = linalg::GenericOp::create(
+      b, loc, acc.getType(), inputs, ValueRange{acc}, maps, iterators,
+      [&](OpBuilder &nb, Location nloc, ValueRange args) {
+        buildMultiplyAdd(nb, nloc, args, accElt);
+      });
+  matmul->setAttr(kStageAttrName, b.getStringAttr("matmul"));
+  return matmul.getResult(0);
+}
+
 /// x[..., K]·W[N, K]ᵀ with W packed into Wp[N/B, K, B]: a [M, N/B, B]
 /// accumulator, the same memory as row-major [M, N].
 static Value buildBlockedMatmul(OpBuilder &b, Location loc, Value input,
@@ -403,15 +420,7 @@ static Value buildBlockedMatmul(OpBuilder &b, Location loc, Value input,
   SmallVector<AffineMap> maps = {AffineMap::get(4, 0, {m, kk}, context),
                                  AffineMap::get(4, 0, {n1, kk, n0}, context),
                                  AffineMap::get(4, 0, {m, n1, n0}, context)};
-  SmallVector<utils::IteratorType> iterators(3, utils::IteratorType::parallel);
-  iterators.push_back(utils::IteratorType::reduction);
-  auto matmul = linalg::GenericOp::create(
-      b, loc, acc.getType(), ValueRange{rows, packed}, ValueRange{acc}, maps,
-      iterators, [&](OpBuilder &nb, Location nloc, ValueRange args) {
-        buildMultiplyAdd(nb, nloc, args, accElt);
-      });
-  matmul->setAttr(kStageAttrName, b.getStringAttr("matmul"));
-  return matmul.getResult(0);
+  return buildPackedMatmulGeneric(b, loc, {rows, packed}, acc, maps, accElt);
 }
 
 /// The source T[K, M] of an input x = Tᵀ that can be packed in panels of
@@ -461,16 +470,10 @@ static Value buildPanelMatmul(OpBuilder &b, Location loc, Value source,
       AffineMap::get(5, 0, {m1, kk, m0}, context),
       AffineMap::get(5, 0, {n1, kk, n0}, context),
       AffineMap::get(5, 0, {m1, m0, n1, n0}, context)};
-  SmallVector<utils::IteratorType> iterators(4, utils::IteratorType::parallel);
-  iterators.push_back(utils::IteratorType::reduction);
-  auto matmul = linalg::GenericOp::create(
-      b, loc, acc.getType(), ValueRange{panels, packed}, ValueRange{acc}, maps,
-      iterators, [&](OpBuilder &nb, Location nloc, ValueRange args) {
-        buildMultiplyAdd(nb, nloc, args, accElt);
-      });
-  matmul->setAttr(kStageAttrName, b.getStringAttr("matmul"));
+  Value matmul =
+      buildPackedMatmulGeneric(b, loc, {panels, packed}, acc, maps, accElt);
   return tensor::CollapseShapeOp::create(
-      b, loc, matmul.getResult(0),
+      b, loc, matmul,
       ArrayRef<ReassociationIndices>{{0, 1}, {2}, {3}});
 }
 
