@@ -220,9 +220,6 @@ static std::string buildSchedule(unsigned index, const TilePlan &plan,
       "in %root : (!transform.any_op) -> !transform.any_op\n",
       index, kTargetAttr);
   std::string current = "t" + std::to_string(index);
-  auto sizes = [&](int64_t rows, int64_t blocks) {
-    return layout.tile(rows, blocks);
-  };
   if (plan.cacheRows && threaded) {
     // Cache tiles as an scf.forall shared out among threads, with the
     // matmul (when the target is its epilogue) and the fill fused in.
@@ -230,7 +227,8 @@ static std::string buildSchedule(unsigned index, const TilePlan &plan,
         "  %c{0}, %forall{0} = transform.structured.tile_using_forall %{1} "
         "tile_sizes {2} : (!transform.any_op) -> (!transform.any_op, "
         "!transform.any_op)\n",
-        index, current, tileSizes(sizes(plan.cacheRows, plan.cacheBlocks)));
+        index, current,
+        tileSizes(layout.tile(plan.cacheRows, plan.cacheBlocks)));
     std::string forall = llvm::formatv("%forall{0}", index);
     SmallVector<StringRef> producers;
     if (!targetIsMatmul)
@@ -250,14 +248,16 @@ static std::string buildSchedule(unsigned index, const TilePlan &plan,
     current = "c" + std::to_string(index);
   } else if (plan.cacheRows) {
     std::string next = "c" + std::to_string(index);
-    script += fuseStep(next, current, sizes(plan.cacheRows, plan.cacheBlocks),
+    script += fuseStep(next, current,
+                       layout.tile(plan.cacheRows, plan.cacheBlocks),
                        layout.blocksOuter());
     current = next;
   }
   std::string inner = "r" + std::to_string(index);
   script += fuseStep(inner, current,
-                     sizes(plan.registerRows,
-                           plan.tileRegisterBlocks ? plan.registerBlocks : 0),
+                     layout.tile(plan.registerRows, plan.tileRegisterBlocks
+                                                        ? plan.registerBlocks
+                                                        : 0),
                      plan.registerRows && plan.tileRegisterBlocks
                          ? layout.blocksOuter()
                          : SmallVector<int64_t>());
