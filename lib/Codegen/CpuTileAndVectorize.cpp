@@ -34,6 +34,9 @@ using namespace mlir::lamina;
 static constexpr StringLiteral kTargetAttr = "__lamina_tile_target";
 static constexpr StringLiteral kMatmulAttr = "__lamina_tile_matmul";
 static constexpr StringLiteral kFillAttr = "__lamina_tile_fill";
+/// How far ahead a loop streaming its weight prefetches it: 4 KiB (at
+/// 16 × 4096 × 4096 on an AVX-512 Xeon, 2-8 KiB were alike).
+static constexpr int64_t kPrefetchDistanceBytes = 4096;
 
 static bool hasStage(Operation *op, StringRef stage) {
   auto attr = op ? op->getAttrOfType<StringAttr>(LaminaDialect::kStageAttrName)
@@ -291,6 +294,18 @@ static std::string buildSchedule(unsigned index, const TilePlan &plan,
     script += llvm::formatv("  transform.loop.hoist_loop_invariant_subsets "
                             "%kloop{0} : !transform.any_op\n",
                             index);
+  // Without a cache tile no other register tile reads this one's weight
+  // panel soon after it: the loop streams it from memory, and
+  // lamina-cpu-prefetch-rows prefetches it ahead (at 16 × 4096 × 4096:
+  // 7.1 → 4.5 ms; with cache tiles, where the panel comes from L2,
+  // prefetches made 2048 × 1024 × 4096 5% slower).
+  if (plan.kStep && !plan.cacheRows)
+    script += llvm::formatv(
+        "  %distance{0} = transform.param.constant {1} : i64 -> "
+        "!transform.param<i64>\n"
+        "  transform.annotate %kloop{0} \"{2}\" = %distance{0} : "
+        "!transform.any_op, !transform.param<i64>\n",
+        index, kPrefetchDistanceBytes, LaminaDialect::kPrefetchRowsAttrName);
   return script;
 }
 

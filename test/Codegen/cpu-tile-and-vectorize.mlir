@@ -26,6 +26,8 @@
 // WIDE: scf.for %{{.*}} = %c0 to %c128 step %c8 iter_args
 // WIDE-NEXT: scf.for %{{.*}} = %c0 to %c1024 step %c4 iter_args(%{{.*}} = %{{.*}}) -> (vector<8x2x16xf32>)
 // WIDE: vector.contract {{.*}} : vector<8x4xf32>, vector<2x4x16xf32> into vector<8x2x16xf32>
+// The cache tile keeps the weight panel for 16 register tiles: no prefetch.
+// WIDE-NOT: lamina.prefetch_rows
 // WIDE-LABEL: func.func @big
 func.func @gelu_512(%x: tensor<512x1024xf32>, %w: tensor<4096x1024xf32>, %b: tensor<4096xf32>) -> tensor<512x4096xf32> {
   %0 = lamina.linear_act "fc" %x, %w bias %b activation gelu_tanh : (tensor<512x1024xf32>, tensor<4096x1024xf32>, tensor<4096xf32>) -> tensor<512x4096xf32>
@@ -43,6 +45,22 @@ func.func @gelu_512(%x: tensor<512x1024xf32>, %w: tensor<4096x1024xf32>, %b: ten
 func.func @big(%x: tensor<2048x1024xf32>, %w: tensor<1024x1024xf32>, %b: tensor<1024xf32>) -> tensor<2048x1024xf32> {
   %0 = lamina.linear_act "fc" %x, %w bias %b activation relu : (tensor<2048x1024xf32>, tensor<1024x1024xf32>, tensor<1024xf32>) -> tensor<2048x1024xf32>
   return %0 : tensor<2048x1024xf32>
+}
+
+// -----
+
+// Decoding (M = 16): no cache tile, so each register tile's k loop streams
+// its weight panel from memory and is marked for lamina-cpu-prefetch-rows,
+// 4 KiB ahead.
+// WIDE-LABEL: func.func @decode
+// WIDE: scf.for %{{.*}} = %c0 to %c256 step %c2
+// WIDE: scf.for %{{.*}} = %c0 to %c16 step %c8
+// WIDE: scf.for %{{.*}} = %c0 to %c4096 step %c4 iter_args(%{{.*}}) -> (vector<8x2x16xf32>) {
+// WIDE: vector.contract
+// WIDE: } {lamina.prefetch_rows = 4096 : i64}
+func.func @decode(%x: tensor<16x4096xf32>, %w: tensor<4096x4096xf32>, %b: tensor<4096xf32>) -> tensor<16x4096xf32> {
+  %0 = lamina.linear_act "fc" %x, %w bias %b activation gelu_tanh : (tensor<16x4096xf32>, tensor<4096x4096xf32>, tensor<4096xf32>) -> tensor<16x4096xf32>
+  return %0 : tensor<16x4096xf32>
 }
 
 // -----

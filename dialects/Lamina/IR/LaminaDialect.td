@@ -85,6 +85,11 @@ def Lamina_Dialect : Dialect {
     /// Attribute naming the role of a lowered linalg op ("matmul" or
     /// "epilogue"), which the code-generation pipelines match on.
     static constexpr ::llvm::StringLiteral kStageAttrName = "lamina.stage";
+    /// Attribute on a register tile's loop over k that streams its packed
+    /// weight from memory (no cache tile reuses it): how many bytes ahead of
+    /// each row read lamina-cpu-prefetch-rows prefetches.
+    static constexpr ::llvm::StringLiteral kPrefetchRowsAttrName =
+        "lamina.prefetch_rows";
     /// Module attribute mapping each function with hoisted weight packing
     /// to the types of its packed weights (its trailing arguments).
     static constexpr ::llvm::StringLiteral kWeightPackingAttrName =

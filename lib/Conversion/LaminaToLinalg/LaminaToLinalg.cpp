@@ -569,9 +569,13 @@ struct FusedLinearToLinalg : OpRewritePattern<FusedLinearOp> {
           op, op.getType(), op.getInput(), op.getWeight(), op.getBias());
       return success();
     }
-    EpilogueSteps steps{op.getBias(),  op.getActivationAttr(),
-                        op.getDropoutAttr(), op.getSeed(),
-                        op.getRank(),  op.getType(), Value()};
+    EpilogueSteps steps;
+    steps.bias = op.getBias();
+    steps.activation = op.getActivationAttr();
+    steps.dropout = op.getDropoutAttr();
+    steps.seed = op.getSeed();
+    steps.rank = op.getRank();
+    steps.valueType = op.getType();
     rewriter.replaceOp(op, buildFloatLinear(rewriter, loc, op.getInput(),
                                             op.getWeight(), steps,
                                             op.getType(), packing));

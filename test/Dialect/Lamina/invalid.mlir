@@ -659,3 +659,25 @@ func.func @sync_output_grad_of_all_reduce(%x: tensor<4x16xf32>) -> tensor<4x16xf
   %0 = lamina.sync %x <fwd_post, all_reduce, tensor_parallel_output_grad = false> : tensor<4x16xf32>
   return %0 : tensor<4x16xf32>
 }
+
+// -----
+
+func.func @prefetch_rows_not_on_a_loop(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{'lamina.prefetch_rows' is a positive distance in bytes on a loop}}
+  %0 = arith.negf %x {lamina.prefetch_rows = 4096 : i64} : tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @prefetch_rows_not_positive(%m: memref<8xf32>) {
+  %c0 = arith.constant 0 : index
+  %c8 = arith.constant 8 : index
+  %c1 = arith.constant 1 : index
+  %zero = arith.constant 0.0 : f32
+  // expected-error @+1 {{'lamina.prefetch_rows' is a positive distance in bytes on a loop}}
+  scf.for %i = %c0 to %c8 step %c1 {
+    memref.store %zero, %m[%i] : memref<8xf32>
+  } {lamina.prefetch_rows = 0 : i64}
+  return
+}

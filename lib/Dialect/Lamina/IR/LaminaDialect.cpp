@@ -7,6 +7,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/DialectImplementation.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
+#include "mlir/Interfaces/LoopLikeInterface.h"
 #include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/TypeSwitch.h"
 
@@ -425,6 +426,13 @@ LogicalResult LaminaDialect::verifyOperationAttribute(Operation *op,
                    stage.getValue() != "epilogue"))
       return op->emitError() << "'" << kStageAttrName
                              << "' must be \"matmul\" or \"epilogue\"";
+    return success();
+  }
+  if (attr.getName() == kPrefetchRowsAttrName) {
+    auto distance = dyn_cast<IntegerAttr>(attr.getValue());
+    if (!distance || distance.getInt() < 1 || !isa<LoopLikeOpInterface>(op))
+      return op->emitError() << "'" << kPrefetchRowsAttrName
+                             << "' is a positive distance in bytes on a loop";
     return success();
   }
   if (attr.getName() == kLayoutAttrName) {
