@@ -474,13 +474,17 @@ def _accumulate_lns(parameter, codes):
         np.asarray(codes, dtype=np.int64).astype(np.float64)))
 
 
-class _Saving:
-    """Train mode: `@f_forward` runs; its saved values wait on the graph.
+class _Strategy:
+    """How a call's forward runs and what its backward starts from.
     `constants`: the arguments that get no gradient (the pair's)."""
 
     def __init__(self, call, num_inputs, seed, constants):
         self.call, self.num_inputs, self.seed = call, num_inputs, seed
         self.constants = constants
+
+
+class _Saving(_Strategy):
+    """Train mode: `@f_forward` runs; its saved values wait on the graph."""
 
     def forward(self, ctx, tensors):
         call = self.call
@@ -498,13 +502,9 @@ class _Saving:
         return self.call.backward(ctx, ctx.saved_values, cotangents)
 
 
-class _Recomputing:
+class _Recomputing(_Strategy):
     """Eval mode: the scheduled program runs; a backward recomputes the
     saved values with `@f_forward` first."""
-
-    def __init__(self, call, num_inputs, seed, constants):
-        self.call, self.num_inputs, self.seed = call, num_inputs, seed
-        self.constants = constants
 
     def forward(self, ctx, tensors):
         _remember(ctx, tensors, self.num_inputs, self.seed, self.constants)
