@@ -1,29 +1,31 @@
 // RUN: lamina-opt %s --convert-lamina-to-linalg=weight-block=16 --lamina-hoist-weight-packing --lamina-cpu-tile-and-vectorize --split-input-file | FileCheck %s
 // RUN: lamina-opt %s --convert-lamina-to-linalg=weight-block=16 --lamina-hoist-weight-packing --lamina-cpu-tile-and-vectorize=vector-bits=512 --split-input-file | FileCheck %s --check-prefix=WIDE
 
-// M = 512: cache tiles of 128 rows × 2 blocks (blocks outer), register
-// tiles of 4 rows × 1 block of 16, K in steps of 4 with the accumulator
-// carried in registers; the epilogue runs on the vector accumulator and the
-// output tile is written once.
+// M = 512, K = 1024: cache tiles of 128 rows × 8 blocks (blocks outer; the
+// tile's 512 KiB of x rows stay in L2 for 8 blocks of W), register tiles of
+// 4 rows × 1 block of 16, K in steps of 4 with the accumulator carried in
+// registers; the epilogue runs on the vector accumulator and the output tile
+// is written once.
 // CHECK-LABEL: func.func @gelu_512
-// CHECK: scf.for %{{.*}} = %c0 to %c256 step %c2
+// CHECK: scf.for %{{.*}} = %c0 to %c256 step %c8
 // CHECK: scf.for %{{.*}} = %c0 to %c512 step %c128
-// CHECK: scf.for %{{.*}} = %c0 to %c2 step %c1
+// CHECK: scf.for %{{.*}} = %c0 to %c8 step %c1
 // CHECK: scf.for %{{.*}} = %c0 to %c128 step %c4
 // CHECK: %[[ACC:.+]] = scf.for %{{.*}} = %c0 to %c1024 step %c4 iter_args(%{{.*}} = %{{.*}}) -> (vector<4x1x16xf32>)
 // CHECK: vector.contract {{.*}} : vector<4x4xf32>, vector<1x4x16xf32> into vector<4x1x16xf32>
 // CHECK: scf.yield %{{.*}} : vector<4x1x16xf32>
 // CHECK: arith.addf %[[ACC]], %{{.*}} : vector<4x1x16xf32>
 // CHECK: math.tanh %{{.*}} : vector<4x1x16xf32>
-// CHECK: vector.transfer_write %{{.*}} : vector<4x1x16xf32>, tensor<128x2x16xf32>
+// CHECK: vector.transfer_write %{{.*}} : vector<4x1x16xf32>, tensor<128x8x16xf32>
 // CHECK-NOT: vector.transfer_write
 // CHECK: return
 // With 512-bit vectors (AVX-512), register tiles of 8 rows × 2 blocks (16
-// accumulators of 16 lanes: the cache tile's two blocks, so no block
-// loop), and the function marked so that LLVM keeps the vectors whole.
+// accumulators of 16 lanes), and the function marked so that LLVM keeps the
+// vectors whole.
 // WIDE-LABEL: func.func @gelu_512
 // WIDE-SAME: passthrough = {{\[}}["min-legal-vector-width", "512"]]
-// WIDE: scf.for %{{.*}} = %c0 to %c128 step %c8 iter_args
+// WIDE: scf.for %{{.*}} = %c0 to %c8 step %c2 iter_args
+// WIDE-NEXT: scf.for %{{.*}} = %c0 to %c128 step %c8 iter_args
 // WIDE-NEXT: scf.for %{{.*}} = %c0 to %c1024 step %c4 iter_args(%{{.*}} = %{{.*}}) -> (vector<8x2x16xf32>)
 // WIDE: vector.contract {{.*}} : vector<8x4xf32>, vector<2x4x16xf32> into vector<8x2x16xf32>
 // The cache tile keeps the weight panel for 16 register tiles: no prefetch.
@@ -36,14 +38,27 @@ func.func @gelu_512(%x: tensor<512x1024xf32>, %w: tensor<4096x1024xf32>, %b: ten
 
 // -----
 
-// M = 2048: the same cache tiles, blocks outer: each pair of blocks of W
+// M = 2048: the same cache tiles, blocks outer: each group of 8 blocks of W
 // stays while all 2048 rows stream past.
 // CHECK-LABEL: func.func @big
-// CHECK: scf.for %{{.*}} = %c0 to %c64 step %c2
+// CHECK: scf.for %{{.*}} = %c0 to %c64 step %c8
 // CHECK-NEXT: scf.for %{{.*}} = %c0 to %c2048 step %c128
 // CHECK: vector.contract
 func.func @big(%x: tensor<2048x1024xf32>, %w: tensor<1024x1024xf32>, %b: tensor<1024xf32>) -> tensor<2048x1024xf32> {
   %0 = lamina.linear_act "fc" %x, %w bias %b activation relu : (tensor<2048x1024xf32>, tensor<1024x1024xf32>, tensor<1024xf32>) -> tensor<2048x1024xf32>
+  return %0 : tensor<2048x1024xf32>
+}
+
+// -----
+
+// K = 4096: 128 rows of x are 2 MiB, too many to keep for 8 blocks; a cache
+// tile holds 2 blocks, whose W panel stays while the rows stream past.
+// CHECK-LABEL: func.func @deep
+// CHECK: scf.for %{{.*}} = %c0 to %c64 step %c2
+// CHECK-NEXT: scf.for %{{.*}} = %c0 to %c2048 step %c128
+// CHECK: vector.contract
+func.func @deep(%x: tensor<2048x4096xf32>, %w: tensor<1024x4096xf32>) -> tensor<2048x1024xf32> {
+  %0 = lamina.linear "fc" %x, %w : (tensor<2048x4096xf32>, tensor<1024x4096xf32>) -> tensor<2048x1024xf32>
   return %0 : tensor<2048x1024xf32>
 }
 
