@@ -338,9 +338,8 @@ class CompiledModule(nn.Module):
         if stage == "training":
             if self.target == "cuda":
                 raise ScheduleError(_NOT_DIFFERENTIATED_ON_GPU)
-            if compiled.call.reason is not None:
-                raise ScheduleError(compiled.call.reason)
-            return compiled.call.pair().module
+            return training.generate_backward(compiled.scheduled,
+                                              compiled.imported.entry)
         pipeline = ("lamina-decompose,lamina-partition" if stage ==
                     "partitioned" else compiled.pipeline)
         if stage == "lowered" and self.target == "cuda":

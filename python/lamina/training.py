@@ -296,21 +296,28 @@ def _compile_function(module, function, pipeline):
         raise ScheduleError(str(error)) from None
 
 
+def generate_backward(scheduled, entry, constants=()):
+    """The scheduled program with `@f_forward` and `@f_backward` added
+    (lamina-generate-backward), as text; `constants`: the argument indices
+    that get no gradient."""
+    options = f"function={entry}"
+    if constants:
+        options += f" constants={','.join(map(str, constants))}"
+    try:
+        return _lamina.transform_ir(
+            scheduled, "", f"lamina-generate-backward{{{options}}}")
+    except ValueError as error:
+        raise ScheduleError(f"the program cannot be differentiated: "
+                            f"{str(error).strip()}") from None
+
+
 class TrainingPair:
     """`@f_forward` and `@f_backward` of the scheduled program, compiled;
     `constants`: the argument indices that get no gradient (tensors that
     do not require one), for which the backward computes nothing."""
 
     def __init__(self, scheduled, entry, pipeline, constants=()):
-        options = f"function={entry}"
-        if constants:
-            options += f" constants={','.join(map(str, constants))}"
-        try:
-            module = _lamina.transform_ir(
-                scheduled, "", f"lamina-generate-backward{{{options}}}")
-        except ValueError as error:
-            raise ScheduleError(f"the program cannot be differentiated: "
-                                f"{str(error).strip()}") from None
+        module = generate_backward(scheduled, entry, constants)
         self.module = module
         info = _training_entry(module, entry)
         self.saved = info["saved"]
@@ -359,18 +366,15 @@ class ProgramCall:
     """Calls of one traced program from torch: its arguments (inputs, the
     parameters, the dropout seed) and how its results carry autograd.
 
-    `parameters` holds the tensor of every parameter argument; `reason`,
-    when set, is why the program cannot be differentiated."""
+    `parameters` holds the tensor of every parameter argument."""
 
-    def __init__(self, plain, imported, scheduled, pipeline, parameters,
-                 reason=None):
+    def __init__(self, plain, imported, scheduled, pipeline, parameters):
         self.plain = plain
         self.imported = imported
         self.scheduled = scheduled
         self.pipeline = pipeline
         self.parameters = parameters
         self.distinct, self._index = _unique(parameters)
-        self.reason = reason
         self._pairs = {}
 
     def constants(self, inputs):
@@ -415,10 +419,7 @@ class ProgramCall:
                 any(t.requires_grad for t in tensors)):
             return self._plain_outputs(inputs, seed)
         constants = self.constants(inputs)
-        if self.reason is not None:
-            strategy = Rejecting(lambda: self._plain_outputs(inputs, seed),
-                                 self.reason)
-        elif keep:
+        if keep:
             try:
                 self.pair(constants)
                 strategy = _Saving(self, len(inputs), seed, constants)
