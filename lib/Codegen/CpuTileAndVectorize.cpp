@@ -98,9 +98,8 @@ struct TilePlan {
 /// Chooses tile sizes for a matmul of M rows, N1 blocks of 16 and depth K,
 /// x's elements `inputBytes` wide; `wide`: 512-bit vectors (a block of 16
 /// features is one register); `threaded`: the cache tiles are shared out
-/// among threads. Every
-/// tile divides its extent and is smaller than it: a one-trip loop would be
-/// folded away under the schedule's handles.
+/// among threads. Every tile divides its extent and is smaller than it: a
+/// one-trip loop would be folded away under the schedule's handles.
 static std::optional<TilePlan> planTiles(int64_t m, int64_t n1, int64_t k,
                                          int64_t inputBytes, bool wide,
                                          bool threaded) {
