@@ -52,10 +52,13 @@ func.func @big(%x: tensor<2048x1024xf32>, %w: tensor<1024x1024xf32>, %b: tensor<
 // -----
 
 // K = 4096: 128 rows of x are 2 MiB, too many to keep for 8 blocks; a cache
-// tile holds 2 blocks, whose W panel stays while the rows stream past.
+// tile holds 2 blocks, whose W panel stays while the rows stream past. All
+// of x (32 MiB) would not stay in L3 from one pair of blocks to the next:
+// the rows run in slabs of 512 (8 MiB), each past every pair of blocks.
 // CHECK-LABEL: func.func @deep
+// CHECK: scf.for %{{.*}} = %c0 to %c2048 step %c512
 // CHECK: scf.for %{{.*}} = %c0 to %c64 step %c2
-// CHECK-NEXT: scf.for %{{.*}} = %c0 to %c2048 step %c128
+// CHECK-NEXT: scf.for %{{.*}} = %c0 to %c512 step %c128
 // CHECK: vector.contract
 func.func @deep(%x: tensor<2048x4096xf32>, %w: tensor<1024x4096xf32>) -> tensor<2048x1024xf32> {
   %0 = lamina.linear "fc" %x, %w : (tensor<2048x4096xf32>, tensor<1024x4096xf32>) -> tensor<2048x1024xf32>
