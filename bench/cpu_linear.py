@@ -9,7 +9,8 @@ rounds of per-process medians:
    thread: Lamina fused (lamina-cpu-pipeline: the epilogue on the register
    tile), Lamina unfused (lamina-cpu-pipeline{fuse-epilogues=false}),
    PyTorch eager with OpenBLAS (LD_LIBRARY_PATH=.../openblas-pthread) and
-   bare OpenBLAS sgemm (X·Wᵀ only), the strongest baseline;
+   bare OpenBLAS sgemm (X·Wᵀ only), the strongest baseline, both on the
+   fastest of OpenBLAS's kernel families this CPU runs;
 2. the matmul alone (a linear layer without bias), one thread, against
    sgemm;
 3. the backward's matmuls as lamina-generate-backward writes them, one
@@ -38,7 +39,7 @@ import subprocess
 import sys
 import tempfile
 
-from machine import cpu_model
+from machine import OPENBLAS_DIR, cpu_model, openblas_env, openblas_kernels
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 # The lamina package lives in the build tree, next to its extension.
@@ -46,7 +47,6 @@ sys.path.insert(0, str(pathlib.Path(os.environ.get("LAMINA_BUILD_DIR",
                                                    ROOT / "build")) / "python"))
 from lamina.tools import tool  # noqa: E402
 
-OPENBLAS_DIR = "/usr/lib/x86_64-linux-gnu/openblas-pthread"
 SHAPES = [(1, 4096, 4096), (16, 4096, 4096), (512, 1024, 4096),
           (2048, 1024, 4096), (2048, 4096, 1024)]
 P_DROP = 0.1
@@ -271,8 +271,7 @@ def main():
     shapes = SHAPES if args.shapes == "all" else [
         SHAPES[int(i)] for i in args.shapes.split(",")]
 
-    blas_env = dict(os.environ, LD_LIBRARY_PATH=OPENBLAS_DIR,
-                    OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
+    blas_env = openblas_env(os.environ)
     with tempfile.TemporaryDirectory() as work:
         work = pathlib.Path(work)
         peak_text, vector_bits = run(
@@ -312,7 +311,7 @@ def main():
             print(format_threads(row), flush=True)
 
     report = render(fused, matmuls, backward, threaded, peak, bandwidth, args,
-                    vector_bits, tile_ceiling)
+                    vector_bits, tile_ceiling, openblas_kernels(blas_env))
     pathlib.Path(args.output).write_text(report)
     print(f"\nwrote {args.output}")
 
@@ -354,7 +353,7 @@ def format_threads(r):
 
 
 def render(fused, matmuls, backward, threaded, peak, bandwidth, args,
-           vector_bits, tile_ceiling):
+           vector_bits, tile_ceiling, kernels):
     head = ("| M×K×N | epilogue | Lamina fused ms | GFLOP/s | Lamina unfused ms "
             "| PyTorch+OpenBLAS ms | OpenBLAS sgemm ms | vs PyTorch | vs sgemm "
             "| unfused/fused | roofline | compile ms |\n"
@@ -390,6 +389,7 @@ Measured on this machine ({cpu_model()}) in the same run: fp32 FMA peak
 **{peak:.1f} GFLOP/s** per core with {vector_bits}-bit vectors, the widest it has
 (`bench/probes/fma_peak.c`), streaming read **{bandwidth:.1f} GB/s**
 (`bench/probes/stream_read.c`).{tile_text}
+PyTorch and sgemm run {kernels}.
 
 Times are medians over {args.rounds} rounds of per-process medians; "vs" columns
 are speed ratios (baseline time / Lamina time; > 1 means Lamina is faster).

@@ -7,8 +7,9 @@ nn.GELU, causal attention with a mask buffer, tied head; logits of the last
 position, as at generation): 4 layers, hidden 256, 4 heads, sequence 128,
 batch 8, vocabulary 50304, fp32, one thread, eval mode. Each round runs both
 contenders once, in separate processes pinned to one core (PyTorch with
-LD_LIBRARY_PATH=.../openblas-pthread), and the table reports medians over
-rounds of per-process medians of one forward call.
+LD_LIBRARY_PATH=.../openblas-pthread, on the fastest of its kernels for
+the CPU), and the table reports medians over rounds of per-process medians
+of one forward call.
 
 usage: bench/gpt_forward.py [--rounds 3] [--calls 10]
                             [--output bench/results/gpt_forward.md]
@@ -22,9 +23,10 @@ import statistics
 import subprocess
 import sys
 
+from machine import openblas_env, openblas_kernels
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 BUILD = pathlib.Path(os.environ.get("LAMINA_BUILD_DIR", ROOT / "build"))
-OPENBLAS_DIR = "/usr/lib/x86_64-linux-gnu/openblas-pthread"
 LAYERS, HIDDEN, HEADS, SEQUENCE, BATCH, VOCAB = 4, 256, 4, 128, 8, 50304
 
 CALL = r"""
@@ -55,11 +57,8 @@ print(statistics.median(times))
        "batch": BATCH}
 
 
-def run(contender, calls):
-    env = dict(os.environ, OMP_NUM_THREADS="1",
-               PYTHONPATH=str(BUILD / "python"))
-    if contender == "eager":
-        env["LD_LIBRARY_PATH"] = OPENBLAS_DIR
+def run(contender, calls, blas_env):
+    env = dict(blas_env, PYTHONPATH=str(BUILD / "python"))
     command = ["taskset", "-c", "0", sys.executable, "-c", CALL, str(calls),
                contender]
     out = subprocess.run(command, env=env, check=True, capture_output=True,
@@ -74,10 +73,11 @@ def main():
     parser.add_argument("--output", type=pathlib.Path)
     args = parser.parse_args()
 
+    blas_env = openblas_env(os.environ)
     eager, compiled = [], []
     for _ in range(args.rounds):
-        eager.append(run("eager", args.calls))
-        compiled.append(run("lamina", args.calls))
+        eager.append(run("eager", args.calls, blas_env))
+        compiled.append(run("lamina", args.calls, blas_env))
         print(f"eager {eager[-1] * 1e3:.1f} ms, Lamina "
               f"{compiled[-1] * 1e3:.1f} ms", flush=True)
     e, c = statistics.median(eager), statistics.median(compiled)
@@ -95,7 +95,7 @@ def main():
         f"hidden {HIDDEN}, {HEADS} heads, sequence {SEQUENCE}, batch "
         f"{BATCH}, vocabulary {VOCAB}, eval mode, logits of the last "
         "position. Times are medians over rounds of per-process medians of "
-        "one call; eager PyTorch runs on OpenBLAS.",
+        "one call; eager PyTorch runs on " + openblas_kernels(blas_env) + ".",
         "",
         "| contender | ms per call | tokens/s | vs eager |",
         "|---|---|---|---|",

@@ -7,8 +7,8 @@ FusedQKV, softmax attention, output projection, MLP; hidden 256, 4 heads,
 batch 8 of 64 tokens). A step is forward, loss, backward and
 an SGD (momentum 0.9) step on the parameters. Each round runs both
 contenders once, in separate processes pinned to one core (PyTorch with
-LD_LIBRARY_PATH=.../openblas-pthread), and the table reports medians over
-rounds of per-process medians. It also reports the bytes the compiled
+LD_LIBRARY_PATH=.../openblas-pthread, on the fastest of its kernels for
+the CPU), and the table reports medians over rounds of per-process medians. It also reports the bytes the compiled
 forward saves for the backward, with and without `checkpoint()` on fc1.
 
 Each process first runs `--warmup` steps untimed: until then the heap of
@@ -28,9 +28,10 @@ import statistics
 import subprocess
 import sys
 
+from machine import openblas_env, openblas_kernels
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 BUILD = pathlib.Path(os.environ.get("LAMINA_BUILD_DIR", ROOT / "build"))
-OPENBLAS_DIR = "/usr/lib/x86_64-linux-gnu/openblas-pthread"
 HIDDEN, INTER = 1024, 4096
 TOKENS = [512, 2048]
 
@@ -143,11 +144,8 @@ print(saved)
 """ % {"model": MODEL}
 
 
-def run(code, args, openblas):
-    env = dict(os.environ, OMP_NUM_THREADS="1",
-               PYTHONPATH=str(BUILD / "python"))
-    if openblas:
-        env["LD_LIBRARY_PATH"] = OPENBLAS_DIR
+def run(code, args, blas_env):
+    env = dict(blas_env, PYTHONPATH=str(BUILD / "python"))
     command = ["taskset", "-c", "0", sys.executable, "-c", code,
                *map(str, args)]
     out = subprocess.run(command, env=env, check=True, capture_output=True,
@@ -163,6 +161,7 @@ def main():
     parser.add_argument("--output", type=pathlib.Path)
     args = parser.parse_args()
 
+    blas_env = openblas_env(os.environ)
     rows = []
     cases = [("mlp", tokens, f"MLP, {tokens} tokens") for tokens in TOKENS]
     cases.append(("block", 0, "block, {} × {} tokens, hidden {}".format(
@@ -171,11 +170,11 @@ def main():
         eager, compiled = [], []
         for _ in range(args.rounds):
             eager.append(run(STEP, [model, tokens, args.steps, "eager",
-                                    args.warmup], True))
+                                    args.warmup], blas_env))
             compiled.append(run(STEP, [model, tokens, args.steps, "lamina",
-                                       args.warmup], False))
-        plain = int(run(SAVED, [model, tokens, 0], False))
-        checkpointed = int(run(SAVED, [model, tokens, 1], False))
+                                       args.warmup], blas_env))
+        plain = int(run(SAVED, [model, tokens, 0], blas_env))
+        checkpointed = int(run(SAVED, [model, tokens, 1], blas_env))
         e, c = statistics.median(eager), statistics.median(compiled)
         rows.append(f"| {label} | {e * 1e3:.1f} | {c * 1e3:.1f} | "
                     f"{e / c:.2f}× | {plain / 2**20:.1f} | "
@@ -198,7 +197,8 @@ def main():
         "output projection, residual; LayerNorm, MLP (4× hidden), residual. "
         "loss = mean(y²), backward, SGD with momentum 0.9. Step times, "
         "after the warm-up steps, are medians "
-        "over rounds of per-process medians; eager PyTorch runs on OpenBLAS. "
+        "over rounds of per-process medians; eager PyTorch runs on "
+        f"{openblas_kernels(blas_env)}. "
         "Saved: the bytes the compiled forward keeps for the backward, "
         "without and with `checkpoint()` on fc1.",
         "",

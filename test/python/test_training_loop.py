@@ -4,6 +4,7 @@ changes, NumPy calls, the backward compiled once per shape, and programs
 pipeline stages. Training on several ranks: test_training_ranks.py."""
 
 import copy
+import gc
 
 import numpy as np
 import pytest
@@ -211,6 +212,40 @@ def test_backward_is_compiled_once_per_shape(monkeypatch):
     compiled(inputs(3, 4, 32)).sum().backward()
     compiled(inputs(2, 4, 32)).sum().backward()
     assert len(compiled_functions) == 4
+
+
+@pytest.mark.parametrize("structure", ["tensor", "tuple"])
+def test_a_step_leaves_no_reference_cycle(structure):
+    """A step's results, autograd graph and saved values are freed by
+    reference counting when the step ends. Held in a reference cycle
+    until the collector ran, they would pile up over tens of steps: a
+    GPT-2 MLP's training process grew by 24 MiB a step, and every step
+    paid page faults for fresh memory (2x its time)."""
+    class Pair(MLP):
+        def forward(self, x):
+            y = super().forward(x)
+            return (y, (y * 2,)) if structure == "tuple" else y
+
+    torch.manual_seed(4)
+    compiled = lamina.build(lamina.create_schedule(Pair()), (inputs(8, 32),))
+    optimizer = torch.optim.SGD(compiled.parameters(), lr=0.1)
+
+    def step():
+        optimizer.zero_grad()
+        outputs = compiled(inputs(8, 32))
+        y = outputs[0] if structure == "tuple" else outputs
+        y.square().mean().backward()
+        optimizer.step()
+
+    step()
+    gc.collect()
+    gc.disable()
+    try:
+        for _ in range(3):
+            step()
+        assert gc.collect() == 0
+    finally:
+        gc.enable()
 
 
 def test_lns_layers_carry_gradients_as_in_eager():

@@ -40,13 +40,7 @@ class ImportedModel:
     def restructure(self, results):
         """`results` (one per result of the function) in the structure the
         model returns."""
-        def build(item):
-            if item is None:
-                return None
-            if isinstance(item, int):
-                return results[item]
-            return type(item)(build(i) for i in item)
-        return build(self.structure)
+        return _restructure(self.structure, results)
 
     def check_indices(self, inputs):
         """Raises InputError if an input used as indices has one outside
@@ -60,6 +54,18 @@ class ImportedModel:
                 first = values[bad].reshape(-1)[0].item()
                 raise InputError(f"input {position} holds the index {first}, "
                                  f"outside the {bound} rows of {what}")
+
+
+def _restructure(item, results):
+    """`item` of a model's result structure with `results` in its places.
+    (A module-level function: a nested one calling itself would be a
+    reference cycle holding `results`, and with them the autograd graph and
+    the values saved for its backward, until the cycle collector ran.)"""
+    if item is None:
+        return None
+    if isinstance(item, int):
+        return results[item]
+    return type(item)(_restructure(i, results) for i in item)
 
 
 def import_model(model, example_inputs, world_size=1):
