@@ -68,20 +68,22 @@ def openblas_env(environ, rounds=3):
                OMP_NUM_THREADS="1", **MALLOC_SETTINGS)
     env.pop("OPENBLAS_CORETYPE", None)
     flags = _cpu_flags()
-    cores = [None] + [name for name, needs in _OPENBLAS_CORES
-                      if needs <= flags]
+    # Named even where OpenBLAS would pick the same kernels itself: its
+    # choice differs between processes (an AVX2 kernel for a C program on
+    # Zen 5, AVX-512 ones inside PyTorch).
+    cores = [name for name, needs in _OPENBLAS_CORES if needs <= flags]
+    if not cores:
+        return env
     times = {core: [] for core in cores}
     for _ in range(rounds):
         for core in cores:
-            probe_env = dict(env, **({"OPENBLAS_CORETYPE": core} if core
-                                     else {}))
+            probe_env = dict(env, OPENBLAS_CORETYPE=core)
             out = subprocess.run(
                 ["taskset", "-c", "0", sys.executable, "-c", _PROBE],
                 env=probe_env, check=True, capture_output=True, text=True)
             times[core].append(float(out.stdout.split()[-1]))
-    best = min(cores, key=lambda core: statistics.median(times[core]))
-    if best:
-        env["OPENBLAS_CORETYPE"] = best
+    env["OPENBLAS_CORETYPE"] = min(
+        cores, key=lambda core: statistics.median(times[core]))
     return env
 
 
@@ -91,8 +93,7 @@ def openblas_kernels(env):
     core = env.get("OPENBLAS_CORETYPE")
     kernels = (f"OpenBLAS's {core} kernels (OPENBLAS_CORETYPE={core}, the "
                "fastest it has for this CPU)" if core else
-               "OpenBLAS's own choice of kernels (the fastest it has for "
-               "this CPU)")
+               "OpenBLAS's own choice of kernels")
     settings = " ".join(f"{k}={v}" for k, v in MALLOC_SETTINGS.items())
     return (f"{kernels}, with the malloc settings Lamina's runtime gives "
             f"its own process ({settings})")
