@@ -138,8 +138,9 @@ static std::optional<TilePlan> planTiles(int64_t m, int64_t n1, int64_t k,
   }
   // Each slab reads all of W again, but from L3, where x no longer fitted:
   // on Zen 5, 2048 × 4096 × 1024 112-118 → 94-95 ms, 2048 × 4096 × 4096
-  // 1.2× faster, the backward's dX and dW over 2048 tokens 1.15-1.4×.
-  if (plan.cacheRows && !threaded && m * k * inputBytes > kStreamedRowsBytes)
+  // 1.2× faster, the backward's dX and dW over 2048 tokens 1.15-1.4×; on
+  // two threads (each slab's cache tiles shared out) 54.1 → 46.3 ms.
+  if (plan.cacheRows && m * k * inputBytes > kStreamedRowsBytes)
     for (int64_t slab = m / 2; slab >= plan.cacheRows; slab /= 2)
       if (m % slab == 0 && slab % plan.cacheRows == 0 &&
           slab * k * inputBytes <= kStreamedRowsBytes) {
@@ -258,6 +259,11 @@ static std::string buildSchedule(unsigned index, const TilePlan &plan,
       "in %root : (!transform.any_op) -> !transform.any_op\n",
       index, kTargetAttr);
   std::string current = "t" + std::to_string(index);
+  if (plan.slabRows) {
+    std::string slab = "s" + std::to_string(index);
+    script += fuseStep(slab, current, layout.tile(plan.slabRows, 0), {});
+    current = slab;
+  }
   if (plan.cacheRows && threaded) {
     // Cache tiles as an scf.forall shared out among threads, with the
     // matmul (when the target is its epilogue) and the fill fused in.
@@ -285,11 +291,6 @@ static std::string buildSchedule(unsigned index, const TilePlan &plan,
     }
     current = "c" + std::to_string(index);
   } else if (plan.cacheRows) {
-    if (plan.slabRows) {
-      std::string slab = "s" + std::to_string(index);
-      script += fuseStep(slab, current, layout.tile(plan.slabRows, 0), {});
-      current = slab;
-    }
     std::string next = "c" + std::to_string(index);
     script += fuseStep(next, current,
                        layout.tile(plan.cacheRows, plan.cacheBlocks),

@@ -60,6 +60,12 @@ func.func @big(%x: tensor<2048x1024xf32>, %w: tensor<1024x1024xf32>, %b: tensor<
 // CHECK: scf.for %{{.*}} = %c0 to %c64 step %c2
 // CHECK-NEXT: scf.for %{{.*}} = %c0 to %c512 step %c128
 // CHECK: vector.contract
+// On two threads each slab's cache tiles are shared out.
+// THREADS-LABEL: func.func @deep
+// THREADS: scf.for %{{.*}} = %c0 to %c2048 step %c512
+// THREADS: scf.forall (%{{.*}}, %{{.*}}) in (4, 32) shared_outs
+// THREADS: vector.contract
+// THREADS: scf.forall.in_parallel
 func.func @deep(%x: tensor<2048x4096xf32>, %w: tensor<1024x4096xf32>) -> tensor<2048x1024xf32> {
   %0 = lamina.linear "fc" %x, %w : (tensor<2048x4096xf32>, tensor<1024x4096xf32>) -> tensor<2048x1024xf32>
   return %0 : tensor<2048x1024xf32>
