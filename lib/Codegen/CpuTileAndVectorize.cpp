@@ -37,10 +37,10 @@ static constexpr StringLiteral kFillAttr = "__lamina_tile_fill";
 /// The most bytes of x rows a cache tile keeps for several blocks of W: a
 /// quarter of a 2 MiB L2.
 static constexpr int64_t kSharedRowsBytes = 512 * 1024;
-/// The most bytes of x rows that the cache tiles stream past each pair of
-/// W's blocks in turn: a quarter of a 32 MiB L3 (AMD's per-CCD L3). More
+/// The most bytes of x rows that the cache tiles stream past each group of
+/// W's blocks in turn: an eighth of a 32 MiB L3 (AMD's per-CCD L3). More
 /// rows are split into slabs of at most this size, one after the other.
-static constexpr int64_t kStreamedRowsBytes = 8 * 1024 * 1024;
+static constexpr int64_t kStreamedRowsBytes = 4 * 1024 * 1024;
 /// How far ahead a loop streaming its weight prefetches it: 4 KiB (at
 /// 16 × 4096 × 4096 on an AVX-512 Xeon, 2-8 KiB were alike).
 static constexpr int64_t kPrefetchDistanceBytes = 4096;
@@ -137,9 +137,12 @@ static std::optional<TilePlan> planTiles(int64_t m, int64_t n1, int64_t k,
       plan.cacheBlocks = 8;
   }
   // Each slab reads all of W again, but from L3, where x no longer fitted:
-  // on Zen 5, 2048 × 4096 × 1024 112-118 → 94-95 ms, 2048 × 4096 × 4096
-  // 1.2× faster, the backward's dX and dW over 2048 tokens 1.15-1.4×; on
-  // two threads (each slab's cache tiles shared out) 54.1 → 46.3 ms.
+  // on Zen 5, slabs of 8 MiB made 2048 × 4096 × 1024 112-118 → 94-95 ms,
+  // 2048 × 4096 × 4096 1.2× faster, the backward's dX and dW over 2048
+  // tokens 1.15-1.4×, and on two threads (each slab's cache tiles shared
+  // out) 2048 × 4096 × 1024 54.1 → 46.3 ms; slabs of 4 MiB the backward's
+  // dW 4096 × 1024 over 512 tokens (8 MiB of dY) 25.2 → 23.1 ms, over 2048
+  // tokens 108.8 → 101.7, the rest alike or 1-3% faster.
   if (plan.cacheRows && m * k * inputBytes > kStreamedRowsBytes)
     for (int64_t slab = m / 2; slab >= plan.cacheRows; slab /= 2)
       if (m % slab == 0 && slab % plan.cacheRows == 0 &&

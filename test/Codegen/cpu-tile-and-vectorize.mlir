@@ -39,10 +39,12 @@ func.func @gelu_512(%x: tensor<512x1024xf32>, %w: tensor<4096x1024xf32>, %b: ten
 // -----
 
 // M = 2048: the same cache tiles, blocks outer: each group of 8 blocks of W
-// stays while all 2048 rows stream past.
+// stays while the rows stream past, in two slabs of 1024 rows (4 MiB of x).
 // CHECK-LABEL: func.func @big
-// CHECK: scf.for %{{.*}} = %c0 to %c64 step %c8
-// CHECK-NEXT: scf.for %{{.*}} = %c0 to %c2048 step %c128
+// CHECK: scf.for %{{.*}} = %c0 to %c2048 step %c1024
+// CHECK-NEXT: tensor.extract_slice
+// CHECK-NEXT: scf.for %{{.*}} = %c0 to %c64 step %c8
+// CHECK-NEXT: scf.for %{{.*}} = %c0 to %c1024 step %c128
 // CHECK: vector.contract
 func.func @big(%x: tensor<2048x1024xf32>, %w: tensor<1024x1024xf32>, %b: tensor<1024xf32>) -> tensor<2048x1024xf32> {
   %0 = lamina.linear_act "fc" %x, %w bias %b activation relu : (tensor<2048x1024xf32>, tensor<1024x1024xf32>, tensor<1024xf32>) -> tensor<2048x1024xf32>
@@ -54,16 +56,16 @@ func.func @big(%x: tensor<2048x1024xf32>, %w: tensor<1024x1024xf32>, %b: tensor<
 // K = 4096: 128 rows of x are 2 MiB, too many to keep for 8 blocks; a cache
 // tile holds 2 blocks, whose W panel stays while the rows stream past. All
 // of x (32 MiB) would not stay in L3 from one pair of blocks to the next:
-// the rows run in slabs of 512 (8 MiB), each past every pair of blocks.
+// the rows run in slabs of 256 (4 MiB), each past every pair of blocks.
 // CHECK-LABEL: func.func @deep
-// CHECK: scf.for %{{.*}} = %c0 to %c2048 step %c512
+// CHECK: scf.for %{{.*}} = %c0 to %c2048 step %c256
 // CHECK: scf.for %{{.*}} = %c0 to %c64 step %c2
-// CHECK-NEXT: scf.for %{{.*}} = %c0 to %c512 step %c128
+// CHECK-NEXT: scf.for %{{.*}} = %c0 to %c256 step %c128
 // CHECK: vector.contract
 // On two threads each slab's cache tiles are shared out.
 // THREADS-LABEL: func.func @deep
-// THREADS: scf.for %{{.*}} = %c0 to %c2048 step %c512
-// THREADS: scf.forall (%{{.*}}, %{{.*}}) in (4, 32) shared_outs
+// THREADS: scf.for %{{.*}} = %c0 to %c2048 step %c256
+// THREADS: scf.forall (%{{.*}}, %{{.*}}) in (2, 32) shared_outs
 // THREADS: vector.contract
 // THREADS: scf.forall.in_parallel
 func.func @deep(%x: tensor<2048x4096xf32>, %w: tensor<1024x4096xf32>) -> tensor<2048x1024xf32> {

@@ -53,8 +53,8 @@ def assert_product_close(result, a, b, bias=None):
 
 
 def test_rows_in_slabs(tmp_path):
-    """x of 16 MiB (over the 8 MiB that one pass of the cache tiles streams)
-    runs in two slabs of rows: the same product."""
+    """x of 16 MiB (over the 4 MiB that one pass of the cache tiles streams)
+    runs in slabs of rows: the same product."""
     rng = np.random.default_rng(4)
     x, w, b = randn(rng, 1024, 4096), randn(rng, 64, 4096), randn(rng, 64)
     (y,) = run_ir(linear_layer("linear", (1024, 4096), 64), [x, w, b],
@@ -267,7 +267,7 @@ func.func @main(%dy: tensor<{tokens}x{n}xf32>, %x: tensor<{tokens}x{k}xf32>) -> 
     (24, 32, 8),     # one panel of 8 rows (the register tile's rows)
     (12, 48, 20),    # n = 20: panels of 4 only
     (16, 32, 18),    # n not a multiple of 4: dYᵀ materialized
-    (2048, 32, 2048),  # dYᵀ of 16 MiB: panels in two slabs of rows
+    (2048, 32, 2048),  # dYᵀ of 16 MiB: panels in slabs of rows
 ])
 @pytest.mark.parametrize("pipeline", [
     "lamina-cpu-pipeline{vector-bits=512}",
