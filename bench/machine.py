@@ -63,7 +63,7 @@ def openblas_env(environ, rounds=3):
     thread, Lamina's malloc settings (MALLOC_SETTINGS), and
     OPENBLAS_CORETYPE set to the kernel family that runs PyTorch's fp32
     matmul fastest here (medians over `rounds` alternating runs, each
-    pinned to one core; OpenBLAS's own choice among them)."""
+    pinned to one core)."""
     env = dict(environ, LD_LIBRARY_PATH=OPENBLAS_DIR, OPENBLAS_NUM_THREADS="1",
                OMP_NUM_THREADS="1", **MALLOC_SETTINGS)
     env.pop("OPENBLAS_CORETYPE", None)

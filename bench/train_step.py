@@ -8,8 +8,9 @@ batch 8 of 64 tokens). A step is forward, loss, backward and
 an SGD (momentum 0.9) step on the parameters. Each round runs both
 contenders once, in separate processes pinned to one core (PyTorch with
 LD_LIBRARY_PATH=.../openblas-pthread, on the fastest of its kernels for
-the CPU), and the table reports medians over rounds of per-process medians. It also reports the bytes the compiled
-forward saves for the backward, with and without `checkpoint()` on fc1.
+the CPU), and the table reports medians over rounds of per-process
+medians. It also reports the bytes the compiled forward saves for the
+backward, with and without `checkpoint()` on fc1.
 
 Each process first runs `--warmup` steps untimed: until then the heap of
 either contender is still growing (a step faulted in tens of MiB of fresh
