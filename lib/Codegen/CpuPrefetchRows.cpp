@@ -21,8 +21,11 @@ using namespace mlir::lamina;
 /// A cache line, the unit the prefetches are counted in.
 static constexpr int64_t kLineBytes = 64;
 
-/// Whether `index` is `iv` or `iv + c` for a constant c >= 0.
-static bool isInductionRow(Value index, Value iv) {
+/// Whether `index` is `iv`, or `iv` plus a constant c >= 0 or plus a value
+/// defined outside `loop` (the start of a chunk of rows), or such a sum
+/// plus a constant c >= 0.
+static bool isInductionRow(Value index, scf::ForOp loop) {
+  Value iv = loop.getInductionVar();
   if (index == iv)
     return true;
   auto add = index.getDefiningOp<arith::AddIOp>();
@@ -30,10 +33,16 @@ static bool isInductionRow(Value index, Value iv) {
     return false;
   APInt offset;
   for (auto [base, other] : {std::pair(add.getLhs(), add.getRhs()),
-                             std::pair(add.getRhs(), add.getLhs())})
-    if (base == iv && matchPattern(other, m_ConstantInt(&offset)) &&
-        !offset.isNegative())
+                             std::pair(add.getRhs(), add.getLhs())}) {
+    bool invariant = loop.isDefinedOutsideOfLoop(other);
+    if (base == iv &&
+        (invariant ||
+         (matchPattern(other, m_ConstantInt(&offset)) && !offset.isNegative())))
       return true;
+    if (matchPattern(other, m_ConstantInt(&offset)) && !offset.isNegative() &&
+        isInductionRow(base, loop))
+      return true;
+  }
   return false;
 }
 
@@ -54,7 +63,7 @@ static int64_t getStreamedRowBytes(vector::TransferReadOp read,
                      memref.getElementTypeBitWidth() / 8;
   ValueRange indices = read.getIndices();
   if (rowBytes % kLineBytes != 0 || !matchPattern(indices.back(), m_Zero()) ||
-      !isInductionRow(indices[indices.size() - 2], loop.getInductionVar()))
+      !isInductionRow(indices[indices.size() - 2], loop))
     return 0;
   return rowBytes;
 }

@@ -75,15 +75,27 @@ func.func @deep(%x: tensor<2048x4096xf32>, %w: tensor<1024x4096xf32>) -> tensor<
 
 // -----
 
-// Decoding (M = 16): no cache tile, so each register tile's k loop streams
-// its weight panel from memory and is marked for lamina-cpu-prefetch-rows,
-// 4 KiB ahead.
+// Decoding (M = 16): no cache tile. Per group of 2 blocks, the fill, then
+// the two register tiles of 8 rows share the group's weight panel in chunks
+// of 1024 k (16 rows of x and the chunk: 192 KiB), the first streaming it
+// from memory in a k loop marked for lamina-cpu-prefetch-rows (4 KiB
+// ahead), each tile's accumulator read before and written after its chunk;
+// then the epilogue, per register tile's rows.
 // WIDE-LABEL: func.func @decode
-// WIDE: scf.for %{{.*}} = %c0 to %c256 step %c2
+// WIDE: scf.for %[[GROUP:.+]] = %c0 to %c256 step %c2
 // WIDE: scf.for %{{.*}} = %c0 to %c16 step %c8
-// WIDE: scf.for %{{.*}} = %c0 to %c4096 step %c4 iter_args(%{{.*}}) -> (vector<8x2x16xf32>) {
-// WIDE: vector.contract
+// WIDE-NEXT: vector.transfer_write %{{.*}} : vector<8x2x16xf32>, tensor<16x2x16xf32>
+// WIDE: scf.for %[[CHUNK:.+]] = %c0 to %c4096 step %c1024
+// WIDE-NEXT: scf.for %[[ROWS:.+]] = %c0 to %c16 step %c8
+// WIDE: %[[ACC:.+]] = vector.transfer_read {{.*}} : tensor<8x2x16xf32>, vector<8x2x16xf32>
+// WIDE-NEXT: scf.for %[[K:.+]] = %c0 to %c1024 step %c4 iter_args(%{{.*}} = %[[ACC]]) -> (vector<8x2x16xf32>) {
+// WIDE-NEXT: %[[AT:.+]] = affine.apply #{{.*}}()[%[[CHUNK]], %[[K]]]
+// WIDE-NEXT: vector.transfer_read %{{.*}}[%[[ROWS]], %[[AT]]]
+// WIDE-NEXT: vector.transfer_read %{{.*}}[%[[GROUP]], %[[AT]], %c0]
+// WIDE-NEXT: vector.contract
 // WIDE: } {lamina.prefetch_rows = 4096 : i64}
+// WIDE: scf.for %{{.*}} = %c0 to %c16 step %c8
+// WIDE: math.tanh %{{.*}} : vector<8x2x16xf32>
 func.func @decode(%x: tensor<16x4096xf32>, %w: tensor<4096x4096xf32>, %b: tensor<4096xf32>) -> tensor<16x4096xf32> {
   %0 = lamina.linear_act "fc" %x, %w bias %b activation gelu_tanh : (tensor<16x4096xf32>, tensor<4096x4096xf32>, tensor<4096xf32>) -> tensor<16x4096xf32>
   return %0 : tensor<16x4096xf32>

@@ -62,6 +62,47 @@ def test_rows_in_slabs(tmp_path):
     assert_product_close(y, x, w, b)
 
 
+@pytest.mark.parametrize("m", [16, 64])
+@pytest.mark.parametrize("epilogue", ["none", "gelu", "dropout"])
+@pytest.mark.parametrize("pipeline", [
+    "lamina-cpu-pipeline{vector-bits=512}",
+    "lamina-cpu-pipeline{vector-bits=256}",
+])
+def test_register_tiles_share_chunks_of_k(tmp_path, m, epilogue, pipeline):
+    """Few rows and a deep K: the register tiles of rows share each group
+    of blocks' weight panel in chunks of k, the accumulators written back
+    between chunks and the epilogue applied after the last: the same
+    layer."""
+    rng = np.random.default_rng(12)
+    k, n, p, seed = 4096, 64, 0.25, 21
+    x, w, b = randn(rng, m, k), randn(rng, n, k), randn(rng, n)
+    if epilogue == "none":
+        (y,) = run_ir(linear_layer("linear", x.shape, n), [x, w, b],
+                      tmp_path, pipeline=pipeline)
+        assert_product_close(y, x, w, b)
+        return
+    x64, w64 = x.astype(np.float64), w.astype(np.float64)
+    exact = x64 @ w64.T + b
+    # The product's rounding bound, carried through GELU (|GELU'| < 1.13)
+    # and dropout's scaling; float32 rounding of the epilogue on top.
+    bound = 1.13 * np.sqrt(k) * 2.0**-24 * (np.abs(x64) @ np.abs(w64).T)
+    if epilogue == "gelu":
+        ir = linear_layer("linear_act", x.shape, n,
+                          attrs="activation gelu_tanh")
+        (y,) = run_ir(ir, [x, w, b], tmp_path, pipeline=pipeline)
+        ref = F.gelu(torch.from_numpy(exact), approximate="tanh").numpy()
+    else:
+        ir = linear_layer("linear_dropout", x.shape, n,
+                          attrs=f"dropout <p = {p}, training>", seed=True)
+        (y,) = run_ir(ir, [x, w, b, ("i64", seed)], tmp_path,
+                      pipeline=pipeline)
+        keep = philox.keep_mask(y.shape, p, seed)
+        assert np.array_equal(y != 0, keep)
+        scale = 1.0 / (1.0 - p)
+        ref, bound = np.where(keep, exact * scale, 0.0), bound * scale
+    assert (np.abs(y - ref) - bound - 1e-6 * np.abs(ref)).max() <= 0
+
+
 @pytest.mark.parametrize("op", ["linear_separate_bias", "linear_sync"])
 def test_separate_bias_and_sync(tmp_path, op):
     # A single-rank program: the sync function is the identity.
