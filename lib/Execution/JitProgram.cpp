@@ -411,6 +411,9 @@ llvm::Error JitProgram::createEngine(ModuleOp module) {
   options.sharedLibPaths = libraries;
   options.transformer = transformer;
   options.jitCodeGenOptLevel = llvm::CodeGenOptLevel::Aggressive;
+  // LLVM's perf listener writes a dump file of the JIT's code for every
+  // program; only a profiling run that names where they go asks for them.
+  options.enablePerfNotificationListener = std::getenv("JITDUMPDIR") != nullptr;
   auto created = ExecutionEngine::create(module, options);
   if (!created)
     return created.takeError();

@@ -104,3 +104,31 @@ def test_values_too_large_for_memory_are_errors():
             f"  %e = tensor.empty() : {big}\n"
             f"  %f = linalg.fill ins(%z : f32) outs(%e : {big}) -> {big}\n"
             "  return %x : tensor<4xf32>\n}\n", "main", "lamina-cpu-pipeline")
+
+
+
+def test_jit_writes_perf_dumps_only_when_asked(tmp_path):
+    """LLVM's perf listener writes a file of the JIT's code per program
+    (jit-<pid>.dump, by default under /tmp/.debug): only a run with
+    JITDUMPDIR set (a profiling run) gets one, never a plain run."""
+    import os
+    import subprocess
+    from lamina.tools import tool
+    ir = tmp_path / "layer.mlir"
+    ir.write_text(linear_layer("linear", (4, 32), 16))
+    env = {k: v for k, v in os.environ.items() if k != "JITDUMPDIR"}
+    env["HOME"] = str(tmp_path / "home")
+
+    def dumps_of_a_run(extra_env):
+        process = subprocess.Popen(
+            [tool("lamina-run"), str(ir), "--random-inputs"], cwd=tmp_path,
+            env={**env, **extra_env}, stdout=subprocess.DEVNULL)
+        assert process.wait() == 0
+        name = f"jit-{process.pid}.dump"
+        return [path for root in (tmp_path, pathlib.Path("/tmp/.debug"))
+                for path in root.rglob(name)]
+
+    assert dumps_of_a_run({}) == []
+    profile = tmp_path / "profile"
+    assert [p.is_relative_to(profile)
+            for p in dumps_of_a_run({"JITDUMPDIR": str(profile)})] == [True]
