@@ -103,6 +103,26 @@ func.func @decode(%x: tensor<16x4096xf32>, %w: tensor<4096x4096xf32>, %b: tensor
 
 // -----
 
+// Dropout's mask: the Philox generic in rows of 16 groups, then the
+// interleaving of its four words, [M, N/4, 4], in tiles of 16 groups × 4
+// words (64 bytes), each word read once and broadcast along the last dim.
+// CHECK-LABEL: func.func @dropout_mask
+// CHECK: scf.for %{{.*}} = %c0 to %c32 step %c1
+// CHECK: scf.for %{{.*}} = %c0 to %c32 step %c16
+// CHECK: arith.muli %{{.*}} : vector<1x16xi64>
+// CHECK: scf.for %[[ROW:.+]] = %c0 to %c32 step %c1 iter_args(%{{.*}}) -> (tensor<32x32x4xi8>)
+// CHECK-NEXT: scf.for %[[GROUP:.+]] = %c0 to %c32 step %c16
+// CHECK-COUNT-4: vector.transfer_read %{{.*}}[%[[ROW]], %[[GROUP]]]{{.*}} : tensor<32x32xi8>, vector<1x16xi8>
+// CHECK-COUNT-3: arith.select %{{.*}} : vector<1x16x4xi1>, vector<1x16x4xi8>
+// CHECK: vector.transfer_write %{{.*}}[%[[ROW]], %[[GROUP]], %c0] {{.*}} : vector<1x16x4xi8>, tensor<32x32x4xi8>
+// CHECK: tensor.collapse_shape %{{.*}} {{\[\[}}0], [1, 2]] : tensor<32x32x4xi8> into tensor<32x128xi8>
+func.func @dropout_mask(%x: tensor<32x64xf32>, %w: tensor<128x64xf32>, %b: tensor<128xf32>, %s: i64) -> tensor<32x128xf32> {
+  %0 = lamina.linear_dropout "fc" %x, %w bias %b dropout <p = 0.1, training> seed %s : (tensor<32x64xf32>, tensor<128x64xf32>, tensor<128xf32>, i64) -> tensor<32x128xf32>
+  return %0 : tensor<32x128xf32>
+}
+
+// -----
+
 // Odd shapes: M = 5 gives one-row register tiles; K = 17 is not tiled
 // (the whole reduction is one vector contraction); a matmul without an
 // epilogue is scheduled on its own.

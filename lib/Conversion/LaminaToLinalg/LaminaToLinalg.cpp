@@ -296,7 +296,8 @@ static Value buildMatmul(OpBuilder &b, Location loc, Value input,
 /// The dropout mask of a [M, N/B, B] accumulator (N a multiple of 4) as
 /// i8, one Philox call per four consecutive elements: a generic over
 /// (m, g), g < N/4, yields the four decisions of group m·N/4 + g (elements
-/// 4g .. 4g+3 of row m), interleaved into [M, N] and viewed as [M, N/B, B].
+/// 4g .. 4g+3 of row m), interleaved into [M, N/4, 4] and viewed as
+/// [M, N/B, B].
 static Value buildBlockedKeepMask(OpBuilder &b, Location loc, Value acc,
                                   const EpilogueSteps &steps) {
   auto accType = cast<RankedTensorType>(acc.getType());
@@ -330,15 +331,39 @@ static Value buildBlockedKeepMask(OpBuilder &b, Location loc, Value acc,
           bytes.push_back(arith::ExtUIOp::create(nb, nloc, i8, bit));
         linalg::YieldOp::create(nb, nloc, bytes);
       });
-  // Interleave: word w of group g is element 4g + w of the row.
-  Value mask = tensor::EmptyOp::create(
-      b, loc, SmallVector<OpFoldResult>{rows, b.getIndexAttr(n)}, i8);
-  for (int w = 0; w < 4; ++w) {
-    SmallVector<OpFoldResult> offsets = {b.getIndexAttr(0), b.getIndexAttr(w)};
-    SmallVector<OpFoldResult> strides = {b.getIndexAttr(1), b.getIndexAttr(4)};
-    mask = tensor::InsertSliceOp::create(b, loc, words.getResult(w), mask,
-                                         offsets, groupShape, strides);
-  }
+  // Interleave: word w of group g is element 4g + w of the row, an
+  // element-wise op over [M, N/4, 4] (vectorized like any other, where
+  // strided inserts of each word became byte-by-byte copy loops).
+  MLIRContext *context = b.getContext();
+  AffineExpr m, g, w;
+  bindDims(context, m, g, w);
+  SmallVector<AffineMap> interleaveMaps(4, AffineMap::get(3, 0, {m, g},
+                                                          context));
+  interleaveMaps.push_back(b.getMultiDimIdentityMap(3));
+  Value interleavedInit = tensor::EmptyOp::create(
+      b, loc, SmallVector<OpFoldResult>{rows, b.getIndexAttr(n / 4),
+                                        b.getIndexAttr(4)},
+      i8);
+  Value interleaved =
+      linalg::GenericOp::create(
+          b, loc, interleavedInit.getType(), words.getResults(),
+          ValueRange{interleavedInit}, interleaveMaps,
+          SmallVector<utils::IteratorType>(3, utils::IteratorType::parallel),
+          [&](OpBuilder &nb, Location nloc, ValueRange args) {
+            Value word = linalg::IndexOp::create(nb, nloc, 2);
+            Value chosen = args[3];
+            for (int i = 2; i >= 0; --i) {
+              Value isWord = arith::CmpIOp::create(
+                  nb, nloc, arith::CmpIPredicate::eq, word,
+                  arith::ConstantIndexOp::create(nb, nloc, i));
+              chosen =
+                  arith::SelectOp::create(nb, nloc, isWord, args[i], chosen);
+            }
+            linalg::YieldOp::create(nb, nloc, chosen);
+          })
+          .getResult(0);
+  Value mask = tensor::CollapseShapeOp::create(
+      b, loc, interleaved, ArrayRef<ReassociationIndices>{{0}, {1, 2}});
   SmallVector<OpFoldResult> viewShape = tensor::getMixedSizes(b, loc, acc);
   return tensor::ExpandShapeOp::create(
       b, loc, accType.clone(i8), mask,

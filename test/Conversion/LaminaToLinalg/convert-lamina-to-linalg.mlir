@@ -192,16 +192,32 @@ func.func @activation_grad_of_matmul(%dy: tensor<4x8xf32>, %w: tensor<32x8xf32>,
 // -----
 
 // With packed weights, the mask comes from one Philox call per four
-// elements: a generic over (m, N/4) with four i8 results, interleaved with
-// stride 4 and viewed like the [M, N/16, 16] accumulator.
+// elements: a generic over (m, N/4) with four i8 results; an element-wise
+// generic over [M, N/4, 4] interleaves them (word w of group g: element
+// 4g + w, chosen by the index of its last dim), collapsed to [M, N] and
+// viewed like the [M, N/16, 16] accumulator.
+// BLOCK-DAG: #[[GROUP:.+]] = affine_map<(d0, d1, d2) -> (d0, d1)>
+// BLOCK-DAG: #[[ID3:.+]] = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
 // BLOCK-LABEL: func.func @blocked_dropout
 func.func @blocked_dropout(%x: tensor<4x8xf32>, %w: tensor<32x8xf32>, %b: tensor<32xf32>, %s: i64) -> tensor<4x32xf32> {
   // BLOCK: %[[G:.+]]:4 = linalg.generic {{.*}} outs(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : tensor<4x8xi8>, tensor<4x8xi8>, tensor<4x8xi8>, tensor<4x8xi8>)
   // BLOCK-COUNT-20: arith.muli %{{.*}}, %{{.*}} : i64
   // BLOCK: linalg.yield %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : i8, i8, i8, i8
-  // BLOCK: tensor.insert_slice %[[G]]#0 into %{{.*}}[0, 0] [4, 8] [1, 4] : tensor<4x8xi8> into tensor<4x32xi8>
-  // BLOCK: tensor.insert_slice %[[G]]#3 into %{{.*}}[0, 3] [4, 8] [1, 4] : tensor<4x8xi8> into tensor<4x32xi8>
-  // BLOCK: %[[M:.+]] = tensor.expand_shape %{{.*}} {{\[\[}}0], [1, 2]] output_shape [4, 2, 16] : tensor<4x32xi8> into tensor<4x2x16xi8>
+  // BLOCK: %[[I:.+]] = linalg.generic {indexing_maps = [#[[GROUP]], #[[GROUP]], #[[GROUP]], #[[GROUP]], #[[ID3]]], iterator_types = ["parallel", "parallel", "parallel"]} ins(%[[G]]#0, %[[G]]#1, %[[G]]#2, %[[G]]#3 : tensor<4x8xi8>, tensor<4x8xi8>, tensor<4x8xi8>, tensor<4x8xi8>) outs(%{{.*}} : tensor<4x8x4xi8>)
+  // BLOCK-NEXT: ^bb0(%[[W0:.+]]: i8, %[[W1:.+]]: i8, %[[W2:.+]]: i8, %[[W3:.+]]: i8, %{{.*}}: i8):
+  // BLOCK-NEXT: %[[WORD:.+]] = linalg.index 2 : index
+  // BLOCK-NEXT: %[[C2:.+]] = arith.constant 2 : index
+  // BLOCK-NEXT: %[[IS2:.+]] = arith.cmpi eq, %[[WORD]], %[[C2]] : index
+  // BLOCK-NEXT: %[[S2:.+]] = arith.select %[[IS2]], %[[W2]], %[[W3]] : i8
+  // BLOCK-NEXT: %[[C1:.+]] = arith.constant 1 : index
+  // BLOCK-NEXT: %[[IS1:.+]] = arith.cmpi eq, %[[WORD]], %[[C1]] : index
+  // BLOCK-NEXT: %[[S1:.+]] = arith.select %[[IS1]], %[[W1]], %[[S2]] : i8
+  // BLOCK-NEXT: %[[C0:.+]] = arith.constant 0 : index
+  // BLOCK-NEXT: %[[IS0:.+]] = arith.cmpi eq, %[[WORD]], %[[C0]] : index
+  // BLOCK-NEXT: %[[S0:.+]] = arith.select %[[IS0]], %[[W0]], %[[S1]] : i8
+  // BLOCK-NEXT: linalg.yield %[[S0]] : i8
+  // BLOCK: %[[ROWS:.+]] = tensor.collapse_shape %[[I]] {{\[\[}}0], [1, 2]] : tensor<4x8x4xi8> into tensor<4x32xi8>
+  // BLOCK: %[[M:.+]] = tensor.expand_shape %[[ROWS]] {{\[\[}}0], [1, 2]] output_shape [4, 2, 16] : tensor<4x32xi8> into tensor<4x2x16xi8>
   // BLOCK: linalg.generic {{.*}} ins(%{{.*}}, %[[M]] : tensor<2x16xf32>, tensor<4x2x16xi8>) outs(%{{.*}} : tensor<4x2x16xf32>) attrs = {lamina.stage = "epilogue"}
   // BLOCK: arith.trunci %{{.*}} : i8 to i1
   // BLOCK-NOT: arith.muli %{{.*}}, %{{.*}} : i64
