@@ -6,6 +6,11 @@ import sys
 _ROOT = pathlib.Path(__file__).resolve().parents[2]
 _BUILD = pathlib.Path(os.environ.get("LAMINA_BUILD_DIR", _ROOT / "build"))
 sys.path.insert(0, str(_BUILD / "python"))
+# So do the Python processes the tests start (MPI ranks, examples): the
+# build under test, never the one a site directory's lamina.pth names.
+os.environ["PYTHONPATH"] = os.pathsep.join(
+    [str(_BUILD / "python")] +
+    [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 # Models as users write them (gpt_models.py) live with the examples.
 sys.path.insert(0, str(_ROOT / "examples"))
