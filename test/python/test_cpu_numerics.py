@@ -247,6 +247,32 @@ def test_dropout_determinism_and_identities(tmp_path):
     assert not all_dropped.any()
 
 
+@pytest.mark.parametrize("shape", [
+    (2, 3, 8),     # rows of 8: the mask drawn in groups of four beforehand
+    (5, 12),       # odd rows
+    (64,),         # rank 1
+    (4, 6),        # rows of 6: one Philox call per element
+    (3, 1024),     # long rows, vectorized mask
+])
+def test_dropout_on_its_own(tmp_path, shape):
+    """lamina.dropout on any shape keeps exactly the reference Philox
+    stream's elements, scaled by float32(1/(1-p))."""
+    rng = np.random.default_rng(13)
+    x = randn(rng, *shape)
+    p, seed = 0.3, 77
+    t = "tensor<" + "x".join(map(str, shape)) + "xf32>"
+    ir = f"""
+func.func @main(%x: {t}, %seed: i64) -> {t} {{
+  %0 = lamina.dropout %x <p = {p}, training, offset = 9> seed %seed : {t}
+  return %0 : {t}
+}}
+"""
+    (y,) = run_ir(ir, [x, ("i64", seed)], tmp_path)
+    keep = philox.keep_mask(shape, p, seed, offset=9)
+    assert np.array_equal(y != 0, keep)
+    assert np.array_equal(y[keep], x[keep] * np.float32(1.0 / (1.0 - p)))
+
+
 @pytest.mark.parametrize("kind", ["gelu", "dropout"])
 def test_two_threads(tmp_path, kind):
     """threads=2 shares the cache tiles: same results as one thread."""

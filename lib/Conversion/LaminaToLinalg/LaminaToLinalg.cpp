@@ -161,11 +161,139 @@ static Value buildWholeTensorIndex(OpBuilder &b, Location loc, Value local,
       b, loc, index, arith::MulIOp::create(b, loc, rank, constant(run)));
 }
 
+/// The dropout mask of `rows` rows of `rowLength` elements (a multiple of
+/// 4) as i8 [rows, rowLength], one Philox call per four consecutive
+/// elements: a generic over (m, g), g < rowLength/4, yields the four
+/// decisions of group m·rowLength/4 + g (elements 4g .. 4g+3 of row m),
+/// interleaved by an element-wise generic over [rows, rowLength/4, 4].
+static Value buildGroupedKeepMask(OpBuilder &b, Location loc,
+                                  OpFoldResult rows, int64_t rowLength,
+                                  const EpilogueSteps &steps) {
+  int64_t n = rowLength;
+  Type i8 = b.getI8Type();
+  SmallVector<OpFoldResult> groupShape = {rows, b.getIndexAttr(n / 4)};
+  SmallVector<Value> inits;
+  for (int w = 0; w < 4; ++w)
+    inits.push_back(tensor::EmptyOp::create(b, loc, groupShape, i8));
+  SmallVector<AffineMap> maps(4, b.getMultiDimIdentityMap(2));
+  SmallVector<utils::IteratorType> parallel(2, utils::IteratorType::parallel);
+  auto words = linalg::GenericOp::create(
+      b, loc, TypeRange(ValueRange(inits)), ValueRange{}, inits, maps,
+      parallel, [&](OpBuilder &nb, Location nloc, ValueRange) {
+        Value group = arith::AddIOp::create(
+            nb, nloc,
+            arith::MulIOp::create(nb, nloc, linalg::IndexOp::create(nb, nloc, 0),
+                                  arith::ConstantIndexOp::create(nb, nloc, n / 4)),
+            linalg::IndexOp::create(nb, nloc, 1));
+        Value group64 = buildWholeTensorIndex(
+            nb, nloc,
+            arith::IndexCastUIOp::create(nb, nloc, nb.getI64Type(), group),
+            steps, /*unit=*/4);
+        std::array<Value, 4> keep = buildDropoutKeepGroup(
+            nb, nloc, group64, steps.seed, steps.dropout.getOffset(),
+            buildDropoutStream(nb, nloc, steps.dropout, steps.rank),
+            steps.dropout.getProbability());
+        SmallVector<Value> bytes;
+        for (Value bit : keep)
+          bytes.push_back(arith::ExtUIOp::create(nb, nloc, i8, bit));
+        linalg::YieldOp::create(nb, nloc, bytes);
+      });
+  // Interleave: word w of group g is element 4g + w of the row, an
+  // element-wise op over [rows, n/4, 4] (vectorized like any other, where
+  // strided inserts of each word became byte-by-byte copy loops).
+  MLIRContext *context = b.getContext();
+  AffineExpr m, g, w;
+  bindDims(context, m, g, w);
+  SmallVector<AffineMap> interleaveMaps(4, AffineMap::get(3, 0, {m, g},
+                                                          context));
+  interleaveMaps.push_back(b.getMultiDimIdentityMap(3));
+  Value interleavedInit = tensor::EmptyOp::create(
+      b, loc, SmallVector<OpFoldResult>{rows, b.getIndexAttr(n / 4),
+                                        b.getIndexAttr(4)},
+      i8);
+  Value interleaved =
+      linalg::GenericOp::create(
+          b, loc, interleavedInit.getType(), words.getResults(),
+          ValueRange{interleavedInit}, interleaveMaps,
+          SmallVector<utils::IteratorType>(3, utils::IteratorType::parallel),
+          [&](OpBuilder &nb, Location nloc, ValueRange args) {
+            Value word = linalg::IndexOp::create(nb, nloc, 2);
+            Value chosen = args[3];
+            for (int i = 2; i >= 0; --i) {
+              Value isWord = arith::CmpIOp::create(
+                  nb, nloc, arith::CmpIPredicate::eq, word,
+                  arith::ConstantIndexOp::create(nb, nloc, i));
+              chosen =
+                  arith::SelectOp::create(nb, nloc, isWord, args[i], chosen);
+            }
+            linalg::YieldOp::create(nb, nloc, chosen);
+          })
+          .getResult(0);
+  return tensor::CollapseShapeOp::create(
+      b, loc, interleaved, ArrayRef<ReassociationIndices>{{0}, {1, 2}});
+}
+
+/// Whether a dropout of `steps` on `value` can draw its mask in groups of
+/// four consecutive elements: a static last dim that 4 divides, and, when
+/// sharded, groups that stay whole in the whole tensor.
+static bool hasGroupedKeepMask(Value value, const EpilogueSteps &steps) {
+  auto type = cast<RankedTensorType>(value.getType());
+  int64_t last = type.getRank() ? type.getShape().back() : ShapedType::kDynamic;
+  return steps.dropout && steps.dropout.isActive() && !steps.keepMask &&
+         !ShapedType::isDynamic(last) && last > 0 && last % 4 == 0 &&
+         (!steps.dropout.getShardAxis() || shardRunLength(steps) % 4 == 0);
+}
+
+/// The dropout mask of `value` (any rank, see hasGroupedKeepMask) as i8 of
+/// its shape: its rows of the last dim in groups of four.
+static Value buildKeepMaskLike(OpBuilder &b, Location loc, Value value,
+                               const EpilogueSteps &steps) {
+  auto type = cast<RankedTensorType>(value.getType());
+  int64_t rank = type.getRank();
+  int64_t rowLength = type.getShape().back();
+  if (rank == 1) {
+    Value mask = buildGroupedKeepMask(b, loc, b.getIndexAttr(1), rowLength,
+                                      steps);
+    return tensor::CollapseShapeOp::create(
+        b, loc, mask, ArrayRef<ReassociationIndices>{{0, 1}});
+  }
+  if (rank == 2)
+    return buildGroupedKeepMask(b, loc, tensor::getMixedSize(b, loc, value, 0),
+                                rowLength, steps);
+  ReassociationIndices outer;
+  for (int64_t d = 0; d + 1 < rank; ++d)
+    outer.push_back(d);
+  SmallVector<ReassociationIndices> groups = {outer, {rank - 1}};
+  Value rows = tensor::CollapseShapeOp::create(b, loc, value, groups);
+  Value mask = buildGroupedKeepMask(
+      b, loc, tensor::getMixedSize(b, loc, rows, 0), rowLength, steps);
+  return tensor::ExpandShapeOp::create(b, loc, type.clone(b.getI8Type()),
+                                       mask, groups,
+                                       tensor::getMixedSizes(b, loc, value));
+}
+
+/// The dropout mask of a [M, N/B, B] accumulator (N a multiple of 4), drawn
+/// over its rows of N and viewed as [M, N/B, B].
+static Value buildBlockedKeepMask(OpBuilder &b, Location loc, Value acc,
+                                  const EpilogueSteps &steps) {
+  auto accType = cast<RankedTensorType>(acc.getType());
+  int64_t n = accType.getDimSize(1) * accType.getDimSize(2);
+  Value mask = buildGroupedKeepMask(b, loc, tensor::getMixedSize(b, loc, acc, 0),
+                                    n, steps);
+  SmallVector<OpFoldResult> viewShape = tensor::getMixedSizes(b, loc, acc);
+  return tensor::ExpandShapeOp::create(
+      b, loc, accType.clone(b.getI8Type()), mask,
+      ArrayRef<ReassociationIndices>{{0}, {1, 2}}, viewShape);
+}
+
 /// One linalg.generic applying `steps` to `source` (any rank, floats),
 /// computing in f32 and producing `resultElt`. Dropout masks use the
-/// element's row-major index in `source`.
+/// element's row-major index in `source`: drawn beforehand in groups of
+/// four where the last dim allows, else one Philox call per element.
 static Value buildEpilogue(OpBuilder &b, Location loc, Value source,
-                           Type resultElt, const EpilogueSteps &steps) {
+                           Type resultElt, EpilogueSteps steps) {
+  if (hasGroupedKeepMask(source, steps))
+    steps.keepMask = buildKeepMaskLike(b, loc, source, steps);
   auto sourceType = cast<RankedTensorType>(source.getType());
   int64_t rank = sourceType.getRank();
   MLIRContext *context = b.getContext();
@@ -291,83 +419,6 @@ static Value buildMatmul(OpBuilder &b, Location loc, Value input,
       ValueRange{acc}, {b.getNamedAttr("indexing_maps", maps)});
   matmul->setAttr(kStageAttrName, b.getStringAttr("matmul"));
   return matmul.getResult(0);
-}
-
-/// The dropout mask of a [M, N/B, B] accumulator (N a multiple of 4) as
-/// i8, one Philox call per four consecutive elements: a generic over
-/// (m, g), g < N/4, yields the four decisions of group m·N/4 + g (elements
-/// 4g .. 4g+3 of row m), interleaved into [M, N/4, 4] and viewed as
-/// [M, N/B, B].
-static Value buildBlockedKeepMask(OpBuilder &b, Location loc, Value acc,
-                                  const EpilogueSteps &steps) {
-  auto accType = cast<RankedTensorType>(acc.getType());
-  int64_t n = accType.getDimSize(1) * accType.getDimSize(2);
-  Type i8 = b.getI8Type();
-  OpFoldResult rows = tensor::getMixedSize(b, loc, acc, 0);
-  SmallVector<OpFoldResult> groupShape = {rows, b.getIndexAttr(n / 4)};
-  SmallVector<Value> inits;
-  for (int w = 0; w < 4; ++w)
-    inits.push_back(tensor::EmptyOp::create(b, loc, groupShape, i8));
-  SmallVector<AffineMap> maps(4, b.getMultiDimIdentityMap(2));
-  SmallVector<utils::IteratorType> parallel(2, utils::IteratorType::parallel);
-  auto words = linalg::GenericOp::create(
-      b, loc, TypeRange(ValueRange(inits)), ValueRange{}, inits, maps,
-      parallel, [&](OpBuilder &nb, Location nloc, ValueRange) {
-        Value group = arith::AddIOp::create(
-            nb, nloc,
-            arith::MulIOp::create(nb, nloc, linalg::IndexOp::create(nb, nloc, 0),
-                                  arith::ConstantIndexOp::create(nb, nloc, n / 4)),
-            linalg::IndexOp::create(nb, nloc, 1));
-        Value group64 = buildWholeTensorIndex(
-            nb, nloc,
-            arith::IndexCastUIOp::create(nb, nloc, nb.getI64Type(), group),
-            steps, /*unit=*/4);
-        std::array<Value, 4> keep = buildDropoutKeepGroup(
-            nb, nloc, group64, steps.seed, steps.dropout.getOffset(),
-            buildDropoutStream(nb, nloc, steps.dropout, steps.rank),
-            steps.dropout.getProbability());
-        SmallVector<Value> bytes;
-        for (Value bit : keep)
-          bytes.push_back(arith::ExtUIOp::create(nb, nloc, i8, bit));
-        linalg::YieldOp::create(nb, nloc, bytes);
-      });
-  // Interleave: word w of group g is element 4g + w of the row, an
-  // element-wise op over [M, N/4, 4] (vectorized like any other, where
-  // strided inserts of each word became byte-by-byte copy loops).
-  MLIRContext *context = b.getContext();
-  AffineExpr m, g, w;
-  bindDims(context, m, g, w);
-  SmallVector<AffineMap> interleaveMaps(4, AffineMap::get(3, 0, {m, g},
-                                                          context));
-  interleaveMaps.push_back(b.getMultiDimIdentityMap(3));
-  Value interleavedInit = tensor::EmptyOp::create(
-      b, loc, SmallVector<OpFoldResult>{rows, b.getIndexAttr(n / 4),
-                                        b.getIndexAttr(4)},
-      i8);
-  Value interleaved =
-      linalg::GenericOp::create(
-          b, loc, interleavedInit.getType(), words.getResults(),
-          ValueRange{interleavedInit}, interleaveMaps,
-          SmallVector<utils::IteratorType>(3, utils::IteratorType::parallel),
-          [&](OpBuilder &nb, Location nloc, ValueRange args) {
-            Value word = linalg::IndexOp::create(nb, nloc, 2);
-            Value chosen = args[3];
-            for (int i = 2; i >= 0; --i) {
-              Value isWord = arith::CmpIOp::create(
-                  nb, nloc, arith::CmpIPredicate::eq, word,
-                  arith::ConstantIndexOp::create(nb, nloc, i));
-              chosen =
-                  arith::SelectOp::create(nb, nloc, isWord, args[i], chosen);
-            }
-            linalg::YieldOp::create(nb, nloc, chosen);
-          })
-          .getResult(0);
-  Value mask = tensor::CollapseShapeOp::create(
-      b, loc, interleaved, ArrayRef<ReassociationIndices>{{0}, {1, 2}});
-  SmallVector<OpFoldResult> viewShape = tensor::getMixedSizes(b, loc, acc);
-  return tensor::ExpandShapeOp::create(
-      b, loc, accType.clone(i8), mask,
-      ArrayRef<ReassociationIndices>{{0}, {1, 2}}, viewShape);
 }
 
 /// W[N, K] packed into Wp[N/B, K, B]. A weight that is the transpose of

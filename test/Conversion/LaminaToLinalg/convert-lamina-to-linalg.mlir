@@ -43,11 +43,12 @@ func.func @bf16(%x: tensor<4x8xbf16>, %w: tensor<16x8xbf16>, %b: tensor<16xbf16>
 
 // -----
 
-// Dropout: Philox-4x32-10 keyed by the seed, counter = (row-major index >> 2,
-// offset, stream 0), word (index & 3); ten rounds of two 32x32->64 products.
+// Dropout on rows whose length 4 does not divide: Philox-4x32-10 per
+// element, keyed by the seed, counter = (row-major index >> 2, offset,
+// stream 0), word (index & 3); ten rounds of two 32x32->64 products.
 // CHECK-LABEL: func.func @dropout
 // CHECK-SAME: %[[SEED:[a-z0-9]+]]: i64)
-func.func @dropout(%x: tensor<4x8xf32>, %w: tensor<16x8xf32>, %b: tensor<16xf32>, %seed: i64) -> tensor<4x16xf32> {
+func.func @dropout(%x: tensor<4x8xf32>, %w: tensor<6x8xf32>, %b: tensor<6xf32>, %seed: i64) -> tensor<4x6xf32> {
   // CHECK: linalg.generic
   // CHECK: %[[I:.+]] = linalg.index 0 : index
   // CHECK: %[[J:.+]] = linalg.index 1 : index
@@ -63,8 +64,30 @@ func.func @dropout(%x: tensor<4x8xf32>, %w: tensor<16x8xf32>, %b: tensor<16xf32>
   // CHECK: arith.constant 1.33333337 : f32
   // CHECK: arith.select
   // CHECK-NOT: arith.muli %{{.*}}, %{{.*}} : i64
-  %0 = lamina.linear_dropout "fc" %x, %w bias %b dropout <p = 0.25, training, offset = 5> seed %seed : (tensor<4x8xf32>, tensor<16x8xf32>, tensor<16xf32>, i64) -> tensor<4x16xf32>
-  return %0 : tensor<4x16xf32>
+  %0 = lamina.linear_dropout "fc" %x, %w bias %b dropout <p = 0.25, training, offset = 5> seed %seed : (tensor<4x8xf32>, tensor<6x8xf32>, tensor<6xf32>, i64) -> tensor<4x6xf32>
+  return %0 : tensor<4x6xf32>
+}
+
+// -----
+
+// Rows whose length 4 divides draw their mask beforehand, one Philox call
+// per group of four (the four words interleaved as with packed weights, see
+// @blocked_dropout), whatever the rank: a 3-D dropout's rows are its last
+// dim, the leading dims collapsed; the epilogue reads the i8 mask.
+// CHECK-LABEL: func.func @grouped_dropout
+// CHECK-SAME: (%[[X:.+]]: tensor<2x3x8xf32>, %[[SEED:.+]]: i64)
+func.func @grouped_dropout(%x: tensor<2x3x8xf32>, %seed: i64) -> tensor<2x3x8xf32> {
+  // CHECK: %[[ROWS:.+]] = tensor.collapse_shape %[[X]] {{\[\[}}0, 1], [2]] : tensor<2x3x8xf32> into tensor<6x8xf32>
+  // CHECK: %[[G:.+]]:4 = linalg.generic {{.*}} outs(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : tensor<6x2xi8>, tensor<6x2xi8>, tensor<6x2xi8>, tensor<6x2xi8>)
+  // CHECK-COUNT-20: arith.muli %{{.*}}, %{{.*}} : i64
+  // CHECK: %[[I:.+]] = linalg.generic {{.*}} ins(%[[G]]#0, %[[G]]#1, %[[G]]#2, %[[G]]#3 : {{.*}}) outs(%{{.*}} : tensor<6x2x4xi8>)
+  // CHECK: %[[M:.+]] = tensor.collapse_shape %[[I]] {{\[\[}}0], [1, 2]] : tensor<6x2x4xi8> into tensor<6x8xi8>
+  // CHECK: %[[MASK:.+]] = tensor.expand_shape %[[M]] {{\[\[}}0, 1], [2]] output_shape [2, 3, 8] : tensor<6x8xi8> into tensor<2x3x8xi8>
+  // CHECK: linalg.generic {{.*}} ins(%[[MASK]] : tensor<2x3x8xi8>) outs(%[[X]] : tensor<2x3x8xf32>)
+  // CHECK: arith.trunci %{{.*}} : i8 to i1
+  // CHECK-NOT: arith.muli %{{.*}}, %{{.*}} : i64
+  %0 = lamina.dropout %x <p = 0.5, training> seed %seed : tensor<2x3x8xf32>
+  return %0 : tensor<2x3x8xf32>
 }
 
 // -----
