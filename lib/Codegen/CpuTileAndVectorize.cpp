@@ -520,8 +520,8 @@ static std::string buildBetweenLayersMatmulSchedule(unsigned index,
 /// for the K-outer LNS linear layers (table mode, and ideal mode beyond
 /// the piecewise kernel's f ≤ 25), more independent chains per tile.
 /// A last dim of 2, 4 or 8 (dropout's four words of a group, interleaved)
-/// joins 16 of the dim before it into one tile (16 / that many where 16
-/// do not divide it).
+/// joins enough of the dim before it for 64 bytes of its result per tile
+/// (16 lanes at least), where that dim allows.
 static std::optional<SmallVector<int64_t>>
 planElementwise(linalg::GenericOp op) {
   if (!op.hasPureTensorSemantics() ||
@@ -531,18 +531,20 @@ planElementwise(linalg::GenericOp op) {
   if (ranges.empty() || llvm::any_of(ranges, ShapedType::isDynamic) ||
       llvm::is_contained(ranges, 0) || hasBooleanOperand(op))
     return std::nullopt;
+  Type element = getElementTypeOrSelf(op.getDpsInits()[0].getType());
   int64_t last = ranges.back();
-  if (ranges.size() >= 2 && (last == 2 || last == 4 || last == 8)) {
-    int64_t before = ranges[ranges.size() - 2];
+  if (ranges.size() >= 2 && (last == 2 || last == 4 || last == 8) &&
+      element.isIntOrFloat()) {
+    int64_t bytes = std::max<int64_t>(1, element.getIntOrFloatBitWidth() / 8);
+    int64_t lanes = std::max<int64_t>(16, 64 / bytes);
     SmallVector<int64_t> sizes(ranges.size(), 1);
     sizes.back() = last;
-    sizes[sizes.size() - 2] = before % 16 == 0 ? 16 : 16 / last;
-    if (before % sizes[sizes.size() - 2] == 0)
+    sizes[sizes.size() - 2] = lanes / last;
+    if (ranges[ranges.size() - 2] % (lanes / last) == 0)
       return sizes;
   }
   if (last % 16 != 0)
     return std::nullopt;
-  Type element = getElementTypeOrSelf(op.getDpsInits()[0].getType());
   bool codes = element.isSignlessInteger(64) || element.isSignlessInteger(32);
   SmallVector<int64_t> sizes(ranges.size(), 1);
   sizes.back() = codes && ranges.back() % 32 == 0 ? 32 : 16;

@@ -123,6 +123,25 @@ func.func @dropout_mask(%x: tensor<32x64xf32>, %w: tensor<128x64xf32>, %b: tenso
 
 // -----
 
+// An element-wise op whose last dim is 4 takes 64 bytes of its result per
+// tile: 4 of the dim before for f32 (16 lanes); 16 for the i8 mask above.
+// CHECK-LABEL: func.func @narrow_rows
+// CHECK: scf.for %{{.*}} = %c0 to %c8 step %c1
+// CHECK: scf.for %{{.*}} = %c0 to %c16 step %c4
+// CHECK: arith.addf %{{.*}}, %{{.*}} : vector<1x4x4xf32>
+#narrow = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+func.func @narrow_rows(%a: tensor<8x16x4xf32>, %b: tensor<8x16x4xf32>) -> tensor<8x16x4xf32> {
+  %init = tensor.empty() : tensor<8x16x4xf32>
+  %0 = linalg.generic {indexing_maps = [#narrow, #narrow, #narrow], iterator_types = ["parallel", "parallel", "parallel"]} ins(%a, %b : tensor<8x16x4xf32>, tensor<8x16x4xf32>) outs(%init : tensor<8x16x4xf32>) {
+  ^bb0(%x: f32, %y: f32, %out: f32):
+    %s = arith.addf %x, %y : f32
+    linalg.yield %s : f32
+  } -> tensor<8x16x4xf32>
+  return %0 : tensor<8x16x4xf32>
+}
+
+// -----
+
 // Odd shapes: M = 5 gives one-row register tiles; K = 17 is not tiled
 // (the whole reduction is one vector contraction); a matmul without an
 // epilogue is scheduled on its own.
