@@ -274,6 +274,24 @@ static std::string fuseStep(StringRef result, StringRef target,
       .str();
 }
 
+/// The op schedule `index` applies to, as the handle `%t<index>`.
+static std::string matchTarget(unsigned index) {
+  return llvm::formatv("  %t{0} = transform.structured.match attributes "
+                       "{{{1} = {0} : i64} in %root : (!transform.any_op) -> "
+                       "!transform.any_op\n",
+                       index, kTargetAttr)
+      .str();
+}
+
+/// Keeps the accumulator of schedule `index`'s k loop (`%kloop<index>`) in
+/// registers across it: read before the loop, written after.
+static std::string hoistAccumulator(unsigned index) {
+  return llvm::formatv("  transform.loop.hoist_loop_invariant_subsets "
+                       "%kloop{0} : !transform.any_op\n",
+                       index)
+      .str();
+}
+
 /// Vectorizes every linalg op in `nest` (a handle) and folds the result
 /// into contractions held in registers.
 static std::string vectorizeNest(unsigned index, StringRef nest) {
@@ -316,10 +334,7 @@ static std::string prefetchRowsOf(unsigned index) {
 static std::string buildChunkedSchedule(unsigned index, const TilePlan &plan,
                                         const LoopLayout &layout,
                                         bool targetIsMatmul) {
-  std::string script = llvm::formatv(
-      "  %t{0} = transform.structured.match attributes {{{1} = {0} : i64} "
-      "in %root : (!transform.any_op) -> !transform.any_op\n",
-      index, kTargetAttr);
+  std::string script = matchTarget(index);
   std::string target = "t" + std::to_string(index);
   std::string group = "g" + std::to_string(index);
   script += fuseStep(group, target, layout.tile(0, plan.registerBlocks), {});
@@ -354,9 +369,7 @@ static std::string buildChunkedSchedule(unsigned index, const TilePlan &plan,
         "!transform.any_op)\n",
         index, group, tileSizes(epilogueRowTile));
   script += vectorizeNest(index, nest);
-  script += llvm::formatv("  transform.loop.hoist_loop_invariant_subsets "
-                          "%kloop{0} : !transform.any_op\n",
-                          index);
+  script += hoistAccumulator(index);
   script += prefetchRowsOf(index);
   return script;
 }
@@ -365,10 +378,7 @@ static std::string buildChunkedSchedule(unsigned index, const TilePlan &plan,
 static std::string buildSchedule(unsigned index, const TilePlan &plan,
                                  const LoopLayout &layout,
                                  bool targetIsMatmul, bool threaded) {
-  std::string script = llvm::formatv(
-      "  %t{0} = transform.structured.match attributes {{{1} = {0} : i64} "
-      "in %root : (!transform.any_op) -> !transform.any_op\n",
-      index, kTargetAttr);
+  std::string script = matchTarget(index);
   std::string current = "t" + std::to_string(index);
   if (plan.slabRows) {
     std::string slab = "s" + std::to_string(index);
@@ -429,9 +439,7 @@ static std::string buildSchedule(unsigned index, const TilePlan &plan,
   }
   script += vectorizeNest(index, nest);
   if (plan.kStep)
-    script += llvm::formatv("  transform.loop.hoist_loop_invariant_subsets "
-                            "%kloop{0} : !transform.any_op\n",
-                            index);
+    script += hoistAccumulator(index);
   // Without a cache tile no other register tile reads this one's weight
   // panel soon after it: the loop streams it from memory, and
   // lamina-cpu-prefetch-rows prefetches it ahead (at 16 × 4096 × 4096:
@@ -484,33 +492,16 @@ static std::string buildBetweenLayersMatmulSchedule(unsigned index,
   outer.push_back(0);
   inner.back() = sizes.back();
   std::string types = handleTypes(sizes.size());
-  return llvm::formatv(
-             "  %t{0} = transform.structured.match attributes {{{1} = {0} : "
-             "i64} in %root : (!transform.any_op) -> !transform.any_op\n"
-             "  %r{0}, %r{0}_loops:{2} = transform.structured.tile_using_for "
-             "%t{0} tile_sizes {3} : (!transform.any_op) -> {4}\n"
-             "  %k{0}, %kloop{0} = transform.structured.tile_using_for %r{0} "
-             "tile_sizes {5} : (!transform.any_op) -> (!transform.any_op, "
-             "!transform.any_op)\n"
-             "  %lin{0} = transform.structured.match interface{{LinalgOp} in "
-             "%r{0}_loops#0 : (!transform.any_op) -> !transform.any_op\n"
-             "  transform.structured.vectorize %lin{0} : !transform.any_op\n"
-             "  transform.apply_patterns to %func {{\n"
-             "    transform.apply_patterns.canonicalization\n"
-             "    transform.apply_patterns.tensor.fold_tensor_subset_ops_into_"
-             "vector_transfers\n"
-             "  } : !transform.any_op\n"
-             "  transform.apply_patterns to %func {{\n"
-             "    transform.apply_patterns.vector.transfer_permutation_"
-             "patterns\n"
-             "    transform.apply_patterns.vector.reduction_to_contract\n"
-             "  } : !transform.any_op\n"
-             "  transform.apply_cse to %func : !transform.any_op\n"
-             "  transform.loop.hoist_loop_invariant_subsets %kloop{0} : "
-             "!transform.any_op\n",
-             index, kTargetAttr, sizes.size() - 1, tileSizes(outer), types,
-             tileSizes(inner))
-      .str();
+  std::string script = matchTarget(index);
+  script += llvm::formatv(
+      "  %r{0}, %r{0}_loops:{1} = transform.structured.tile_using_for "
+      "%t{0} tile_sizes {2} : (!transform.any_op) -> {3}\n"
+      "  %k{0}, %kloop{0} = transform.structured.tile_using_for %r{0} "
+      "tile_sizes {4} : (!transform.any_op) -> (!transform.any_op, "
+      "!transform.any_op)\n",
+      index, sizes.size() - 1, tileSizes(outer), types, tileSizes(inner));
+  script += vectorizeNest(index, "%r" + std::to_string(index) + "_loops#0");
+  return script + hoistAccumulator(index);
 }
 
 /// Element-wise ops (residual adds, a lone bias add or activation, an
@@ -588,10 +579,7 @@ planRowReduction(linalg::GenericOp op) {
 
 static std::string buildRowReductionSchedule(unsigned index,
                                              ArrayRef<int64_t> rows) {
-  std::string script = llvm::formatv(
-      "  %t{0} = transform.structured.match attributes {{{1} = {0} : i64} in "
-      "%root : (!transform.any_op) -> !transform.any_op\n",
-      index, kTargetAttr);
+  std::string script = matchTarget(index);
   std::string row = "%t" + std::to_string(index);
   if (rows.size() > 1) {
     std::string types = handleTypes(rows.size());
@@ -681,19 +669,17 @@ static std::string buildColumnSumSchedule(unsigned index,
   // Column chunks outermost, then the summed dims.
   SmallVector<int64_t> interchange = {rank - 1};
   llvm::append_range(interchange, llvm::seq<int64_t>(0, rank - 1));
-  std::string script = llvm::formatv(
-      "  %t{0} = transform.structured.match attributes {{{1} = {0} : i64} in "
-      "%root : (!transform.any_op) -> !transform.any_op\n"
-      "  %s{0}, %s{0}_loops:{2} = transform.structured.tile_using_for %t{0} "
-      "tile_sizes {3} interchange = {4} : (!transform.any_op) -> {5}\n"
+  std::string script = matchTarget(index);
+  script += llvm::formatv(
+      "  %s{0}, %s{0}_loops:{1} = transform.structured.tile_using_for %t{0} "
+      "tile_sizes {2} interchange = {3} : (!transform.any_op) -> {4}\n"
       "  transform.structured.vectorize %s{0} : !transform.any_op\n"
       "  transform.apply_patterns to %func {{\n"
       "    transform.apply_patterns.canonicalization\n"
       "    transform.apply_patterns.tensor.fold_tensor_subset_ops_into_vector_"
       "transfers\n"
       "  } : !transform.any_op\n",
-      index, kTargetAttr, rank, tileSizes(sizes), tileSizes(interchange),
-      types);
+      index, rank, tileSizes(sizes), tileSizes(interchange), types);
   // The chunk's sums stay in registers across the summed dims' loops,
   // innermost first.
   for (int64_t loop = rank - 1; loop >= 1; --loop)
@@ -707,18 +693,16 @@ static std::string buildElementwiseSchedule(unsigned index,
                                             ArrayRef<int64_t> sizes,
                                             bool extracts = false) {
   std::string types = handleTypes(sizes.size() + 1);
-  return llvm::formatv(
-             "  %t{0} = transform.structured.match attributes {{{1} = {0} : "
-             "i64} in %root : (!transform.any_op) -> !transform.any_op\n"
-             "  %v{0}, %v{0}_loops:{2} = transform.structured.tile_using_for "
-             "%t{0} tile_sizes {3} : (!transform.any_op) -> {4}\n"
-             "  transform.structured.vectorize %v{0} {5}: "
+  return matchTarget(index) +
+         llvm::formatv(
+             "  %v{0}, %v{0}_loops:{1} = transform.structured.tile_using_for "
+             "%t{0} tile_sizes {2} : (!transform.any_op) -> {3}\n"
+             "  transform.structured.vectorize %v{0} {4}: "
              "!transform.any_op\n",
-             index, kTargetAttr, sizes.size(), tileSizes(sizes), types,
+             index, sizes.size(), tileSizes(sizes), types,
              extracts ? "{vectorize_nd_extract} " : "")
-      .str();
+             .str();
 }
-
 
 /// Transposes (the backward's Wᵀ, dyᵀ, xᵀ, weight packing) in 8×8 tiles,
 /// which lamina-cpu-lower-vectors lowers to AVX2 shuffles and blends
@@ -768,16 +752,15 @@ static bool isRowTranspose(linalg::TransposeOp op) {
 }
 
 static std::string buildRowTransposeSchedule(unsigned index) {
-  return llvm::formatv(
-             "  %t{0} = transform.structured.match attributes {{{1} = {0} : "
-             "i64} in %root : (!transform.any_op) -> !transform.any_op\n"
+  return matchTarget(index) +
+         llvm::formatv(
              "  %v{0}, %v{0}_loops:2 = transform.structured.tile_using_for "
              "%t{0} tile_sizes [1, 8, 0] interchange = [1, 0, 2] : "
              "(!transform.any_op) -> (!transform.any_op, !transform.any_op, "
              "!transform.any_op)\n"
              "  transform.structured.vectorize %v{0} : !transform.any_op\n",
-             index, kTargetAttr)
-      .str();
+             index)
+             .str();
 }
 
 namespace {
