@@ -1,0 +1,107 @@
+//===- CpuScheduleText.cpp - Steps shared by the CPU schedules ------------===//
+//
+// Text of the transform ops that every schedule of
+// lamina-cpu-tile-and-vectorize is made of.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CpuSchedules.h"
+
+#include "lamina/Lamina/IR/Lamina.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+using namespace mlir;
+
+namespace mlir::lamina::cpu {
+
+bool hasStage(Operation *op, StringRef stage) {
+  auto attr = op ? op->getAttrOfType<StringAttr>(LaminaDialect::kStageAttrName)
+                 : StringAttr();
+  return attr && attr.getValue() == stage;
+}
+
+/// Whether `op` reads or writes booleans, which stay scalar: LLVM stores a
+/// vector<Nxi1> as packed bits, a memref of i1 holds one byte per element.
+bool hasBooleanOperand(Operation *op) {
+  return llvm::any_of(op->getOperandTypes(), [](Type type) {
+    return getElementTypeOrSelf(type).isInteger(1);
+  });
+}
+
+std::string tileSizes(ArrayRef<int64_t> sizes) {
+  std::string text = "[";
+  for (auto [i, size] : llvm::enumerate(sizes))
+    text += (i ? ", " : "") + std::to_string(size);
+  return text + "]";
+}
+
+/// The result types of a transform op returning `count` handles:
+/// "(!transform.any_op, ...)".
+std::string handleTypes(size_t count) {
+  std::string types = "(";
+  for (size_t i = 0; i < count; ++i)
+    types += i ? ", !transform.any_op" : "!transform.any_op";
+  return types + ")";
+}
+
+/// One schedule step: fuse `target` with its producers into a loop nest
+/// over the dims with a non-zero tile size, in the order of `interchange`
+/// (a permutation of the target's dims; empty: in their order).
+std::string fuseStep(StringRef result, StringRef target,
+                     ArrayRef<int64_t> sizes, ArrayRef<int64_t> interchange) {
+  int64_t loops = llvm::count_if(sizes, [](int64_t s) { return s != 0; });
+  std::string types = handleTypes(loops + 1);
+  std::string loopResults =
+      loops ? llvm::formatv(", %{0}_loops:{1}", result, loops).str() : "";
+  return llvm::formatv(
+             "  %{0}{1} = transform.structured.fuse %{2} tile_sizes {3}{4}\n"
+             "      : (!transform.any_op) -> {5}\n",
+             result, loopResults, target, tileSizes(sizes),
+             interchange.empty() ? ""
+                                 : " interchange " + tileSizes(interchange),
+             types)
+      .str();
+}
+
+/// The op schedule `index` applies to, as the handle `%t<index>`.
+std::string matchTarget(unsigned index) {
+  return llvm::formatv("  %t{0} = transform.structured.match attributes "
+                       "{{{1} = {0} : i64} in %root : (!transform.any_op) -> "
+                       "!transform.any_op\n",
+                       index, kTargetAttr)
+      .str();
+}
+
+/// Keeps the accumulator of schedule `index`'s k loop (`%kloop<index>`) in
+/// registers across it: read before the loop, written after.
+std::string hoistAccumulator(unsigned index) {
+  return llvm::formatv("  transform.loop.hoist_loop_invariant_subsets "
+                       "%kloop{0} : !transform.any_op\n",
+                       index)
+      .str();
+}
+
+/// Vectorizes every linalg op in `nest` (a handle) and folds the result
+/// into contractions held in registers.
+std::string vectorizeNest(unsigned index, StringRef nest) {
+  return llvm::formatv(
+             "  %lin{0} = transform.structured.match interface{{LinalgOp} in "
+             "{1} : (!transform.any_op) -> !transform.any_op\n"
+             "  transform.structured.vectorize %lin{0} : !transform.any_op\n"
+             "  transform.apply_patterns to %func {{\n"
+             "    transform.apply_patterns.canonicalization\n"
+             "    transform.apply_patterns.tensor.fold_tensor_subset_ops_into_"
+             "vector_transfers\n"
+             "  } : !transform.any_op\n"
+             "  transform.apply_patterns to %func {{\n"
+             "    transform.apply_patterns.vector.transfer_permutation_"
+             "patterns\n"
+             "    transform.apply_patterns.vector.reduction_to_contract\n"
+             "  } : !transform.any_op\n"
+             "  transform.apply_cse to %func : !transform.any_op\n",
+             index, nest)
+      .str();
+}
+
+} // namespace mlir::lamina::cpu

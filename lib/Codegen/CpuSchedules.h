@@ -1,0 +1,121 @@
+//===- CpuSchedules.h - The CPU schedules, as transform text ---*- C++ -*-===//
+//
+// lamina-cpu-tile-and-vectorize tags each op it schedules with a number and
+// writes one transform-dialect schedule per tag, as text, from the op's
+// static shape: the linear layers' packed matmuls with their epilogues
+// (CpuLayerMatmulSchedules.cpp), the ops between layers
+// (CpuBetweenLayersSchedules.cpp), both made of shared steps
+// (CpuScheduleText.cpp). Schedule `index` matches its op as `%t<index>`,
+// its function as `%func`.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LAMINA_LIB_CODEGEN_CPUSCHEDULES_H
+#define LAMINA_LIB_CODEGEN_CPUSCHEDULES_H
+
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+
+#include <optional>
+#include <string>
+
+namespace mlir::lamina::cpu {
+
+/// Marks the op a generated schedule applies to, for its `match`, and the
+/// producers a threaded schedule fuses into its parallel loop.
+inline constexpr llvm::StringLiteral kTargetAttr = "__lamina_tile_target";
+inline constexpr llvm::StringLiteral kMatmulAttr = "__lamina_tile_matmul";
+inline constexpr llvm::StringLiteral kFillAttr = "__lamina_tile_fill";
+
+/// Whether `op` has the role `stage` ("matmul" or "epilogue") in a lowered
+/// layer.
+bool hasStage(Operation *op, StringRef stage);
+
+/// Whether `op` reads or writes booleans, which stay scalar: LLVM stores a
+/// vector<Nxi1> as packed bits, a memref of i1 holds one byte per element.
+bool hasBooleanOperand(Operation *op);
+
+//===----------------------------------------------------------------------===//
+// Shared steps
+//===----------------------------------------------------------------------===//
+
+/// `sizes` as a transform op's list: "[a, b, ...]".
+std::string tileSizes(ArrayRef<int64_t> sizes);
+
+/// The result types of a transform op returning `count` handles:
+/// "(!transform.any_op, ...)".
+std::string handleTypes(size_t count);
+
+/// One schedule step: fuse `target` with its producers into a loop nest
+/// over the dims with a non-zero tile size, in the order of `interchange`
+/// (a permutation of the target's dims; empty: in their order).
+std::string fuseStep(StringRef result, StringRef target,
+                     ArrayRef<int64_t> sizes, ArrayRef<int64_t> interchange);
+
+/// The op schedule `index` applies to, as the handle `%t<index>`.
+std::string matchTarget(unsigned index);
+
+/// Keeps the accumulator of schedule `index`'s k loop (`%kloop<index>`) in
+/// registers across it: read before the loop, written after.
+std::string hoistAccumulator(unsigned index);
+
+/// Vectorizes every linalg op in `nest` (a handle) and folds the result
+/// into contractions held in registers.
+std::string vectorizeNest(unsigned index, StringRef nest);
+
+//===----------------------------------------------------------------------===//
+// The linear layers' packed matmuls
+//===----------------------------------------------------------------------===//
+
+/// A layer's packed matmul and the op its schedule targets: the matmul's
+/// epilogue, or the matmul itself when it has none.
+struct LayerMatmul {
+  linalg::GenericOp matmul;
+  bool targetIsMatmul = false;
+};
+
+/// The packed matmul `op` is the schedule target of, on tensors, if any.
+std::optional<LayerMatmul> getLayerMatmul(linalg::GenericOp op);
+
+/// The schedule of `target` (cache tiles shared out among threads when
+/// `threaded`; `wide`: 512-bit vectors), or none for a shape that stays a
+/// loop nest.
+std::optional<std::string> buildLayerMatmulSchedule(unsigned index,
+                                                    const LayerMatmul &target,
+                                                    bool wide, bool threaded);
+
+//===----------------------------------------------------------------------===//
+// The ops between layers
+//===----------------------------------------------------------------------===//
+
+/// The tile sizes of a matmul between layers (attention's per-head
+/// `linalg.batch_matmul`, a plain `linalg.matmul`), if it has a schedule.
+std::optional<SmallVector<int64_t>> planBetweenLayersMatmul(linalg::LinalgOp op,
+                                                            bool wide);
+std::string buildBetweenLayersMatmulSchedule(unsigned index,
+                                             ArrayRef<int64_t> sizes);
+
+/// The tile sizes of an element-wise op, if it is vectorized.
+std::optional<SmallVector<int64_t>> planElementwise(linalg::GenericOp op);
+/// `extracts`: the op gathers with tensor.extract (an embedding).
+std::string buildElementwiseSchedule(unsigned index, ArrayRef<int64_t> sizes,
+                                     bool extracts = false);
+/// Whether `op` reads a tensor at computed indices.
+bool hasExtract(Operation *op);
+
+/// The row tiles of a reduction along the last dim, if it is vectorized.
+std::optional<SmallVector<int64_t>> planRowReduction(linalg::GenericOp op);
+std::string buildRowReductionSchedule(unsigned index, ArrayRef<int64_t> rows);
+
+/// The tile sizes of float sums over every dim but the last.
+std::optional<SmallVector<int64_t>> planColumnSum(linalg::LinalgOp op);
+std::string buildColumnSumSchedule(unsigned index, ArrayRef<int64_t> sizes);
+
+/// The tile sizes of a transpose, if it is vectorized.
+std::optional<SmallVector<int64_t>> planTranspose(linalg::TransposeOp op);
+/// Whether `op` moves whole rows of 16 or 8 (`[a, b, n0] → [b, a, n0]`).
+bool isRowTranspose(linalg::TransposeOp op);
+std::string buildRowTransposeSchedule(unsigned index);
+
+} // namespace mlir::lamina::cpu
+
+#endif // LAMINA_LIB_CODEGEN_CPUSCHEDULES_H
