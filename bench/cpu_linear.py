@@ -47,7 +47,7 @@ sys.path.insert(0, str(pathlib.Path(os.environ.get("LAMINA_BUILD_DIR",
                                                    ROOT / "build")) / "python"))
 from lamina.tools import tool  # noqa: E402
 
-SHAPES = [(1, 4096, 4096), (16, 4096, 4096), (512, 1024, 4096),
+SHAPES = [(1, 4096, 4096), (8, 4096, 4096), (16, 4096, 4096), (512, 1024, 4096),
           (2048, 1024, 4096), (2048, 4096, 1024)]
 P_DROP = 0.1
 # The matmul alone: M × (K, N), the CPU issue's grid.
