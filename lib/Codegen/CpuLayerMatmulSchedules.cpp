@@ -63,17 +63,18 @@ struct TilePlan {
   // group of blocks run, in turn, over chunks of this many k of its panel.
   int64_t kChunk = 0;
   int64_t registerBlocks = 1; // blocks of 16 features per register tile
+  // 0: one thread; else each thread runs the plan on its own part of this
+  // many blocks (the tile sizes above are for one part).
+  int64_t threadBlocks = 0;
 };
 } // namespace
 
 /// Chooses tile sizes for a matmul of M rows, N1 blocks of 16 and depth K,
 /// x's elements `inputBytes` wide; `wide`: 512-bit vectors (a block of 16
-/// features is one register); `threaded`: the cache tiles are shared out
-/// among threads. Every tile divides its extent and is smaller than it: a
-/// one-trip loop would be folded away under the schedule's handles.
+/// features is one register). Every tile divides its extent and is smaller than
+/// it: a one-trip loop would be folded away under the schedule's handles.
 static std::optional<TilePlan> planTiles(int64_t m, int64_t n1, int64_t k,
-                                         int64_t inputBytes, bool wide,
-                                         bool threaded) {
+                                         int64_t inputBytes, bool wide) {
   // A depth-1 matmul (in_features = 1) is an outer product: vectorized, its
   // unit reduction dim sends the vector lowering's unit-dim patterns into a
   // cycle that never ends. It stays a loop nest.
@@ -91,20 +92,18 @@ static std::optional<TilePlan> planTiles(int64_t m, int64_t n1, int64_t k,
   // layer, 1.09× on the backward's dX. When the tile's 128 rows of x fit in
   // a quarter of L2, 8 blocks share them, so that x streams from L3 a
   // quarter as often: 2048 × 1024 × 4096 1.05-1.10× faster, the backward's
-  // dW over 512 tokens 1.16×; with 1 MiB of rows (K = 2048) 1.2× slower,
-  // and on two threads (cache tiles shared out) 1.07× slower.
+  // dW over 512 tokens 1.16×; with 1 MiB of rows (K = 2048) 1.2× slower.
   if (m >= 256 && m % 128 == 0 && n1 > 2 && n1 % 2 == 0) {
     plan.cacheRows = 128;
     plan.cacheBlocks = 2;
-    if (!threaded && plan.cacheRows * k * inputBytes <= kSharedRowsBytes &&
-        n1 % 8 == 0 && n1 > 8)
+    if (plan.cacheRows * k * inputBytes <= kSharedRowsBytes && n1 % 8 == 0 &&
+        n1 > 8)
       plan.cacheBlocks = 8;
   }
   // Each slab reads all of W again, but from L3, where x no longer fitted:
   // on Zen 5, slabs of 8 MiB made 2048 × 4096 × 1024 112-118 → 94-95 ms,
   // 2048 × 4096 × 4096 1.2× faster, the backward's dX and dW over 2048
-  // tokens 1.15-1.4×, and on two threads (each slab's cache tiles shared
-  // out) 2048 × 4096 × 1024 54.1 → 46.3 ms; slabs of 4 MiB the backward's
+  // tokens 1.15-1.4×; slabs of 4 MiB the backward's
   // dW 4096 × 1024 over 512 tokens (8 MiB of dY) 25.2 → 23.1 ms, over 2048
   // tokens 108.8 → 101.7, the rest alike or 1-3% faster.
   if (plan.cacheRows && m * k * inputBytes > kStreamedRowsBytes)
@@ -200,6 +199,42 @@ static std::string prefetchRowsOf(unsigned index) {
       .str();
 }
 
+/// Shares the blocks of schedule `index`'s target out among threads: an
+/// scf.forall over parts of `plan.threadBlocks` blocks, the matmul (when
+/// the target is its epilogue) and its fill fused in, each part then
+/// scheduled as one thread's matmul. Sets `current` to the part's target.
+/// Each thread keeps its part's blocks of W, and both read the same rows of
+/// x: at 2048 × 1024 × 4096 two processes each computing half of the
+/// features ran as fast as one alone, while cache tiles shared out (rows
+/// split between the threads, W streamed past each) ran 10% slower.
+static std::string shareOutBlocks(unsigned index, const TilePlan &plan,
+                                  const LoopLayout &layout, bool targetIsMatmul,
+                                  std::string &current) {
+  std::string script = llvm::formatv(
+      "  %p{0}, %forall{0} = transform.structured.tile_using_forall %{1} "
+      "tile_sizes {2} : (!transform.any_op) -> (!transform.any_op, "
+      "!transform.any_op)\n",
+      index, current, tileSizes(layout.tile(0, plan.threadBlocks)));
+  std::string forall = llvm::formatv("%forall{0}", index);
+  SmallVector<StringRef> producers;
+  if (!targetIsMatmul)
+    producers.push_back(kMatmulAttr);
+  producers.push_back(kFillAttr);
+  for (auto [step, producer] : llvm::enumerate(producers)) {
+    script += llvm::formatv(
+        "  %prod{0}_{1} = transform.structured.match attributes {{{2} = {0} "
+        ": i64} in %root : (!transform.any_op) -> !transform.any_op\n"
+        "  %fused{0}_{1}, %forall{0}_{1} = "
+        "transform.structured.fuse_into_containing_op %prod{0}_{1} into {3} "
+        ": (!transform.any_op, !transform.any_op) -> (!transform.any_op, "
+        "!transform.any_op)\n",
+        index, step, producer, forall);
+    forall = llvm::formatv("%forall{0}_{1}", index, step);
+  }
+  current = "p" + std::to_string(index);
+  return script;
+}
+
 /// The schedule of an uncached matmul whose register tiles share each
 /// panel of W chunk by chunk: a loop over groups of blocks (fill, matmul
 /// and epilogue fused), in it a loop over chunks of k, in that the register
@@ -209,6 +244,8 @@ static std::string buildChunkedSchedule(unsigned index, const TilePlan &plan,
                                         bool targetIsMatmul) {
   std::string script = matchTarget(index);
   std::string target = "t" + std::to_string(index);
+  if (plan.threadBlocks)
+    script += shareOutBlocks(index, plan, layout, targetIsMatmul, target);
   std::string group = "g" + std::to_string(index);
   script += fuseStep(group, target, layout.tile(0, plan.registerBlocks), {});
   std::string nest = "%" + group + "_loops#0";
@@ -249,42 +286,18 @@ static std::string buildChunkedSchedule(unsigned index, const TilePlan &plan,
 
 /// The schedule of one target (an epilogue, or a matmul without one).
 static std::string buildSchedule(unsigned index, const TilePlan &plan,
-                                 const LoopLayout &layout, bool targetIsMatmul,
-                                 bool threaded) {
+                                 const LoopLayout &layout,
+                                 bool targetIsMatmul) {
   std::string script = matchTarget(index);
   std::string current = "t" + std::to_string(index);
+  if (plan.threadBlocks)
+    script += shareOutBlocks(index, plan, layout, targetIsMatmul, current);
   if (plan.slabRows) {
     std::string slab = "s" + std::to_string(index);
     script += fuseStep(slab, current, layout.tile(plan.slabRows, 0), {});
     current = slab;
   }
-  if (plan.cacheRows && threaded) {
-    // Cache tiles as an scf.forall shared out among threads, with the
-    // matmul (when the target is its epilogue) and the fill fused in.
-    script += llvm::formatv(
-        "  %c{0}, %forall{0} = transform.structured.tile_using_forall %{1} "
-        "tile_sizes {2} : (!transform.any_op) -> (!transform.any_op, "
-        "!transform.any_op)\n",
-        index, current,
-        tileSizes(layout.tile(plan.cacheRows, plan.cacheBlocks)));
-    std::string forall = llvm::formatv("%forall{0}", index);
-    SmallVector<StringRef> producers;
-    if (!targetIsMatmul)
-      producers.push_back(kMatmulAttr);
-    producers.push_back(kFillAttr);
-    for (auto [step, producer] : llvm::enumerate(producers)) {
-      script += llvm::formatv(
-          "  %prod{0}_{1} = transform.structured.match attributes {{{2} = {0} "
-          ": i64} in %root : (!transform.any_op) -> !transform.any_op\n"
-          "  %fused{0}_{1}, %forall{0}_{1} = "
-          "transform.structured.fuse_into_containing_op %prod{0}_{1} into {3} "
-          ": (!transform.any_op, !transform.any_op) -> (!transform.any_op, "
-          "!transform.any_op)\n",
-          index, step, producer, forall);
-      forall = llvm::formatv("%forall{0}_{1}", index, step);
-    }
-    current = "c" + std::to_string(index);
-  } else if (plan.cacheRows) {
+  if (plan.cacheRows) {
     std::string next = "c" + std::to_string(index);
     script +=
         fuseStep(next, current, layout.tile(plan.cacheRows, plan.cacheBlocks),
@@ -342,7 +355,7 @@ std::optional<LayerMatmul> cpu::getLayerMatmul(linalg::GenericOp op) {
 
 std::optional<std::string>
 cpu::buildLayerMatmulSchedule(unsigned index, const LayerMatmul &target,
-                              bool wide, bool threaded) {
+                              bool wide, unsigned threads) {
   linalg::GenericOp matmul = target.matmul;
   SmallVector<int64_t> ranges = matmul.getStaticLoopRanges();
   if (llvm::any_of(ranges, ShapedType::isDynamic))
@@ -356,13 +369,21 @@ cpu::buildLayerMatmulSchedule(unsigned index, const LayerMatmul &target,
     blocks = ranges[2];
     depth = ranges[4];
   }
+  // With threads, each runs the plan on its part of the blocks.
+  int64_t parts = threads > 1 && blocks % threads == 0 ? threads : 1;
   std::optional<TilePlan> plan =
-      planTiles(rows, blocks, depth, getInputBytes(matmul), wide, threaded);
+      planTiles(rows, blocks / parts, depth, getInputBytes(matmul), wide);
+  if (!plan && parts > 1) {
+    parts = 1;
+    plan = planTiles(rows, blocks, depth, getInputBytes(matmul), wide);
+  }
+  if (plan && parts > 1)
+    plan->threadBlocks = blocks / parts;
   // A panel is one register tile's rows.
   if (!plan || (layout.rowPanel && plan->registerRows != layout.rowPanel &&
                 !(plan->registerRows == 0 && rows == layout.rowPanel)))
     return std::nullopt;
   if (plan->kChunk && !layout.rowPanel)
     return buildChunkedSchedule(index, *plan, layout, target.targetIsMatmul);
-  return buildSchedule(index, *plan, layout, target.targetIsMatmul, threaded);
+  return buildSchedule(index, *plan, layout, target.targetIsMatmul);
 }

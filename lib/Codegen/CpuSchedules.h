@@ -76,12 +76,13 @@ struct LayerMatmul {
 /// The packed matmul `op` is the schedule target of, on tensors, if any.
 std::optional<LayerMatmul> getLayerMatmul(linalg::GenericOp op);
 
-/// The schedule of `target` (cache tiles shared out among threads when
-/// `threaded`; `wide`: 512-bit vectors), or none for a shape that stays a
-/// loop nest.
+/// The schedule of `target` (its blocks shared out among `threads` threads
+/// where they divide evenly; `wide`: 512-bit vectors), or none for a shape that
+/// stays a loop nest.
 std::optional<std::string> buildLayerMatmulSchedule(unsigned index,
                                                     const LayerMatmul &target,
-                                                    bool wide, bool threaded);
+                                                    bool wide,
+                                                    unsigned threads);
 
 //===----------------------------------------------------------------------===//
 // The ops between layers

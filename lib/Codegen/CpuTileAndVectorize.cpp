@@ -105,7 +105,7 @@ struct LaminaCpuTileAndVectorizePass
         return;
       }
       std::optional<std::string> schedule = buildLayerMatmulSchedule(
-          index, *target, vectorBits == 512, threads > 1);
+          index, *target, vectorBits == 512, threads);
       if (!schedule)
         return;
       IntegerAttr tag = markTarget(op);

@@ -62,10 +62,13 @@ func.func @big(%x: tensor<2048x1024xf32>, %w: tensor<1024x1024xf32>, %b: tensor<
 // CHECK: scf.for %{{.*}} = %c0 to %c64 step %c2
 // CHECK-NEXT: scf.for %{{.*}} = %c0 to %c256 step %c128
 // CHECK: vector.contract
-// On two threads each slab's cache tiles are shared out.
+// On two threads each takes half of the blocks (an scf.forall of two
+// parts) and runs them as one thread would: slabs, cache tiles of 2 blocks.
 // THREADS-LABEL: func.func @deep
+// THREADS: scf.forall (%{{.*}}) in (2) shared_outs
+// THREADS: tensor.extract_slice %{{.*}} : tensor<2048x64x16xf32> to tensor<2048x32x16xf32>
 // THREADS: scf.for %{{.*}} = %c0 to %c2048 step %c256
-// THREADS: scf.forall (%{{.*}}, %{{.*}}) in (2, 32) shared_outs
+// THREADS: scf.for %{{.*}} = %c0 to %c32 step %c2
 // THREADS: vector.contract
 // THREADS: scf.forall.in_parallel
 func.func @deep(%x: tensor<2048x4096xf32>, %w: tensor<1024x4096xf32>) -> tensor<2048x1024xf32> {
@@ -96,6 +99,15 @@ func.func @deep(%x: tensor<2048x4096xf32>, %w: tensor<1024x4096xf32>) -> tensor<
 // WIDE: } {lamina.prefetch_rows = 4096 : i64}
 // WIDE: scf.for %{{.*}} = %c0 to %c16 step %c8
 // WIDE: math.tanh %{{.*}} : vector<8x2x16xf32>
+// On two threads each streams its half of the weight's blocks, in the
+// same nest (here with AVX2's register tiles of 4 rows).
+// THREADS-LABEL: func.func @decode
+// THREADS: scf.forall (%{{.*}}) in (2) shared_outs
+// THREADS: scf.for %{{.*}} = %c0 to %c128 step %c1
+// THREADS: scf.for %{{.*}} = %c0 to %c4096 step %c2048
+// THREADS: } {lamina.prefetch_rows = 4096 : i64}
+// THREADS: math.tanh
+// THREADS: scf.forall.in_parallel
 func.func @decode(%x: tensor<16x4096xf32>, %w: tensor<4096x4096xf32>, %b: tensor<4096xf32>) -> tensor<16x4096xf32> {
   %0 = lamina.linear_act "fc" %x, %w bias %b activation gelu_tanh : (tensor<16x4096xf32>, tensor<4096x4096xf32>, tensor<4096xf32>) -> tensor<16x4096xf32>
   return %0 : tensor<16x4096xf32>
@@ -169,10 +181,12 @@ func.func @large_odd_k(%x: tensor<8x4099xf32>, %w: tensor<32x4099xf32>) -> tenso
 
 // RUN: lamina-opt %s --convert-lamina-to-linalg=weight-block=16 --lamina-hoist-weight-packing --lamina-cpu-tile-and-vectorize=threads=2 --split-input-file | FileCheck %s --check-prefix=THREADS
 
-// With threads, the cache tiles form an scf.forall holding the fill, the
-// matmul tile loops and the epilogue.
+// With threads, the blocks are shared out: an scf.forall of one part per
+// thread holding the fill, the matmul's tile loops (cache tiles of 8 blocks,
+// as on one thread) and the epilogue.
 // THREADS-LABEL: func.func @threaded
-// THREADS: scf.forall (%{{.*}}, %{{.*}}) in (4, 128) shared_outs
+// THREADS: scf.forall (%{{.*}}) in (2) shared_outs
+// THREADS: scf.for %{{.*}} = %c0 to %c128 step %c8
 // THREADS: vector.contract
 // THREADS: math.tanh %{{.*}} : vector<4x1x16xf32>
 // THREADS: scf.forall.in_parallel

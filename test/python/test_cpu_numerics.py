@@ -52,6 +52,17 @@ def assert_product_close(result, a, b, bias=None):
     assert excess.max() <= 0, excess.max()
 
 
+def assert_gelu_layer_close(y, x, w, b):
+    """`y` is GELU_tanh(x·wᵀ + b) within the product's rounding bound (see
+    assert_product_close) carried through GELU (|GELU'| < 1.13), with
+    float32 rounding of the epilogue on top."""
+    x64, w64 = x.astype(np.float64), w.astype(np.float64)
+    exact = x64 @ w64.T + b
+    bound = 1.13 * np.sqrt(x.shape[1]) * 2.0**-24 * (np.abs(x64) @ np.abs(w64).T)
+    ref = F.gelu(torch.from_numpy(exact), approximate="tanh").numpy()
+    assert (np.abs(y - ref) - bound - 1e-6 * np.abs(ref)).max() <= 0
+
+
 def test_rows_in_slabs(tmp_path):
     """x of 16 MiB (over the 4 MiB that one pass of the cache tiles streams)
     runs in slabs of rows: the same product."""
@@ -273,27 +284,43 @@ func.func @main(%x: {t}, %seed: i64) -> {t} {{
     assert np.array_equal(y[keep], x[keep] * np.float32(1.0 / (1.0 - p)))
 
 
-@pytest.mark.parametrize("kind", ["gelu", "dropout"])
-def test_two_threads(tmp_path, kind):
-    """threads=2 shares the cache tiles: same results as one thread."""
+@pytest.mark.parametrize("kind", ["gelu", "dropout", "matmul"])
+@pytest.mark.parametrize("m,k,n", [
+    (256, 64, 64),    # a part of 2 blocks per thread: register tiles only
+    (256, 64, 512),   # cache tiles of 8 blocks in each thread's part
+    (512, 64, 256),   # ... of 2 blocks
+    (16, 2048, 64),   # decoding: each part's register tiles share chunks
+    (256, 64, 48),    # 3 blocks: not shared out, one thread
+])
+@pytest.mark.parametrize("bits", [256, 512])
+def test_two_threads(tmp_path, kind, m, k, n, bits):
+    """threads=2 shares the blocks of features out between the threads,
+    each running one thread's schedule on its part: the same results as
+    one thread, bit for bit (every output sums over k in the same order),
+    and as eager PyTorch."""
     rng = np.random.default_rng(8)
-    x, w, b = randn(rng, 256, 64), randn(rng, 64, 64), randn(rng, 64)
+    x, w, b = randn(rng, m, k), randn(rng, n, k), randn(rng, n)
     if kind == "gelu":
-        ir = linear_layer("linear_act", x.shape, 64,
+        ir = linear_layer("linear_act", x.shape, n,
                           attrs="activation gelu_tanh")
         inputs = [x, w, b]
-    else:
-        ir = linear_layer("linear_dropout", x.shape, 64,
+    elif kind == "dropout":
+        ir = linear_layer("linear_dropout", x.shape, n,
                           attrs="dropout <p = 0.2, training>", seed=True)
         inputs = [x, w, b, ("i64", 11)]
-    (one,) = run_ir(ir, inputs, tmp_path / "one")
-    (two,) = run_ir(ir, inputs, tmp_path / "two",
-                    pipeline="lamina-cpu-pipeline{threads=2}")
+    else:
+        ir = linear_layer("linear", x.shape, n, bias=False)
+        inputs = [x, w]
+    (one,) = run_ir(ir, inputs, tmp_path / "one",
+                    pipeline=f"lamina-cpu-pipeline{{vector-bits={bits}}}")
+    (two,) = run_ir(
+        ir, inputs, tmp_path / "two",
+        pipeline=f"lamina-cpu-pipeline{{vector-bits={bits} threads=2}}")
     assert np.array_equal(one, two)
     if kind == "gelu":
-        torch.testing.assert_close(
-            torch.from_numpy(two),
-            F.gelu(eager_linear(x, w, b), approximate="tanh"))
+        assert_gelu_layer_close(two, x, w, b)
+    elif kind == "matmul":
+        assert_product_close(two, x, w)
 
 
 @pytest.mark.parametrize("element", ["bf16", "f16"])
