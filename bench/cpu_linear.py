@@ -19,8 +19,9 @@ rounds of per-process medians:
    call packing its operands again (lamina-run --repack: in training they
    all change every step), against sgemm with the same operand layouts
    (cblas NoTrans/NoTrans and Trans/NoTrans);
-4. the fused GELU layer on two threads (lamina-cpu-pipeline{threads=2})
-   against one thread and against PyTorch on two threads;
+4. the fused GELU layer on two threads (lamina-cpu-pipeline{threads=2}),
+   at M >= 512 and decoding (M = 16), against one thread and against
+   PyTorch on two threads;
 
 plus this machine's measured fp32 FMA peak, streaming read bandwidth and
 the ceiling of the generated register tile on L1-resident operands.
@@ -56,8 +57,9 @@ MATMUL_SHAPES = [(m, k, n) for m in (64, 512, 2048)
 # The backward of the GPT-2 MLP's layers: (tokens, K, N) of y = x·Wᵀ.
 BACKWARD_SHAPES = [(t, k, n) for t in (512, 2048)
                    for k, n in ((1024, 4096), (4096, 1024))]
-# The two-thread table: the fused GELU layer at M >= 512.
-THREADED_SHAPES = [(512, 1024, 4096), (2048, 1024, 4096), (2048, 4096, 1024)]
+# The two-thread table: the fused GELU layer at M >= 512, and decoding.
+THREADED_SHAPES = [(16, 4096, 4096), (512, 1024, 4096), (2048, 1024, 4096),
+                   (2048, 4096, 1024)]
 
 LAYER = {
     "gelu": ('lamina.linear_act "fc" %x, %w bias %b activation gelu_tanh', ""),
@@ -424,7 +426,8 @@ operands in place (NoTrans·NoTrans and Trans·NoTrans).
 
 ## Two threads: fused linear + bias + GELU
 
-`lamina-cpu-pipeline{{threads=2}}` (cache tiles shared out by OpenMP) and
+`lamina-cpu-pipeline{{threads=2}}` (each thread runs its half of the layer's
+blocks of features, through OpenMP) and
 PyTorch with `torch.set_num_threads(2)` (OpenBLAS on two threads), each
 pinned to both vCPUs.
 
