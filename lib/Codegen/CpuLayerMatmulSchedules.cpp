@@ -238,16 +238,13 @@ static std::string shareOutBlocks(unsigned index, const TilePlan &plan,
 /// The schedule of an uncached matmul whose register tiles share each
 /// panel of W chunk by chunk: a loop over groups of blocks (fill, matmul
 /// and epilogue fused), in it a loop over chunks of k, in that the register
-/// tiles' rows, then k in steps.
+/// tiles' rows, then k in steps. `target`: the handle of the op scheduled.
 static std::string buildChunkedSchedule(unsigned index, const TilePlan &plan,
                                         const LoopLayout &layout,
-                                        bool targetIsMatmul) {
-  std::string script = matchTarget(index);
-  std::string target = "t" + std::to_string(index);
-  if (plan.threadBlocks)
-    script += shareOutBlocks(index, plan, layout, targetIsMatmul, target);
+                                        bool targetIsMatmul, StringRef target) {
   std::string group = "g" + std::to_string(index);
-  script += fuseStep(group, target, layout.tile(0, plan.registerBlocks), {});
+  std::string script =
+      fuseStep(group, target, layout.tile(0, plan.registerBlocks), {});
   std::string nest = "%" + group + "_loops#0";
   LoopLayout matmulLayout;
   SmallVector<int64_t> rowTile = matmulLayout.tile(plan.registerRows, 0);
@@ -284,14 +281,13 @@ static std::string buildChunkedSchedule(unsigned index, const TilePlan &plan,
   return script;
 }
 
-/// The schedule of one target (an epilogue, or a matmul without one).
+/// The schedule of one target (an epilogue, or a matmul without one) whose
+/// handle is `target`.
 static std::string buildSchedule(unsigned index, const TilePlan &plan,
-                                 const LoopLayout &layout,
-                                 bool targetIsMatmul) {
-  std::string script = matchTarget(index);
-  std::string current = "t" + std::to_string(index);
-  if (plan.threadBlocks)
-    script += shareOutBlocks(index, plan, layout, targetIsMatmul, current);
+                                 const LoopLayout &layout, bool targetIsMatmul,
+                                 StringRef target) {
+  std::string script;
+  std::string current = target.str();
   if (plan.slabRows) {
     std::string slab = "s" + std::to_string(index);
     script += fuseStep(slab, current, layout.tile(plan.slabRows, 0), {});
@@ -371,11 +367,12 @@ cpu::buildLayerMatmulSchedule(unsigned index, const LayerMatmul &target,
   }
   // With threads, each runs the plan on its part of the blocks.
   int64_t parts = threads > 1 && blocks % threads == 0 ? threads : 1;
+  int64_t inputBytes = getInputBytes(matmul);
   std::optional<TilePlan> plan =
-      planTiles(rows, blocks / parts, depth, getInputBytes(matmul), wide);
+      planTiles(rows, blocks / parts, depth, inputBytes, wide);
   if (!plan && parts > 1) {
     parts = 1;
-    plan = planTiles(rows, blocks, depth, getInputBytes(matmul), wide);
+    plan = planTiles(rows, blocks, depth, inputBytes, wide);
   }
   if (plan && parts > 1)
     plan->threadBlocks = blocks / parts;
@@ -383,7 +380,14 @@ cpu::buildLayerMatmulSchedule(unsigned index, const LayerMatmul &target,
   if (!plan || (layout.rowPanel && plan->registerRows != layout.rowPanel &&
                 !(plan->registerRows == 0 && rows == layout.rowPanel)))
     return std::nullopt;
+  std::string script = matchTarget(index);
+  std::string handle = "t" + std::to_string(index);
+  if (plan->threadBlocks)
+    script +=
+        shareOutBlocks(index, *plan, layout, target.targetIsMatmul, handle);
   if (plan->kChunk && !layout.rowPanel)
-    return buildChunkedSchedule(index, *plan, layout, target.targetIsMatmul);
-  return buildSchedule(index, *plan, layout, target.targetIsMatmul);
+    return script + buildChunkedSchedule(index, *plan, layout,
+                                         target.targetIsMatmul, handle);
+  return script +
+         buildSchedule(index, *plan, layout, target.targetIsMatmul, handle);
 }
