@@ -298,6 +298,22 @@ class CompiledModule(nn.Module):
                                     _seed, keep=self.training)
         return compiled.imported.restructure(list(results))
 
+    def _apply(self, fn, *args, **kwargs):
+        """`to()`, `half()`, `cuda()`, ... keep the parameters as compiled:
+        a conversion that would change one's dtype or device raises
+        ScheduleError and changes nothing (the program takes them as they
+        were built); one that changes none does nothing, as on any module."""
+        for name, parameter in self.named_parameters():
+            converted = fn(parameter.detach())
+            if (converted.dtype, converted.device) != (parameter.dtype,
+                                                       parameter.device):
+                raise ScheduleError(
+                    f"'{name}' is compiled as {parameter.dtype} on "
+                    f"{parameter.device}; to run it as {converted.dtype} on "
+                    f"{converted.device}, convert the model and build it "
+                    f"again")
+        return super()._apply(fn, *args, **kwargs)
+
     def lns_parameters(self):
         """The groups an LNS optimizer takes (lamina.lns.LNSSGD, LNSAdam),
         ``{"params": [codes], "base": base}``, one per parameter of a layer

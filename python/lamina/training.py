@@ -26,6 +26,7 @@ import torch
 from torch import nn
 
 from . import _lamina
+from .importer import UnsupportedOperationError
 from .schedule import ScheduleError
 
 
@@ -344,7 +345,29 @@ class LaminaProgram(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, *cotangents):
-        return (None, *ctx.strategy.backward(ctx, cotangents))
+        gradients = ctx.strategy.backward(ctx, cotangents)
+        if torch.is_grad_enabled():
+            # create_graph=True: the gradients join the graph, and a
+            # derivative of them raises instead of reading as zero.
+            gradients = [None if g is None else FirstOrderOnly.apply(
+                g.detach().requires_grad_()) for g in gradients]
+        return (None, *gradients)
+
+
+class FirstOrderOnly(torch.autograd.Function):
+    """A gradient of a compiled program, as it is; differentiating it
+    raises: Lamina computes first derivatives only."""
+
+    @staticmethod
+    def forward(ctx, gradient):
+        return gradient.view_as(gradient)
+
+    @staticmethod
+    def backward(ctx, cotangent):
+        raise UnsupportedOperationError(
+            "Lamina differentiates a compiled model once: the derivative of "
+            "its gradients (a double backward through create_graph=True) is "
+            "not computed")
 
 
 def _unique(tensors):
@@ -376,6 +399,19 @@ class ProgramCall:
         self.parameters = parameters
         self.distinct, self._index = _unique(parameters)
         self._pairs = {}
+        self._layouts = [(t.dtype, tuple(t.shape)) for t in parameters]
+
+    def check_parameters(self):
+        """Raises ScheduleError if a parameter's dtype or shape is no longer
+        the one the program was compiled for (`p.data = ...` replaced it)."""
+        for (name, _), tensor, (dtype, shape) in zip(
+                self.imported.parameters, self.parameters, self._layouts):
+            if tensor.dtype != dtype or tuple(tensor.shape) != shape:
+                now = _layout(tensor.dtype, tensor.shape)
+                raise ScheduleError(
+                    f"parameter '{name}' is now {now}, compiled as "
+                    f"{_layout(dtype, shape)}: build the model again to "
+                    f"compile it for the new one")
 
     def constants(self, inputs):
         """The argument indices of `inputs` and the parameters that do not
@@ -407,6 +443,7 @@ class ProgramCall:
     def run(self, inputs, seed):
         """The scheduled program's results (NumPy) on `inputs` (NumPy arrays
         or tensors), no autograd."""
+        self.check_parameters()
         return self.plain.run(self.arguments(inputs, self.parameters, seed))
 
     def __call__(self, inputs, seed, keep):
@@ -414,6 +451,7 @@ class ProgramCall:
         when autograd is on and an input or parameter requires a gradient.
         `keep`: train mode, where the forward keeps the backward's saved
         values; else they are recomputed if a backward is asked for."""
+        self.check_parameters()
         tensors = list(inputs) + self.distinct
         if not (torch.is_grad_enabled() and
                 any(t.requires_grad for t in tensors)):
@@ -467,6 +505,11 @@ class ProgramCall:
             gradients[slot] = gradient if gradients[slot] is None else \
                 gradients[slot] + gradient
         return gradients
+
+
+def _layout(dtype, shape):
+    """float32 [4096, 1024]"""
+    return f"{str(dtype).removeprefix('torch.')} {list(shape)}"
 
 
 def _accumulate_lns(parameter, codes):

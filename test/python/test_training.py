@@ -406,3 +406,51 @@ def test_train_and_eval_switch_dropout_by_compiling_each_mode_once():
     eager(x).sum().backward()
     for p, q in zip(compiled.parameters(), eager.parameters()):
         torch.testing.assert_close(p.grad, q.grad, **TOL)
+
+
+def test_gradients_with_create_graph_are_first_order_only():
+    torch.manual_seed(21)
+    model = nn.Sequential(nn.Linear(16, 32), nn.GELU(), nn.Linear(32, 16))
+    eager = copy.deepcopy(model)
+    x = inputs(4, 16, seed=22)
+    compiled = lamina.build(lamina.create_schedule(model), (x,))
+    leaf, eager_leaf = (x.clone().requires_grad_() for _ in range(2))
+    (dx,) = torch.autograd.grad(compiled(leaf).square().sum(), leaf,
+                                create_graph=True)
+    (want,) = torch.autograd.grad(eager(eager_leaf).square().sum(),
+                                  eager_leaf)
+    torch.testing.assert_close(dx.detach(), want, **TOL)
+    assert dx.requires_grad  # on the graph, as create_graph asks
+    with pytest.raises(lamina.UnsupportedOperationError,
+                       match="derivative of its gradients"):
+        dx.square().sum().backward()
+
+
+def test_conversions_that_would_change_a_parameter_are_refused():
+    model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 16))
+    x = inputs(4, 16, seed=23)
+    compiled = lamina.build(lamina.create_schedule(model), (x,))
+    before = compiled(x).detach()
+    for convert in (lambda m: m.double(), lambda m: m.half(),
+                    lambda m: m.to(torch.bfloat16)):
+        with pytest.raises(lamina.ScheduleError,
+                           match=r"'0\.weight' is compiled as torch\.float32 "
+                                 r"on cpu; to run it as torch\.\w+ on cpu"):
+            convert(compiled)
+    assert all(p.dtype == torch.float32 for p in model.parameters())
+    compiled.float().to("cpu")  # no change: allowed, as on any module
+    torch.testing.assert_close(compiled(x).detach(), before, rtol=0, atol=0)
+
+
+def test_a_parameter_replaced_by_another_layout_is_named():
+    model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 16))
+    x = inputs(4, 16, seed=24)
+    compiled = lamina.build(lamina.create_schedule(model), (x,))
+    model[2].weight.data = model[2].weight.data.double()
+    with pytest.raises(lamina.ScheduleError,
+                       match=r"parameter '2\.weight' is now float64 "
+                             r"\[16, 32\], compiled as float32 \[16, 32\]"):
+        compiled(x)
+    model[2].weight.data = torch.zeros(16, 8)
+    with pytest.raises(lamina.ScheduleError, match=r"now float32 \[16, 8\]"):
+        compiled(x.numpy())
