@@ -56,6 +56,20 @@ func.func @main(%x: tensor<200x256xbf16>, %w: tensor<384x256xbf16>, %b: tensor<3
         "compare": "float",
     },
     {
+        "name": "silu_bf16_partial_tiles",
+        "chip": "sm_90a",
+        "ir": """
+func.func @main(%x: tensor<200x256xbf16>, %w: tensor<384x256xbf16>, %b: tensor<384xbf16>) -> tensor<200x384xf32> {
+  %y = lamina.linear_act "gate_proj" %x, %w bias %b activation silu
+      : (tensor<200x256xbf16>, tensor<384x256xbf16>, tensor<384xbf16>) -> tensor<200x384xf32>
+  return %y : tensor<200x384xf32>
+}""",
+        "inputs": [("x", BF16, (200, 256)), ("w", BF16, (384, 256)),
+                   ("b", BF16, (384,))],
+        "results": [(F32, (200, 384))],
+        "compare": "float",
+    },
+    {
         "name": "mlp_two_layers",
         "chip": "sm_90a",
         "ir": """
@@ -155,6 +169,18 @@ func.func @main(%x: tensor<128x64xbf16>, %w1: tensor<256x64xbf16>, %b1: tensor<2
         "inputs": [("x", BF16, (128, 64)), ("w1", BF16, (256, 64)),
                    ("b1", BF16, (256,)), ("w2", BF16, (64, 256)),
                    ("b2", BF16, (64,))],
+    },
+    {
+        "name": "linear_silu_backward_bf16",
+        "chip": "sm_90a",
+        "ir": """
+func.func @main(%x: tensor<128x64xbf16>, %w: tensor<256x64xbf16>, %b: tensor<256xbf16>) -> tensor<128x256xbf16> {
+  %y = lamina.linear_act "gate_proj" %x, %w bias %b activation silu
+      : (tensor<128x64xbf16>, tensor<256x64xbf16>, tensor<256xbf16>) -> tensor<128x256xbf16>
+  return %y : tensor<128x256xbf16>
+}""",
+        "inputs": [("x", BF16, (128, 64)), ("w", BF16, (256, 64)),
+                   ("b", BF16, (256,))],
     },
     {
         "name": "mlp_backward_bf16_mma_sync",

@@ -189,7 +189,9 @@ bool hasExtract(Operation *op) {
 /// broadcast along N). N a multiple of 16: chunks of up to 64 columns, each
 /// chunk's sums held in registers while the rows stream past, one vector
 /// add per row and sum (the rows' order of addition is kept). Returns the
-/// tile sizes; the schedule puts the column chunks outermost.
+/// tile sizes (0 for a summed dim of one, which gets no loop: a loop of one
+/// iteration would fold away under the handle that holds it); the schedule
+/// puts the column chunks outermost.
 std::optional<SmallVector<int64_t>> planColumnSum(linalg::LinalgOp op) {
   if (!isa<linalg::ReduceOp, linalg::GenericOp>(op) ||
       !op.hasPureTensorSemantics() || hasStage(op, "matmul") ||
@@ -220,7 +222,10 @@ std::optional<SmallVector<int64_t>> planColumnSum(linalg::LinalgOp op) {
         combiners.size() != 1 || !isa<arith::AddFOp>(combiners[0]))
       return std::nullopt;
   }
-  SmallVector<int64_t> sizes(rank, 1);
+  SmallVector<int64_t> sizes;
+  for (int64_t range : ArrayRef(ranges).drop_back())
+    sizes.push_back(range == 1 ? 0 : 1);
+  sizes.push_back(0);
   int64_t columns = ranges.back();
   sizes.back() = columns % 64 == 0 ? 64 : columns % 32 == 0 ? 32 : 16;
   return sizes;
@@ -228,7 +233,8 @@ std::optional<SmallVector<int64_t>> planColumnSum(linalg::LinalgOp op) {
 
 std::string buildColumnSumSchedule(unsigned index, ArrayRef<int64_t> sizes) {
   int64_t rank = sizes.size();
-  std::string types = handleTypes(rank + 1);
+  int64_t loops = llvm::count_if(sizes, [](int64_t size) { return size; });
+  std::string types = handleTypes(loops + 1);
   // Column chunks outermost, then the summed dims.
   SmallVector<int64_t> interchange = {rank - 1};
   llvm::append_range(interchange, llvm::seq<int64_t>(0, rank - 1));
@@ -242,10 +248,10 @@ std::string buildColumnSumSchedule(unsigned index, ArrayRef<int64_t> sizes) {
       "    transform.apply_patterns.tensor.fold_tensor_subset_ops_into_vector_"
       "transfers\n"
       "  } : !transform.any_op\n",
-      index, rank, tileSizes(sizes), tileSizes(interchange), types);
+      index, loops, tileSizes(sizes), tileSizes(interchange), types);
   // The chunk's sums stay in registers across the summed dims' loops,
   // innermost first.
-  for (int64_t loop = rank - 1; loop >= 1; --loop)
+  for (int64_t loop = loops - 1; loop >= 1; --loop)
     script += llvm::formatv("  transform.loop.hoist_loop_invariant_subsets "
                             "%s{0}_loops#{1} : !transform.any_op\n",
                             index, loop);

@@ -346,6 +346,37 @@ func.func @column_sums(%dy: tensor<8x64x96xf32>, %codes: tensor<64x96xi64>) -> (
 
 // -----
 
+// Column sums over summed dims of one (a bias's gradient for a batch of one
+// token, or of sequences of one): those dims get no loop (a loop of one
+// iteration folds away, here the one chunk of 64 columns too), the rows of
+// more than one do.
+// CHECK-LABEL: func.func @column_sums_of_unit_dims
+// CHECK-NOT: scf.for
+// CHECK: vector.transfer_read %arg0{{.*}} : tensor<1x64xf32>, vector<1x64xf32>
+// CHECK-NOT: scf.for
+// CHECK: scf.for %{{.+}} = %c0 to %c4 step %c1 iter_args(%{{.+}}) -> (vector<64xf32>)
+// CHECK-NEXT: vector.transfer_read %arg1{{.*}} : tensor<4x1x64xf32>, vector<1x1x64xf32>
+// CHECK-NOT: scf.for
+// CHECK: return
+func.func @column_sums_of_unit_dims(%one: tensor<1x64xf32>, %dy: tensor<4x1x64xf32>) -> (tensor<64xf32>, tensor<64xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<64xf32>
+  %init = linalg.fill ins(%zero : f32) outs(%e : tensor<64xf32>) -> tensor<64xf32>
+  %sums = linalg.reduce ins(%one : tensor<1x64xf32>) outs(%init : tensor<64xf32>) dimensions = [0]
+    (%in: f32, %acc: f32) {
+      %r = arith.addf %in, %acc : f32
+      linalg.yield %r : f32
+    }
+  %sums2 = linalg.reduce ins(%dy : tensor<4x1x64xf32>) outs(%init : tensor<64xf32>) dimensions = [0, 1]
+    (%in: f32, %acc: f32) {
+      %r = arith.addf %in, %acc : f32
+      linalg.yield %r : f32
+    }
+  return %sums, %sums2 : tensor<64xf32>, tensor<64xf32>
+}
+
+// -----
+
 // A norm's weight and bias gradients: one generic, two column sums, the
 // rows' statistics broadcast along the columns. Both sums of a chunk stay
 // in registers through the row loops.

@@ -131,6 +131,8 @@ def test_separate_bias_and_sync(tmp_path, op):
     ("gelu_tanh", lambda y: F.gelu(y, approximate="tanh")),
     ("gelu_erf", lambda y: F.gelu(y)),
     ("relu", F.relu),
+    ("silu", F.silu),
+    ("sigmoid", torch.sigmoid),
 ])
 @pytest.mark.parametrize("x_shape,n", SHAPES)
 def test_linear_act(tmp_path, kind, eager, x_shape, n):
@@ -139,6 +141,23 @@ def test_linear_act(tmp_path, kind, eager, x_shape, n):
     ir = linear_layer("linear_act", x_shape, n, attrs=f"activation {kind}")
     (y,) = run_ir(ir, [x, w, b], tmp_path)
     torch.testing.assert_close(torch.from_numpy(y), eager(eager_linear(x, w, b)))
+
+
+@pytest.mark.parametrize("kind,eager", [("silu", F.silu),
+                                        ("sigmoid", torch.sigmoid)])
+def test_silu_and_sigmoid_epilogues_in_register_tiles(tmp_path, kind, eager):
+    """The cache- and register-tiled matmul (256 rows) with the activation
+    in its vectorized epilogue, on pre-activations from -100 to 100: exp(-x)
+    overflows for the most negative ones, where both are 0 (no NaN)."""
+    rng = np.random.default_rng(4)
+    x, w = randn(rng, 256, 64), randn(rng, 128, 64)
+    b = np.linspace(-100, 100, 128).astype(np.float32)
+    ir = linear_layer("linear_act", (256, 64), 128, attrs=f"activation {kind}")
+    (y,) = run_ir(ir, [x, w, b], tmp_path)
+    want = eager(eager_linear(x, w, b))
+    assert np.isfinite(y).all()
+    torch.testing.assert_close(torch.from_numpy(y), want, rtol=1e-5,
+                               atol=1e-5)
 
 
 def test_fused_qkv(tmp_path):

@@ -330,9 +330,9 @@ def test_device_bundle_runs_its_host_code_on_a_stand_in_driver(tmp_path):
                 if line.startswith("cuLaunchKernel")]
     # One per forward check, the MLP twice; an MLP's backward 12 times (per
     # layer: db, Wᵀ, dy·W with gelu′ for fc2, dyᵀ, xᵀ, dW; x is fc1's only
-    # transposed input), twice; the single layer's 7 (its gelu′ is a kernel
-    # of its own: dy is an argument, not a matmul).
-    assert len(launches) == len(cases.CHECKS) + 1 + 2 * 12 + 7
+    # transposed input), twice; each single layer's 7 (GELU and SiLU: its
+    # derivative is a kernel of its own, dy is an argument, not a matmul).
+    assert len(launches) == len(cases.CHECKS) + 1 + 2 * 12 + 2 * 7
 
 
 _DYNAMIC_IR = """

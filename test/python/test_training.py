@@ -454,3 +454,13 @@ def test_a_parameter_replaced_by_another_layout_is_named():
     model[2].weight.data = torch.zeros(16, 8)
     with pytest.raises(lamina.ScheduleError, match=r"now float32 \[16, 8\]"):
         compiled(x.numpy())
+
+
+@pytest.mark.parametrize("shape", [(1, 16), (1, 1, 16), (4, 1, 16)])
+def test_batches_of_one_row_or_one_token(shape):
+    """Summed dims of one in the bias and LayerNorm gradients (a batch of
+    one token, sequences of one)."""
+    torch.manual_seed(25)
+    model = nn.Sequential(nn.Linear(16, 32), nn.LayerNorm(32), nn.GELU(),
+                          nn.Linear(32, 16))
+    check_gradients(model, (inputs(*shape, seed=26),))

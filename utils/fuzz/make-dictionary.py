@@ -18,7 +18,7 @@ func.func return module attributes tensor vector memref index i1 i32 i64 f16
 bf16 f32 f64 !lns.num<f !lns.num<f=10> #lamina.layout<R> #lamina.layout<P>
 #lamina.layout<S(0)> #lamina.layout<S(1)> S( lamina.world_size
 lamina.pipeline_cut lamina.checkpoint lamina.layer_path lamina.training
-bias activation dropout seed training gelu gelu_tanh relu silu none
+bias activation dropout seed training gelu gelu_tanh relu silu sigmoid none
 weight input output axis path fwd_pre fwd_post bwd_pre bwd_post all_reduce
 all_gather reduce_scatter scatter transform.named_sequence @__transform_main
 transform.yield transform.any_op transform.with_named_sequence

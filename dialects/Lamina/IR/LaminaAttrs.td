@@ -14,16 +14,20 @@ include "mlir/IR/EnumAttr.td"
 def Lamina_ActGeluTanh : I32EnumAttrCase<"gelu_tanh", 0>;
 def Lamina_ActGeluErf : I32EnumAttrCase<"gelu_erf", 1>;
 def Lamina_ActRelu : I32EnumAttrCase<"relu", 2>;
+def Lamina_ActSilu : I32EnumAttrCase<"silu", 3>;
+def Lamina_ActSigmoid : I32EnumAttrCase<"sigmoid", 4>;
 def Lamina_ActivationKindEnum : I32EnumAttr<"ActivationKind",
     "element-wise activation function",
-    [Lamina_ActGeluTanh, Lamina_ActGeluErf, Lamina_ActRelu]> {
+    [Lamina_ActGeluTanh, Lamina_ActGeluErf, Lamina_ActRelu, Lamina_ActSilu,
+     Lamina_ActSigmoid]> {
   let genSpecializedAttr = 0;
   let cppNamespace = "::mlir::lamina";
 }
 def Lamina_ActivationKindAttr
     : EnumAttr<Lamina_Dialect, Lamina_ActivationKindEnum, "activation"> {
   let summary = "`gelu_tanh` (Slapo's \"gelu\" and \"gelu_new\"), `gelu_erf` "
-                "(nn.GELU()) or `relu`";
+                "(nn.GELU()), `relu`, `silu` (x·σ(x), LLaMA's MLP) or "
+                "`sigmoid` (σ(x) = 1 / (1 + exp(−x)))";
 }
 
 def Lamina_SyncFwdPre : I32EnumAttrCase<"fwd_pre", 0>;

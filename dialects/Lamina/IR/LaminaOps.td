@@ -259,10 +259,12 @@ def Lamina_BiasAddOp : Lamina_Op<"bias_add",
 }
 
 def Lamina_ActivationOp : Lamina_Op<"activation", [SameOperandsAndResultType]> {
-  let summary = "element-wise activation: gelu_tanh, gelu_erf or relu";
+  let summary = "element-wise activation: gelu_tanh, gelu_erf, relu, silu or "
+                "sigmoid";
   let description = [{
     `gelu_tanh(x) = 0.5·x·(1 + tanh(sqrt(2/π)·(x + 0.044715·x³)))`,
-    `gelu_erf(x) = 0.5·x·(1 + erf(x/√2))`, `relu(x) = max(x, 0)`.
+    `gelu_erf(x) = 0.5·x·(1 + erf(x/√2))`, `relu(x) = max(x, 0)`,
+    `silu(x) = x·σ(x)` and `sigmoid(x) = σ(x) = 1 / (1 + exp(−x))`.
 
     ```mlir
     %y = lamina.activation gelu_tanh %x : tensor<8x256xf32>

@@ -8,6 +8,16 @@
 using namespace mlir;
 using namespace mlir::lamina;
 
+/// σ(x) = 1 / (1 + exp(−x)): exp(−x) overflows to +inf for x below about
+/// −88, where σ is then 0 as it should be, and so is every derivative that
+/// multiplies by it.
+static Value buildSigmoid(OpBuilder &b, Location loc, Value x) {
+  Value one = arith::ConstantOp::create(b, loc, b.getFloatAttr(x.getType(), 1.0));
+  Value e = math::ExpOp::create(b, loc, arith::NegFOp::create(b, loc, x));
+  return arith::DivFOp::create(b, loc, one,
+                               arith::AddFOp::create(b, loc, one, e));
+}
+
 Value mlir::lamina::buildActivation(OpBuilder &b, Location loc,
                                     ActivationKind kind, Value x) {
   Type type = x.getType();
@@ -38,6 +48,10 @@ Value mlir::lamina::buildActivation(OpBuilder &b, Location loc,
     return arith::MulFOp::create(
         b, loc, half, arith::AddFOp::create(b, loc, constant(1.0), e));
   }
+  case ActivationKind::silu:
+    return arith::MulFOp::create(b, loc, x, buildSigmoid(b, loc, x));
+  case ActivationKind::sigmoid:
+    return buildSigmoid(b, loc, x);
   }
   llvm_unreachable("unknown activation");
 }
@@ -83,6 +97,17 @@ Value mlir::lamina::buildActivationDerivative(OpBuilder &b, Location loc,
                         math::ExpOp::create(b, loc, mul(constant(-0.5),
                                                         mul(x, x))));
     return mul(dy, add(cdf, mul(x, density)));
+  }
+  case ActivationKind::silu: {
+    // σ(x)·(1 + x·(1 − σ(x)))
+    Value s = buildSigmoid(b, loc, x);
+    Value oneMinusS = arith::SubFOp::create(b, loc, constant(1.0), s);
+    return mul(dy, mul(s, add(constant(1.0), mul(x, oneMinusS))));
+  }
+  case ActivationKind::sigmoid: {
+    // σ(x)·(1 − σ(x))
+    Value s = buildSigmoid(b, loc, x);
+    return mul(dy, mul(s, arith::SubFOp::create(b, loc, constant(1.0), s)));
   }
   }
   llvm_unreachable("unknown activation");

@@ -83,6 +83,47 @@ func.func @relu(%x: tensor<4x16xf32>, %dy: tensor<4x16xf32>) -> tensor<4x16xf32>
 
 // -----
 
+// silu'(x) = σ(x)·(1 + x·(1 − σ(x))), σ(x) = 1 / (1 + exp(−x)).
+// CHECK-LABEL: func.func @silu
+// CHECK: linalg.generic
+// CHECK: ^bb0(%[[E:[a-z_0-9]+]]: f32, %[[G:[a-z_0-9]+]]: f32, %{{[a-z_0-9]+}}: f32):
+// CHECK: %[[ONE:.+]] = arith.constant 1.000000e+00 : f32
+// CHECK: %[[NEG:.+]] = arith.negf %[[E]] : f32
+// CHECK: %[[EXP:.+]] = math.exp %[[NEG]] : f32
+// CHECK: %[[DEN:.+]] = arith.addf %[[ONE]], %[[EXP]] : f32
+// CHECK: %[[S:.+]] = arith.divf %[[ONE]], %[[DEN]] : f32
+// CHECK: %[[OMS:.+]] = arith.subf %{{.+}}, %[[S]] : f32
+// CHECK: %[[XOMS:.+]] = arith.mulf %[[E]], %[[OMS]] : f32
+// CHECK: %[[SUM:.+]] = arith.addf %{{.+}}, %[[XOMS]] : f32
+// CHECK: %[[D:.+]] = arith.mulf %[[S]], %[[SUM]] : f32
+// CHECK: %[[OUT:.+]] = arith.mulf %[[G]], %[[D]] : f32
+// CHECK: linalg.yield %[[OUT]] : f32
+func.func @silu(%x: tensor<4x16xf32>, %dy: tensor<4x16xf32>) -> tensor<4x16xf32> {
+  %0 = lamina.activation_grad silu %x, %dy : tensor<4x16xf32>
+  return %0 : tensor<4x16xf32>
+}
+
+// -----
+
+// sigmoid'(x) = σ(x)·(1 − σ(x)).
+// CHECK-LABEL: func.func @sigmoid
+// CHECK: linalg.generic
+// CHECK: ^bb0(%[[E:[a-z_0-9]+]]: f32, %[[G:[a-z_0-9]+]]: f32, %{{[a-z_0-9]+}}: f32):
+// CHECK: %[[NEG:.+]] = arith.negf %[[E]] : f32
+// CHECK: %[[EXP:.+]] = math.exp %[[NEG]] : f32
+// CHECK: %[[DEN:.+]] = arith.addf %{{.+}}, %[[EXP]] : f32
+// CHECK: %[[S:.+]] = arith.divf %{{.+}}, %[[DEN]] : f32
+// CHECK: %[[OMS:.+]] = arith.subf %{{.+}}, %[[S]] : f32
+// CHECK: %[[D:.+]] = arith.mulf %[[S]], %[[OMS]] : f32
+// CHECK: %[[OUT:.+]] = arith.mulf %[[G]], %[[D]] : f32
+// CHECK: linalg.yield %[[OUT]] : f32
+func.func @sigmoid(%x: tensor<4x16xf32>, %dy: tensor<4x16xf32>) -> tensor<4x16xf32> {
+  %0 = lamina.activation_grad sigmoid %x, %dy : tensor<4x16xf32>
+  return %0 : tensor<4x16xf32>
+}
+
+// -----
+
 // softmax_grad along dim 1 of [2, 4, 8]: s = Σ_dim y·dy (a reduction that
 // drops dim 1, into zeros), then dx = y·(dy − s) element-wise with s
 // broadcast along dim 1.

@@ -87,6 +87,15 @@ func.func @fused_linear(%x: tensor<4x8xf32>, %w: tensor<16x8xf32>, %b: tensor<16
   return %0, %1, %2 : tensor<4x16xf32>, tensor<4x16xf32>, tensor<4x16xf32>
 }
 
+// CHECK-LABEL: func.func @silu_and_sigmoid
+func.func @silu_and_sigmoid(%x: tensor<4x8xf32>, %w: tensor<16x8xf32>, %b: tensor<16xf32>) -> (tensor<4x16xf32>, tensor<4x8xf32>) {
+  // CHECK: lamina.fused_linear "gate" %{{.*}}, %{{.*}} bias %{{.*}} activation silu :
+  %0 = lamina.fused_linear "gate" %x, %w bias %b activation silu : (tensor<4x8xf32>, tensor<16x8xf32>, tensor<16xf32>) -> tensor<4x16xf32>
+  // CHECK: lamina.activation sigmoid %{{.*}} : tensor<4x8xf32>
+  %1 = lamina.activation sigmoid %x : tensor<4x8xf32>
+  return %0, %1 : tensor<4x16xf32>, tensor<4x8xf32>
+}
+
 // One rank's ops in a partitioned program: a sharded dropout and a fused
 // linear carry the rank that locates their block.
 // CHECK-LABEL: func.func @per_rank

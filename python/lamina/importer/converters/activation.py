@@ -1,4 +1,5 @@
-"""Activations: GELU (erf and tanh) and ReLU, as `lamina.activation`."""
+"""Activations: GELU (erf and tanh), ReLU, SiLU and the sigmoid, as
+`lamina.activation`."""
 
 import torch
 import torch.nn.functional as F
@@ -8,13 +9,26 @@ from .. import ir
 from . import converts
 
 
-def _activation(emitter, node, kind):
-    """`lamina.activation ["path"] kind %x : type`."""
-    x = emitter.float_value(node, node.args[0])
+def _activation(emitter, node, kind, inplace=False):
+    """`lamina.activation ["path"] kind %x : type`. An in-place activation
+    is one only where nothing else reads its input (else the others would
+    see the activated values, which the functional op does not give)."""
+    source = node.args[0]
+    if inplace and len(getattr(source, "users", ())) > 1:
+        emitter.fail(node, f"an in-place {kind} whose input is also read "
+                     f"elsewhere")
+    x = emitter.float_value(node, source)
     path = emitter.path(node)
     named = [ir.string(path)] if path else []
     return emitter.builder.op("lamina.activation", *named, kind, x,
                               types=x.type, results=[x.type])
+
+
+def _inplace(node):
+    """Whether a functional activation's call has inplace=True (keyword, or
+    the second positional argument)."""
+    return bool(node.kwargs.get("inplace", node.args[1] if len(node.args) > 1
+                                else False))
 
 
 def _gelu_kind(approximate):
@@ -37,10 +51,34 @@ def gelu(emitter, node):
 @converts(nn.ReLU)
 def relu_module(emitter, node, module, path):
     """`lamina.activation relu`."""
-    return _activation(emitter, node, "relu")
+    return _activation(emitter, node, "relu", module.inplace)
 
 
 @converts(F.relu, torch.relu)
 def relu(emitter, node):
     """`lamina.activation relu`."""
-    return _activation(emitter, node, "relu")
+    return _activation(emitter, node, "relu", _inplace(node))
+
+
+@converts(nn.SiLU)
+def silu_module(emitter, node, module, path):
+    """`lamina.activation silu`: x·σ(x)."""
+    return _activation(emitter, node, "silu", module.inplace)
+
+
+@converts(F.silu)
+def silu(emitter, node):
+    """`lamina.activation silu`: x·σ(x)."""
+    return _activation(emitter, node, "silu", _inplace(node))
+
+
+@converts(nn.Sigmoid)
+def sigmoid_module(emitter, node, module, path):
+    """`lamina.activation sigmoid`: σ(x) = 1 / (1 + exp(−x))."""
+    return _activation(emitter, node, "sigmoid")
+
+
+@converts(torch.sigmoid, "sigmoid")
+def sigmoid(emitter, node):
+    """`lamina.activation sigmoid`: σ(x) = 1 / (1 + exp(−x))."""
+    return _activation(emitter, node, "sigmoid")
