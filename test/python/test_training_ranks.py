@@ -7,8 +7,10 @@ partial gradients are all-reduced, head-sharded attention), train-mode
 dropout matches the unsharded
 program, a recipe without fc1's bwd_post is rejected at build, 10 steps of
 SGD (momentum) and AdamW give eager's losses, a two-stage pipeline trains
-(its backward stages in reverse order), and so does a GPT-2 block (LayerNorm,
-FusedQKV, softmax attention, MLP) with its MLP Megatron-sharded."""
+(its backward stages in reverse order), and so do a GPT-2 block (LayerNorm,
+FusedQKV, softmax attention, MLP) with its MLP Megatron-sharded and a
+LLaMA-style gated MLP (RMSNorm, SiLU) sharded the same way, whose recipe
+without up_proj's bwd_post is rejected."""
 
 import pathlib
 
@@ -22,11 +24,12 @@ CHECKS = {
     2: ["megatron_mlp", "megatron_mlp_checkpointed", "sequence_parallel_mlp",
         "sequence_parallel_layer_norm", "megatron_attention",
         "dropout_in_train_mode", "missing_bwd_post_is_rejected_at_build",
-        "optimizer_steps", "pipeline_two_stages", "block_with_megatron_mlp"],
+        "optimizer_steps", "pipeline_two_stages", "block_with_megatron_mlp",
+        "llama_mlp"],
     4: ["megatron_mlp", "megatron_mlp_checkpointed", "sequence_parallel_mlp",
         "sequence_parallel_layer_norm", "megatron_attention",
         "dropout_in_train_mode", "missing_bwd_post_is_rejected_at_build",
-        "optimizer_steps", "block_with_megatron_mlp"],
+        "optimizer_steps", "block_with_megatron_mlp", "llama_mlp"],
 }
 
 

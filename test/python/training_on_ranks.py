@@ -320,6 +320,44 @@ def check_optimizer_steps():
         assert theirs[-1] < theirs[0]
 
 
+def llama_megatron(sch, up_sync=True):
+    """Megatron's recipe for a gated MLP: gate and up column parallel (each
+    rank its rows of both), down row parallel; both projections read the
+    normed input, so each needs its bwd_post all-reduce."""
+    for name in ("gate_proj", "up_proj"):
+        sch[name].shard("weight", 0)
+    sch["gate_proj"].sync("bwd_post", "all_reduce")
+    if up_sync:
+        sch["up_proj"].sync("bwd_post", "all_reduce")
+    sch["down_proj"].shard("weight", 1).sync("fwd_post", "all_reduce")
+
+
+def check_llama_mlp():
+    from test_gated_mlps import LlamaMLP
+
+    def make():
+        model = LlamaMLP(32, 64)
+        with torch.no_grad():
+            model.norm.weight.uniform_(0.5, 1.5)
+        return model
+    compiled = gradients_vs_eager(seeded(make), llama_megatron, (2, 8, 32))
+    blocks = dict(compiled.named_parameters())
+    assert blocks["gate_proj.weight"].shape == (64 // WORLD, 32)
+    assert blocks["down_proj.weight"].shape == (32, 64 // WORLD)
+    # Without up_proj's sync, the partial sums it leaves are named.
+    x = inputs(2, 8, 32)
+    sch = lamina.create_schedule(seeded(make), world_size=WORLD,
+                                 example_inputs=(x,))
+    llama_megatron(sch, up_sync=False)
+    try:
+        lamina.build(sch, (x,))
+    except lamina.ScheduleError as error:
+        assert "layer 'up_proj'" in str(error), str(error)
+        assert 'sync("bwd_post", "all_reduce")' in str(error), str(error)
+    else:
+        raise AssertionError("the schedule without up_proj's bwd_post built")
+
+
 if __name__ == "__main__":
     for check in sys.argv[1:]:
         globals()[f"check_{check}"]()

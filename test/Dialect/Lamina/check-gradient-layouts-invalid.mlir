@@ -15,6 +15,34 @@ module attributes {lamina.world_size = 2 : i64} {
 
 // -----
 
+// The partial gradient from fc1 flows back through a norm's statistics (a
+// row sum and its broadcast: every rank pulls it back through the same
+// Jacobian, so it stays partial) to x, where the missing sync is named.
+module attributes {lamina.world_size = 2 : i64} {
+  // expected-error @+1 {{'func.func' op the gradient of argument 0 would be partial sums (layout P) on each rank, coming from layer 'fc1'; add sync("bwd_post", "all_reduce") on the input of layer 'fc1'}}
+  func.func @partial_through_a_norm(%x: tensor<4x8xf32>,
+      %w1: tensor<16x8xf32> {lamina.layout = #lamina.layout<S(0)>},
+      %w2: tensor<8x16xf32> {lamina.layout = #lamina.layout<S(1)>}) -> tensor<4x8xf32> {
+    %zero = arith.constant 0.0 : f32
+    %sq = arith.mulf %x, %x : tensor<4x8xf32>
+    %e = tensor.empty() : tensor<4xf32>
+    %init = linalg.fill ins(%zero : f32) outs(%e : tensor<4xf32>) -> tensor<4xf32>
+    %sum = linalg.reduce ins(%sq : tensor<4x8xf32>) outs(%init : tensor<4xf32>) dimensions = [1]
+      (%in: f32, %acc: f32) {
+        %r = arith.addf %in, %acc : f32
+        linalg.yield %r : f32
+      }
+    %e2 = tensor.empty() : tensor<4x8xf32>
+    %b = linalg.broadcast ins(%sum : tensor<4xf32>) outs(%e2 : tensor<4x8xf32>) dimensions = [1]
+    %n = arith.mulf %x, %b : tensor<4x8xf32>
+    %0 = lamina.linear "fc1" %n, %w1 : (tensor<4x8xf32>, tensor<16x8xf32>) -> tensor<4x16xf32>
+    %1 = lamina.linear_sync "fc2" %0, %w2 sync <fwd_post, all_reduce> : (tensor<4x16xf32>, tensor<8x16xf32>) -> tensor<4x8xf32>
+    return %1 : tensor<4x8xf32>
+  }
+}
+
+// -----
+
 // With a residual, the partial gradient from fc1 meets the residual's whole
 // one at x.
 module attributes {lamina.world_size = 2 : i64} {

@@ -381,9 +381,14 @@ LogicalResult GradientChecker::visit(Operation *op) {
           if (!type || !isa<FloatType>(type.getElementType()))
             continue;
           if (type != other->getResult(0).getType()) {
-            // Whole values (a reduction, a loss of whole logits): the
-            // operand's gradient is whole too.
-            if (isReplicated(dy.layout) && isReplicated(fwd(operand))) {
+            // Whole values (a reduction, a broadcast, a loss of whole
+            // logits): every rank pulls the cotangent back through the same
+            // Jacobian, so the operand's gradient is whole where the
+            // result's is, and partial sums (of the same origin) where the
+            // result's are.
+            if ((isReplicated(dy.layout) || isPartial(dy.layout)) &&
+                isReplicated(fwd(other->getResult(0))) &&
+                isReplicated(fwd(operand))) {
               if (failed(add(other, operand, dy)))
                 return failure();
               continue;
