@@ -27,6 +27,7 @@ from torch import nn
 
 from . import _lamina
 from .importer import UnsupportedOperationError
+from .lns.layers import LNSModule
 from .schedule import ScheduleError
 
 
@@ -133,19 +134,29 @@ def register_parameters(module, model):
 
 def _set_parameter(module, name, parameter):
     """`parameter` under the dotted `name` of `module`, through submodules
-    created where missing: LNSModules, so that an LNS layer's parameter
-    (`<name>_lns` and `<name>_base`) also reads as an LNSTensor, as on
-    lamina.lns layers (`compiled.fc.weight`)."""
-    from .lns.layers import LNSModule
+    created where missing (`Parameters`)."""
     *path, leaf = name.split(".")
     owner = module
     for part in path:
         child = owner._modules.get(part)
         if child is None:
-            child = LNSModule()
+            child = Parameters()
             owner._modules[part] = child
         owner = child
     owner._parameters[leaf] = parameter
+
+
+class Parameters(LNSModule):
+    """A module of the compiled model's tree: the parameters under one path
+    of the scheduled model. An LNSModule, so that an LNS layer's parameter
+    (`<name>_lns` and `<name>_base`) also reads as an LNSTensor, as on
+    lamina.lns layers (`compiled.fc.weight`); printed with its parameters'
+    types."""
+
+    def extra_repr(self):
+        return ", ".join(f"{name}: {_layout(p.dtype, p.shape)}"
+                         for name, p in self._parameters.items()
+                         if p is not None)
 
 
 def register_parameter_blocks(module, model, imported, program):

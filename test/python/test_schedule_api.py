@@ -299,13 +299,13 @@ def test_unsupported_operations_name_the_op_and_module():
         def forward(self, x):
             return self.fc(self.bn(x))
 
-    class Sigmoid(nn.Module):
+    class Cumsum(nn.Module):
         def __init__(self):
             super().__init__()
             self.inner = nn.Sequential(nn.Linear(16, 16))
 
         def forward(self, x):
-            return torch.sigmoid(self.inner(x))
+            return torch.cumsum(self.inner(x), dim=-1)
 
     x = inputs(2, 16)
     with pytest.raises(UnsupportedOperationError,
@@ -316,8 +316,8 @@ def test_unsupported_operations_name_the_op_and_module():
         lamina.create_schedule(nn.Sequential(nn.LayerNorm((4, 16))),
                                example_inputs=(inputs(2, 4, 16),))
     with pytest.raises(UnsupportedOperationError,
-                       match="function sigmoid in the model's forward"):
-        lamina.create_schedule(Sigmoid(), example_inputs=(x,))
+                       match="function cumsum in the model's forward"):
+        lamina.create_schedule(Cumsum(), example_inputs=(x,))
     with pytest.raises(UnsupportedOperationError, match="Python sync_fn"):
         lamina.create_schedule(
             lamina.op.LinearWithSyncFunc(16, 16, sync_fn=lambda t: t),

@@ -464,3 +464,14 @@ def test_batches_of_one_row_or_one_token(shape):
     model = nn.Sequential(nn.Linear(16, 32), nn.LayerNorm(32), nn.GELU(),
                           nn.Linear(32, 16))
     check_gradients(model, (inputs(*shape, seed=26),))
+
+
+def test_the_compiled_tree_prints_its_parameters():
+    model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 8))
+    compiled = lamina.build(lamina.create_schedule(model),
+                            (inputs(4, 16, seed=27),))
+    text = repr(compiled)
+    assert "(0): Parameters(weight: float32 [32, 16], bias: float32 [32])" \
+        in text, text
+    assert "(2): Parameters(weight: float32 [8, 32], bias: float32 [8])" \
+        in text, text
