@@ -245,7 +245,7 @@ class CompiledModule(nn.Module):
             return imported, self.schedule.scheduled_ir()
         try:
             return fresh, _lamina.transform_ir(
-                fresh.text, self.schedule.transform_script())
+                fresh.located_text, self.schedule.transform_script())
         except ValueError as error:
             raise ScheduleError(str(error)) from None
 
@@ -406,7 +406,7 @@ class _Replay:
 
     def scheduled_ir(self):
         try:
-            return _lamina.transform_ir(self.imported.text, self.script)
+            return _lamina.transform_ir(self.imported.located_text, self.script)
         except ValueError as error:
             raise ScheduleError(str(error)) from None
 

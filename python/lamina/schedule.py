@@ -120,7 +120,7 @@ class Schedule:
 
     def _retrace(self, example_inputs):
         imported = import_model(self.model, example_inputs, self.world_size)
-        session = _lamina.ScheduleSession(imported.text)
+        session = _lamina.ScheduleSession(imported.located_text)
         if self._ops:
             _apply(session, self.transform_script())
         self._imported, self._session = imported, session
@@ -311,6 +311,18 @@ class SubSchedule:
                     lns_module.LNSPrecisionWarning, stacklevel=3)
 
     def checkpoint(self):
+        """Recomputes in the backward instead of saving: a layer's
+        activations; for a module that is not one layer (a block, a norm
+        written as a module), its whole forward, only what enters it saved
+        (`transform.lamina.checkpoint_module`)."""
+        from .slapo.layers import is_layer
+        modules = dict(self.schedule.model.named_modules())
+        if self.selector.startswith("path ") and \
+                not is_layer(modules[self.paths[0]]):
+            self.schedule._record_lines([
+                f"transform.lamina.checkpoint_module %root "
+                f"{_string(self.paths[0])} : !transform.any_op"])
+            return self
         return self._op("transform.lamina.checkpoint {h} : !transform.any_op")
 
     def cut_pipeline_stage(self):

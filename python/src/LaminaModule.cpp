@@ -8,6 +8,7 @@
 #include "ScheduleSession.h"
 
 #include "lamina/Execution/JitProgram.h"
+#include "lamina/Lamina/IR/Lamina.h"
 #include "lamina/Support/ParseModule.h"
 #include "lamina/Support/TransformScript.h"
 #include "lamina/InitAll.h"
@@ -77,6 +78,7 @@ OwningOpRef<ModuleOp> parseModule(const std::string &source,
       parseVerifiedModule(source, context, "program.mlir");
   if (!module)
     throw py::value_error("cannot parse the program:\n" + diagnostics);
+  recordModulePaths(*module);
   return module;
 }
 

@@ -172,3 +172,55 @@ def test_an_in_place_activation_whose_input_is_read_again_is_rejected():
     with torch.no_grad():
         np.testing.assert_allclose(compiled(x.numpy()), model(x).numpy(),
                                    **TOL)
+
+
+class TwoBlocks(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.b0 = LlamaMLP(32, 64)
+        self.b1 = LlamaMLP(32, 64)
+
+    def forward(self, x):
+        return self.b1(self.b0(x))
+
+
+def saved_bytes(model, x, checkpoint=()):
+    """The bytes the compiled forward keeps for the backward."""
+    sch = lamina.create_schedule(model, example_inputs=(x,))
+    for path in checkpoint:
+        sch[path].checkpoint()
+    imported = sch.trace((x,))
+    ir = _lamina.transform_ir(
+        sch.scheduled_ir(), "",
+        f"lamina-generate-backward{{function={imported.entry}}}")
+    forward = _lamina.Program(ir, imported.entry + "_forward",
+                              "lamina-cpu-pipeline")
+    return sum(4 * int(np.prod(shape)) for _, shape, _ in
+               forward.results[imported.num_results:])
+
+
+def test_a_checkpointed_block_saves_only_what_enters_it():
+    """sch["b0"].checkpoint() on a block (RMSNorm, three layers, SiLU, the
+    product, the residual): b0 is recomputed from x in the backward, so
+    the forward saves what one block alone saves (b1's values; b1's input
+    is b0's output, recomputed too). Without it: both blocks' values and
+    b1's input, [2, 8, 32] floats."""
+    torch.manual_seed(11)
+    model = TwoBlocks()
+    x = inputs(2, 8, 32, seed=12)
+    one = saved_bytes(LlamaMLP(32, 64), x)
+    assert one > 0
+    assert saved_bytes(model, x) == 2 * one + 2 * 8 * 32 * 4
+    assert saved_bytes(model, x, ["b0"]) == one
+    assert saved_bytes(model, x, ["b0", "b1"]) == 0
+    compiled = check_gradients(model, (x,),
+                               schedule=lambda s: s["b0"].checkpoint())
+    assert 'lamina.checkpoint_modules = ["b0"]' in compiled.ir("scheduled")
+
+
+def test_a_checkpointed_module_between_layers():
+    """A norm module (no layer in it) checkpointed alone: recomputed from
+    its input, the same gradients."""
+    torch.manual_seed(13)
+    check_gradients(LlamaMLP(32, 64), (inputs(2, 8, 32, seed=14),),
+                    schedule=lambda s: s["norm"].checkpoint())

@@ -42,6 +42,14 @@ def Lamina_Dialect : Dialect {
     /// Unit attribute on a layer: recompute its activations in backward.
     static constexpr ::llvm::StringLiteral kCheckpointAttrName =
         "lamina.checkpoint";
+    /// String attribute on an op the importer emitted: the path of the
+    /// PyTorch module whose forward computes it ("h.0.attn").
+    static constexpr ::llvm::StringLiteral kModuleAttrName = "lamina.module";
+    /// Function attribute: the module paths whose ops (layers and the ops
+    /// between them, by `path` and `lamina.module`) the backward recomputes
+    /// (transform.lamina.checkpoint_module).
+    static constexpr ::llvm::StringLiteral kCheckpointModulesAttrName =
+        "lamina.checkpoint_modules";
     /// Unit attribute on a layer: a pipeline stage ends after it.
     static constexpr ::llvm::StringLiteral kPipelineCutAttrName =
         "lamina.pipeline_cut";

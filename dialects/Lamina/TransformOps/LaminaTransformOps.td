@@ -315,6 +315,30 @@ def Lamina_CheckpointTransformOp : Lamina_LayerAttributeOp<"checkpoint"> {
   let assemblyFormat = "$target attr-dict `:` type($target)";
 }
 
+def Lamina_CheckpointModuleTransformOp
+    : Lamina_LayerAttributeOp<"checkpoint_module"> {
+  let summary = "Recompute a whole module in the backward (Slapo checkpoint "
+                "on a block)";
+  let description = [{
+    Adds `module` to the `lamina.checkpoint_modules` of every function under
+    `target` computing part of it: backward generation saves only what
+    enters the module and recomputes the rest inside the backward. An op is
+    part of the module when its `path` (a layer, an activation) or its
+    `lamina.module` (what the importer records for the ops between layers)
+    is `module` or one of its submodules' paths.
+
+    #### Return modes
+    Reads the handle, modifies the payload. Produces a silenceable failure
+    when no op belongs to the module.
+
+    ```mlir
+    transform.lamina.checkpoint_module %root "h.0" : !transform.any_op
+    ```
+  }];
+  let arguments = (ins TransformHandleTypeInterface:$target, StrAttr:$module);
+  let assemblyFormat = "$target $module attr-dict `:` type($target)";
+}
+
 def Lamina_ForkRngTransformOp : Lamina_LayerAttributeOp<"fork_rng"> {
   let summary = "Key a layer's dropout stream by rank (Slapo fork_rng)";
   let description = [{

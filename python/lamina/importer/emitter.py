@@ -160,7 +160,9 @@ class Emitter:
     # -- dispatch --------------------------------------------------------
 
     def visit(self, node):
-        """Emits `node` and records its Value."""
+        """Emits `node` and records its Value; its ops record the module
+        whose forward the node is in."""
+        self.builder.module = node.meta.get("lamina_path", "")
         self.values[node] = self._convert(node)
 
     def _convert(self, node):

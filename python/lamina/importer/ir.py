@@ -203,6 +203,9 @@ class Builder:
 
     def __init__(self):
         self.lines = []
+        # The module path of each line's op (`module` when it was built).
+        self.modules = []
+        self.module = ""
         self._count = 0
 
     def op(self, name, *syntax, types=None, results=()):
@@ -221,6 +224,7 @@ class Builder:
         if values:
             text = f"{', '.join(v.name for v in values)} = {text}"
         self.lines.append(f"    {text}")
+        self.modules.append(self.module)
         if not values:
             return None
         return values[0] if len(values) == 1 else values
@@ -231,8 +235,19 @@ class Builder:
         self._count += 1
         return Value(f"%v{self._count}", type_)
 
-    def body(self):
-        return "\n".join(self.lines)
+    def body(self, located=False):
+        """The ops as text; `located`: each op of a submodule with its
+        module path as its location (`loc("h.0.attn")`), which Lamina's
+        parser turns into a `lamina.module` attribute."""
+        if not located:
+            return "\n".join(self.lines)
+        return "\n".join(
+            f"{line} loc({_quoted(module)})" if module else line
+            for line, module in zip(self.lines, self.modules))
+
+
+def _quoted(text):
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 def function(name, arguments, results, body, world_size):

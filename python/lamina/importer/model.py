@@ -20,8 +20,12 @@ class ImportedModel:
 
     def __init__(self, text, entry, parameters, num_inputs, has_seed,
                  num_results, structure, argument_types=(),
-                 result_types=(), index_bounds=()):
+                 result_types=(), index_bounds=(), located_text=None):
         self.text = text
+        # The text with each op's module path as its location: what Lamina
+        # parses (ops then carry `lamina.module`, which checkpoints of whole
+        # modules read).
+        self.located_text = located_text or text
         self.entry = entry
         # (name, tensor) of each parameter argument, in argument order.
         self.parameters = parameters
@@ -83,8 +87,11 @@ def import_model(model, example_inputs, world_size=1):
     arguments = emitter.arguments()
     text = ir.function("forward", arguments, results, emitter.builder.body(),
                        world_size)
+    located = ir.function("forward", arguments, results,
+                          emitter.builder.body(located=True), world_size)
     return ImportedModel(text, "forward", emitter.parameters,
                          len(emitter.inputs), emitter.seed_value is not None,
                          len(results), structure,
                          [a.type for a in arguments],
-                         [r.type for r in results], emitter.index_bounds)
+                         [r.type for r in results], emitter.index_bounds,
+                         located)

@@ -249,6 +249,9 @@ def checkpoint(sch, subgraph=None, order_args_fn=None):
         return
     if is_layer(sch.mod):
         _native_layers(sch).checkpoint()
+    elif sch.path in sch._native.paths and sch.path:
+        # The whole module: its layers and the ops between them.
+        sch._native[sch.path].checkpoint()
     else:
         _layers_within(sch).checkpoint()
     sch.metadata.primitives["checkpoint"].append(sch.path)

@@ -396,6 +396,33 @@ func.func @main(%x: tensor<4x8xbf16>, %w: tensor<16x8xbf16>, %b: tensor<16xbf16>
 
 // -----
 
+// A checkpointed module "blk" (transform.lamina.checkpoint_module): its
+// layer (by path) and the op before it (by lamina.module) are recomputed
+// from x in the backward, so the forward saves nothing (saved = 0, where
+// without the checkpoint it would save s and h); "head" is not in it.
+
+// CHECK: lamina.training = {main = {backward = @main_backward, forward = @main_forward, gradients = array<i64: 0, 1, 2>, saved = 0 : i64}}
+// CHECK-LABEL: func.func @main_forward(
+// CHECK-SAME: -> tensor<4x8xf32> {
+// CHECK-LABEL: func.func @main_backward(
+// CHECK-SAME: %[[X:[a-z0-9]+]]: tensor<4x8xf32>, %[[W1:[a-z0-9]+]]: tensor<16x8xf32>, %[[W2:[a-z0-9]+]]: tensor<8x16xf32>, %[[DY:[a-z0-9]+]]: tensor<4x8xf32>)
+// CHECK: %[[S:.+]] = arith.mulf %[[X]], %[[X]] {lamina.module = "blk"}
+// CHECK: %[[P:.+]] = lamina.matmul "blk.fc1" %[[S]], %[[W1]]
+// CHECK: %[[H:.+]] = lamina.activation "blk.fc1" gelu_tanh %[[P]]
+// CHECK: linalg.transpose ins(%[[H]] : tensor<4x16xf32>)
+// CHECK: lamina.activation_grad "blk.fc1" gelu_tanh %[[P]],
+// CHECK: linalg.transpose ins(%[[S]] : tensor<4x8xf32>)
+// CHECK-NOT: lamina.activation "blk.fc1"
+// CHECK: return
+func.func @main(%x: tensor<4x8xf32>, %w1: tensor<16x8xf32>, %w2: tensor<8x16xf32>) -> tensor<4x8xf32> attributes {lamina.checkpoint_modules = ["blk"]} {
+  %s = arith.mulf %x, %x {lamina.module = "blk"} : tensor<4x8xf32>
+  %h = lamina.fused_linear "blk.fc1" %s, %w1 activation gelu_tanh : (tensor<4x8xf32>, tensor<16x8xf32>) -> tensor<4x16xf32>
+  %y = lamina.linear "head" %h, %w2 : (tensor<4x16xf32>, tensor<8x16xf32>) -> tensor<4x8xf32>
+  return %y : tensor<4x8xf32>
+}
+
+// -----
+
 // Two functions: the default (function=main) differentiates @main and
 // leaves @g alone; function=g (the G run, on this chunk alone) the reverse;
 // running both records both pairs in one lamina.training dictionary.

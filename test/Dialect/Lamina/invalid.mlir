@@ -681,3 +681,22 @@ func.func @prefetch_rows_not_positive(%m: memref<8xf32>) {
   } {lamina.prefetch_rows = 0 : i64}
   return
 }
+
+// -----
+
+func.func @module_not_a_string(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'lamina.module' must be a module path string}}
+  %0 = arith.addf %x, %x {lamina.module = 3 : i64} : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+// expected-error @+1 {{'lamina.checkpoint_modules' is an array of module paths on a function}}
+func.func private @checkpoint_modules_not_strings() attributes {lamina.checkpoint_modules = [1]}
+
+// -----
+
+// expected-error @+1 {{'lamina.checkpoint_modules' is an array of module paths on a function}}
+module attributes {lamina.checkpoint_modules = ["h.0"]} {
+}

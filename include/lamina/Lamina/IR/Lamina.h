@@ -44,6 +44,14 @@ bool isPartitioned(Operation *op);
 /// The layout declared on a function argument (`lamina.layout`), or null.
 LayoutAttr getDeclaredLayout(Value value);
 
+/// Moves the module path the importer gives each op as its name location
+/// (`loc("h.0.attn")`) into a `lamina.module` attribute, which survives
+/// printing; the op keeps the name's child location.
+void recordModulePaths(Operation *root);
+
+/// Whether the module path `path` is `module` or one of its submodules'.
+bool inModule(StringRef path, StringRef module);
+
 } // namespace mlir::lamina
 
 #endif // LAMINA_LAMINA_IR_LAMINA_H

@@ -298,6 +298,22 @@ std::optional<int64_t> mlir::lamina::getWorldSize(Operation *op) {
   return std::nullopt;
 }
 
+void mlir::lamina::recordModulePaths(Operation *root) {
+  root->walk([](Operation *op) {
+    auto name = dyn_cast<NameLoc>(op->getLoc());
+    if (!name)
+      return;
+    op->setAttr(LaminaDialect::kModuleAttrName, name.getName());
+    op->setLoc(name.getChildLoc());
+  });
+}
+
+bool mlir::lamina::inModule(StringRef path, StringRef module) {
+  return path == module ||
+         (path.starts_with(module) && path.drop_front(module.size())
+                                          .starts_with("."));
+}
+
 bool mlir::lamina::isPartitioned(Operation *op) {
   for (Operation *parent = op; parent; parent = parent->getParentOp())
     if (parent->hasAttr(LaminaDialect::kPartitionedAttrName))
@@ -355,6 +371,20 @@ LogicalResult LaminaDialect::verifyOperationAttribute(Operation *op,
                              << "' must be a module attribute mapping "
                                 "function names to arrays of argument "
                                 "numbers";
+    return success();
+  }
+  if (attr.getName() == kModuleAttrName) {
+    if (!isa<StringAttr>(attr.getValue()))
+      return op->emitError() << "'" << kModuleAttrName
+                             << "' must be a module path string";
+    return success();
+  }
+  if (attr.getName() == kCheckpointModulesAttrName) {
+    auto paths = dyn_cast<ArrayAttr>(attr.getValue());
+    if (!paths || !isa<FunctionOpInterface>(op) ||
+        !llvm::all_of(paths, llvm::IsaPred<StringAttr>))
+      return op->emitError() << "'" << kCheckpointModulesAttrName
+                             << "' is an array of module paths on a function";
     return success();
   }
   if (attr.getName() == kCheckpointAttrName) {

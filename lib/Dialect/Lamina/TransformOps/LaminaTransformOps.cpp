@@ -556,6 +556,52 @@ CheckpointTransformOp::applyToOne(transform::TransformRewriter &rewriter,
 
 
 //===----------------------------------------------------------------------===//
+// CheckpointModuleTransformOp
+//===----------------------------------------------------------------------===//
+
+/// Whether `op` computes part of the module `module`: by its layer path, or
+/// the module the importer recorded for it.
+static bool isInModule(Operation *op, StringRef module) {
+  for (StringRef name : {StringRef("path"), StringRef(LaminaDialect::kModuleAttrName)})
+    if (auto path = op->getAttrOfType<StringAttr>(name))
+      if (inModule(path.getValue(), module))
+        return true;
+  return false;
+}
+
+DiagnosedSilenceableFailure CheckpointModuleTransformOp::applyToOne(
+    transform::TransformRewriter &rewriter, Operation *target,
+    transform::ApplyToEachResultList &, transform::TransformState &) {
+  StringRef module = getModule();
+  bool found = false;
+  target->walk([&](FunctionOpInterface function) {
+    WalkResult inside = function->walk([&](Operation *op) {
+      return isInModule(op, module) ? WalkResult::interrupt()
+                                    : WalkResult::advance();
+    });
+    if (!inside.wasInterrupted())
+      return;
+    found = true;
+    SmallVector<Attribute> paths;
+    if (auto known = function->getAttrOfType<ArrayAttr>(
+            LaminaDialect::kCheckpointModulesAttrName))
+      llvm::append_range(paths, known);
+    if (llvm::is_contained(paths, getModuleAttr()))
+      return;
+    paths.push_back(getModuleAttr());
+    rewriter.modifyOpInPlace(function, [&] {
+      function->setAttr(LaminaDialect::kCheckpointModulesAttrName,
+                        rewriter.getArrayAttr(paths));
+    });
+  });
+  if (!found)
+    return emitSilenceableFailure(getLoc())
+           << "no op of module '" << module
+           << "': neither a layer path nor an op's lamina.module is in it";
+  return DiagnosedSilenceableFailure::success();
+}
+
+//===----------------------------------------------------------------------===//
 // CutPipelineStageTransformOp
 //===----------------------------------------------------------------------===//
 

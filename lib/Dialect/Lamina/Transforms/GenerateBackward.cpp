@@ -84,7 +84,21 @@ private:
     if (op->hasAttr(LaminaDialect::kCheckpointAttrName))
       return true;
     auto path = op->getAttrOfType<StringAttr>("path");
-    return path && checkpointed.contains(path.getValue());
+    if (path && checkpointed.contains(path.getValue()))
+      return true;
+    // Ops of a checkpointed module: its layers and the ops between them.
+    auto modules = forward->getAttrOfType<ArrayAttr>(
+        LaminaDialect::kCheckpointModulesAttrName);
+    if (!modules)
+      return false;
+    auto module = op->getAttrOfType<StringAttr>(LaminaDialect::kModuleAttrName);
+    return llvm::any_of(modules.getAsValueRange<StringAttr>(),
+                        [&](StringRef checkpointedModule) {
+                          return (path && inModule(path.getValue(),
+                                                   checkpointedModule)) ||
+                                 (module && inModule(module.getValue(),
+                                                     checkpointedModule));
+                        });
   }
   LogicalResult accumulate(Value value, Value cotangent);
   /// Zeros of the type of the forward value `value`.

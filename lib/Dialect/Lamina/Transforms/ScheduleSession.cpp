@@ -1,6 +1,7 @@
 //===- ScheduleSession.cpp - Apply schedule primitives one by one ---------===//
 
 #include "lamina/Lamina/Transforms/ScheduleSession.h"
+#include "lamina/Lamina/IR/Lamina.h"
 #include "lamina/Support/ParseModule.h"
 #include "lamina/Support/TransformScript.h"
 
@@ -55,6 +56,7 @@ ScheduleSession::create(const DialectRegistry &registry, StringRef source,
   }
   if (!payload)
     return nullptr;
+  recordModulePaths(*payload);
   return std::unique_ptr<ScheduleSession>(
       new ScheduleSession(std::move(context), std::move(payload)));
 }
