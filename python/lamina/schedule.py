@@ -128,18 +128,21 @@ class Schedule:
         self._example_inputs = example_inputs
 
     def transform_script(self):
-        """The schedule as a transform.lamina script (replayable with
-        lamina-opt --transform-preload-library + --transform-interpreter,
-        or lamina-run --schedule)."""
+        """The schedule as a transform.lamina script (replayable on
+        `mlir()` with lamina-opt --lamina-record-module-paths
+        --transform-preload-library + --transform-interpreter, or
+        lamina-run --schedule)."""
         return _script(self._ops)
 
     def mlir(self, example_inputs=None):
-        """The imported IR (before the schedule) as text."""
+        """The imported IR (before the schedule) as text, each op of a
+        submodule's forward located at that module's path
+        (`loc("h.0.attn")`)."""
         if example_inputs is not None:
             self.trace(example_inputs)
         if self._imported is None:
             raise ScheduleError(_NO_SHAPES)
-        return self._imported.text
+        return self._imported.located_text
 
     def scheduled_ir(self):
         """The imported IR after the schedule."""

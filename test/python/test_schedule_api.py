@@ -180,6 +180,7 @@ def test_transform_script_replays_to_the_same_ir(tmp_path):
     (tmp_path / "schedule.mlir").write_text(sch.transform_script())
     replayed = subprocess.run(
         [tool("lamina-opt"), str(tmp_path / "model.mlir"),
+         "--lamina-record-module-paths",
          "--transform-preload-library=transform-library-paths="
          f"{tmp_path / 'schedule.mlir'}", "--transform-interpreter"],
         capture_output=True, text=True, check=True).stdout

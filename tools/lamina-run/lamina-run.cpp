@@ -272,6 +272,8 @@ int main(int argc, char **argv) {
     (*module)->setAttr(LaminaDialect::kWorldSizeAttrName,
                        IntegerAttr::get(IntegerType::get(&context, 64),
                                         worldSizeOption));
+  // The importer's module paths (sch.mlir()), which the schedule may read.
+  recordModulePaths(*module);
   if (!scheduleFile.empty() &&
       failed(applyScheduleFile(*module, scheduleFile)))
     return fail("the schedule '" + scheduleFile +

@@ -289,6 +289,26 @@ def LaminaRecordResultLayouts
   }];
 }
 
+def LaminaRecordModulePaths : Pass<"lamina-record-module-paths"> {
+  let summary = "Turn the importer's name locations (module paths) into "
+                "lamina.module attributes";
+  let description = [{
+    The Python importer gives each op of a submodule's forward the module's
+    path as its location (`sch.mlir()` prints them); locations do not
+    survive printing, so this pass moves each name into a `lamina.module`
+    attribute, which `transform.lamina.checkpoint_module` reads. Lamina's
+    Python package does it whenever it parses; run it first when replaying
+    `sch.mlir()` and `sch.transform_script()` with lamina-opt.
+
+    ```mlir
+    // before
+    %0 = arith.mulf %x, %x : tensor<4x8xf32> loc("h.0.norm")
+    // after
+    %0 = arith.mulf %x, %x {lamina.module = "h.0.norm"} : tensor<4x8xf32>
+    ```
+  }];
+}
+
 def LaminaPartition : Pass<"lamina-partition", "::mlir::ModuleOp"> {
   let summary = "Turn a checked sharded program into one rank's SPMD program";
   let description = [{
