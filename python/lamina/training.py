@@ -455,6 +455,10 @@ class ProgramCall:
         """The scheduled program's results (NumPy) on `inputs` (NumPy arrays
         or tensors), no autograd."""
         self.check_parameters()
+        return self._run(inputs, seed)
+
+    def _run(self, inputs, seed):
+        """run() once the parameters were checked."""
         return self.plain.run(self.arguments(inputs, self.parameters, seed))
 
     def __call__(self, inputs, seed, keep):
@@ -480,7 +484,9 @@ class ProgramCall:
         return list(LaminaProgram.apply(strategy, *tensors))
 
     def _plain_outputs(self, inputs, seed):
-        return [torch.from_numpy(r) for r in self.run(inputs, seed)]
+        """Plain tensors of run()'s results (a call checked the parameters
+        already)."""
+        return [torch.from_numpy(r) for r in self._run(inputs, seed)]
 
     def backward(self, ctx, saved, cotangents):
         """The gradients of the distinct tensors the Function took."""

@@ -249,7 +249,7 @@ def checkpoint(sch, subgraph=None, order_args_fn=None):
         return
     if is_layer(sch.mod):
         _native_layers(sch).checkpoint()
-    elif sch.path in sch._native.paths and sch.path:
+    elif sch.path and sch.path in sch._native.paths:
         # The whole module: its layers and the ops between them.
         sch._native[sch.path].checkpoint()
     else:

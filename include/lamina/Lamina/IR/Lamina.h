@@ -49,8 +49,10 @@ LayoutAttr getDeclaredLayout(Value value);
 /// printing; the op keeps the name's child location.
 void recordModulePaths(Operation *root);
 
-/// Whether the module path `path` is `module` or one of its submodules'.
-bool inModule(StringRef path, StringRef module);
+/// Whether `op` computes part of the module at path `module`: its layer
+/// `path`, or the module the importer recorded for it (`lamina.module`), is
+/// `module` or one of its submodules' paths.
+bool isInModule(Operation *op, StringRef module);
 
 } // namespace mlir::lamina
 

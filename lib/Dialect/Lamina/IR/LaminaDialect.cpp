@@ -308,10 +308,17 @@ void mlir::lamina::recordModulePaths(Operation *root) {
   });
 }
 
-bool mlir::lamina::inModule(StringRef path, StringRef module) {
-  return path == module ||
-         (path.starts_with(module) && path.drop_front(module.size())
-                                          .starts_with("."));
+bool mlir::lamina::isInModule(Operation *op, StringRef module) {
+  for (StringRef name :
+       {StringRef("path"), StringRef(LaminaDialect::kModuleAttrName)}) {
+    auto path = op->getAttrOfType<StringAttr>(name);
+    if (!path)
+      continue;
+    StringRef rest = path.getValue();
+    if (rest.consume_front(module) && (rest.empty() || rest.starts_with(".")))
+      return true;
+  }
+  return false;
 }
 
 bool mlir::lamina::isPartitioned(Operation *op) {

@@ -559,16 +559,6 @@ CheckpointTransformOp::applyToOne(transform::TransformRewriter &rewriter,
 // CheckpointModuleTransformOp
 //===----------------------------------------------------------------------===//
 
-/// Whether `op` computes part of the module `module`: by its layer path, or
-/// the module the importer recorded for it.
-static bool isInModule(Operation *op, StringRef module) {
-  for (StringRef name : {StringRef("path"), StringRef(LaminaDialect::kModuleAttrName)})
-    if (auto path = op->getAttrOfType<StringAttr>(name))
-      if (inModule(path.getValue(), module))
-        return true;
-  return false;
-}
-
 DiagnosedSilenceableFailure CheckpointModuleTransformOp::applyToOne(
     transform::TransformRewriter &rewriter, Operation *target,
     transform::ApplyToEachResultList &, transform::TransformState &) {

@@ -71,7 +71,12 @@ public:
                   llvm::SmallDenseSet<unsigned> constants)
       : forward(forward), backward(backward),
         checkpointed(std::move(checkpointed)),
-        constants(std::move(constants)), builder(backward.getContext()) {}
+        constants(std::move(constants)), builder(backward.getContext()) {
+    if (auto modules = forward->getAttrOfType<ArrayAttr>(
+            LaminaDialect::kCheckpointModulesAttrName))
+      llvm::append_range(checkpointedModules,
+                         modules.getAsValueRange<StringAttr>());
+  }
 
   LogicalResult run();
   ArrayRef<Value> getSaved() const { return saved.getArrayRef(); }
@@ -87,18 +92,9 @@ private:
     if (path && checkpointed.contains(path.getValue()))
       return true;
     // Ops of a checkpointed module: its layers and the ops between them.
-    auto modules = forward->getAttrOfType<ArrayAttr>(
-        LaminaDialect::kCheckpointModulesAttrName);
-    if (!modules)
-      return false;
-    auto module = op->getAttrOfType<StringAttr>(LaminaDialect::kModuleAttrName);
-    return llvm::any_of(modules.getAsValueRange<StringAttr>(),
-                        [&](StringRef checkpointedModule) {
-                          return (path && inModule(path.getValue(),
-                                                   checkpointedModule)) ||
-                                 (module && inModule(module.getValue(),
-                                                     checkpointedModule));
-                        });
+    return llvm::any_of(checkpointedModules, [&](StringRef module) {
+      return isInModule(op, module);
+    });
   }
   LogicalResult accumulate(Value value, Value cotangent);
   /// Zeros of the type of the forward value `value`.
@@ -117,6 +113,8 @@ private:
 
   func::FuncOp forward, backward;
   llvm::StringSet<> checkpointed;
+  /// Modules checkpointed whole (`lamina.checkpoint_modules`).
+  SmallVector<StringRef> checkpointedModules;
   /// Arguments held constant: no gradient, nothing computed for one.
   llvm::SmallDenseSet<unsigned> constants;
   llvm::SmallPtrSet<Value, 32> active;
