@@ -13,8 +13,10 @@ Schedule a PyTorch model Slapo-style and run it compiled::
   as a ``transform.lamina`` script (``sch.transform_script()``) over the
   model imported by torch.fx (``sch.mlir()``);
 - :func:`build`, :func:`verify` — compile for the CPU (JIT) and check
-  against the eager model; :func:`manual_seed`, :func:`rank`,
-  :func:`world_size` — dropout seed and MPI (MPICH) ranks;
+  against the eager model; :func:`rank`, :func:`world_size` — MPI
+  (MPICH) ranks;
+- :mod:`lamina.rng` — compiled dropout draws each call's key from PyTorch's
+  generator; :func:`manual_seed` seeds it;
 - :mod:`lamina.training` — what makes a built model trainable: its
   parameters, and the autograd Function over the compiled forward /
   backward pair (docs/training.md);
@@ -35,11 +37,11 @@ from ._lamina import PreparedArguments, Program
 from . import lns, lns_numpy, op, philox, tools  # noqa: E402 (lns needs Program)
 from .importer import InputError, UnsupportedOperationError, import_model
 from .schedule import Schedule, ScheduleError, create_schedule
-from .build import (CompiledModule, build, manual_seed, rank, verify,
-                    world_size)
+from .build import CompiledModule, build, rank, verify, world_size
+from .rng import initial_seed, manual_seed
 from . import training
 
 __all__ = ["Program", "PreparedArguments", "lns", "lns_numpy", "op", "philox",
            "tools", "InputError", "UnsupportedOperationError", "import_model", "Schedule",
            "ScheduleError", "create_schedule", "CompiledModule", "build",
-           "manual_seed", "rank", "training", "verify", "world_size"]
+           "initial_seed", "manual_seed", "rank", "training", "verify", "world_size"]

@@ -1,7 +1,6 @@
-"""Compiling scheduled models and running them: build, verify, seeds and
-MPI ranks."""
+"""Compiling scheduled models and running them: build, verify and MPI
+ranks."""
 
-import numbers
 import contextlib
 import pathlib
 import subprocess
@@ -12,29 +11,9 @@ import torch
 from torch import nn
 
 from . import _lamina, aot, tools, training
+from .rng import next_dropout_key
 from .importer import import_model, ir, unsharded_fused_qkv
 from .schedule import Schedule, ScheduleError
-
-_seed = 0
-
-
-def manual_seed(seed):
-    """Seeds the dropout masks of every compiled program called from now on
-    (masks depend on the seed, the dropout op and the element index only,
-    so every rank of a multi-rank run must use the same seed; default 0).
-    The backward of a call regenerates its forward's masks, from the seed
-    that forward used."""
-    global _seed
-    # The seed travels as the program's i64 argument: a non-negative
-    # integer below 2^63, never silently truncated or rounded.
-    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
-        raise ScheduleError(f"manual_seed takes an integer, got "
-                            f"{type(seed).__name__} {seed!r}")
-    if not 0 <= seed < 2**63:
-        raise ScheduleError(f"manual_seed takes a seed in [0, 2^63), got "
-                            f"{seed}")
-    _seed = int(seed)
-
 
 def rank():
     """This process's rank in the MPI world (0 outside mpirun)."""
@@ -129,10 +108,10 @@ class _CompiledCuda:
             .contiguous() for _, t in self.imported.parameters]
         self.pipeline = "lamina-gpu-pipeline"
 
-    def run(self, inputs):
+    def run(self, inputs, dropout_key):
         args = [x.to("cuda").contiguous() for x in inputs] + self.params
         if self.imported.has_seed:
-            args.append(_seed)
+            args.append(dropout_key)
         outputs = [torch.empty(shape, dtype=dtype, device="cuda")
                    for shape, dtype in self.results]
         self.artefact.call(self.imported.entry, *args, *outputs)
@@ -285,17 +264,19 @@ class CompiledModule(nn.Module):
         # Arguments that are not arrays (targets=None) were specialised.
         inputs = [x for x in inputs if _is_array(x)]
         compiled.imported.check_indices(inputs)
+        dropout_key = (next_dropout_key() if compiled.imported.has_seed
+                       else None)
         if self.target == "cuda":
             tensors = [torch.as_tensor(x) for x in inputs]
             results = training.rejecting(
-                lambda: compiled.run(tensors),
+                lambda: compiled.run(tensors, dropout_key),
                 tensors + list(self.parameters()),
                 _NOT_DIFFERENTIATED_ON_GPU)
         elif not any(isinstance(x, torch.Tensor) for x in inputs):
-            results = compiled.call.run(inputs, _seed)
+            results = compiled.call.run(inputs, dropout_key)
         else:
             results = compiled.call([torch.as_tensor(x) for x in inputs],
-                                    _seed, keep=self.training)
+                                    dropout_key, keep=self.training)
         return compiled.imported.restructure(list(results))
 
     def _apply(self, fn, *args, **kwargs):

@@ -122,18 +122,26 @@ def test_fused_qkv_attention_returns_like_the_model():
         torch.testing.assert_close(got, want)
 
 
-def test_dropout_follows_manual_seed():
+def test_dropout_draws_fresh_masks_per_call_and_replays_after_reseeding():
     model = Block().train()
     x = inputs(4, 16, 64, seed=4)
     compiled = lamina.build(lamina.create_schedule(model), (x,))
     lamina.manual_seed(1)
     a = compiled(x)
     b = compiled(x)
+    lamina.manual_seed(1)
+    a_again, b_again = compiled(x), compiled(x)
+    torch.manual_seed(1)  # the same generator as lamina.manual_seed's
+    a_torch = compiled(x)
     lamina.manual_seed(2)
     c = compiled(x)
-    torch.testing.assert_close(a, b, rtol=0, atol=0)
-    dropped = (a == x)  # a dropped MLP output leaves the residual alone
-    assert 0.05 < dropped.float().mean() < 0.15
+    torch.testing.assert_close(a_again, a, rtol=0, atol=0)
+    torch.testing.assert_close(b_again, b, rtol=0, atol=0)
+    torch.testing.assert_close(a_torch, a, rtol=0, atol=0)
+    for y in (a, b, c):
+        dropped = (y == x)  # a dropped MLP output leaves the residual alone
+        assert 0.05 < dropped.float().mean() < 0.15
+    assert not torch.equal(a == x, b == x)
     assert not torch.equal(a == x, c == x)
     lamina.manual_seed(0)
 

@@ -9,7 +9,7 @@ import zlib
 import torch
 from torch import nn
 
-from .. import _lamina, training
+from .. import _lamina, rng, training
 from ..schedule import ScheduleError
 from .block_init import BlockInit, WholeTensorNeeded, block_indices
 from .layers import layer_tensor
@@ -145,7 +145,7 @@ def _seeded_init(module, path, init_weights):
         return
     init_fn = init_weights if callable(init_weights) else None
     with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(native_build._seed + zlib.crc32(path.encode()))
+        torch.manual_seed(rng.initial_seed() + zlib.crc32(path.encode()))
         with torch.no_grad():
             _initialise(module, path, init_fn)
 

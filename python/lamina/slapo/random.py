@@ -1,23 +1,20 @@
 """Slapo's random-seed helpers over Lamina's dropout stream."""
 
-import importlib
-
+from .. import rng
 from ..schedule import ScheduleError
 
-native_build = importlib.import_module("lamina.build")
 _seeded = False
 
 
 def set_random_seed(seed=2013, dp_rank=None, pp_rank=None, tp_rank=None,
                     always_enable_tp_seed=False):
-    """Seeds PyTorch and Lamina's dropout masks. Every rank takes the same
-    seed: Lamina keys each mask by the element's index in the whole tensor,
-    so ranks need no tensor-parallel offset (Megatron's RNG tracker is not
-    needed); returns the seed."""
+    """Seeds PyTorch's generator, from which compiled dropout draws each
+    call's key (lamina.manual_seed). Every rank takes the same seed: Lamina
+    keys each mask by the element's index in the whole tensor, so ranks
+    need no tensor-parallel offset (Megatron's RNG tracker is not needed);
+    returns the seed."""
     global _seeded
-    import torch
-    torch.manual_seed(seed)
-    native_build.manual_seed(seed)
+    rng.manual_seed(seed)
     _seeded = True
     return seed
 
