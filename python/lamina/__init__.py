@@ -9,39 +9,46 @@ Schedule a PyTorch model Slapo-style and run it compiled::
     compiled = lamina.build(sch, (x,))
     y = compiled(x)
 
-- :func:`create_schedule`, :class:`Schedule` — Slapo's primitives, recorded
-  as a ``transform.lamina`` script (``sch.transform_script()``) over the
-  model imported by torch.fx (``sch.mlir()``);
-- :func:`build`, :func:`verify` — compile for the CPU (JIT) and check
-  against the eager model; :func:`rank`, :func:`world_size` — MPI
-  (MPICH) ranks;
-- :mod:`lamina.rng` — compiled dropout draws each call's key from PyTorch's
-  generator; :func:`manual_seed` seeds it;
-- :mod:`lamina.training` — what makes a built model trainable: its
-  parameters, and the autograd Function over the compiled forward /
-  backward pair (docs/training.md);
-- :class:`lamina.Program` — an IR module compiled with a named pipeline
-  and called on NumPy arrays;
-- :mod:`lamina.op` — the Slapo linear family as torch modules with the
-  spec's eager semantics;
-- :mod:`lamina.lns` — LNS arithmetic on int64 code arrays through compiled
-  kernels, bit-exact with the xlnstorch reference, and the LNSLinear /
-  LNSLazyLinear layers;
-- :mod:`lamina.philox` — the dropout random stream in NumPy;
-- :mod:`lamina.lns_numpy` — the LNS spec in NumPy (test oracle, benchmark
-  baseline);
-- :mod:`lamina.tools` — locating and running the command-line tools.
+The package stands in floors; a module imports only from its own floor and
+those below it:
+
+1. :mod:`lamina.errors` (Lamina's exception types), :mod:`lamina.tools`
+   (locating the command-line tools), the ``_lamina`` extension
+   (:class:`lamina.Program`: an IR module compiled with a named pipeline and
+   called on NumPy arrays);
+2. numerics: :mod:`lamina.lns` (LNS tensors, layers, optimizers, compiled
+   kernels bit-exact with xlnstorch), :mod:`lamina.philox` (the dropout
+   stream in NumPy), :mod:`lamina.lns_numpy` (the LNS spec in NumPy), and
+   :mod:`lamina.op` (the Slapo linear family as torch modules);
+3. the frontend, :mod:`lamina.importer` (torch.fx to lamina IR; which
+   modules are layers);
+4. :mod:`lamina.schedule` — :func:`create_schedule`, :class:`Schedule`:
+   Slapo's primitives recorded as a ``transform.lamina`` script;
+5. :mod:`lamina.runtime` — :func:`build`, :func:`verify`, :func:`rank`,
+   :func:`world_size` (:mod:`lamina.runtime.build`), what makes a built
+   model trainable (:mod:`lamina.training`), the dropout stream
+   (:mod:`lamina.rng`, :func:`manual_seed`), GPU artefacts
+   (:mod:`lamina.aot`);
+6. :mod:`lamina.slapo` — Slapo's API over all of the above.
 """
 
-from ._lamina import PreparedArguments, Program
-from . import lns, lns_numpy, op, philox, tools  # noqa: E402 (lns needs Program)
-from .importer import InputError, UnsupportedOperationError, import_model
-from .schedule import Schedule, ScheduleError, create_schedule
-from .build import CompiledModule, build, rank, verify, world_size
-from .rng import initial_seed, manual_seed
-from . import training
+import sys
 
-__all__ = ["Program", "PreparedArguments", "lns", "lns_numpy", "op", "philox",
-           "tools", "InputError", "UnsupportedOperationError", "import_model", "Schedule",
-           "ScheduleError", "create_schedule", "CompiledModule", "build",
-           "initial_seed", "manual_seed", "rank", "training", "verify", "world_size"]
+from ._lamina import PreparedArguments, Program
+from .errors import InputError, ScheduleError, UnsupportedOperationError
+from . import lns, lns_numpy, op, philox, tools
+from .importer import import_model
+from .schedule import Schedule, create_schedule
+from .runtime import aot, rng, training
+from .runtime.build import CompiledModule, build, rank, verify, world_size
+from .runtime.rng import initial_seed, manual_seed
+
+# The runtime's public modules keep their names: `import lamina.training`.
+for _module in (aot, rng, training):
+    sys.modules[f"{__name__}.{_module.__name__.rsplit('.', 1)[-1]}"] = _module
+
+__all__ = ["CompiledModule", "InputError", "PreparedArguments", "Program",
+           "Schedule", "ScheduleError", "UnsupportedOperationError", "aot",
+           "build", "create_schedule", "import_model", "initial_seed", "lns",
+           "lns_numpy", "manual_seed", "op", "philox", "rank", "rng", "tools",
+           "training", "verify", "world_size"]

@@ -19,17 +19,14 @@ import warnings
 from . import _lamina
 from . import lns as lns_module
 from . import op as lamina_op
-from .importer import import_model
+from .errors import ScheduleError
+from .importer import import_model, is_layer
 
 
 def _shape_of(x):
     """An example input's shape, or the value of one that is not a tensor
     (targets=None), which the trace specialises on."""
     return tuple(x.shape) if hasattr(x, "shape") else ("value", repr(x))
-
-
-class ScheduleError(ValueError):
-    """A schedule primitive Lamina rejects; the message is its diagnostic."""
 
 
 _HEADER = ("module attributes {transform.with_named_sequence} {\n"
@@ -83,6 +80,17 @@ class Schedule:
         self.paths = self._module_paths()
         if self._example_inputs is not None:
             self._retrace(self._example_inputs)
+
+    @property
+    def example_inputs(self):
+        """The inputs of the last trace, or None before any."""
+        return self._example_inputs
+
+    @property
+    def imported(self):
+        """The model imported at the last trace's shapes
+        (:class:`lamina.importer.ImportedModel`), or None before any."""
+        return self._imported
 
     def _module_paths(self):
         return [name for name, _ in self.model.named_modules() if name]
@@ -318,7 +326,6 @@ class SubSchedule:
         activations; for a module that is not one layer (a block, a norm
         written as a module), its whole forward, only what enters it saved
         (`transform.lamina.checkpoint_module`)."""
-        from .slapo.layers import is_layer
         modules = dict(self.schedule.model.named_modules())
         if self.selector.startswith("path ") and \
                 not is_layer(modules[self.paths[0]]):

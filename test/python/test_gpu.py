@@ -186,7 +186,7 @@ def test_imported_bf16_model_compiles_for_the_gpu(tmp_path):
     """What build(target='cuda') compiles: the imported, scheduled MLP
     (Linear → GELU → Linear) becomes two fused-linear kernels."""
     import lamina
-    from lamina.build import _result_types
+    from lamina.runtime.build import _result_types
 
     model = _bf16_mlp()
     x = torch.randn(128, 64, dtype=torch.bfloat16)
@@ -203,7 +203,7 @@ def test_imported_bf16_model_compiles_for_the_gpu(tmp_path):
 
 
 def test_result_types_of_lns_and_float_entry_points():
-    from lamina.build import _result_types
+    from lamina.runtime.build import _result_types
     from lamina.importer import ImportedModel, ir
 
     imported = ImportedModel(

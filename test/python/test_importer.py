@@ -179,7 +179,7 @@ def test_lns_modules_keep_their_import_paths():
 
 
 def test_cuda_results_are_read_from_the_imported_types():
-    from lamina.build import _result_types
+    from lamina.runtime.build import _result_types
 
     model = nn.Sequential(nn.Linear(16, 8)).to(torch.bfloat16)
     imported = import_model(model, (inputs(4, 16).to(torch.bfloat16),))

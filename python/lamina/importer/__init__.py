@@ -12,9 +12,10 @@ model's inputs, in the order of first use; a program with an active dropout
 takes the dropout seed (i64) last. Module paths are `named_modules` names.
 """
 
-from .errors import InputError, UnsupportedOperationError
+from ..errors import InputError, UnsupportedOperationError
 from .model import ImportedModel, import_model
+from .converters import is_layer
 from .tracer import unsharded_fused_qkv
 
-__all__ = ["InputError", "UnsupportedOperationError", "ImportedModel", "import_model",
-           "unsharded_fused_qkv"]
+__all__ = ["ImportedModel", "InputError", "UnsupportedOperationError",
+           "import_model", "is_layer", "unsharded_fused_qkv"]

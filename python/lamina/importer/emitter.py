@@ -10,7 +10,7 @@ messages naming the op and its module.
 from torch import fx, nn
 
 from . import converters, ir
-from .errors import UnsupportedOperationError
+from ..errors import UnsupportedOperationError
 
 
 class Emitter:

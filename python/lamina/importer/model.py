@@ -4,7 +4,7 @@ ImportedModel describing how to call it."""
 import torch
 
 from . import ir
-from .errors import InputError
+from ..errors import InputError
 from .emitter import Emitter
 from .formulas import recognise_gelu
 from .tracer import trace

@@ -24,7 +24,7 @@ from torch.fx.passes.shape_prop import _extract_tensor_metadata
 
 from .. import op as lamina_op
 from . import converters
-from .errors import UnsupportedOperationError
+from ..errors import UnsupportedOperationError
 
 # Tensor methods whose result depends on the data, not on shapes: a trace
 # cannot depend on them and stay right for other inputs.

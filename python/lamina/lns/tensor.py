@@ -14,7 +14,7 @@ import numpy as np
 import torch
 
 from . import kernels as K
-from .autograd import ZERO, codes, tensor
+from .autograd import ZERO, ChangeBase, codes, tensor
 from .base import DEFAULT_BASE, Base
 from .graph import run_backward
 
@@ -340,7 +340,6 @@ def lnstensor(data, from_lns=False, requires_grad=False, f=None, b=None):
         if base == data.lns_base:
             result = data
         else:
-            from .autograd import ChangeBase
             result = LNSTensor(ChangeBase.apply(data.lns, data.lns_base, base),
                                base)
         return result.requires_grad_() if requires_grad else result

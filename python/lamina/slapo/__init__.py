@@ -10,7 +10,7 @@ recorded on a :class:`lamina.Schedule` (``sch.lamina_schedule``), which
 compiles the model.
 """
 
-from ..schedule import ScheduleError
+from ..errors import ScheduleError
 from . import op, pattern
 from .build import build, init_empty_weights
 from .pattern import ModulePattern, Pattern, call_module

@@ -1,16 +1,16 @@
 """Where a block's inputs enter and its outputs leave, in the model's fx
 graph: the layers a sync on a block (or on the program's inputs) acts on."""
 
+from ..errors import ScheduleError
+from ..importer import is_layer
 from ..importer import tracer as importer_tracer
-from ..schedule import ScheduleError
-from .layers import is_layer
 
 
 def _graph(sch):
     """The whole model's fx graph, shapes propagated when the schedule has
     its example inputs."""
     model = sch._native.model
-    inputs = sch._native._example_inputs
+    inputs = sch._native.example_inputs
     if inputs is not None:
         return importer_tracer.trace(model, inputs)
     return importer_tracer.Tracer().trace(model)

@@ -2,21 +2,21 @@
 and its weights initialised and blocked per rank."""
 
 import contextlib
-import importlib
 import inspect
 import zlib
 
 import torch
 from torch import nn
 
-from .. import _lamina, rng, training
-from ..schedule import ScheduleError
+from .. import _lamina
+from ..errors import ScheduleError
+from ..runtime import build as native_build
+from ..runtime import rng, training
 from .block_init import BlockInit, WholeTensorNeeded, block_indices
 from .layers import layer_tensor
 from .schedule import Schedule
 
 # The module (lamina.build the attribute is its function).
-native_build = importlib.import_module("lamina.build")
 
 _FRAMEWORKS = ("deepspeed", "megatron")
 
@@ -193,7 +193,7 @@ def _register_blocks(compiled, sch, blocks):
         if block is None:
             block = training.parameter_block(param, axis, _lamina.rank(),
                                              sch.world_size, groups)
-        training._set_parameter(compiled, full, block)
+        training.set_parameter(compiled, full, block)
 
 
 def build(sch, target=None, init_weights=True, example_inputs=None,
@@ -225,8 +225,8 @@ def build(sch, target=None, init_weights=True, example_inputs=None,
                           _lamina.rank() if distributed else 0,
                           sch.world_size)
     native = sch.lamina_schedule
-    if example_inputs is None and native._example_inputs is not None:
-        example_inputs = native._example_inputs
+    if example_inputs is None and native.example_inputs is not None:
+        example_inputs = native.example_inputs
     compiled = native_build.build(
         native, example_inputs, target=target or "cpu",
         pipeline=kwargs.get("pipeline", "lamina-cpu-pipeline"))

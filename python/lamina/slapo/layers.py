@@ -1,17 +1,7 @@
-"""Which modules are Lamina layers (the ops schedules address), and their
-parameters under the names primitives give them."""
-
-from torch import nn
+"""The parameters of Lamina layers (the ops schedules address,
+:func:`lamina.importer.is_layer`) under the names primitives give them."""
 
 from .. import op as lamina_op
-
-
-def is_layer(module):
-    """Whether Lamina imports `module` as one layer op: the linear family,
-    FusedQKV, LayerNorm, Embedding, LNS linear layers."""
-    from ..lns import LNSLazyLinear, LNSLinear
-    return isinstance(module, (nn.Linear, lamina_op.FusedQKV, nn.LayerNorm,
-                               nn.Embedding, LNSLinear, LNSLazyLinear))
 
 
 def layer_tensor(module, name):

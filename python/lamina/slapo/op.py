@@ -5,7 +5,7 @@ ParallelCrossEntropy."""
 import torch.nn.functional as F
 from torch import nn
 
-from ..schedule import ScheduleError
+from ..errors import ScheduleError
 
 from ..op import (FusedQKV, LinearWithAct, LinearWithDropout,
                   LinearWithSeparateBias, LinearWithSyncFunc)

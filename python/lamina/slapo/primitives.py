@@ -15,10 +15,12 @@ from torch import nn
 
 from .. import op as lamina_op
 from .. import schedule as native
+from ..errors import ScheduleError
+from ..importer import is_layer
 from ..importer.tracer import Tracer
-from ..schedule import ScheduleError
+from ..lns import LNSLinear
 from . import boundary, resharding, subgraphs
-from .layers import is_layer, layer_tensor
+from .layers import layer_tensor
 
 
 def _native_layers(sch, local=""):
@@ -143,7 +145,7 @@ def sync(sch, mode, sync_op_or_fn, **kwargs):
 def _synced_rank(sch, mode):
     """The rank of the value a sync of `mode` acts on (resharding schemes
     name axes from the end)."""
-    if sch._native._imported is None:
+    if sch._native.imported is None:
         raise ScheduleError(
             "a resharding scheme names axes from the end of the synced "
             "value, whose rank Lamina reads from the input shapes: pass "
@@ -359,7 +361,6 @@ def replace(sch, new_mod_or_func, target_ops=None, name=None,
 
 
 def _lns_class(cls):
-    from ..lns import LNSLinear
     return isinstance(cls, type) and issubclass(cls, LNSLinear)
 
 

@@ -1,7 +1,7 @@
 """Slapo's random-seed helpers over Lamina's dropout stream."""
 
-from .. import rng
-from ..schedule import ScheduleError
+from ..errors import ScheduleError
+from ..runtime import rng
 
 _seeded = False
 

@@ -12,7 +12,7 @@ Slapo's scheme 5); that of a scatter gathers it.
 
 import re
 
-from ..schedule import ScheduleError
+from ..errors import ScheduleError
 
 _SCHEME = re.compile(r"^([RS]{2})->([RS]{2})$")
 

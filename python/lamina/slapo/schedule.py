@@ -19,7 +19,7 @@ from torch import fx, nn
 
 from .. import _lamina
 from .. import schedule as native
-from ..schedule import ScheduleError
+from ..errors import ScheduleError
 from . import pattern as patterns
 from . import primitives
 from .tracer import trace_module

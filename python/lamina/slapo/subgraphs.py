@@ -7,7 +7,7 @@ import operator
 
 from torch import fx, nn
 
-from ..schedule import ScheduleError
+from ..errors import ScheduleError
 
 
 def _unique_name(module, name):

@@ -9,7 +9,7 @@ import torch
 
 from .. import _lamina
 from ..importer import unsharded_fused_qkv
-from ..schedule import ScheduleError
+from ..errors import ScheduleError
 from .build import build, materialise_meta
 
 

@@ -32,11 +32,13 @@ from torch import nn
 @dataclasses.dataclass(frozen=True)
 class Converter:
     """One registered converter: the function, its family (the module it is
-    written in) and, for module classes, how many results the layer has."""
+    written in) and, for module classes, how many results the layer has and
+    whether it imports as one layer op (the ops schedules address)."""
 
     convert: object
     family: str
     results: int = 1
+    layer: bool = False
 
     @property
     def summary(self):
@@ -53,17 +55,19 @@ FUNCTIONS = {}
 METHODS = {}
 
 
-def converts(*keys, results=1):
+def converts(*keys, results=1, layer=False):
     """Registers the decorated converter for each key: an nn.Module class, a
     Tensor method name (a str) or a function. `results`: how many tensors a
-    module returns (a FusedQKV returns q, k, v)."""
+    module returns (a FusedQKV returns q, k, v); `layer`: the module imports
+    as one lamina layer op (LaminaLayerOpInterface), which schedule
+    primitives address by the module's path."""
 
     def register(convert):
         if not inspect.getdoc(convert):
             raise TypeError(f"converter {convert.__name__} needs a docstring "
                             "(its line in the coverage table)")
         converter = Converter(convert, convert.__module__.rsplit(".", 1)[-1],
-                              results)
+                              results, layer)
         for key in keys:
             if isinstance(key, str):
                 table = METHODS
@@ -86,6 +90,13 @@ def module_converter(module_class):
         if base in MODULES:
             return MODULES[base]
     return None
+
+
+def is_layer(module):
+    """Whether the importer maps `module` to one layer op: the one list of
+    what a layer is (the converters registered with ``layer=True``)."""
+    converter = module_converter(type(module))
+    return converter is not None and converter.layer
 
 
 def leaf_classes():

@@ -34,7 +34,7 @@ def _check_plain(emitter, node, what, max_norm, scale_grad_by_freq):
         emitter.fail(node, f"{what} with scale_grad_by_freq")
 
 
-@converts(nn.Embedding)
+@converts(nn.Embedding, layer=True)
 def embedding_module(emitter, node, module, path):
     """`lamina.embedding`: the weight's rows at the int64 indices (a
     padding_idx row gets no gradient)."""

@@ -5,7 +5,7 @@ from torch import nn
 
 from ... import op as lamina_op
 from .. import ir
-from ..errors import UnsupportedOperationError
+from ...errors import UnsupportedOperationError
 from . import converts
 
 
@@ -32,33 +32,33 @@ def _layer(emitter, node, module, path, op, *epilogue):
                               results=[result])
 
 
-@converts(nn.Linear)
+@converts(nn.Linear, layer=True)
 def linear(emitter, node, module, path):
     """`lamina.linear`: y = x·Wᵀ + b."""
     return _layer(emitter, node, module, path, "lamina.linear")
 
 
-@converts(lamina_op.LinearWithSyncFunc)
+@converts(lamina_op.LinearWithSyncFunc, layer=True)
 def linear_sync(emitter, node, module, path):
     """`lamina.linear_sync`: x·Wᵀ, its sync point, + b (a Python sync_fn is
     an error: syncs are given by name in the schedule)."""
     return _layer(emitter, node, module, path, "lamina.linear_sync")
 
 
-@converts(lamina_op.LinearWithSeparateBias)
+@converts(lamina_op.LinearWithSeparateBias, layer=True)
 def linear_separate_bias(emitter, node, module, path):
     """`lamina.linear_separate_bias`: x·Wᵀ, then + b as its own op."""
     return _layer(emitter, node, module, path, "lamina.linear_separate_bias")
 
 
-@converts(lamina_op.LinearWithAct)
+@converts(lamina_op.LinearWithAct, layer=True)
 def linear_act(emitter, node, module, path):
     """`lamina.linear_act ... activation gelu_tanh`: GELU(x·Wᵀ + b)."""
     return _layer(emitter, node, module, path, "lamina.linear_act",
                   "activation", module.activation)
 
 
-@converts(lamina_op.LinearWithDropout)
+@converts(lamina_op.LinearWithDropout, layer=True)
 def linear_dropout(emitter, node, module, path):
     """`lamina.linear_dropout`: dropout(x·Wᵀ + b), seeded when training."""
     settings, seed = emitter.dropout(module.p, module.training)
@@ -69,7 +69,7 @@ def linear_dropout(emitter, node, module, path):
                   *epilogue)
 
 
-@converts(lamina_op.FusedQKV, results=3)
+@converts(lamina_op.FusedQKV, results=3, layer=True)
 def fused_qkv(emitter, node, module, path):
     """`lamina.fused_qkv`: q, k, v of every head from one interleaved
     projection."""

@@ -6,7 +6,7 @@ from .. import ir
 from . import converts
 
 
-@converts(lns.LNSLinear, lns.LNSLazyLinear)
+@converts(lns.LNSLinear, lns.LNSLazyLinear, layer=True)
 def lns_linear(emitter, node, module, path):
     """`lamina.linear` on `!lns.num` tensors: the input encoded in the
     weight's base, the parameters passed as their codes (a bias may keep

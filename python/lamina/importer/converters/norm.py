@@ -32,7 +32,7 @@ def _layer_norm(emitter, node, what, path, normalized_shape, weight, bias,
         results=[x.type])
 
 
-@converts(nn.LayerNorm)
+@converts(nn.LayerNorm, layer=True)
 def layer_norm_module(emitter, node, module, path):
     """`lamina.layer_norm`: (x − mean) / sqrt(var + eps) · weight + bias
     over the last dim (f32, biased variance)."""

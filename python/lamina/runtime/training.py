@@ -25,10 +25,12 @@ import numpy as np
 import torch
 from torch import nn
 
-from . import _lamina
-from .importer import UnsupportedOperationError
-from .lns.layers import LNSModule
-from .schedule import ScheduleError
+from .. import _lamina
+from ..errors import ScheduleError, UnsupportedOperationError
+from ..lns.base import Base
+from ..lns.graph import accumulate
+from ..lns.layers import LNSModule, register_lns_codes
+from ..lns.tensor import lnstensor
 
 
 def prepare(program, arrays):
@@ -121,7 +123,7 @@ def register_parameters(module, model):
     directly, as register_parameter would, because a top-level name of the
     model may equal an attribute of `module` (`ir`, `schedule`)."""
     for name, parameter in model.named_parameters():
-        _set_parameter(module, name, parameter)
+        set_parameter(module, name, parameter)
     # An LNS layer's parameters keep their base and LNS name (lns.layers).
     for path, owner in model.named_modules():
         for name in owner.__dict__.get("_lns_names", ()):
@@ -132,7 +134,7 @@ def register_parameters(module, model):
                                                                 name).lns_base
 
 
-def _set_parameter(module, name, parameter):
+def set_parameter(module, name, parameter):
     """`parameter` under the dotted `name` of `module`, through submodules
     created where missing (`Parameters`)."""
     *path, leaf = name.split(".")
@@ -179,7 +181,7 @@ def register_parameter_blocks(module, model, imported, program):
         if axis is None or current is None or current.shape != tensor.shape:
             continue  # not sharded, or already this rank's block
         block = parameter_block(current, axis, rank, ranks, parts)
-        _set_parameter(module, key, block)
+        set_parameter(module, key, block)
         own[key] = block
 
 
@@ -230,7 +232,6 @@ def parameter_arguments(module, model, imported):
 def _lns_base(type_text):
     """The LNS base of an argument of MLIR type `type_text` (an LNS number
     or a tensor of them), else None."""
-    from .lns.base import Base
     number = re.search(r"!lns\.num<([fb]) = ([^>]+)>", type_text)
     if number is None:
         return None
@@ -247,8 +248,6 @@ def register_lns_parameters(module, model, imported, program):
     name in the owner's `_lns_names`, which lns_parameters() reads). The
     codes encode the model's weights at the first compile; later compiles
     keep them."""
-    from .lns.layers import register_lns_codes
-    from .lns.tensor import lnstensor
     bases = [_lns_base(text)
              for text in program.input_types[imported.num_inputs:]]
     names = {id(p): n for n, p in model.named_parameters()}
@@ -530,7 +529,6 @@ def _layout(dtype, shape):
 
 
 def _accumulate_lns(parameter, codes):
-    from .lns.graph import accumulate
     accumulate(parameter, torch.from_numpy(
         np.asarray(codes, dtype=np.int64).astype(np.float64)))
 

@@ -21,7 +21,7 @@ import numbers
 
 import torch
 
-from .schedule import ScheduleError
+from ..errors import ScheduleError
 
 # Below 2^63: the key travels as a non-negative int64.
 _KEY_BOUND = 2**63 - 1

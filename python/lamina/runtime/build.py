@@ -10,10 +10,14 @@ import numpy as np
 import torch
 from torch import nn
 
-from . import _lamina, aot, tools, training
+from .. import _lamina, tools
+from ..errors import ScheduleError
+from ..importer import import_model, ir, unsharded_fused_qkv
+from ..lns.graph import clear_gradient
+from ..lns.layers import lns_parameter_groups
+from ..schedule import Schedule
+from . import aot, training
 from .rng import next_dropout_key
-from .importer import import_model, ir, unsharded_fused_qkv
-from .schedule import Schedule, ScheduleError
 
 def rank():
     """This process's rank in the MPI world (0 outside mpirun)."""
@@ -300,13 +304,11 @@ class CompiledModule(nn.Module):
         ``{"params": [codes], "base": base}``, one per parameter of a layer
         replaced by its LNS variant: registered as lamina.lns layers do,
         ``<name>_lns`` (float64 codes) and ``<name>_base``."""
-        from .lns.layers import lns_parameter_groups
         return lns_parameter_groups(self)
 
     def zero_grad(self, set_to_none=False):
         """Clears the gradients; an LNS parameter's become None or the
         zero code (and forget what earlier backward calls accumulated)."""
-        from .lns.graph import clear_gradient
         for parameter in self.parameters():
             clear_gradient(parameter, set_to_none)
 

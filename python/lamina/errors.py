@@ -1,4 +1,9 @@
-"""The importer's error types."""
+"""Lamina's exception types: every error a Python user sees from Lamina is
+one of these (or a documented torch / NumPy error)."""
+
+
+class ScheduleError(ValueError):
+    """A schedule primitive Lamina rejects; the message is its diagnostic."""
 
 
 class UnsupportedOperationError(ValueError):
