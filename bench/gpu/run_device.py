@@ -35,8 +35,8 @@ import cases  # noqa: E402
 
 
 def load_aot():
-    """python/lamina/aot.py by path: the rest of Lamina is not here."""
-    path = HERE.parents[1] / "python" / "lamina" / "aot.py"
+    """python/lamina/runtime/aot.py by path: the rest of Lamina is not here."""
+    path = HERE.parents[1] / "python" / "lamina" / "runtime" / "aot.py"
     spec = importlib.util.spec_from_file_location("lamina_aot", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

@@ -236,7 +236,8 @@ class Stream:
     cuda_stream = 0x77
 """
 
-# ... loading python/lamina/aot.py (argv[1]) by path, as the device does.
+# ... loading python/lamina/runtime/aot.py (argv[1]) by path, as the device
+# does.
 _FAKE_AOT = _FAKE_PRELUDE + r"""
 import importlib.util, sys
 spec = importlib.util.spec_from_file_location("aot", sys.argv[1])
@@ -272,8 +273,8 @@ def _call_on_fake_driver(directory, ir, script_text):
     env = _build_fake_driver(directory)
     script = directory / "script.py"
     script.write_text(script_text)
-    subprocess.run([sys.executable, str(script),
-                    str(ROOT / "python" / "lamina" / "aot.py"), str(library)],
+    aot = ROOT / "python" / "lamina" / "runtime" / "aot.py"
+    subprocess.run([sys.executable, str(script), str(aot), str(library)],
                    env=env, check=True)
     return (directory / "log").read_text().splitlines()
 
