@@ -5,6 +5,7 @@
 #include "lamina/Codegen/Passes.h"
 #include "lamina/Conversion/Passes.h"
 #include "lamina/Lamina/IR/Lamina.h"
+#include "lamina/Lamina/IR/LaminaLayoutInterface.h"
 #include "lamina/Lamina/TransformOps/LaminaTransformOps.h"
 #include "lamina/Lamina/Transforms/Passes.h"
 #include "lamina/Lns/IR/Lns.h"
@@ -23,6 +24,7 @@ void mlir::lamina::registerAllDialects(DialectRegistry &registry) {
   mlir::registerAllExtensions(registry);
   registerTransformDialectExtension(registry);
   registerReverseDifferentiationModels(registry);
+  registerLayoutModels(registry);
   // gpu-module-to-binary translates kernels to LLVM IR in-process.
   mlir::registerAllToLLVMIRTranslations(registry);
 }

@@ -8,6 +8,7 @@
 
 #include "lamina/InitAll.h"
 #include "lamina/Support/ParseModule.h"
+#include "LaminaTestDialect.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Pass/Pass.h"
@@ -76,6 +77,7 @@ static LogicalResult runDriver(int argc, char **argv,
 int main(int argc, char **argv) {
   DialectRegistry registry;
   lamina::registerAllDialects(registry);
+  lamina::test::registerLaminaTestDialect(registry);
   lamina::registerAllPasses();
   return asMainReturnCode(runDriver(argc, argv, registry));
 }

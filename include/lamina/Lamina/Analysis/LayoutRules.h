@@ -16,30 +16,13 @@
 #define LAMINA_LAMINA_ANALYSIS_LAYOUTRULES_H
 
 #include "lamina/Lamina/IR/Lamina.h"
+#include "lamina/Lamina/IR/LaminaLayoutInterface.h"
 
 #include "mlir/Dialect/Utils/ReshapeOpsUtils.h"
 
 #include <string>
 
 namespace mlir::lamina::layout {
-
-/// A layout, or why a rule gives none.
-class LayoutOrError {
-public:
-  LayoutOrError(LayoutAttr layout) : layout(layout) {}
-  static LayoutOrError error(std::string reason) {
-    LayoutOrError result(LayoutAttr{});
-    result.reason = std::move(reason);
-    return result;
-  }
-  bool failed() const { return !layout; }
-  LayoutAttr get() const { return layout; }
-  const std::string &getReason() const { return reason; }
-
-private:
-  LayoutAttr layout;
-  std::string reason;
-};
 
 /// Success, or why a rule rejects its operands.
 using Check = std::optional<std::string>;

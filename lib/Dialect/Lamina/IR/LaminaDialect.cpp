@@ -1,6 +1,7 @@
 //===- LaminaDialect.cpp - The lamina dialect and its attributes ----------===//
 
 #include "lamina/Lamina/IR/Lamina.h"
+#include "lamina/Lamina/IR/LaminaLayoutInterface.h"
 #include "lamina/Support/AsmUtils.h"
 
 #include "mlir/IR/Builders.h"
@@ -30,6 +31,14 @@ void LaminaDialect::initialize() {
 #define GET_ATTRDEF_LIST
 #include "lamina/Lamina/IR/LaminaAttrs.cpp.inc"
       >();
+  // The layout rules live in lib/Dialect/Lamina/Layouts: a context that
+  // checks layouts without them attached fails loudly instead of treating
+  // these ops as element-wise.
+  declarePromisedInterfaces<
+      LayoutOpInterface, LinearOp, LinearWithSeparateBiasOp, LinearWithSyncOp,
+      LinearWithActOp, LinearWithDropoutOp, FusedLinearOp, MatmulOp, BiasAddOp,
+      ActivationOp, DropoutOp, SyncOp, FusedQKVOp, LayerNormOp, SoftmaxOp,
+      EmbeddingOp, EmbeddingGradOp, CrossEntropyOp, MaskedFillOp>();
 }
 
 //===----------------------------------------------------------------------===//

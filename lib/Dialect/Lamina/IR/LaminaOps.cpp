@@ -1,6 +1,7 @@
 //===- LaminaOps.cpp - Verifiers, folders, canonicalizations of lamina ----===//
 
 #include "lamina/Lamina/IR/Lamina.h"
+#include "lamina/Lamina/IR/LaminaLayoutInterface.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/Builders.h"
@@ -11,6 +12,7 @@ using namespace mlir::lamina;
 
 #include "lamina/Lamina/IR/LaminaAutodiffInterface.cpp.inc"
 #include "lamina/Lamina/IR/LaminaInterfaces.cpp.inc"
+#include "lamina/Lamina/IR/LaminaLayoutInterface.cpp.inc"
 
 #define GET_OP_CLASSES
 #include "lamina/Lamina/IR/LaminaOps.cpp.inc"

@@ -373,7 +373,7 @@ checkSyncLayout(LayerOpInterface layer, SyncAttr spec, Value synced) {
                     getDeclaredLayout(layer.getLayerWeight()), rank);
   if (!known)
     return std::nullopt;
-  layout::LayoutOrError rule = layout::syncForward(spec, known);
+  LayoutOrError rule = layout::syncForward(spec, known);
   if (!rule.failed())
     return std::nullopt;
   std::string text;
