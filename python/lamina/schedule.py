@@ -69,6 +69,7 @@ class Schedule:
         self._imported = None
         self._session = None
         self._example_inputs = None
+        self._traced_flags = None
         if example_inputs is not None:
             self.trace(example_inputs)
 
@@ -127,11 +128,13 @@ class Schedule:
         return self._imported
 
     def _retrace(self, example_inputs):
+        flags = {name: m.training for name, m in self.model.named_modules()}
         imported = import_model(self.model, example_inputs, self.world_size)
         session = _lamina.ScheduleSession(imported.located_text)
         if self._ops:
             _apply(session, self.transform_script())
         self._imported, self._session = imported, session
+        self._traced_flags = flags
         self._shapes = [_shape_of(x) for x in example_inputs]
         self._example_inputs = example_inputs
 
@@ -157,6 +160,18 @@ class Schedule:
         if self._session is None:
             raise ScheduleError(_NO_SHAPES)
         return self._session.ir
+
+    def scheduled_module(self):
+        """The imported IR after the schedule, as a ``_lamina.Module`` in
+        the session's context (a copy; not parsed again)."""
+        if self._session is None:
+            raise ScheduleError(_NO_SHAPES)
+        return self._session.module()
+
+    def traced_in(self, flags):
+        """Whether the last import traced the model with the modules'
+        training flags `flags` ({path: training})."""
+        return self._traced_flags == flags
 
     # -- the whole program ---------------------------------------------------
 

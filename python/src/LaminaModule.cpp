@@ -1,24 +1,20 @@
 //===- LaminaModule.cpp - Python bindings over Lamina's C++ API -----------===//
 //
-// A thin pybind11 module: compile an IR module with a named pipeline and call
-// it on NumPy arrays. Everything else of the Python package is pure Python.
+// A thin pybind11 module: compile an IR module (IrModule.h) with a named
+// pipeline and call it on NumPy arrays. Everything else of the Python
+// package is pure Python.
 //
 //===----------------------------------------------------------------------===//
 
+#include "IrModule.h"
 #include "ScheduleSession.h"
 
 #include "lamina/Execution/JitProgram.h"
 #include "lamina/Lamina/IR/Lamina.h"
-#include "lamina/Support/ParseModule.h"
-#include "lamina/Support/TransformScript.h"
 #include "lamina/InitAll.h"
 #include "lamina/Runtime/MpiRuntime.h"
 
-#include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
-#include "mlir/Parser/Parser.h"
-#include "mlir/Pass/PassManager.h"
-#include "mlir/Pass/PassRegistry.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -58,77 +54,27 @@ py::dtype dtypeOf(ElementKind kind) {
   throw py::value_error(llvm::toString(std::move(error)));
 }
 
-std::unique_ptr<MLIRContext> makeContext() {
-  DialectRegistry registry;
-  registerAllDialects(registry);
-  auto context = std::make_unique<MLIRContext>(registry);
-  // A Python user reads the diagnostic, not a dump of the op it is on.
-  context->printOpOnDiagnostic(false);
-  return context;
-}
-
-/// Parses `source`, raising ValueError with the parser's diagnostics.
-OwningOpRef<ModuleOp> parseModule(const std::string &source,
-                                  MLIRContext *context) {
-  std::string diagnostics;
-  llvm::raw_string_ostream stream(diagnostics);
-  llvm::SourceMgr sourceMgr;
-  SourceMgrDiagnosticHandler handler(sourceMgr, context, stream);
-  OwningOpRef<ModuleOp> module =
-      parseVerifiedModule(source, context, "program.mlir");
-  if (!module)
-    throw py::value_error("cannot parse the program:\n" + diagnostics);
-  recordModulePaths(*module);
-  return module;
-}
-
-/// `source` after the schedule `schedule` (a transform script; none when
-/// empty) and the pass pipeline `pipeline` (none when empty), as text.
-/// Errors carry Lamina's diagnostics.
-std::string transformIr(const std::string &source, const std::string &schedule,
-                        const std::string &pipeline) {
-  std::unique_ptr<MLIRContext> context = makeContext();
-  OwningOpRef<ModuleOp> module = parseModule(source, context.get());
-  std::string diagnostics;
-  llvm::raw_string_ostream stream(diagnostics);
-  llvm::SourceMgr sourceMgr;
-  SourceMgrDiagnosticHandler handler(sourceMgr, context.get(), stream);
-  if (!schedule.empty() &&
-      failed(applyTransformScript(*module, schedule, "__transform_main",
-                                  "schedule.mlir")))
-    throw py::value_error(diagnostics);
-  if (!pipeline.empty()) {
-    PassManager pm(context.get());
-    std::string errors;
-    llvm::raw_string_ostream errorStream(errors);
-    if (failed(parsePassPipeline(pipeline, pm, errorStream)))
-      throw py::value_error("bad pipeline '" + pipeline + "': " + errors);
-    if (failed(pm.run(*module)))
-      throw py::value_error(diagnostics);
-  }
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  module->print(os);
-  return text;
-}
-
 /// A compiled entry function and the context that owns its IR.
 class Program {
 public:
-  Program(const std::string &source, const std::string &entry,
-          const std::string &pipeline) {
-    context = makeContext();
-    OwningOpRef<ModuleOp> module = parseModule(source, context.get());
+  /// Compiles `entry` of a copy of `module` (which stays as it is).
+  Program(const python::IrModule &module, const std::string &entry,
+          const std::string &pipeline)
+      : context(module.getContext()) {
     std::string diagnostics;
     llvm::raw_string_ostream stream(diagnostics);
     llvm::SourceMgr sourceMgr;
     SourceMgrDiagnosticHandler handler(sourceMgr, context.get(), stream);
-    auto compiled = JitProgram::compile(std::move(module), entry, pipeline);
+    auto compiled = JitProgram::compile(module.clone(), entry, pipeline);
     if (!compiled)
       throw py::value_error(llvm::toString(compiled.takeError()) + "\n" +
                             diagnostics);
+    ++python::getStatistics().compiles;
     program = std::move(*compiled);
   }
+  Program(const std::string &source, const std::string &entry,
+          const std::string &pipeline)
+      : Program(python::IrModule::parse(source), entry, pipeline) {}
 
   /// (dtype name, shape) of each argument, scalars with shape ().
   std::vector<std::pair<std::string, std::vector<int64_t>>> inputs() const {
@@ -271,7 +217,8 @@ private:
     return tensor;
   }
 
-  std::unique_ptr<MLIRContext> context;
+  /// Shared with the modules of the same parse; outlives the program.
+  std::shared_ptr<MLIRContext> context;
   std::unique_ptr<JitProgram> program;
 };
 
@@ -290,6 +237,10 @@ PYBIND11_MODULE(_lamina, m) {
   py::class_<Program>(m, "Program",
                       "An IR module compiled with a named pipeline for the "
                       "host CPU and loaded with the JIT")
+      .def(py::init<const python::IrModule &, const std::string &,
+                    const std::string &>(),
+           py::arg("module"), py::arg("entry") = "main",
+           py::arg("pipeline") = "lamina-cpu-pipeline")
       .def(py::init<const std::string &, const std::string &,
                     const std::string &>(),
            py::arg("source"), py::arg("entry") = "main",
@@ -320,9 +271,7 @@ PYBIND11_MODULE(_lamina, m) {
       .def("run", &Program::run, py::arg("prepared"),
            "call the function; returns its results as NumPy arrays");
 
-  m.def("transform_ir", &transformIr, py::arg("source"),
-        py::arg("schedule") = "", py::arg("pipeline") = "",
-        "the IR after a transform-dialect schedule and a pass pipeline");
+  python::populateIrModuleBindings(m);
   python::populateScheduleSessionBindings(m);
   m.def("rank", [] { return laminaMpiRank(); },
         "this process's MPI rank (MPICH; initialises MPI)");

@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ScheduleSession.h"
+#include "IrModule.h"
 
 #include "lamina/InitAll.h"
 #include "lamina/Lamina/Transforms/ScheduleSession.h"
@@ -30,6 +31,9 @@ std::unique_ptr<ScheduleSession> createSession(const std::string &source) {
       ScheduleSession::create(registry, source, diagnostics);
   if (!session)
     throw py::value_error("cannot parse the program:\n" + diagnostics);
+  ++python::getStatistics().parses;
+  // A Python user reads the diagnostic, not a dump of the op it is on.
+  session->getContext()->printOpOnDiagnostic(false);
   return session;
 }
 
@@ -53,6 +57,14 @@ void mlir::lamina::python::populateScheduleSessionBindings(py::module_ &m) {
            "the IR is left as it was")
       .def_property_readonly("ir", &ScheduleSession::getIr,
                              "the IR after the scripts applied so far")
+      .def(
+          "module",
+          [](const ScheduleSession &session) {
+            return python::IrModule(session.getContext(),
+                                    session.clonePayload());
+          },
+          "a copy of the IR after the scripts applied so far, as a Module "
+          "sharing the session's context (no parse)")
       .def_property_readonly("interpreter_runs",
                              &ScheduleSession::getInterpreterRuns,
                              "how many times the transform interpreter ran")

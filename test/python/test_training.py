@@ -235,7 +235,7 @@ def assert_eager_gradients(compiled, eager, skip=()):
 def matmuls_of_backward(call, constants):
     """The lamina.matmul ops of the backward the call compiled for the
     arguments held `constants`."""
-    return backward_function(call.pair(constants).module).count(
+    return backward_function(str(call.pair(constants).module)).count(
         "lamina.matmul")
 
 

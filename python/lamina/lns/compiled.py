@@ -7,8 +7,6 @@ lamina-cpu-pipeline. Codes are identical with the eager path
 (zero_grad, backward, step) and with the reference.
 """
 
-import re
-
 import numpy as np
 import torch
 
@@ -173,16 +171,6 @@ def _dense(values):
                            max_line_width=np.inf).replace("\n", "")
 
 
-def _signature(module, name):
-    """The result types of function @name in printed `module`."""
-    match = re.search(r"func\.func @" + name + r"\((.*?)\) -> (.*?) \{",
-                      module)
-    results = match.group(2)
-    if results.startswith("("):
-        results = results[1:-1]
-    return results.split(", ")
-
-
 class CompiledStep:
     """Calls of one compiled training step: `step(*inputs)` runs forward,
     backward and the optimizer update as one program, writes the new
@@ -204,9 +192,8 @@ class CompiledStep:
         self.bases = [t.lns_base for t in example_inputs]
         self.loss_module = self._record(example_inputs)
         try:
-            self.differentiated = _lamina.transform_ir(
-                self.loss_module, "",
-                "lamina-generate-backward{function=loss}")
+            self.differentiated = _lamina.Module(self.loss_module).transform(
+                pipeline="lamina-generate-backward{function=loss}")
         except ValueError as error:
             raise CompileError(f"the loss cannot be differentiated: "
                                f"{str(error).strip()}") from None
@@ -261,9 +248,9 @@ class CompiledStep:
         return compiled
 
     def _module(self, variant):
-        differentiated = self.differentiated
-        saved = _signature(differentiated, "loss_forward")
-        gradients = _signature(differentiated, "loss_backward")
+        differentiated = str(self.differentiated)
+        saved = self.differentiated.result_types("loss_forward")
+        gradients = self.differentiated.result_types("loss_backward")
         inputs = [(f"%in{i}", _type(s, b))
                   for i, (s, b) in enumerate(zip(self.shapes, self.bases))]
         params = [(f"%p{i}", _type(p.shape, base))

@@ -39,23 +39,34 @@ class _Compiled:
     the tensor of every parameter argument."""
 
     def __init__(self, imported, scheduled, pipeline, parameters_for):
-        """`parameters_for(program)`: the tensor of every parameter argument
-        of the compiled `program` (its blocks on several ranks)."""
+        """`scheduled`: the scheduled module (``_lamina.Module``), compiled
+        when a call first needs it (a training call needs only its forward /
+        backward pair); `parameters_for(scheduled)`: the tensor of every
+        parameter argument (their blocks on several ranks)."""
         self.imported = imported
         self.scheduled = scheduled
-        try:
-            self.program = _lamina.Program(self.scheduled,
-                                           entry=self.imported.entry,
-                                           pipeline=pipeline)
-        except ValueError as error:
-            raise ScheduleError(str(error)) from None
         self.pipeline = pipeline
+        self._program = None
         self.call = training.ProgramCall(
-            training.CachedProgram(self.program), imported, scheduled,
-            pipeline, parameters_for(self.program))
+            training.CachedProgram(lambda: self.program), imported,
+            scheduled, pipeline, parameters_for(scheduled))
+
+    @property
+    def program(self):
+        """The scheduled program, compiled at the first use."""
+        if self._program is None:
+            try:
+                self._program = _lamina.Program(self.scheduled,
+                                                entry=self.imported.entry,
+                                                pipeline=self.pipeline)
+            except ValueError as error:
+                raise ScheduleError(str(error)) from None
+        return self._program
 
     @property
     def world_size(self):
+        """The ranks the program runs on: its shards' or its pipeline
+        stages' (compiles it if no call has yet)."""
         return self.program.world_size
 
     def result_shard_axes(self):
@@ -94,7 +105,7 @@ class _CompiledCuda:
         self.results = _result_types(imported)
         workdir = pathlib.Path(tempfile.mkdtemp(prefix="model-", dir=workdir))
         source = workdir / "model.mlir"
-        source.write_text(self.scheduled)
+        source.write_text(str(self.scheduled))
         library = workdir / "libmodel.so"
         completed = subprocess.run(
             [tools.tool("lamina-compile"), str(source), "-o", str(library)],
@@ -139,6 +150,13 @@ def _input_key(x):
     if _is_array(x):
         return tuple(x.shape), _dtype_name(x)
     return "value", repr(x)
+
+
+def _same_keys(these, those):
+    """Whether two argument lists have the same shapes and dtypes (and the
+    same values where they are not arrays)."""
+    return these is not None and [_input_key(x) for x in these] == [
+        _input_key(x) for x in those]
 
 
 def _dtype_name(x):
@@ -213,9 +231,10 @@ class CompiledModule(nn.Module):
         return self._state["last"]
 
     def _trace(self, inputs, mode):
-        """(imported, scheduled IR) of the model in `mode`: the schedule's
-        own import when it is the model in that mode, else a fresh import
-        with the schedule's script replayed on it."""
+        """(imported, scheduled module) of the model in `mode`: the
+        schedule's own import when it traced the model in that mode for
+        inputs like these (or imports alike), else a fresh import with the
+        schedule's script replayed on it."""
         model = self.schedule.model
         flags = self._flags.get(mode) or {
             name: mode for name, _ in model.named_modules()}
@@ -223,12 +242,16 @@ class CompiledModule(nn.Module):
                        for x in inputs)
         with _training_flags(model, flags):
             imported = self.schedule.trace(inputs)
+            traced = {name: m.training for name, m in model.named_modules()}
+            if self.schedule.traced_in(traced) and _same_keys(
+                    self.schedule.example_inputs, inputs):
+                return imported, self.schedule.scheduled_module()
             fresh = import_model(model, inputs, self.schedule.world_size)
         if fresh.text == imported.text:
-            return imported, self.schedule.scheduled_ir()
+            return imported, self.schedule.scheduled_module()
         try:
-            return fresh, _lamina.transform_ir(
-                fresh.located_text, self.schedule.transform_script())
+            return fresh, _lamina.Module(fresh.located_text).transform(
+                schedule=self.schedule.transform_script())
         except ValueError as error:
             raise ScheduleError(str(error)) from None
 
@@ -237,27 +260,30 @@ class CompiledModule(nn.Module):
         shapes, programs = self._state["shapes"], self._state["programs"]
         if key not in shapes:
             imported, scheduled = self._trace(inputs, self.training)
-            if scheduled not in programs:
-                programs[scheduled] = (
+            # Modes that import alike share one program.
+            text = str(scheduled)
+            if text not in programs:
+                programs[text] = (
                     _CompiledCuda(imported, scheduled, self._workdir.name)
                     if self.target == "cuda" else
                     _Compiled(imported, scheduled, self.pipeline,
-                              lambda program: self._parameters_for(
-                                  program, imported, scheduled)))
-            shapes[key] = programs[scheduled]
+                              lambda module: self._parameters_for(
+                                  module, imported)))
+            shapes[key] = programs[text]
         self._state["last"] = shapes[key]
         return self._state["last"]
 
-    def _parameters_for(self, program, imported, scheduled):
-        """The parameter arguments of `program`: on several ranks, a sharded
-        parameter becomes this rank's block (registered in place of the
-        model's whole Parameter at the first compile, kept after); then the
-        schedule's backward layouts are checked when the module trains."""
+    def _parameters_for(self, scheduled, imported):
+        """The parameter arguments of the `scheduled` module: on several
+        ranks, a sharded parameter becomes this rank's block (registered in
+        place of the model's whole Parameter at the first compile, kept
+        after); then the schedule's backward layouts are checked when the
+        module trains."""
         model = self.schedule.model
-        training.register_lns_parameters(self, model, imported, program)
-        if program.world_size > 1:
+        training.register_lns_parameters(self, model, imported, scheduled)
+        if scheduled.world_size > 1:
             training.register_parameter_blocks(self, model, imported,
-                                               program)
+                                               scheduled)
             if torch.is_grad_enabled() and any(
                     p.requires_grad for p in self.parameters()):
                 training.check_gradient_layouts(scheduled)
@@ -333,17 +359,20 @@ class CompiledModule(nn.Module):
         if stage == "imported":
             return compiled.imported.text
         if stage == "scheduled":
-            return compiled.scheduled
+            return str(compiled.scheduled)
         if stage == "training":
             if self.target == "cuda":
                 raise ScheduleError(_NOT_DIFFERENTIATED_ON_GPU)
-            return training.generate_backward(compiled.scheduled,
-                                              compiled.imported.entry)
+            return str(training.generate_backward(compiled.scheduled,
+                                                  compiled.imported.entry))
         pipeline = ("lamina-decompose,lamina-partition" if stage ==
                     "partitioned" else compiled.pipeline)
         if stage == "lowered" and self.target == "cuda":
             pipeline = "lamina-gpu-pipeline"
-        return _lamina.transform_ir(compiled.scheduled, pipeline=pipeline)
+        try:
+            return str(compiled.scheduled.transform(pipeline=pipeline))
+        except ValueError as error:
+            raise ScheduleError(str(error)) from None
 
 
 def build(sch, example_inputs=None, target="cpu",
@@ -378,18 +407,27 @@ class _Replay:
         self.world_size = schedule.world_size
         self.script = schedule.transform_script()
         self.imported = None
+        self.example_inputs = None
+        self._traced_flags = None
 
     def transform_script(self):
         return self.script
 
     def trace(self, example_inputs):
-        self.imported = import_model(self.model, tuple(example_inputs),
+        self._traced_flags = {name: m.training
+                              for name, m in self.model.named_modules()}
+        self.example_inputs = tuple(example_inputs)
+        self.imported = import_model(self.model, self.example_inputs,
                                      self.world_size)
         return self.imported
 
-    def scheduled_ir(self):
+    def traced_in(self, flags):
+        return self._traced_flags == flags
+
+    def scheduled_module(self):
         try:
-            return _lamina.transform_ir(self.imported.located_text, self.script)
+            return _lamina.Module(self.imported.located_text).transform(
+                schedule=self.script)
         except ValueError as error:
             raise ScheduleError(str(error)) from None
 

@@ -19,8 +19,6 @@ runs the scheduled program. Otherwise its results come from
 docs/training.md describes the contract.
 """
 
-import re
-
 import numpy as np
 import torch
 from torch import nn
@@ -78,15 +76,25 @@ class CachedProgram:
     included, through the version counter)."""
 
     def __init__(self, program):
-        self.program = program
-        self._kinds = [kind for kind, _ in program.inputs]
+        """`program`: a compiled program, or a function that compiles it
+        when the first call needs it."""
+        self._program = program
+        self._kinds = None
         self._keys = None
         self._held = []
         self._prepared = None
 
+    @property
+    def program(self):
+        if callable(self._program):
+            self._program = self._program()
+        return self._program
+
     def run(self, arguments):
         """The results (NumPy arrays) on `arguments`: torch tensors, NumPy
         arrays and int seeds."""
+        if self._kinds is None:
+            self._kinds = [kind for kind, _ in self.program.inputs]
         keys = [_argument_key(a) for a in arguments]
         arrays = lambda: [_array(a, kind) for a, kind in  # noqa: E731
                           zip(arguments, self._kinds)]
@@ -161,19 +169,18 @@ class Parameters(LNSModule):
                          if p is not None)
 
 
-def register_parameter_blocks(module, model, imported, program):
+def register_parameter_blocks(module, model, imported, scheduled):
     """On several ranks: registers, in place of each of `model`'s Parameters
-    that `program` shards on an axis, a Parameter holding this rank's
-    contiguous block along that axis (the block the program computes with;
-    for a head-sharded QKV weight, this rank's heads). A name that already
-    holds a block (an earlier compile) keeps it: compiling again for
+    that the `scheduled` module shards on an axis, a Parameter holding this
+    rank's contiguous block along that axis (the block the program computes
+    with; for a head-sharded QKV weight, this rank's heads). A name that
+    already holds a block (an earlier compile) keeps it: compiling again for
     another shape keeps the Parameter objects."""
-    axes = program.input_shard_axes[imported.num_inputs:]
-    groups = program.input_shard_groups[imported.num_inputs:]
+    shards = scheduled.argument_shards(imported.entry)[imported.num_inputs:]
     names = {id(p): n for n, p in model.named_parameters()}
     own = dict(module.named_parameters())
-    ranks, rank = program.world_size, _lamina.rank()
-    for (_, tensor), axis, parts in zip(imported.parameters, axes, groups):
+    ranks, rank = scheduled.world_size, _lamina.rank()
+    for (_, tensor), (axis, parts) in zip(imported.parameters, shards):
         name = names.get(id(tensor))
         # An LNS layer's parameter is its codes (register_lns_parameters).
         key = name if name in own else f"{name}_lns"
@@ -206,7 +213,7 @@ def check_gradient_layouts(scheduled):
     without its bwd_post all-reduce), naming the layer and the missing
     sync: lamina-check-gradient-layouts."""
     try:
-        _lamina.transform_ir(scheduled, "", "lamina-check-gradient-layouts")
+        scheduled.transform(pipeline="lamina-check-gradient-layouts")
     except ValueError as error:
         raise ScheduleError(
             "the schedule's backward pass is wrong on some rank: "
@@ -229,27 +236,24 @@ def parameter_arguments(module, model, imported):
     return [argument(tensor) for _, tensor in imported.parameters]
 
 
-def _lns_base(type_text):
-    """The LNS base of an argument of MLIR type `type_text` (an LNS number
-    or a tensor of them), else None."""
-    number = re.search(r"!lns\.num<([fb]) = ([^>]+)>", type_text)
-    if number is None:
+def _lns_base(base):
+    """The Base of an argument_lns_bases entry (None: not LNS)."""
+    if base is None:
         return None
-    if number.group(1) == "f":
-        return Base(f=int(number.group(2)))
-    return Base(b=float(number.group(2)))
+    kind, value = base
+    return Base(f=value) if kind == "f" else Base(b=value)
 
 
-def register_lns_parameters(module, model, imported, program):
-    """Registers, in place of each of `model`'s Parameters that `program`
-    takes as LNS codes (a layer replaced by its LNS variant), an LNS
+def register_lns_parameters(module, model, imported, scheduled):
+    """Registers, in place of each of `model`'s Parameters that the
+    `scheduled` module takes as LNS codes (a layer replaced by its LNS variant), an LNS
     parameter as lamina.lns layers register one: its codes in a float64
     Parameter `<name>_lns`, its base in a buffer `<name>_base` (and the
     name in the owner's `_lns_names`, which lns_parameters() reads). The
     codes encode the model's weights at the first compile; later compiles
     keep them."""
-    bases = [_lns_base(text)
-             for text in program.input_types[imported.num_inputs:]]
+    bases = [_lns_base(base) for base in scheduled.argument_lns_bases(
+        imported.entry)[imported.num_inputs:]]
     names = {id(p): n for n, p in model.named_parameters()}
     own = dict(module.named_parameters())
     for (_, tensor), base in zip(imported.parameters, bases):
@@ -268,39 +272,13 @@ def register_lns_parameters(module, model, imported, program):
 # -- the forward / backward pair ----------------------------------------------
 
 
-def _training_entry(module, entry):
-    """forward, backward, saved, gradients of `entry` in the module
-    attribute `lamina.training` of `module` (text)."""
-    header = next((line for line in module.splitlines()
-                   if line.startswith("module attributes")), "")
-    match = re.search(r"\blamina\.training = \{.*?\b" + re.escape(entry) +
-                      r" = \{([^{}]*)\}", header)
-    if match is None:
-        raise ScheduleError(f"lamina-generate-backward recorded no "
-                            f"lamina.training entry for @{entry}")
-    fields = match.group(1)
-
-    def field(pattern):
-        found = re.search(pattern, fields)
-        if found is None:
-            raise ScheduleError(f"lamina.training of @{entry} has no "
-                                f"{pattern!r}: {fields}")
-        return found.group(1)
-
-    gradients = field(r"gradients = array<i64:?([^>]*)>")
-    return {"forward": field(r"forward = @([\w$.]+)"),
-            "backward": field(r"backward = @([\w$.]+)"),
-            "saved": int(field(r"saved = (\d+)")),
-            "gradients": [int(i) for i in gradients.split(",") if i.strip()]}
-
-
 def _compile_function(module, function, pipeline):
     """`function` of `module` compiled alone (the module's other public
     functions made private and dropped first: each would be compiled
     too)."""
     try:
-        alone = _lamina.transform_ir(
-            module, "", f"symbol-privatize{{exclude={function}}},symbol-dce")
+        alone = module.transform(
+            pipeline=f"symbol-privatize{{exclude={function}}},symbol-dce")
         return CachedProgram(_lamina.Program(alone, entry=function,
                                              pipeline=pipeline))
     except ValueError as error:
@@ -308,15 +286,15 @@ def _compile_function(module, function, pipeline):
 
 
 def generate_backward(scheduled, entry, constants=()):
-    """The scheduled program with `@f_forward` and `@f_backward` added
-    (lamina-generate-backward), as text; `constants`: the argument indices
-    that get no gradient."""
+    """The `scheduled` module with `@f_forward` and `@f_backward` added
+    (lamina-generate-backward), a new module; `constants`: the argument
+    indices that get no gradient."""
     options = f"function={entry}"
     if constants:
         options += f" constants={','.join(map(str, constants))}"
     try:
-        return _lamina.transform_ir(
-            scheduled, "", f"lamina-generate-backward{{{options}}}")
+        return scheduled.transform(
+            pipeline=f"lamina-generate-backward{{{options}}}")
     except ValueError as error:
         raise ScheduleError(f"the program cannot be differentiated: "
                             f"{str(error).strip()}") from None
@@ -330,7 +308,10 @@ class TrainingPair:
     def __init__(self, scheduled, entry, pipeline, constants=()):
         module = generate_backward(scheduled, entry, constants)
         self.module = module
-        info = _training_entry(module, entry)
+        try:
+            info = module.training_entry(entry)
+        except ValueError as error:
+            raise ScheduleError(str(error)) from None
         self.saved = info["saved"]
         self.gradients = info["gradients"]
         self.forward = _compile_function(module, info["forward"], pipeline)

@@ -42,6 +42,11 @@ public:
   /// The payload as text.
   std::string getIr();
 
+  /// A copy of the payload, in the session's context.
+  OwningOpRef<ModuleOp> clonePayload() const { return payload.get().clone(); }
+  /// The context, which the copies share.
+  const std::shared_ptr<MLIRContext> &getContext() const { return context; }
+
   /// How many times the transform interpreter ran on this session's payload,
   /// failed runs included.
   int64_t getInterpreterRuns() const { return interpreterRuns; }
@@ -51,11 +56,11 @@ public:
   uint64_t getContextId() const { return contextId; }
 
 private:
-  ScheduleSession(std::unique_ptr<MLIRContext> context,
+  ScheduleSession(std::shared_ptr<MLIRContext> context,
                   OwningOpRef<ModuleOp> payload);
 
   /// Declared before the payload, which it must outlive.
-  std::unique_ptr<MLIRContext> context;
+  std::shared_ptr<MLIRContext> context;
   OwningOpRef<ModuleOp> payload;
   int64_t interpreterRuns = 0;
   uint64_t contextId;

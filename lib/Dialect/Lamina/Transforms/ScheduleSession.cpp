@@ -40,7 +40,7 @@ uint64_t nextContextId() {
 
 } // namespace
 
-ScheduleSession::ScheduleSession(std::unique_ptr<MLIRContext> context,
+ScheduleSession::ScheduleSession(std::shared_ptr<MLIRContext> context,
                                  OwningOpRef<ModuleOp> payload)
     : context(std::move(context)), payload(std::move(payload)),
       contextId(nextContextId()) {}
@@ -48,7 +48,7 @@ ScheduleSession::ScheduleSession(std::unique_ptr<MLIRContext> context,
 std::unique_ptr<ScheduleSession>
 ScheduleSession::create(const DialectRegistry &registry, StringRef source,
                         std::string &diagnostics) {
-  auto context = std::make_unique<MLIRContext>(registry);
+  auto context = std::make_shared<MLIRContext>(registry);
   OwningOpRef<ModuleOp> payload;
   {
     DiagnosticCapture capture(context.get(), diagnostics);
