@@ -93,8 +93,11 @@ def LaminaCpuTileAndVectorize : Pass<"lamina-cpu-tile-and-vectorize",
        before the output tile is written once.
 
     Other element-wise ops (residual adds, a bias add or activation that was
-    not fused, the epilogue of an unpacked matmul) whose last dimension is a
-    multiple of 16 are tiled into rows of 16 lanes and vectorized. Float
+    not fused, the epilogue of an unpacked matmul) are tiled into rows of 16
+    lanes and vectorized; where 16 does not divide the last dimension, the
+    last tile is partial and vectorized with masks at 16 lanes (so are the
+    last tiles of the reductions, column sums and 8 × 8 transposes below).
+    Transposes that move only dims of size 1 become the reshapes they are. Float
     reductions along the last dimension whose combiner is an addition or a
     maximum (a loss's or a softmax's row statistics, a norm's mean and
     variance) are tiled into rows, and each row's reduction is split into

@@ -80,8 +80,10 @@ std::string buildBetweenLayersMatmulSchedule(unsigned index,
 /// the piecewise kernel's f ≤ 25), more independent chains per tile.
 /// A last dim of 2, 4 or 8 (dropout's four words of a group, interleaved)
 /// joins enough of the dim before it for 64 bytes of its result per tile
-/// (16 lanes at least), where that dim allows.
-std::optional<SmallVector<int64_t>> planElementwise(linalg::GenericOp op) {
+/// (16 lanes at least), where that dim allows. A last dim that is not a
+/// multiple of the row's tile ends in a partial tile, vectorized with masks
+/// (a vocabulary of 65, a hidden size of 76).
+std::optional<Tiles> planElementwise(linalg::GenericOp op) {
   if (!op.hasPureTensorSemantics() || op.getNumReductionLoops() != 0 ||
       hasStage(op, "matmul"))
     return std::nullopt;
@@ -99,14 +101,12 @@ std::optional<SmallVector<int64_t>> planElementwise(linalg::GenericOp op) {
     sizes.back() = last;
     sizes[sizes.size() - 2] = lanes / last;
     if (ranges[ranges.size() - 2] % (lanes / last) == 0)
-      return sizes;
+      return tilesOf(ranges, sizes);
   }
-  if (last % 16 != 0)
-    return std::nullopt;
   bool codes = element.isSignlessInteger(64) || element.isSignlessInteger(32);
   SmallVector<int64_t> sizes(ranges.size(), 1);
   sizes.back() = codes && ranges.back() % 32 == 0 ? 32 : 16;
-  return sizes;
+  return tilesOf(ranges, sizes);
 }
 
 /// Reductions along the last dim (a loss's or a softmax's row maxima and
@@ -117,7 +117,9 @@ std::optional<SmallVector<int64_t>> planElementwise(linalg::GenericOp op) {
 /// vectorized. LNS sums keep their order: their combiners are not floats.
 /// Bodies reading `linalg.index` stay loops: upstream's partial-reduction
 /// tiling (MLIR 22) leaves the index of the split dim relative to its tile.
-std::optional<SmallVector<int64_t>> planRowReduction(linalg::GenericOp op) {
+/// A row that is not a multiple of 16 ends in a partial lane tile,
+/// vectorized with masks (its masked-off lanes keep their partial sums).
+std::optional<Tiles> planRowReduction(linalg::GenericOp op) {
   if (!op.hasPureTensorSemantics() || op.getNumDpsInits() != 1 ||
       op.getNumReductionLoops() != 1 || hasStage(op, "matmul") ||
       !op.getBody()->getOps<linalg::IndexOp>().empty())
@@ -127,8 +129,7 @@ std::optional<SmallVector<int64_t>> planRowReduction(linalg::GenericOp op) {
     return std::nullopt;
   SmallVector<int64_t> ranges = op.getStaticLoopRanges();
   if (llvm::any_of(ranges, ShapedType::isDynamic) ||
-      llvm::is_contained(ranges, 0) || ranges.back() % 16 != 0 ||
-      ranges.back() <= 16)
+      llvm::is_contained(ranges, 0) || ranges.back() <= 16)
     return std::nullopt;
   if (hasBooleanOperand(op))
     return std::nullopt;
@@ -138,12 +139,15 @@ std::optional<SmallVector<int64_t>> planRowReduction(linalg::GenericOp op) {
       combiners.size() != 1 ||
       !isa<arith::AddFOp, arith::MaximumFOp, arith::MinimumFOp>(combiners[0]))
     return std::nullopt;
-  SmallVector<int64_t> rows(ranges.size(), 1);
-  rows.back() = 0;
-  return rows;
+  // The lanes of each row: rows of 1, the last dim in tiles of 16.
+  SmallVector<int64_t> lanes(ranges.size(), 1);
+  lanes.back() = 16;
+  return tilesOf(ranges, lanes);
 }
 
-std::string buildRowReductionSchedule(unsigned index, ArrayRef<int64_t> rows) {
+std::string buildRowReductionSchedule(unsigned index, const Tiles &tiles) {
+  SmallVector<int64_t> rows(tiles.sizes);
+  rows.back() = 0;
   std::string script = matchTarget(index);
   std::string row = "%t" + std::to_string(index);
   if (rows.size() > 1) {
@@ -155,13 +159,13 @@ std::string buildRowReductionSchedule(unsigned index, ArrayRef<int64_t> rows) {
     row = "%row" + std::to_string(index);
   }
   SmallVector<int64_t> lanes(rows.size(), 0);
-  lanes.back() = 16;
+  lanes.back() = tiles.sizes.back();
   script += llvm::formatv(
       "  %fill{0}, %part{0}, %combine{0}, %lanes{0} = "
       "transform.structured.tile_reduction_using_for {1} by tile_sizes = {2} "
       ": (!transform.any_op) -> (!transform.any_op, !transform.any_op, "
       "!transform.any_op, !transform.any_op)\n"
-      "  transform.structured.vectorize %part{0} : !transform.any_op\n"
+      "{3}"
       "  transform.structured.vectorize %combine{0} : !transform.any_op\n"
       "  transform.structured.vectorize %fill{0} : !transform.any_op\n"
       "  transform.apply_patterns to %func {{\n"
@@ -171,7 +175,8 @@ std::string buildRowReductionSchedule(unsigned index, ArrayRef<int64_t> rows) {
       "  } : !transform.any_op\n"
       "  transform.loop.hoist_loop_invariant_subsets %lanes{0} : "
       "!transform.any_op\n",
-      index, row, tileSizes(lanes));
+      index, row, tileSizes(lanes),
+      vectorizeOp("%part" + std::to_string(index), tiles.vectorSizes));
   return script;
 }
 
@@ -186,13 +191,14 @@ bool hasExtract(Operation *op) {
 /// Float sums over every dim but the last: a bias's gradient (the column
 /// sums of dY [..., N], a `linalg.reduce`) or a norm's weight and bias
 /// gradients (a generic with one sum per parameter, the row statistics
-/// broadcast along N). N a multiple of 16: chunks of up to 64 columns, each
-/// chunk's sums held in registers while the rows stream past, one vector
-/// add per row and sum (the rows' order of addition is kept). Returns the
-/// tile sizes (0 for a summed dim of one, which gets no loop: a loop of one
-/// iteration would fold away under the handle that holds it); the schedule
-/// puts the column chunks outermost.
-std::optional<SmallVector<int64_t>> planColumnSum(linalg::LinalgOp op) {
+/// broadcast along N): chunks of up to 64 columns, each chunk's sums held
+/// in registers while the rows stream past, one vector add per row and sum
+/// (the rows' order of addition is kept); an N that is not a multiple of 16
+/// in chunks of 16, the last partial and masked. Returns the tiles (0 for a
+/// summed dim of one, which gets no loop: a loop of one iteration would
+/// fold away under the handle that holds it); the schedule puts the column
+/// chunks outermost.
+std::optional<Tiles> planColumnSum(linalg::LinalgOp op) {
   if (!isa<linalg::ReduceOp, linalg::GenericOp>(op) ||
       !op.hasPureTensorSemantics() || hasStage(op, "matmul") ||
       !op.getBlock()->getOps<linalg::IndexOp>().empty())
@@ -200,7 +206,7 @@ std::optional<SmallVector<int64_t>> planColumnSum(linalg::LinalgOp op) {
   SmallVector<int64_t> ranges = op.getStaticLoopRanges();
   int64_t rank = ranges.size();
   if (rank < 2 || llvm::any_of(ranges, ShapedType::isDynamic) ||
-      llvm::is_contained(ranges, 0) || ranges.back() % 16 != 0)
+      llvm::is_contained(ranges, 0) || ranges.back() == 1)
     return std::nullopt;
   SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
   for (int64_t d = 0; d < rank; ++d)
@@ -228,10 +234,11 @@ std::optional<SmallVector<int64_t>> planColumnSum(linalg::LinalgOp op) {
   sizes.push_back(0);
   int64_t columns = ranges.back();
   sizes.back() = columns % 64 == 0 ? 64 : columns % 32 == 0 ? 32 : 16;
-  return sizes;
+  return tilesOf(ranges, sizes);
 }
 
-std::string buildColumnSumSchedule(unsigned index, ArrayRef<int64_t> sizes) {
+std::string buildColumnSumSchedule(unsigned index, const Tiles &tiles) {
+  ArrayRef<int64_t> sizes = tiles.sizes;
   int64_t rank = sizes.size();
   int64_t loops = llvm::count_if(sizes, [](int64_t size) { return size; });
   std::string types = handleTypes(loops + 1);
@@ -242,13 +249,14 @@ std::string buildColumnSumSchedule(unsigned index, ArrayRef<int64_t> sizes) {
   script += llvm::formatv(
       "  %s{0}, %s{0}_loops:{1} = transform.structured.tile_using_for %t{0} "
       "tile_sizes {2} interchange = {3} : (!transform.any_op) -> {4}\n"
-      "  transform.structured.vectorize %s{0} : !transform.any_op\n"
+      "{5}"
       "  transform.apply_patterns to %func {{\n"
       "    transform.apply_patterns.canonicalization\n"
       "    transform.apply_patterns.tensor.fold_tensor_subset_ops_into_vector_"
       "transfers\n"
       "  } : !transform.any_op\n",
-      index, loops, tileSizes(sizes), tileSizes(interchange), types);
+      index, loops, tileSizes(sizes), tileSizes(interchange), types,
+      vectorizeOp("%s" + std::to_string(index), tiles.vectorSizes));
   // The chunk's sums stay in registers across the summed dims' loops,
   // innermost first.
   for (int64_t loop = loops - 1; loop >= 1; --loop)
@@ -258,18 +266,18 @@ std::string buildColumnSumSchedule(unsigned index, ArrayRef<int64_t> sizes) {
   return script;
 }
 
-std::string buildElementwiseSchedule(unsigned index, ArrayRef<int64_t> sizes,
+std::string buildElementwiseSchedule(unsigned index, const Tiles &tiles,
                                      bool extracts) {
+  ArrayRef<int64_t> sizes = tiles.sizes;
   std::string types = handleTypes(sizes.size() + 1);
   return matchTarget(index) +
          llvm::formatv(
              "  %v{0}, %v{0}_loops:{1} = transform.structured.tile_using_for "
-             "%t{0} tile_sizes {2} : (!transform.any_op) -> {3}\n"
-             "  transform.structured.vectorize %v{0} {4}: "
-             "!transform.any_op\n",
-             index, sizes.size(), tileSizes(sizes), types,
-             extracts ? "{vectorize_nd_extract} " : "")
-             .str();
+             "%t{0} tile_sizes {2} : (!transform.any_op) -> {3}\n",
+             index, sizes.size(), tileSizes(sizes), types)
+             .str() +
+         vectorizeOp("%v" + std::to_string(index), tiles.vectorSizes,
+                     extracts);
 }
 
 /// Transposes (the backward's Wᵀ, dyᵀ, xᵀ, weight packing) in 8×8 tiles,
@@ -277,9 +285,10 @@ std::string buildElementwiseSchedule(unsigned index, ArrayRef<int64_t> sizes,
 /// (measured: a 16 MiB transpose 21 → 15 ms against 16×16 tiles moved
 /// element by element), scheduled before any matmul: a matmul's fusion
 /// would otherwise pull a whole transposed panel (16 × K) into its tile and
-/// vectorize it as one huge vector transpose. Innermost two dims, static
-/// and multiples of 8.
-std::optional<SmallVector<int64_t>> planTranspose(linalg::TransposeOp op) {
+/// vectorize it as one huge vector transpose. Innermost two dims, static;
+/// where they are not multiples of 8, the last tiles are partial and masked
+/// (the backward's dYᵀ of a vocabulary of 65).
+std::optional<Tiles> planTranspose(linalg::TransposeOp op) {
   auto type = cast<ShapedType>(op.getInit().getType());
   if (!op.hasPureTensorSemantics() || !type.hasStaticShape() ||
       type.getRank() < 2)
@@ -292,16 +301,14 @@ std::optional<SmallVector<int64_t>> planTranspose(linalg::TransposeOp op) {
   // [batch, heads, tokens, d] and [batch, tokens, heads, d]) copies whole
   // rows: 16 contiguous elements read and written per step.
   if (op.getPermutation().back() == type.getRank() - 1) {
-    if (shape.back() % 16 != 0)
-      return std::nullopt;
     sizes.back() = 16;
-    return sizes;
+    return tilesOf(shape, sizes);
   }
-  if (shape[shape.size() - 1] % 8 != 0 || shape[shape.size() - 2] % 8 != 0)
-    return std::nullopt;
+  // 8 × 8 tiles (a partial one masked; a dim shorter than 8 whole), which
+  // lamina-cpu-lower-vectors turns into shuffles.
   sizes[sizes.size() - 1] = 8;
   sizes[sizes.size() - 2] = 8;
-  return sizes;
+  return tilesOf(shape, sizes);
 }
 
 /// A transpose that moves whole rows of 16 (`[a, b, 16] → [b, a, 16]`: the

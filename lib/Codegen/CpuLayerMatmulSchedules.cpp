@@ -261,14 +261,14 @@ static std::string buildChunkedSchedule(unsigned index, const TilePlan &plan,
       "  %mmk{0}, %kloop{0} = transform.structured.tile_using_for %mmr{0} "
       "tile_sizes {4} : (!transform.any_op) -> (!transform.any_op, "
       "!transform.any_op)\n"
-      "  %fill{0} = transform.structured.match ops{{[\"linalg.fill\"]} in {1} "
-      ": (!transform.any_op) -> !transform.any_op\n"
+      "  %fill{0} = transform.structured.match attributes {{{6} = {0} : i64} "
+      "in {1} : (!transform.any_op) -> !transform.any_op\n"
       "  %fillr{0}, %fillrows{0} = transform.structured.tile_using_for "
       "%fill{0} tile_sizes {5} : (!transform.any_op) -> (!transform.any_op, "
       "!transform.any_op)\n",
       index, nest, tileSizes(matmulLayout.kTile(plan.kChunk)),
       tileSizes(rowTile), tileSizes(matmulLayout.kTile(plan.kStep)),
-      tileSizes(SmallVector<int64_t>{plan.registerRows, 0, 0}));
+      tileSizes(SmallVector<int64_t>{plan.registerRows, 0, 0}), kFillAttr);
   if (!targetIsMatmul)
     script += llvm::formatv(
         "  %er{0}, %erows{0} = transform.structured.tile_using_for %{1} "

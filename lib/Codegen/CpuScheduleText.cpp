@@ -38,6 +38,32 @@ std::string tileSizes(ArrayRef<int64_t> sizes) {
 
 /// The result types of a transform op returning `count` handles:
 /// "(!transform.any_op, ...)".
+Tiles tilesOf(ArrayRef<int64_t> ranges, ArrayRef<int64_t> sizes) {
+  Tiles tiles;
+  // A dim shorter than its tile is one whole tile, of static size.
+  for (auto [range, size] : llvm::zip_equal(ranges, sizes))
+    tiles.sizes.push_back(std::min(range, size));
+  bool partial =
+      llvm::any_of(llvm::zip_equal(ranges, tiles.sizes), [](auto pair) {
+        auto [range, size] = pair;
+        return size != 0 && range % size != 0;
+      });
+  if (partial)
+    for (auto [range, size] : llvm::zip_equal(ranges, tiles.sizes))
+      tiles.vectorSizes.push_back(size ? size : range);
+  return tiles;
+}
+
+std::string vectorizeOp(StringRef op, ArrayRef<int64_t> vectorSizes,
+                        bool extracts) {
+  std::string sizes =
+      vectorSizes.empty() ? "" : " vector_sizes " + tileSizes(vectorSizes);
+  return llvm::formatv("  transform.structured.vectorize {0}{1} {2}: "
+                       "!transform.any_op\n",
+                       op, sizes, extracts ? "{vectorize_nd_extract} " : "")
+      .str();
+}
+
 std::string handleTypes(size_t count) {
   std::string types = "(";
   for (size_t i = 0; i < count; ++i)

@@ -41,6 +41,25 @@ bool hasBooleanOperand(Operation *op);
 /// `sizes` as a transform op's list: "[a, b, ...]".
 std::string tileSizes(ArrayRef<int64_t> sizes);
 
+/// The tiles of an op between layers: tile sizes (0: the dim is not
+/// tiled) and, where a tile does not divide its extent, the vector sizes of
+/// the tiled op (empty where every tile is whole): its last tile along such
+/// a dim is partial, vectorized with masks at the full tile's size.
+struct Tiles {
+  SmallVector<int64_t> sizes;
+  SmallVector<int64_t> vectorSizes;
+};
+
+/// `sizes` over the static `ranges` (a dim shorter than its tile taken
+/// whole), with the vector sizes of the tiled op where a tile leaves a
+/// remainder.
+Tiles tilesOf(ArrayRef<int64_t> ranges, ArrayRef<int64_t> sizes);
+
+/// `transform.structured.vectorize` of the handle `op` at `vectorSizes`
+/// (none: the op's static shape).
+std::string vectorizeOp(StringRef op, ArrayRef<int64_t> vectorSizes,
+                        bool extracts = false);
+
 /// The result types of a transform op returning `count` handles:
 /// "(!transform.any_op, ...)".
 std::string handleTypes(size_t count);
@@ -95,24 +114,26 @@ std::optional<SmallVector<int64_t>> planBetweenLayersMatmul(linalg::LinalgOp op,
 std::string buildBetweenLayersMatmulSchedule(unsigned index,
                                              ArrayRef<int64_t> sizes);
 
-/// The tile sizes of an element-wise op, if it is vectorized.
-std::optional<SmallVector<int64_t>> planElementwise(linalg::GenericOp op);
+/// The tiles of an element-wise op, if it is vectorized.
+std::optional<Tiles> planElementwise(linalg::GenericOp op);
 /// `extracts`: the op gathers with tensor.extract (an embedding).
-std::string buildElementwiseSchedule(unsigned index, ArrayRef<int64_t> sizes,
+std::string buildElementwiseSchedule(unsigned index, const Tiles &tiles,
                                      bool extracts = false);
 /// Whether `op` reads a tensor at computed indices.
 bool hasExtract(Operation *op);
 
-/// The row tiles of a reduction along the last dim, if it is vectorized.
-std::optional<SmallVector<int64_t>> planRowReduction(linalg::GenericOp op);
-std::string buildRowReductionSchedule(unsigned index, ArrayRef<int64_t> rows);
+/// The row tiles of a reduction along the last dim, and the lanes each row
+/// is split into (with the vector sizes of a partial last lane tile), if it
+/// is vectorized.
+std::optional<Tiles> planRowReduction(linalg::GenericOp op);
+std::string buildRowReductionSchedule(unsigned index, const Tiles &lanes);
 
-/// The tile sizes of float sums over every dim but the last.
-std::optional<SmallVector<int64_t>> planColumnSum(linalg::LinalgOp op);
-std::string buildColumnSumSchedule(unsigned index, ArrayRef<int64_t> sizes);
+/// The tiles of float sums over every dim but the last.
+std::optional<Tiles> planColumnSum(linalg::LinalgOp op);
+std::string buildColumnSumSchedule(unsigned index, const Tiles &tiles);
 
-/// The tile sizes of a transpose, if it is vectorized.
-std::optional<SmallVector<int64_t>> planTranspose(linalg::TransposeOp op);
+/// The tiles of a transpose, if it is vectorized.
+std::optional<Tiles> planTranspose(linalg::TransposeOp op);
 /// Whether `op` moves whole rows of 16 or 8 (`[a, b, n0] → [b, a, n0]`).
 bool isRowTranspose(linalg::TransposeOp op);
 std::string buildRowTransposeSchedule(unsigned index);

@@ -15,6 +15,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Transform/IR/TransformDialect.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
@@ -47,6 +48,40 @@ static void allowWideVectors(ModuleOp module) {
   }
 }
 
+/// Replaces each transpose that moves only dims of size 1 (the backward's
+/// dYᵀ of a single output feature, [256, 1] → [1, 256]) by the reshape it
+/// is: the elements keep their row-major order. Tiled, such a transpose
+/// would transpose vectors with unit dims, which the vector lowering does
+/// not end; left whole, a matmul's tile-and-fuse would pull it in and
+/// transpose it as one vector.
+static void reshapeUnitDimTransposes(ModuleOp module) {
+  module.walk([](linalg::TransposeOp op) {
+    auto source = dyn_cast<RankedTensorType>(op.getInput().getType());
+    auto result = dyn_cast<RankedTensorType>(op.getInit().getType());
+    if (!op.hasPureTensorSemantics() || !source || !result ||
+        !source.hasStaticShape() || source.getRank() < 2)
+      return;
+    SmallVector<int64_t> moved;
+    for (int64_t dim : op.getPermutation())
+      if (source.getDimSize(dim) != 1)
+        moved.push_back(dim);
+    if (!llvm::is_sorted(moved))
+      return;
+    OpBuilder builder(op);
+    auto all = llvm::to_vector<2>(llvm::seq<int64_t>(0, source.getRank()));
+    Value flat = tensor::CollapseShapeOp::create(
+        builder, op.getLoc(), op.getInput(),
+        ArrayRef<ReassociationIndices>{all});
+    auto allResult =
+        llvm::to_vector<2>(llvm::seq<int64_t>(0, result.getRank()));
+    Value reshaped = tensor::ExpandShapeOp::create(
+        builder, op.getLoc(), result, flat,
+        ArrayRef<ReassociationIndices>{allResult});
+    op->getResult(0).replaceAllUsesWith(reshaped);
+    op->erase();
+  });
+}
+
 namespace {
 struct LaminaCpuTileAndVectorizePass
     : mlir::lamina::impl::LaminaCpuTileAndVectorizeBase<
@@ -59,6 +94,7 @@ struct LaminaCpuTileAndVectorizePass
       return signalPassFailure();
     if (vectorBits == 512)
       allowWideVectors(module);
+    reshapeUnitDimTransposes(module);
     std::string body;
     unsigned index = 0;
     // Tags `op` as the target of the next schedule, whose number it is;
@@ -72,16 +108,15 @@ struct LaminaCpuTileAndVectorizePass
       if (isRowTranspose(op)) {
         markTarget(op);
         body += buildRowTransposeSchedule(index++);
-      } else if (std::optional<SmallVector<int64_t>> sizes =
-                     planTranspose(op)) {
+      } else if (std::optional<Tiles> tiles = planTranspose(op)) {
         markTarget(op);
-        body += buildElementwiseSchedule(index++, *sizes);
+        body += buildElementwiseSchedule(index++, *tiles);
       }
     });
     module.walk([&](linalg::LinalgOp op) {
-      if (std::optional<SmallVector<int64_t>> sizes = planColumnSum(op)) {
+      if (std::optional<Tiles> tiles = planColumnSum(op)) {
         markTarget(op);
-        body += buildColumnSumSchedule(index++, *sizes);
+        body += buildColumnSumSchedule(index++, *tiles);
       }
     });
     module.walk([&](linalg::LinalgOp op) {
@@ -94,13 +129,12 @@ struct LaminaCpuTileAndVectorizePass
     module.walk([&](linalg::GenericOp op) {
       std::optional<LayerMatmul> target = getLayerMatmul(op);
       if (!target) {
-        if (std::optional<SmallVector<int64_t>> sizes = planElementwise(op)) {
+        if (std::optional<Tiles> tiles = planElementwise(op)) {
           markTarget(op);
-          body += buildElementwiseSchedule(index++, *sizes, hasExtract(op));
-        } else if (std::optional<SmallVector<int64_t>> rows =
-                       planRowReduction(op)) {
+          body += buildElementwiseSchedule(index++, *tiles, hasExtract(op));
+        } else if (std::optional<Tiles> lanes = planRowReduction(op)) {
           markTarget(op);
-          body += buildRowReductionSchedule(index++, *rows);
+          body += buildRowReductionSchedule(index++, *lanes);
         }
         return;
       }

@@ -14,6 +14,7 @@
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Dialect/SCF/Transforms/Passes.h"
+#include "mlir/Dialect/Vector/Transforms/Passes.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
@@ -63,6 +64,9 @@ void mlir::lamina::buildLaminaCpuPipeline(OpPassManager &pm,
   schedule.threads = options.threads;
   schedule.vectorBits = vectorBits;
   pm.addPass(createLaminaCpuTileAndVectorize(schedule));
+  // The partial tiles of sizes the tiles do not divide are vectorized
+  // under vector.mask: masked transfers from here on.
+  pm.addNestedPass<func::FuncOp>(vector::createLowerVectorMaskPass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createLaminaApproximateMath());
 

@@ -416,13 +416,16 @@ func.func @norm_parameter_gradients(%x: tensor<8x64x96xf32>, %dy: tensor<8x64x96
 
 // A transpose that keeps the last dim (attention's heads moved between
 // [batch, heads, tokens, d] and [batch, tokens, heads, d]) copies rows of 16
-// contiguous elements; one that moves the last dim with a second-to-last
-// output dim of 4 (no 8×8 tiles) stays a loop.
+// contiguous elements; one that moves the last dim into an output dim of 4
+// takes 8 × 4 tiles (a dim shorter than 8 whole).
 // CHECK-LABEL: func.func @head_transposes
 // CHECK: scf.for %{{.+}} = %c0 to %c32 step %c16
 // CHECK: %[[ROW:.+]] = vector.transfer_read {{.*}} : tensor<1x1x1x16xf32>, vector<1x1x1x16xf32>
 // CHECK: vector.transfer_write %[[ROW]], {{.*}} : vector<1x1x1x16xf32>, tensor<1x1x1x16xf32>
-// CHECK: linalg.transpose ins(%arg0 : tensor<2x4x8x32xf32>) outs(%{{.+}} : tensor<2x8x32x4xf32>) permutation = [0, 2, 3, 1]
+// CHECK: scf.for %{{.+}} = %c0 to %c32 step %c8
+// CHECK: %[[TILE:.+]] = vector.transfer_read {{.*}} : tensor<1x4x1x8xf32>, vector<1x1x8x4xf32>
+// CHECK: vector.transfer_write %[[TILE]], {{.*}} : vector<1x1x8x4xf32>, tensor<1x1x8x4xf32>
+// CHECK-NOT: linalg.transpose
 func.func @head_transposes(%x: tensor<2x4x8x32xf32>) -> (tensor<2x8x4x32xf32>, tensor<2x8x32x4xf32>) {
   %e = tensor.empty() : tensor<2x8x4x32xf32>
   %t = linalg.transpose ins(%x : tensor<2x4x8x32xf32>) outs(%e : tensor<2x8x4x32xf32>) permutation = [0, 2, 1, 3]
