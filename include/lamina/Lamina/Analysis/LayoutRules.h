@@ -188,6 +188,8 @@ LayoutOrError maskedFillLayout(LayoutAttr input, LayoutAttr mask,
 /// through ops that keep shapes and have no regions (element-wise ops).
 /// A splat constant operand takes any layout (each rank builds its own).
 LayoutOrError otherOpLayout(Operation *op, ArrayRef<LayoutAttr> operands);
+/// otherOpLayout on the layouts `state` has found for `op`'s operands.
+LayoutOrError otherOpLayout(Operation *op, LayoutState &state);
 
 /// Result `index` of a function: partial sums must be reduced first.
 Check checkResult(LayoutAttr value, unsigned index);

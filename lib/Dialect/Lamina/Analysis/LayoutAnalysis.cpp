@@ -44,14 +44,9 @@ LogicalResult LayoutChecker::visit(Operation *op) {
         return op->emitOpError(*problem);
     return success();
   }
-  LayoutOrError rule = [&]() -> LayoutOrError {
-    if (auto rules = dyn_cast<LayoutOpInterface>(op))
-      return rules.inferResultLayout(*this);
-    return otherOpLayout(op, llvm::map_to_vector(op->getOperands(),
-                                                 [&](Value operand) {
-                                                   return getLayout(operand);
-                                                 }));
-  }();
+  auto rules = dyn_cast<LayoutOpInterface>(op);
+  LayoutOrError rule =
+      rules ? rules.inferResultLayout(*this) : otherOpLayout(op, *this);
   if (rule.failed())
     return op->emitOpError(rule.getReason());
   for (Value result : op->getResults())

@@ -514,6 +514,13 @@ LayoutOrError layout::otherOpLayout(Operation *op,
   return common;
 }
 
+LayoutOrError layout::otherOpLayout(Operation *op, LayoutState &state) {
+  return otherOpLayout(op, llvm::map_to_vector(op->getOperands(),
+                                               [&](Value operand) {
+                                                 return state.getLayout(operand);
+                                               }));
+}
+
 Check layout::checkResult(LayoutAttr value, unsigned index) {
   if (value.getKind() == LayoutKind::sharded && value.getGroups() != 1)
     return text("returns a value sharded in ", value.getGroups(),

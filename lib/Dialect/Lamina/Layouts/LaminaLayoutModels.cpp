@@ -19,10 +19,9 @@ using namespace mlir;
 using namespace mlir::lamina;
 using namespace mlir::lamina::layout;
 
-namespace {
-template <typename Model, typename Op>
-using Rules = LayoutOpInterface::ExternalModel<Model, Op>;
+using namespace mlir::lamina::detail;
 
+namespace {
 StringRef pathOf(std::optional<StringRef> path) { return path.value_or(""); }
 
 int64_t rankOf(Value value) {
@@ -32,11 +31,6 @@ int64_t rankOf(Value value) {
 /// `check`'s reason as a rule's failure, else `layout`.
 LayoutOrError unless(const Check &check, LayoutAttr layout) {
   return check ? LayoutOrError::error(*check) : LayoutOrError(layout);
-}
-
-/// Whether `layout` shards its value (null: replicated).
-bool isSharded(LayoutAttr layout) {
-  return layout && layout.getKind() == LayoutKind::sharded;
 }
 
 //===----------------------------------------------------------------------===//

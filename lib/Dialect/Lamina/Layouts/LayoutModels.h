@@ -11,6 +11,15 @@
 #include "lamina/Lamina/IR/LaminaLayoutInterface.h"
 
 namespace mlir::lamina::detail {
+/// The base of a model of `Op`'s layout rules.
+template <typename Model, typename Op>
+using Rules = LayoutOpInterface::ExternalModel<Model, Op>;
+
+/// Whether `layout` shards its value (null: replicated).
+inline bool isSharded(LayoutAttr layout) {
+  return layout && layout.getKind() == LayoutKind::sharded;
+}
+
 void registerLaminaLayoutModels(DialectRegistry &registry);
 void registerTensorLayoutModels(DialectRegistry &registry);
 void registerLinalgLayoutModels(DialectRegistry &registry);

@@ -16,10 +16,9 @@ using namespace mlir;
 using namespace mlir::lamina;
 using namespace mlir::lamina::layout;
 
-namespace {
-template <typename Model, typename Op>
-using Rules = LayoutOpInterface::ExternalModel<Model, Op>;
+using namespace mlir::lamina::detail;
 
+namespace {
 /// Results at the per-rank shapes of their layouts, inits rebuilt there.
 LogicalResult partitionDestinationStyle(Operation *op, PartitionState &state) {
   if (failed(state.localizeInits(cast<DestinationStyleOpInterface>(op))))
@@ -61,10 +60,7 @@ struct BatchMatmulRules : Rules<BatchMatmulRules, linalg::BatchMatmulOp> {
   LayoutOrError inferResultLayout(Operation *op, LayoutState &state) const {
     auto matmul = cast<linalg::BatchMatmulOp>(op);
     if (matmul.getNumDpsInputs() != 2 || matmul.hasUserDefinedMaps())
-      return otherOpLayout(op, llvm::map_to_vector(
-                                   op->getOperands(), [&](Value operand) {
-                                     return state.getLayout(operand);
-                                   }));
+      return otherOpLayout(op, state);
     return batchMatmulLayout(state.getLayout(matmul.getDpsInputs()[0]),
                              state.getLayout(matmul.getDpsInputs()[1]));
   }

@@ -18,14 +18,9 @@ using namespace mlir;
 using namespace mlir::lamina;
 using namespace mlir::lamina::layout;
 
+using namespace mlir::lamina::detail;
+
 namespace {
-template <typename Model, typename Op>
-using Rules = LayoutOpInterface::ExternalModel<Model, Op>;
-
-bool isSharded(LayoutAttr layout) {
-  return layout && layout.getKind() == LayoutKind::sharded;
-}
-
 /// A gradient through a reshape: partial sums stay partial, anything else
 /// takes the layout of the inverse reshape, `inverse(dy)`, or the op
 /// reports why there is none.
@@ -174,10 +169,7 @@ struct InsertSliceRules : Rules<InsertSliceRules, tensor::InsertSliceOp> {
         ShapedType::isDynamicShape(insert.getStaticSizes()) ||
         ShapedType::isDynamicShape(insert.getStaticStrides()) ||
         insert.getSourceType().getRank() != insert.getType().getRank())
-      return otherOpLayout(op, llvm::map_to_vector(
-                                   op->getOperands(), [&](Value operand) {
-                                     return state.getLayout(operand);
-                                   }));
+      return otherOpLayout(op, state);
     Value dest = insert.getDest();
     return insertSliceLayout(
         state.getLayout(insert.getSource()), state.getLayout(dest),
