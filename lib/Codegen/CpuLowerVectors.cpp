@@ -41,6 +41,9 @@ transform.named_sequence @lower_vectors(%root: !transform.any_op {transform.read
   transform.apply_patterns to %f {
     transform.apply_patterns.vector.lower_shape_cast
   } : !transform.any_op
+  // Apart: canonicalization folds a lowered unit-dim shape cast (a column
+  // of a tile read as a row, vector<32x1> to vector<1x32>) back into one,
+  // and the two in one set never reach a fixpoint.
   transform.apply_patterns to %f { transform.apply_patterns.canonicalization } : !transform.any_op
   transform.apply_cse to %f : !transform.any_op
   transform.yield
@@ -48,32 +51,10 @@ transform.named_sequence @lower_vectors(%root: !transform.any_op {transform.read
 }
 )mlir";
 
-/// Replaces each transpose that moves only dims of size 1 (a column of a
-/// tile read as a row: vector<32x1xf32> to vector<1x32xf32>) by the shape
-/// cast it is; the transpose lowering never ends on such shapes.
-void castUnitDimTransposes(Operation *root) {
-  root->walk([](vector::TransposeOp op) {
-    VectorType source = op.getSourceVectorType();
-    SmallVector<int64_t> moved;
-    for (int64_t dim : op.getPermutation())
-      if (source.getDimSize(dim) != 1 || source.getScalableDims()[dim])
-        moved.push_back(dim);
-    if (!llvm::is_sorted(moved))
-      return;
-    OpBuilder builder(op);
-    Value cast = vector::ShapeCastOp::create(builder, op.getLoc(),
-                                             op.getResultVectorType(),
-                                             op.getVector());
-    op.getResult().replaceAllUsesWith(cast);
-    op->erase();
-  });
-}
-
 struct LaminaCpuLowerVectorsPass
     : mlir::lamina::impl::LaminaCpuLowerVectorsBase<
           LaminaCpuLowerVectorsPass> {
   void runOnOperation() override {
-    castUnitDimTransposes(getOperation());
     if (failed(mlir::lamina::applyTransformScript(getOperation(), kLowerVectorsScript,
                            "lower_vectors")))
       signalPassFailure();

@@ -1,4 +1,4 @@
-// RUN: lamina-opt %s --lamina-cpu-lower-vectors | FileCheck %s
+// RUN: lamina-opt %s --lamina-cpu-lower-vectors --split-input-file | FileCheck %s
 
 // A 4×16 register tile of the packed matmul, one K step of 4: the
 // contraction becomes 16 broadcasts and 16-wide FMAs (the remaining n-D
@@ -17,4 +17,23 @@ func.func @tile(%x: memref<4x4xf32>, %w: memref<1x4x16xf32>, %acc: vector<4x1x16
   %b = vector.transfer_read %w[%c0, %c0, %c0], %z {in_bounds = [true, true, true]} : memref<1x4x16xf32>, vector<1x4x16xf32>
   %r = vector.contract {indexing_maps = [#mx, #mw, #my], iterator_types = ["parallel", "parallel", "parallel", "reduction"], kind = #vector.kind<add>} %a, %b, %acc : vector<4x4xf32>, vector<1x4x16xf32> into vector<4x1x16xf32>
   return %r : vector<4x1x16xf32>
+}
+
+// -----
+
+// A column of a tile transposed into a row (the backward's dYᵀ of a
+// vocabulary of 3, one row per register tile): the transpose lowers to a
+// shape cast, which the pass leaves for the LLVM lowering instead of
+// lowering and folding it back without end.
+// CHECK-LABEL: func.func @unit_dim_transpose
+// CHECK: %[[COLUMN:.+]] = vector.transfer_read %arg0{{.*}} : memref<32x3xf32>, vector<32x1xf32>
+// CHECK: %[[ROW:.+]] = vector.shape_cast %[[COLUMN]] : vector<32x1xf32> to vector<1x32xf32>
+// CHECK: vector.transfer_write %[[ROW]], %arg1
+func.func @unit_dim_transpose(%m: memref<32x3xf32>, %o: memref<1x32xf32>, %i: index) {
+  %c0 = arith.constant 0 : index
+  %p = arith.constant 0.0 : f32
+  %v = vector.transfer_read %m[%c0, %i], %p {in_bounds = [true, true]} : memref<32x3xf32>, vector<32x1xf32>
+  %t = vector.transpose %v, [1, 0] : vector<32x1xf32> to vector<1x32xf32>
+  vector.transfer_write %t, %o[%c0, %c0] {in_bounds = [true, true]} : vector<1x32xf32>, memref<1x32xf32>
+  return
 }
