@@ -225,6 +225,9 @@ class Emitter:
                 return tuple(range(len(results) - len(value), len(results)))
             if value is None:
                 self.fail(output, f"a result that is not a tensor ({item!r})")
+            for index, seen in enumerate(results):
+                if seen is value:
+                    return index  # returned twice: one result
             results.append(value)
             return len(results) - 1
 

@@ -7,6 +7,7 @@ from . import ir
 from ..errors import InputError
 from .emitter import Emitter
 from .formulas import recognise_gelu
+from .side_effects import recorded_side_effects
 from .tracer import trace
 
 
@@ -20,7 +21,8 @@ class ImportedModel:
 
     def __init__(self, text, entry, parameters, num_inputs, has_seed,
                  num_results, structure, argument_types=(),
-                 result_types=(), index_bounds=(), located_text=None):
+                 result_types=(), index_bounds=(), located_text=None,
+                 side_effects=()):
         self.text = text
         # The text with each op's module path as its location: what Lamina
         # parses (ops then carry `lamina.module`, which checkpoints of whole
@@ -40,11 +42,19 @@ class ImportedModel:
         # (input position, rows, ignored index or None, what) of the int64
         # inputs used as indices.
         self.index_bounds = list(index_bounds)
+        # The attributes the model's forward sets (SideEffect).
+        self.side_effects = list(side_effects)
 
     def restructure(self, results):
         """`results` (one per result of the function) in the structure the
         model returns."""
         return _restructure(self.structure, results)
+
+    def apply_side_effects(self, model, results):
+        """Sets the attributes the model's forward sets, with the values of
+        the call that returned `results`."""
+        for effect in self.side_effects:
+            effect.apply(model, results)
 
     def check_indices(self, inputs):
         """Raises InputError if an input used as indices has one outside
@@ -75,15 +85,21 @@ def _restructure(item, results):
 def import_model(model, example_inputs, world_size=1):
     """Traces `model` on `example_inputs` (tensors fixing the shapes) into
     a lamina module declaring `world_size` ranks."""
-    graph = recognise_gelu(trace(model, example_inputs))
+    effects = []
+    with recorded_side_effects(model, effects):
+        graph = trace(model, example_inputs)
+    output = next(n for n in graph.nodes if n.op == "output")
+    # Traced attribute values are results after the model's own.
+    computed = [e for e in effects if e.node is not None]
+    output.args = ((output.args[0], tuple(e.node for e in computed)),)
+    graph = recognise_gelu(graph)
     emitter = Emitter(model)
-    output = None
     for node in graph.nodes:
-        if node.op == "output":
-            output = node
-            continue
-        emitter.visit(node)
-    results, structure = emitter.results(output)
+        if node.op != "output":
+            emitter.visit(node)
+    results, (structure, effect_results) = emitter.results(output)
+    for effect, index in zip(computed, effect_results):
+        effect.result = index
     arguments = emitter.arguments()
     text = ir.function("forward", arguments, results, emitter.builder.body(),
                        world_size)
@@ -94,4 +110,4 @@ def import_model(model, example_inputs, world_size=1):
                          len(results), structure,
                          [a.type for a in arguments],
                          [r.type for r in results], emitter.index_bounds,
-                         located)
+                         located, effects)

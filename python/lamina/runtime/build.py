@@ -16,7 +16,8 @@ from ..importer import import_model, ir, unsharded_fused_qkv
 from ..lns.graph import clear_gradient
 from ..lns.layers import lns_parameter_groups
 from ..schedule import Schedule
-from . import aot, training
+from . import aot, state, training
+from .face import Face
 from .rng import next_dropout_key
 
 def rank():
@@ -41,8 +42,9 @@ class _Compiled:
     def __init__(self, imported, scheduled, pipeline, parameters_for):
         """`scheduled`: the scheduled module (``_lamina.Module``), compiled
         when a call first needs it (a training call needs only its forward /
-        backward pair); `parameters_for(scheduled)`: the tensor of every
-        parameter argument (their blocks on several ranks)."""
+        backward pair); `parameters_for(scheduled)`: a function giving the
+        tensor of every parameter argument (their blocks on several
+        ranks)."""
         self.imported = imported
         self.scheduled = scheduled
         self.pipeline = pipeline
@@ -186,7 +188,7 @@ _NOT_DIFFERENTIATED_ON_GPU = (
     "target='cpu', or call the model under torch.no_grad() for inference")
 
 
-class CompiledModule(nn.Module):
+class CompiledModule(Face, nn.Module):
     """A scheduled model compiled for the host CPU or a GPU, as a
     torch.nn.Module.
 
@@ -221,6 +223,12 @@ class CompiledModule(nn.Module):
         training.register_parameters(self, model)
         if example_inputs is not None:
             self._compile(tuple(example_inputs))
+        # From here on, what the compiled module lacks is the model's.
+        self.__dict__["_face_ready"] = True
+
+    def _face_original(self):
+        return self.schedule.model if "_face_ready" in self.__dict__ \
+            else None
 
     @property
     def _last(self):
@@ -307,7 +315,9 @@ class CompiledModule(nn.Module):
         else:
             results = compiled.call([torch.as_tensor(x) for x in inputs],
                                     dropout_key, keep=self.training)
-        return compiled.imported.restructure(list(results))
+        results = list(results)
+        compiled.imported.apply_side_effects(self.schedule.model, results)
+        return compiled.imported.restructure(results)
 
     def _apply(self, fn, *args, **kwargs):
         """`to()`, `half()`, `cuda()`, ... keep the parameters as compiled:
@@ -324,6 +334,25 @@ class CompiledModule(nn.Module):
                     f"{converted.device}, convert the model and build it "
                     f"again")
         return super()._apply(fn, *args, **kwargs)
+
+    def state_dict(self, destination=None, prefix="", keep_vars=False):
+        """The state under exactly the model's keys (tied names, persistent
+        buffers): a checkpoint the model loads, and the compiled module
+        too. On several ranks a sharded parameter is this rank's block; a
+        parameter compiled as LNS codes is their decoded values."""
+        return state.state_dict(self, self.schedule.model, destination,
+                                prefix, keep_vars)
+
+    def load_state_dict(self, state_dict, strict=True):
+        """Loads a checkpoint with the model's keys (from the model, or from
+        a compiled module): the next call computes with it. A buffer whose
+        value changes compiles the model again at the next call (buffers
+        such as masks enter programs as constants)."""
+        result, buffers_changed = state.load_state_dict(
+            self, self.schedule.model, state_dict, strict)
+        if buffers_changed:
+            self._state.update(shapes={}, programs={}, last=None)
+        return result
 
     def lns_parameters(self):
         """The groups an LNS optimizer takes (lamina.lns.LNSSGD, LNSAdam),

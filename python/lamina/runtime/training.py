@@ -29,6 +29,7 @@ from ..lns.base import Base
 from ..lns.graph import accumulate
 from ..lns.layers import LNSModule, register_lns_codes
 from ..lns.tensor import lnstensor
+from .face import Face
 
 
 def prepare(program, arrays):
@@ -131,7 +132,7 @@ def register_parameters(module, model):
     directly, as register_parameter would, because a top-level name of the
     model may equal an attribute of `module` (`ir`, `schedule`)."""
     for name, parameter in model.named_parameters():
-        set_parameter(module, name, parameter)
+        set_parameter(module, name, parameter, model)
     # An LNS layer's parameters keep their base and LNS name (lns.layers).
     for path, owner in model.named_modules():
         for name in owner.__dict__.get("_lns_names", ()):
@@ -142,26 +143,44 @@ def register_parameters(module, model):
                                                                 name).lns_base
 
 
-def set_parameter(module, name, parameter):
+def set_parameter(module, name, parameter, model=None):
     """`parameter` under the dotted `name` of `module`, through submodules
-    created where missing (`Parameters`)."""
+    created where missing (`Parameters`, facing `model`'s module at their
+    path)."""
     *path, leaf = name.split(".")
     owner = module
-    for part in path:
+    for depth, part in enumerate(path):
         child = owner._modules.get(part)
         if child is None:
-            child = Parameters()
+            child = Parameters(model.get_submodule(".".join(path[:depth + 1]))
+                               if model is not None else None)
             owner._modules[part] = child
         owner = child
     owner._parameters[leaf] = parameter
 
 
-class Parameters(LNSModule):
+class Parameters(Face, LNSModule):
     """A module of the compiled model's tree: the parameters under one path
-    of the scheduled model. An LNSModule, so that an LNS layer's parameter
+    of the scheduled model, facing the model's module at that path (face.py:
+    what the node does not hold is the model module's, and calling the node
+    runs that module). An LNSModule, so that an LNS layer's parameter
     (`<name>_lns` and `<name>_base`) also reads as an LNSTensor, as on
     lamina.lns layers (`compiled.fc.weight`); printed with its parameters'
     types."""
+
+    def __init__(self, original=None):
+        super().__init__()
+        self.__dict__["_lamina_original"] = original
+
+    def _face_original(self):
+        return self.__dict__.get("_lamina_original")
+
+    def forward(self, *args, **kwargs):
+        original = self._face_original()
+        if original is None:
+            raise ScheduleError("this part of the compiled model holds "
+                                "parameters only; call the compiled model")
+        return original(*args, **kwargs)
 
     def extra_repr(self):
         return ", ".join(f"{name}: {_layout(p.dtype, p.shape)}"
@@ -188,6 +207,8 @@ def register_parameter_blocks(module, model, imported, scheduled):
         if axis is None or current is None or current.shape != tensor.shape:
             continue  # not sharded, or already this rank's block
         block = parameter_block(current, axis, rank, ranks, parts)
+        # (How a whole tensor loads into it: state.py.)
+        block._lamina_block = (axis, rank, ranks, parts)
         set_parameter(module, key, block)
         own[key] = block
 
@@ -223,17 +244,22 @@ def check_gradient_layouts(scheduled):
 
 
 def parameter_arguments(module, model, imported):
-    """The tensor each parameter argument of `imported` takes: the Parameter
-    registered on `module` under the model's name of the traced tensor (an
-    LNS layer's codes under `<name>_lns`), or the traced tensor itself when
-    the model has no such parameter (a buffer)."""
+    """A function giving the tensor each parameter argument of `imported`
+    takes now: the Parameter registered on `module` under the model's name
+    of the traced tensor (an LNS layer's codes under `<name>_lns`), or the
+    traced tensor itself when the model has no such parameter (a buffer).
+    Looked up at every call: a Parameter replaced on the compiled module
+    (``compiled.fc.weight = nn.Parameter(...)``) is the one used."""
     names = {id(p): n for n, p in model.named_parameters()}
-    own = dict(module.named_parameters())
+    arguments = [(names.get(id(tensor)), tensor)
+                 for _, tensor in imported.parameters]
 
-    def argument(tensor):
-        name = names.get(id(tensor))
-        return own.get(name, own.get(f"{name}_lns", tensor))
-    return [argument(tensor) for _, tensor in imported.parameters]
+    def current():
+        own = dict(module.named_parameters())
+        return [own.get(name, own.get(f"{name}_lns", tensor))
+                if name is not None else tensor
+                for name, tensor in arguments]
+    return current
 
 
 def _lns_base(base):
@@ -380,21 +406,31 @@ class ProgramCall:
     """Calls of one traced program from torch: its arguments (inputs, the
     parameters, the dropout seed) and how its results carry autograd.
 
-    `parameters` holds the tensor of every parameter argument."""
+    `parameters_now()` gives the tensor of every parameter argument."""
 
-    def __init__(self, plain, imported, scheduled, pipeline, parameters):
+    def __init__(self, plain, imported, scheduled, pipeline, parameters_now):
         self.plain = plain
         self.imported = imported
         self.scheduled = scheduled
         self.pipeline = pipeline
-        self.parameters = parameters
-        self.distinct, self._index = _unique(parameters)
+        self._parameters_now = parameters_now
+        self.parameters = parameters_now()
+        self.distinct, self._index = _unique(self.parameters)
         self._pairs = {}
-        self._layouts = [(t.dtype, tuple(t.shape)) for t in parameters]
+        self._layouts = [(t.dtype, tuple(t.shape)) for t in self.parameters]
+
+    def _refresh(self):
+        """The parameter arguments as they are now (a replaced Parameter
+        is the new one)."""
+        parameters = self._parameters_now()
+        if any(a is not b for a, b in zip(parameters, self.parameters)):
+            self.parameters = parameters
+            self.distinct, self._index = _unique(parameters)
 
     def check_parameters(self):
         """Raises ScheduleError if a parameter's dtype or shape is no longer
         the one the program was compiled for (`p.data = ...` replaced it)."""
+        self._refresh()
         for (name, _), tensor, (dtype, shape) in zip(
                 self.imported.parameters, self.parameters, self._layouts):
             if tensor.dtype != dtype or tuple(tensor.shape) != shape:

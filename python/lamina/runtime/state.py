@@ -1,0 +1,113 @@
+"""The compiled module's state_dict under exactly the model's keys, and
+loading one into it.
+
+The keys are the model's own ``state_dict()`` keys: tied parameters under
+every name they have (nanoGPT's ``lm_head.weight``), persistent buffers
+(``attn.bias``), ``persistent=False`` buffers left out, as PyTorch does.
+A parameter the compiled module holds in its own form stands under the
+model's key as the model would hold it:
+
+- on several ranks, a sharded parameter is this rank's block (a checkpoint
+  per rank, as Megatron's); loading takes a block or the whole tensor;
+- a parameter a schedule replaced by an LNS layer is its decoded values
+  (float64, exact); loading encodes them in the parameter's base.
+"""
+
+import collections
+
+import torch
+
+from ..lns.tensor import LNSTensor, lnstensor
+from .training import parameter_block
+
+
+def _compiled_tensors(compiled, model):
+    """Model key → the tensor the compiled module computes with, for the
+    keys whose tensor is the compiled module's own (a parameter; an alias
+    of a tied one)."""
+    own = dict(compiled.named_parameters())
+    first_name = {}
+    for name, parameter in model.named_parameters():
+        first_name[id(parameter)] = name
+    tensors = {}
+    for key, tensor in model.state_dict(keep_vars=True).items():
+        name = first_name.get(id(tensor))
+        if name is None:
+            continue  # a buffer: the model's own
+        for candidate in (key, name, f"{name}_lns"):
+            if candidate in own:
+                tensors[key] = own[candidate]
+                break
+    return tensors
+
+
+def _lns_value(codes):
+    return LNSTensor(codes.detach(), codes._lns_base).value
+
+
+def state_dict(compiled, model, destination=None, prefix="",
+               keep_vars=False):
+    """`compiled`'s state under `model`'s keys (see the module docstring)."""
+    state = model.state_dict(keep_vars=True)
+    result = collections.OrderedDict() if destination is None \
+        else destination
+    metadata = getattr(state, "_metadata", None)
+    if metadata is not None and destination is None:
+        result._metadata = metadata
+    tensors = _compiled_tensors(compiled, model)
+    for key, tensor in state.items():
+        tensor = tensors.get(key, tensor)
+        if getattr(tensor, "_lns_base", None) is not None:
+            tensor = _lns_value(tensor)
+        elif not keep_vars:
+            tensor = tensor.detach()
+        result[prefix + key] = tensor
+    return result
+
+
+def load_state_dict(compiled, model, state, strict=True):
+    """Loads `state` (the model's keys) into `compiled` and `model`: the
+    next call computes with it. Returns torch's (missing_keys,
+    unexpected_keys); with `strict`, raises as torch does."""
+    tensors = _compiled_tensors(compiled, model)
+    current = model.state_dict(keep_vars=True)
+    for_model = collections.OrderedDict(state)
+    if hasattr(state, "_metadata"):
+        for_model._metadata = state._metadata
+    for key, value in state.items():
+        tensor = tensors.get(key)
+        model_tensor = current.get(key)
+        if tensor is None or tensor is model_tensor or \
+                not isinstance(value, torch.Tensor):
+            continue
+        if getattr(tensor, "_lns_base", None) is None and \
+                tuple(value.shape) == tuple(tensor.shape) and \
+                tuple(value.shape) != tuple(model_tensor.shape):
+            # This rank's block: the model keeps its whole tensor.
+            for_model[key] = model_tensor.detach()
+    buffers = {key: t.detach().clone() for key, t in current.items()
+               if key not in tensors}
+    result = model.load_state_dict(for_model, strict)
+    with torch.no_grad():
+        for key, value in state.items():
+            tensor = tensors.get(key)
+            if tensor is None or tensor is current.get(key):
+                continue
+            tensor.copy_(_own_form(tensor, value))
+    changed = any(not torch.equal(model.state_dict(keep_vars=True)[key],
+                                  before) for key, before in buffers.items())
+    return result, changed
+
+
+def _own_form(tensor, value):
+    """`value` (the model's form of a key) in the form `tensor` holds."""
+    base = getattr(tensor, "_lns_base", None)
+    if base is not None:
+        return lnstensor(value.detach().to(torch.float64), **base.kw()).lns
+    if tuple(value.shape) == tuple(tensor.shape):
+        return value
+    block = getattr(tensor, "_lamina_block", None)
+    if block is None:
+        raise RuntimeError(f"a tensor of shape {list(value.shape)} cannot "
+                           f"load into one of {list(tensor.shape)}")
+    return parameter_block(value, *block).detach()
