@@ -6,7 +6,10 @@ QKV projection, `.view(B, T, nh, hd).transpose(1, 2)`), in two styles:
   untied head, blocks in an `nn.ModuleDict`, positions `unsqueeze(0)`;
 - :class:`TiedGPT`: a LayerNorm written with `F.layer_norm` and an optional
   bias, `nn.GELU`, the head tied to the token embedding, `targets` and
-  `F.cross_entropy(..., ignore_index=-1)`, `x[:, [-1], :]` at inference.
+  `F.cross_entropy(..., ignore_index=-1)`, `x[:, [-1], :]` at inference,
+  and the helpers a training script calls on the model: `get_num_params`,
+  `configure_optimizers` (AdamW groups), `estimate_mfu`, `crop_block_size`
+  and `generate` (sampling that calls `self(...)`).
 
 Nothing here is shaped for Lamina: the importer takes them as they are
 (docs/models.md). The tests and examples/gpt_train.py use them.
@@ -223,3 +226,61 @@ class TiedGPT(nn.Module):
             logits = self.lm_head(x[:, [-1], :])
             loss = None
         return logits, loss
+
+    # -- what training and sampling scripts call on the model ----------------
+
+    def get_num_params(self, non_embedding=True):
+        """Parameters counted once each (the tied head too); without the
+        position embedding unless `non_embedding` is False."""
+        count = sum(p.numel() for p in self.parameters())
+        if non_embedding:
+            count -= self.transformer.wpe.weight.numel()
+        return count
+
+    def configure_optimizers(self, weight_decay, learning_rate, betas,
+                             device_type="cpu"):
+        """AdamW with weight decay on the matrices (2-d and up) only."""
+        parameters = [p for p in self.parameters() if p.requires_grad]
+        groups = [
+            {"params": [p for p in parameters if p.dim() >= 2],
+             "weight_decay": weight_decay},
+            {"params": [p for p in parameters if p.dim() < 2],
+             "weight_decay": 0.0},
+        ]
+        return torch.optim.AdamW(groups, lr=learning_rate, betas=betas)
+
+    def estimate_mfu(self, fwdbwd_per_iter, dt, peak_flops=312e12):
+        """Model flops utilisation of `fwdbwd_per_iter` sequences per `dt`
+        seconds against `peak_flops` (the PaLM appendix B estimate)."""
+        config = self.config
+        layers, heads = config.n_layer, config.n_head
+        head_size, length = config.n_embd // config.n_head, config.block_size
+        per_token = 6 * self.get_num_params() + \
+            12 * layers * heads * head_size * length
+        flops = per_token * length * fwdbwd_per_iter / dt
+        return flops / peak_flops
+
+    def crop_block_size(self, block_size):
+        """A shorter context than the one the model was made with."""
+        assert block_size <= self.config.block_size
+        self.config.block_size = block_size
+        self.transformer.wpe.weight = nn.Parameter(
+            self.transformer.wpe.weight[:block_size])
+        for block in self.transformer.h:
+            block.attn.bias = block.attn.bias[:, :, :block_size, :block_size]
+
+    @torch.no_grad()
+    def generate(self, idx, max_new_tokens, temperature=1.0, top_k=None):
+        """`idx` extended by `max_new_tokens` tokens, each sampled from the
+        model's next-token distribution (the `top_k` likeliest only)."""
+        for _ in range(max_new_tokens):
+            context = idx[:, -self.config.block_size:]
+            logits, _ = self(context)
+            logits = logits[:, -1, :] / temperature
+            if top_k is not None:
+                kth = torch.topk(logits, min(top_k, logits.size(-1)))[0]
+                logits[logits < kth[:, [-1]]] = -float("inf")
+            probabilities = F.softmax(logits, dim=-1)
+            following = torch.multinomial(probabilities, num_samples=1)
+            idx = torch.cat((idx, following), dim=1)
+        return idx

@@ -81,7 +81,12 @@ IrModule IrModule::transform(const std::string &schedule,
     llvm::raw_string_ostream errorStream(errors);
     if (failed(parsePassPipeline(pipeline, pm, errorStream)))
       throw py::value_error("bad pipeline '" + pipeline + "': " + errors);
-    if (failed(pm.run(*result)))
+    LogicalResult ran = [&] {
+      // Other Python threads (progress reports) run meanwhile.
+      py::gil_scoped_release release;
+      return pm.run(*result);
+    }();
+    if (failed(ran))
       throw py::value_error(diagnostics.take());
   }
   return IrModule(context, std::move(result));

@@ -65,7 +65,12 @@ public:
     llvm::raw_string_ostream stream(diagnostics);
     llvm::SourceMgr sourceMgr;
     SourceMgrDiagnosticHandler handler(sourceMgr, context.get(), stream);
-    auto compiled = JitProgram::compile(module.clone(), entry, pipeline);
+    OwningOpRef<ModuleOp> copy = module.clone();
+    // Other Python threads (progress reports) run while it compiles.
+    auto compiled = [&] {
+      py::gil_scoped_release release;
+      return JitProgram::compile(std::move(copy), entry, pipeline);
+    }();
     if (!compiled)
       throw py::value_error(llvm::toString(compiled.takeError()) + "\n" +
                             diagnostics);

@@ -16,7 +16,7 @@ from ..importer import import_model, ir, unsharded_fused_qkv
 from ..lns.graph import clear_gradient
 from ..lns.layers import lns_parameter_groups
 from ..schedule import Schedule
-from . import aot, state, training
+from . import aot, progress, state, training
 from .face import Face
 from .rng import next_dropout_key
 
@@ -58,9 +58,11 @@ class _Compiled:
         """The scheduled program, compiled at the first use."""
         if self._program is None:
             try:
-                self._program = _lamina.Program(self.scheduled,
-                                                entry=self.imported.entry,
-                                                pipeline=self.pipeline)
+                with progress.stage(f"compiling @{self.imported.entry} "
+                                    f"({self.pipeline})"):
+                    self._program = _lamina.Program(
+                        self.scheduled, entry=self.imported.entry,
+                        pipeline=self.pipeline)
             except ValueError as error:
                 raise ScheduleError(str(error)) from None
         return self._program
@@ -109,9 +111,10 @@ class _CompiledCuda:
         source = workdir / "model.mlir"
         source.write_text(str(self.scheduled))
         library = workdir / "libmodel.so"
-        completed = subprocess.run(
-            [tools.tool("lamina-compile"), str(source), "-o", str(library)],
-            capture_output=True, text=True)
+        with progress.stage("compiling for the GPU (lamina-compile)"):
+            completed = subprocess.run(
+                [tools.tool("lamina-compile"), str(source), "-o",
+                 str(library)], capture_output=True, text=True)
         if completed.returncode != 0:
             raise ScheduleError(completed.stderr.strip())
         self.artefact = aot.Artefact(library)
@@ -207,11 +210,13 @@ class CompiledModule(Face, nn.Module):
     once per input shape.
     """
 
-    def __init__(self, schedule, example_inputs, pipeline, target="cpu"):
+    def __init__(self, schedule, example_inputs, pipeline, target="cpu",
+                 progress=None):
         super().__init__()
         self.schedule = schedule
         self.pipeline = pipeline
         self.target = target
+        self._progress = progress
         # Per (input shapes and dtypes, mode) and per scheduled IR.
         self._state = {"shapes": {}, "programs": {}, "last": None}
         self._workdir = (tempfile.TemporaryDirectory(prefix="lamina-")
@@ -222,7 +227,10 @@ class CompiledModule(Face, nn.Module):
         self.train(model.training)
         training.register_parameters(self, model)
         if example_inputs is not None:
-            self._compile(tuple(example_inputs))
+            inputs = tuple(example_inputs)
+            with progress.compiling(lambda: self._describe(inputs),
+                                    self._progress):
+                self._compile(inputs)
         # From here on, what the compiled module lacks is the model's.
         self.__dict__["_face_ready"] = True
 
@@ -249,17 +257,20 @@ class CompiledModule(Face, nn.Module):
         inputs = tuple(torch.as_tensor(x) if _is_array(x) else x
                        for x in inputs)
         with _training_flags(model, flags):
-            imported = self.schedule.trace(inputs)
+            with progress.stage("tracing the model"):
+                imported = self.schedule.trace(inputs)
             traced = {name: m.training for name, m in model.named_modules()}
             if self.schedule.traced_in(traced) and _same_keys(
                     self.schedule.example_inputs, inputs):
                 return imported, self.schedule.scheduled_module()
-            fresh = import_model(model, inputs, self.schedule.world_size)
+            with progress.stage("tracing the model"):
+                fresh = import_model(model, inputs, self.schedule.world_size)
         if fresh.text == imported.text:
             return imported, self.schedule.scheduled_module()
         try:
-            return fresh, _lamina.Module(fresh.located_text).transform(
-                schedule=self.schedule.transform_script())
+            with progress.stage("applying the schedule"):
+                return fresh, _lamina.Module(fresh.located_text).transform(
+                    schedule=self.schedule.transform_script())
         except ValueError as error:
             raise ScheduleError(str(error)) from None
 
@@ -297,7 +308,20 @@ class CompiledModule(Face, nn.Module):
                 training.check_gradient_layouts(scheduled)
         return training.parameter_arguments(self, model, imported)
 
+    def _describe(self, inputs):
+        """What a call on `inputs` compiles, for progress reports."""
+        shapes = ", ".join(f"{'x'.join(map(str, x.shape)) or 'scalar'} "
+                           f"{_dtype_name(x)}" if _is_array(x) else repr(x)
+                           for x in inputs)
+        mode = "train" if self.training else "eval"
+        return f"{type(self.schedule.model).__name__}({shapes}), {mode} mode"
+
     def forward(self, *inputs):
+        with progress.compiling(lambda: self._describe(inputs),
+                                self._progress):
+            return self._forward(inputs)
+
+    def _forward(self, inputs):
         compiled = self._compile(inputs)
         # Arguments that are not arrays (targets=None) were specialised.
         inputs = [x for x in inputs if _is_array(x)]
@@ -405,7 +429,7 @@ class CompiledModule(Face, nn.Module):
 
 
 def build(sch, example_inputs=None, target="cpu",
-          pipeline="lamina-cpu-pipeline"):
+          pipeline="lamina-cpu-pipeline", progress=None):
     """Compiles the scheduled model for the shapes of `example_inputs`
     (None: at the first call, for its shapes).
 
@@ -414,6 +438,11 @@ def build(sch, example_inputs=None, target="cpu",
     needs a CUDA toolkit to build and a GPU to run) called on the GPU that
     PyTorch uses; the model's linear layers must be bf16 or f16 (e.g.
     `model.to(torch.bfloat16)`), one GPU, and every layer a fused linear.
+
+    `progress`: compiles that take longer than two seconds report their
+    stages on stderr (None); every compile does (True), none does (False).
+    Python logging's INFO records of the ``lamina`` logger carry them too
+    (runtime/progress.py).
     """
     if not isinstance(sch, Schedule):
         raise TypeError("build takes a schedule (lamina.create_schedule)")
@@ -423,7 +452,7 @@ def build(sch, example_inputs=None, target="cpu",
     if target == "cuda" and sch.world_size != 1:
         raise ValueError("target='cuda' runs single-GPU programs; the "
                          f"schedule is for {sch.world_size} ranks")
-    return CompiledModule(sch, example_inputs, pipeline, target)
+    return CompiledModule(sch, example_inputs, pipeline, target, progress)
 
 
 class _Replay:

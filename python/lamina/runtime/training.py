@@ -29,6 +29,7 @@ from ..lns.base import Base
 from ..lns.graph import accumulate
 from ..lns.layers import LNSModule, register_lns_codes
 from ..lns.tensor import lnstensor
+from . import progress
 from .face import Face
 
 
@@ -305,8 +306,9 @@ def _compile_function(module, function, pipeline):
     try:
         alone = module.transform(
             pipeline=f"symbol-privatize{{exclude={function}}},symbol-dce")
-        return CachedProgram(_lamina.Program(alone, entry=function,
-                                             pipeline=pipeline))
+        with progress.stage(f"compiling @{function} ({pipeline})"):
+            return CachedProgram(_lamina.Program(alone, entry=function,
+                                                 pipeline=pipeline))
     except ValueError as error:
         raise ScheduleError(str(error)) from None
 
@@ -319,8 +321,9 @@ def generate_backward(scheduled, entry, constants=()):
     if constants:
         options += f" constants={','.join(map(str, constants))}"
     try:
-        return scheduled.transform(
-            pipeline=f"lamina-generate-backward{{{options}}}")
+        with progress.stage("differentiating (lamina-generate-backward)"):
+            return scheduled.transform(
+                pipeline=f"lamina-generate-backward{{{options}}}")
     except ValueError as error:
         raise ScheduleError(f"the program cannot be differentiated: "
                             f"{str(error).strip()}") from None
