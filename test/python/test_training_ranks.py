@@ -10,7 +10,8 @@ SGD (momentum) and AdamW give eager's losses, a two-stage pipeline trains
 (its backward stages in reverse order), and so do a GPT-2 block (LayerNorm,
 FusedQKV, softmax attention, MLP) with its MLP Megatron-sharded and a
 LLaMA-style gated MLP (RMSNorm, SiLU) sharded the same way, whose recipe
-without up_proj's bwd_post is rejected."""
+without up_proj's bwd_post is rejected; a sharded model's state dict holds
+each rank's blocks under the model's keys and loads whole checkpoints."""
 
 import pathlib
 
@@ -25,7 +26,7 @@ CHECKS = {
         "sequence_parallel_layer_norm", "megatron_attention",
         "dropout_in_train_mode", "missing_bwd_post_is_rejected_at_build",
         "optimizer_steps", "pipeline_two_stages", "block_with_megatron_mlp",
-        "llama_mlp"],
+        "llama_mlp", "state_dict_of_blocks"],
     4: ["megatron_mlp", "megatron_mlp_checkpointed", "sequence_parallel_mlp",
         "sequence_parallel_layer_norm", "megatron_attention",
         "dropout_in_train_mode", "missing_bwd_post_is_rejected_at_build",

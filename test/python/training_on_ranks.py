@@ -129,6 +129,31 @@ def check_megatron_mlp():
     assert before == {n: id(p) for n, p in compiled.named_parameters()}
 
 
+def check_state_dict_of_blocks():
+    # A sharded parameter stands under the model's key as this rank's block;
+    # a whole (eager) checkpoint loads as this rank's blocks, and a rank's
+    # own checkpoint loads back.
+    model = seeded(MLP).eval()
+    sch = lamina.create_schedule(model, world_size=WORLD)
+    megatron(sch, "fc_in", "fc_out")
+    x = inputs(2, 8, 32)
+    compiled = lamina.build(sch, (x,))
+    original = copy.deepcopy(model)
+    state = {k: v.clone() for k, v in compiled.state_dict().items()}
+    assert list(state) == list(model.state_dict())
+    assert state["fc_in.weight"].shape == (64 // WORLD, 32)
+    other = seeded(lambda: MLP().eval())
+    with torch.no_grad():
+        for p in other.parameters():
+            p.mul_(-0.5)
+    compiled.load_state_dict(other.state_dict())
+    with torch.no_grad():
+        torch.testing.assert_close(compiled(x), other(x), **TOL)
+    compiled.load_state_dict(state)
+    with torch.no_grad():
+        torch.testing.assert_close(compiled(x), original(x), **TOL)
+
+
 def check_megatron_mlp_checkpointed():
     gradients_vs_eager(seeded(MLP).eval(), lambda s: megatron(s, "fc_in", "fc_out"),
                        (2, 8, 32), checkpoint="fc_in")

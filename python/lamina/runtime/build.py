@@ -16,7 +16,8 @@ from ..importer import import_model, ir, unsharded_fused_qkv
 from ..lns.graph import clear_gradient
 from ..lns.layers import lns_parameter_groups
 from ..schedule import Schedule
-from . import aot, progress, state, training
+from . import aot, state, training
+from .progress import compiling, stage
 from .face import Face
 from .rng import next_dropout_key
 
@@ -58,7 +59,7 @@ class _Compiled:
         """The scheduled program, compiled at the first use."""
         if self._program is None:
             try:
-                with progress.stage(f"compiling @{self.imported.entry} "
+                with stage(f"compiling @{self.imported.entry} "
                                     f"({self.pipeline})"):
                     self._program = _lamina.Program(
                         self.scheduled, entry=self.imported.entry,
@@ -111,7 +112,7 @@ class _CompiledCuda:
         source = workdir / "model.mlir"
         source.write_text(str(self.scheduled))
         library = workdir / "libmodel.so"
-        with progress.stage("compiling for the GPU (lamina-compile)"):
+        with stage("compiling for the GPU (lamina-compile)"):
             completed = subprocess.run(
                 [tools.tool("lamina-compile"), str(source), "-o",
                  str(library)], capture_output=True, text=True)
@@ -228,7 +229,7 @@ class CompiledModule(Face, nn.Module):
         training.register_parameters(self, model)
         if example_inputs is not None:
             inputs = tuple(example_inputs)
-            with progress.compiling(lambda: self._describe(inputs),
+            with compiling(lambda: self._describe(inputs),
                                     self._progress):
                 self._compile(inputs)
         # From here on, what the compiled module lacks is the model's.
@@ -257,18 +258,19 @@ class CompiledModule(Face, nn.Module):
         inputs = tuple(torch.as_tensor(x) if _is_array(x) else x
                        for x in inputs)
         with _training_flags(model, flags):
-            with progress.stage("tracing the model"):
+            with stage("tracing the model"):
                 imported = self.schedule.trace(inputs)
             traced = {name: m.training for name, m in model.named_modules()}
             if self.schedule.traced_in(traced) and _same_keys(
-                    self.schedule.example_inputs, inputs):
+                    self.schedule.example_inputs, inputs) and \
+                    not self._state.get("buffers_loaded"):
                 return imported, self.schedule.scheduled_module()
-            with progress.stage("tracing the model"):
+            with stage("tracing the model"):
                 fresh = import_model(model, inputs, self.schedule.world_size)
         if fresh.text == imported.text:
             return imported, self.schedule.scheduled_module()
         try:
-            with progress.stage("applying the schedule"):
+            with stage("applying the schedule"):
                 return fresh, _lamina.Module(fresh.located_text).transform(
                     schedule=self.schedule.transform_script())
         except ValueError as error:
@@ -317,7 +319,7 @@ class CompiledModule(Face, nn.Module):
         return f"{type(self.schedule.model).__name__}({shapes}), {mode} mode"
 
     def forward(self, *inputs):
-        with progress.compiling(lambda: self._describe(inputs),
+        with compiling(lambda: self._describe(inputs),
                                 self._progress):
             return self._forward(inputs)
 
@@ -375,7 +377,9 @@ class CompiledModule(Face, nn.Module):
         result, buffers_changed = state.load_state_dict(
             self, self.schedule.model, state_dict, strict)
         if buffers_changed:
-            self._state.update(shapes={}, programs={}, last=None)
+            # Traced again, with the schedule's own import too.
+            self._state.update(shapes={}, programs={}, last=None,
+                               buffers_loaded=True)
         return result
 
     def lns_parameters(self):

@@ -9,15 +9,14 @@ model's key as the model would hold it:
 
 - on several ranks, a sharded parameter is this rank's block (a checkpoint
   per rank, as Megatron's); loading takes a block or the whole tensor;
-- a parameter a schedule replaced by an LNS layer is its decoded values
-  (float64, exact); loading encodes them in the parameter's base.
+- a parameter of a layer a schedule replaced by its LNS variant stands as
+  that layer's are: its codes ``<name>_lns`` and base ``<name>_base``.
 """
 
 import collections
 
 import torch
 
-from ..lns.tensor import LNSTensor, lnstensor
 from .training import parameter_block
 
 
@@ -41,10 +40,6 @@ def _compiled_tensors(compiled, model):
     return tensors
 
 
-def _lns_value(codes):
-    return LNSTensor(codes.detach(), codes._lns_base).value
-
-
 def state_dict(compiled, model, destination=None, prefix="",
                keep_vars=False):
     """`compiled`'s state under `model`'s keys (see the module docstring)."""
@@ -57,12 +52,18 @@ def state_dict(compiled, model, destination=None, prefix="",
     tensors = _compiled_tensors(compiled, model)
     for key, tensor in state.items():
         tensor = tensors.get(key, tensor)
-        if getattr(tensor, "_lns_base", None) is not None:
-            tensor = _lns_value(tensor)
-        elif not keep_vars:
-            tensor = tensor.detach()
-        result[prefix + key] = tensor
+        if _is_lns(tensor):
+            entries = {f"{key}_lns": tensor,
+                       f"{key}_base": compiled.get_buffer(f"{key}_base")}
+        else:
+            entries = {key: tensor}
+        for name, value in entries.items():
+            result[prefix + name] = value if keep_vars else value.detach()
     return result
+
+
+def _is_lns(tensor):
+    return getattr(tensor, "_lns_base", None) is not None
 
 
 def load_state_dict(compiled, model, state, strict=True):
@@ -74,14 +75,20 @@ def load_state_dict(compiled, model, state, strict=True):
     for_model = collections.OrderedDict(state)
     if hasattr(state, "_metadata"):
         for_model._metadata = state._metadata
+    lns = {}  # model key → (codes, base) given
+    for key, tensor in tensors.items():
+        if _is_lns(tensor) and f"{key}_lns" in state:
+            lns[key] = (for_model.pop(f"{key}_lns"),
+                        for_model.pop(f"{key}_base", None))
+            # The model keeps its float tensor.
+            for_model.setdefault(key, current[key].detach())
     for key, value in state.items():
         tensor = tensors.get(key)
         model_tensor = current.get(key)
-        if tensor is None or tensor is model_tensor or \
+        if tensor is None or tensor is model_tensor or _is_lns(tensor) or \
                 not isinstance(value, torch.Tensor):
             continue
-        if getattr(tensor, "_lns_base", None) is None and \
-                tuple(value.shape) == tuple(tensor.shape) and \
+        if tuple(value.shape) == tuple(tensor.shape) and \
                 tuple(value.shape) != tuple(model_tensor.shape):
             # This rank's block: the model keeps its whole tensor.
             for_model[key] = model_tensor.detach()
@@ -91,9 +98,14 @@ def load_state_dict(compiled, model, state, strict=True):
     with torch.no_grad():
         for key, value in state.items():
             tensor = tensors.get(key)
-            if tensor is None or tensor is current.get(key):
+            if tensor is None or tensor is current.get(key) or \
+                    _is_lns(tensor):
                 continue
             tensor.copy_(_own_form(tensor, value))
+        for key, (codes, base) in lns.items():
+            tensors[key].copy_(codes)
+            if base is not None:
+                compiled.get_buffer(f"{key}_base").copy_(base)
     changed = any(not torch.equal(model.state_dict(keep_vars=True)[key],
                                   before) for key, before in buffers.items())
     return result, changed
@@ -101,9 +113,6 @@ def load_state_dict(compiled, model, state, strict=True):
 
 def _own_form(tensor, value):
     """`value` (the model's form of a key) in the form `tensor` holds."""
-    base = getattr(tensor, "_lns_base", None)
-    if base is not None:
-        return lnstensor(value.detach().to(torch.float64), **base.kw()).lns
     if tuple(value.shape) == tuple(tensor.shape):
         return value
     block = getattr(tensor, "_lamina_block", None)
