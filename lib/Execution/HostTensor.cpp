@@ -3,14 +3,19 @@
 #include "lamina/Execution/HostTensor.h"
 
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/CheckedArithmetic.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MathExtras.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <cmath>
 #include <cstring>
+#include <new>
 #include <numeric>
+#include <optional>
+#include <unistd.h>
 #include <utility>
 
 using namespace mlir::lamina;
@@ -83,10 +88,49 @@ HostBuffer HostBuffer::allocate(size_t size) {
   return buffer;
 }
 
-HostBuffer HostBuffer::zeros(size_t size) {
-  HostBuffer buffer = allocate(size);
-  if (size)
-    std::memset(buffer.data(), 0, size);
+char AllocationError::ID = 0;
+
+void AllocationError::log(llvm::raw_ostream &os) const { os << text; }
+
+std::error_code AllocationError::convertToErrorCode() const {
+  return std::make_error_code(std::errc::not_enough_memory);
+}
+
+/// This machine's physical memory in bytes (0 when unknown).
+static uint64_t getPhysicalMemory() {
+  long pages = sysconf(_SC_PHYS_PAGES), pageSize = sysconf(_SC_PAGE_SIZE);
+  return pages > 0 && pageSize > 0 ? uint64_t(pages) * uint64_t(pageSize) : 0;
+}
+
+static std::string formatBytes(uint64_t bytes) {
+  return llvm::formatv("{0:F1} GiB", double(bytes) / double(1ull << 30));
+}
+
+llvm::Error mlir::lamina::checkFitsInMemory(uint64_t bytes, StringRef what) {
+  uint64_t memory = getPhysicalMemory();
+  if (memory && bytes > memory)
+    return llvm::make_error<AllocationError>(
+        llvm::formatv("{0} needs {1}, more than this machine's {2} of memory",
+                      what, formatBytes(bytes), formatBytes(memory)));
+  return llvm::Error::success();
+}
+
+llvm::Expected<HostBuffer> HostBuffer::tryAllocate(size_t size,
+                                                   StringRef what) {
+  HostBuffer buffer;
+  if (size == 0)
+    return buffer;
+  if (llvm::Error error = checkFitsInMemory(size, what))
+    return std::move(error);
+  auto *bytes = static_cast<uint8_t *>(
+      ::operator new(size, kCacheLine, std::nothrow));
+  if (!bytes)
+    return llvm::make_error<AllocationError>(llvm::formatv(
+        "{0} needs {1}: out of memory", what, formatBytes(size)));
+  buffer.bytes = bytes;
+  buffer.length = size;
+  buffer.owner = std::shared_ptr<void>(
+      bytes, [](void *p) { ::operator delete(p, kCacheLine); });
   return buffer;
 }
 
@@ -113,24 +157,53 @@ HostBuffer HostBuffer::clone() const {
   return copy;
 }
 
-/// A tensor of `kind` and `shape` whose bytes `allocate` (HostBuffer::zeros
-/// or allocate) makes.
-static HostTensor makeTensor(ElementKind kind, llvm::ArrayRef<int64_t> shape,
-                             HostBuffer (*allocate)(size_t)) {
+/// "tensor<4x8xf32>"
+static std::string formatType(ElementKind kind, llvm::ArrayRef<int64_t> shape) {
+  std::string text = "tensor<";
+  for (int64_t size : shape)
+    text += std::to_string(size) + "x";
+  return text + getElementName(kind).str() + ">";
+}
+
+llvm::Expected<size_t> mlir::lamina::getByteSize(ElementKind kind,
+                                                 llvm::ArrayRef<int64_t> shape) {
+  std::optional<int64_t> bytes = int64_t(getElementSize(kind));
+  for (int64_t size : shape)
+    bytes = size < 0 ? std::nullopt : llvm::checkedMul(*bytes, size);
+  if (!bytes)
+    return llvm::make_error<AllocationError>(
+        "a " + formatType(kind, shape) +
+        ": its size in bytes does not fit in 64 bits");
+  return size_t(*bytes);
+}
+
+/// A tensor of `kind` and `shape`, its bytes zeroed when `zero`.
+static llvm::Expected<HostTensor>
+makeTensor(ElementKind kind, llvm::ArrayRef<int64_t> shape, bool zero) {
+  llvm::Expected<size_t> size = getByteSize(kind, shape);
+  if (!size)
+    return size.takeError();
+  llvm::Expected<HostBuffer> bytes =
+      HostBuffer::tryAllocate(*size, "a " + formatType(kind, shape));
+  if (!bytes)
+    return bytes.takeError();
+  if (zero && *size)
+    std::memset(bytes->data(), 0, *size);
   HostTensor tensor;
   tensor.kind = kind;
   tensor.shape.assign(shape.begin(), shape.end());
-  tensor.bytes = allocate(tensor.getNumElements() * getElementSize(kind));
+  tensor.bytes = std::move(*bytes);
   return tensor;
 }
 
-HostTensor HostTensor::zeros(ElementKind kind, llvm::ArrayRef<int64_t> shape) {
-  return makeTensor(kind, shape, HostBuffer::zeros);
+llvm::Expected<HostTensor> HostTensor::zeros(ElementKind kind,
+                                             llvm::ArrayRef<int64_t> shape) {
+  return makeTensor(kind, shape, /*zero=*/true);
 }
 
-HostTensor HostTensor::uninitialized(ElementKind kind,
-                                     llvm::ArrayRef<int64_t> shape) {
-  return makeTensor(kind, shape, HostBuffer::allocate);
+llvm::Expected<HostTensor>
+HostTensor::uninitialized(ElementKind kind, llvm::ArrayRef<int64_t> shape) {
+  return makeTensor(kind, shape, /*zero=*/false);
 }
 
 HostTensor HostTensor::view() const {
@@ -424,7 +497,8 @@ HostTensor HostTensor::getBlock(int64_t axis, int64_t index, int64_t count,
                                 int64_t groups) const {
   llvm::SmallVector<int64_t> blockShape(shape);
   blockShape[axis] /= count;
-  HostTensor block = zeros(kind, blockShape);
+  // (A block of a tensor that exists: its size does not overflow.)
+  HostTensor block = llvm::cantFail(zeros(kind, blockShape));
   // Each step of the dims before `axis`, and of the axis' groups, copies
   // one contiguous run: this block's part of the group.
   size_t element = getElementSize(kind);

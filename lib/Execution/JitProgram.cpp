@@ -92,27 +92,21 @@ llvm::Expected<ArgumentSpec> mlir::lamina::describeHostValue(Type type,
 
 llvm::Error mlir::lamina::checkFitsInMemory(RankedTensorType type,
                                             StringRef role) {
-  if (!type.hasStaticShape() || !type.getElementType().isIntOrFloat())
+  // Element types that do not cross the host boundary take their width
+  // (an LNS number travels as its 8-byte code).
+  std::optional<ElementKind> kind = getElementKind(type.getElementType());
+  if (!type.hasStaticShape() ||
+      (!kind && !type.getElementType().isIntOrFloat()))
     return llvm::Error::success();
-  uint64_t bytes =
-      std::max<uint64_t>(1, type.getElementTypeBitWidth() / 8);
+  uint64_t bytes = kind ? getElementSize(*kind)
+                        : std::max<uint64_t>(
+                              1, type.getElementTypeBitWidth() / 8);
+  std::string what = role.str() + " of type " + typeToString(type);
   for (int64_t size : type.getShape())
     if (__builtin_mul_overflow(bytes, static_cast<uint64_t>(size), &bytes))
-      return createStringError(std::errc::value_too_large,
-                               "%s of type %s: its size in bytes does not "
-                               "fit in 64 bits",
-                               role.str().c_str(),
-                               typeToString(type).c_str());
-  uint64_t memory = static_cast<uint64_t>(sysconf(_SC_PHYS_PAGES)) *
-                    static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
-  if (bytes > memory)
-    return createStringError(
-        std::errc::not_enough_memory,
-        "%s of type %s needs %.1f GiB, more than this machine's %.1f GiB of "
-        "memory",
-        role.str().c_str(), typeToString(type).c_str(),
-        bytes / double(1 << 30), memory / double(1 << 30));
-  return llvm::Error::success();
+      return llvm::make_error<AllocationError>(
+          what + ": its size in bytes does not fit in 64 bits");
+  return checkFitsInMemory(bytes, what);
 }
 
 /// The first value of `function` (an argument, or an op's result) too
@@ -637,8 +631,13 @@ llvm::Error JitProgram::pack(PreparedArguments &prepared) {
     for (size_t i = inputs.size(); i < prepared.tensors.size(); ++i)
       packed.push_back(std::move(prepared.tensors[i]));
   else
-    for (const ArgumentSpec &spec : packedWeights)
-      packed.push_back(HostTensor::uninitialized(spec.kind, spec.shape));
+    for (const ArgumentSpec &spec : packedWeights) {
+      llvm::Expected<HostTensor> weight =
+          HostTensor::uninitialized(spec.kind, spec.shape);
+      if (!weight)
+        return weight.takeError();
+      packed.push_back(std::move(*weight));
+    }
   prepared.tensors.resize(inputs.size());
   if (llvm::Error error =
           invoke(entry + "_pack_weights", prepared.tensors, inputs, packed))
@@ -691,9 +690,13 @@ JitProgram::run(const PreparedArguments &args) {
     return runPipeline(args);
   // The program writes every element of its results.
   std::vector<HostTensor> outputs;
-  for (const ArgumentSpec &spec : results)
-    outputs.push_back(
-        HostTensor::uninitialized(spec.kind, getLocalShape(spec)));
+  for (const ArgumentSpec &spec : results) {
+    llvm::Expected<HostTensor> output =
+        HostTensor::uninitialized(spec.kind, getLocalShape(spec));
+    if (!output)
+      return output.takeError();
+    outputs.push_back(std::move(*output));
+  }
   SmallVector<ArgumentSpec> specs(inputs);
   specs.append(packedWeights.begin(), packedWeights.end());
   if (llvm::Error error = invoke(entry, args.tensors, specs, outputs))

@@ -29,13 +29,24 @@ JitProgram::preparePipeline(llvm::ArrayRef<HostTensor> args) {
     }
     // The entry's arguments now; other stages' values arrive at run time
     // (packing reads weights only).
-    for (auto [source, spec] : llvm::zip_equal(stage.operands, stage.inputs))
-      stageArgs.push_back(source.call < 0
-                              ? args[source.index].clone()
-                              : HostTensor::zeros(spec.kind, spec.shape));
+    for (auto [source, spec] : llvm::zip_equal(stage.operands, stage.inputs)) {
+      if (source.call < 0) {
+        stageArgs.push_back(args[source.index].clone());
+        continue;
+      }
+      llvm::Expected<HostTensor> slot = HostTensor::zeros(spec.kind, spec.shape);
+      if (!slot)
+        return slot.takeError();
+      stageArgs.push_back(std::move(*slot));
+    }
     std::vector<HostTensor> packed;
-    for (const ArgumentSpec &spec : stage.packedWeights)
-      packed.push_back(HostTensor::zeros(spec.kind, spec.shape));
+    for (const ArgumentSpec &spec : stage.packedWeights) {
+      llvm::Expected<HostTensor> weight =
+          HostTensor::zeros(spec.kind, spec.shape);
+      if (!weight)
+        return weight.takeError();
+      packed.push_back(std::move(*weight));
+    }
     if (!packed.empty())
       if (llvm::Error error = invoke(stage.function + "_pack_weights",
                                      stageArgs, stage.inputs, packed))
@@ -77,8 +88,13 @@ JitProgram::runPipeline(const PreparedArguments &args) {
       stageArgs[operand] = values[key].view();
     }
     std::vector<HostTensor> outputs;
-    for (const ArgumentSpec &spec : stage.results)
-      outputs.push_back(HostTensor::zeros(spec.kind, spec.shape));
+    for (const ArgumentSpec &spec : stage.results) {
+      llvm::Expected<HostTensor> output =
+          HostTensor::zeros(spec.kind, spec.shape);
+      if (!output)
+        return output.takeError();
+      outputs.push_back(std::move(*output));
+    }
     SmallVector<ArgumentSpec> specs(stage.inputs);
     specs.append(stage.packedWeights.begin(), stage.packedWeights.end());
     if (llvm::Error error = invoke(stage.function, stageArgs, specs, outputs))
@@ -101,7 +117,11 @@ JitProgram::runPipeline(const PreparedArguments &args) {
   // each.
   std::vector<HostTensor> results;
   for (auto [source, spec] : llvm::zip_equal(resultSources, this->results)) {
-    HostTensor result = HostTensor::zeros(spec.kind, spec.shape);
+    llvm::Expected<HostTensor> allocated =
+        HostTensor::zeros(spec.kind, spec.shape);
+    if (!allocated)
+      return allocated.takeError();
+    HostTensor result = std::move(*allocated);
     int64_t owner = source.call < 0 ? 0 : stageCalls[source.call].rank;
     if (owner == rank)
       result = source.call < 0 ? HostTensor()

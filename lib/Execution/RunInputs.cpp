@@ -15,7 +15,7 @@ llvm::Expected<HostTensor> mlir::lamina::parseScalarInput(StringRef text) {
   double number;
   int64_t integer;
   if (type == "i64" && !value.getAsInteger(10, integer)) {
-    scalar = HostTensor::zeros(ElementKind::I64, {});
+    scalar = llvm::cantFail(HostTensor::zeros(ElementKind::I64, {}));
     std::memcpy(scalar.bytes.data(), &integer, 8);
     return scalar;
   }
@@ -24,13 +24,13 @@ llvm::Expected<HostTensor> mlir::lamina::parseScalarInput(StringRef text) {
       return llvm::createStringError(std::errc::invalid_argument,
                                      "scalar '%s' does not fit in i32",
                                      text.str().c_str());
-    scalar = HostTensor::zeros(ElementKind::I32, {});
+    scalar = llvm::cantFail(HostTensor::zeros(ElementKind::I32, {}));
     scalar.setFromDouble(0, static_cast<double>(integer));
     return scalar;
   }
   if ((type == "f32" || type == "f64") && !value.getAsDouble(number)) {
-    scalar = HostTensor::zeros(
-        type == "f32" ? ElementKind::F32 : ElementKind::F64, {});
+    scalar = llvm::cantFail(HostTensor::zeros(
+        type == "f32" ? ElementKind::F32 : ElementKind::F64, {}));
     scalar.setFromDouble(0, number);
     return scalar;
   }

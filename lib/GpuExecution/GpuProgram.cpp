@@ -132,7 +132,10 @@ GpuProgram::run(ArrayRef<HostTensor> args) const {
   }
   std::vector<HostTensor> outputs;
   for (const ArgumentSpec &spec : results) {
-    outputs.push_back(HostTensor::zeros(spec.kind, spec.shape));
+    llvm::Expected<HostTensor> output = HostTensor::zeros(spec.kind, spec.shape);
+    if (!output)
+      return output.takeError();
+    outputs.push_back(std::move(*output));
     upload(outputs.back(), /*copy=*/false);
   }
   entry(packed.data());

@@ -10,6 +10,11 @@ class UnsupportedOperationError(ValueError):
     """The model uses an operation the importer does not map to lamina IR."""
 
 
+class AllocationError(MemoryError):
+    """A tensor of a compiled program that cannot be allocated: its size
+    overflows 64 bits or is more than this machine's memory."""
+
+
 class InputError(IndexError):
     """An input a compiled model cannot take: an index outside the rows of
     the embedding, or a target outside the classes of the loss, it feeds

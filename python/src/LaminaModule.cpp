@@ -50,8 +50,26 @@ py::dtype dtypeOf(ElementKind kind) {
   throw std::runtime_error("unknown element kind");
 }
 
-[[noreturn]] void raise(llvm::Error error) {
-  throw py::value_error(llvm::toString(std::move(error)));
+/// `error` (and the `diagnostics` that came with it) as a Python
+/// exception: lamina.AllocationError (a MemoryError) for a tensor that
+/// cannot be allocated, ValueError otherwise.
+[[noreturn]] void raise(llvm::Error error, const std::string &diagnostics = "") {
+  bool allocation = false;
+  std::string message;
+  llvm::handleAllErrors(
+      std::move(error),
+      [&](const AllocationError &failed) {
+        allocation = true;
+        message = failed.message();
+      },
+      [&](const llvm::ErrorInfoBase &other) { message = other.message(); });
+  if (!diagnostics.empty())
+    message += "\n" + diagnostics;
+  if (!allocation)
+    throw py::value_error(message);
+  py::object type = py::module_::import("lamina.errors").attr("AllocationError");
+  PyErr_SetString(type.ptr(), message.c_str());
+  throw py::error_already_set();
 }
 
 /// A compiled entry function and the context that owns its IR.
@@ -72,8 +90,7 @@ public:
       return JitProgram::compile(std::move(copy), entry, pipeline);
     }();
     if (!compiled)
-      throw py::value_error(llvm::toString(compiled.takeError()) + "\n" +
-                            diagnostics);
+      raise(compiled.takeError(), diagnostics);
     ++python::getStatistics().compiles;
     program = std::move(*compiled);
   }

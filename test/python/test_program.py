@@ -87,16 +87,25 @@ def test_errors():
 
 
 def test_values_too_large_for_memory_are_errors():
-    """A signature or a temporary that cannot be allocated is a ValueError
-    naming it when the program is compiled, not a crash when it runs."""
+    """A signature or a temporary that cannot be allocated is a
+    lamina.AllocationError (a MemoryError) naming it when the program is
+    compiled, not a crash when it runs; LNS numbers count as their 8-byte
+    codes."""
     huge = "tensor<4611686018427387904x8xf32>"
-    with pytest.raises(ValueError, match=r"argument 0 of type tensor<4611686"
+    with pytest.raises(lamina.AllocationError, match=r"argument 0 of type tensor<4611686"
                        r"018427387904x8xf32>: its size in bytes does not fit"):
         lamina.Program(f"func.func @main(%x: {huge}) -> {huge} {{\n"
                        f"  return %x : {huge}\n}}\n", "main",
                        "lamina-cpu-pipeline")
     big = "tensor<8x1000000x1000000xf32>"
-    with pytest.raises(ValueError, match=r"the result of 'tensor.empty' at "
+    lns = "tensor<4611686018427387904x!lns.num<f = 10>>"
+    with pytest.raises(MemoryError, match=r"argument 0 of type tensor<"
+                       r"4611686018427387904x!lns.num<f = 10>>: its size"):
+        lamina.Program(f"func.func @main(%x: {lns}) -> {lns} {{\n"
+                       f"  %y = lns.neg %x : {lns}\n"
+                       f"  return %y : {lns}\n}}\n", "main",
+                       "lamina-cpu-pipeline")
+    with pytest.raises(lamina.AllocationError, match=r"the result of 'tensor.empty' at "
                        r".* needs 29802.3 GiB, more than this machine's"):
         lamina.Program(
             "func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {\n"

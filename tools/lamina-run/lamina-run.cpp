@@ -127,8 +127,18 @@ static constexpr unsigned kMaxRepeat = 1000000;
 /// "[rank r/N] " before every line a process of a multi-rank run prints.
 static std::string rankPrefix;
 
-static HostTensor randomInput(const ArgumentSpec &spec, std::mt19937_64 &rng) {
-  HostTensor tensor = HostTensor::zeros(spec.kind, spec.shape);
+/// Random data for an argument of `spec` (an AllocationError when it does
+/// not fit in memory).
+static llvm::Expected<HostTensor> randomInput(const ArgumentSpec &spec,
+                                              std::mt19937_64 &rng) {
+  llvm::Expected<HostTensor> allocated = HostTensor::zeros(spec.kind, spec.shape);
+  if (!allocated)
+    return llvm::handleErrors(
+        allocated.takeError(), [&](const AllocationError &failed) {
+          return llvm::make_error<AllocationError>(
+              "a random " + spec.typeText + ": " + failed.message());
+        });
+  HostTensor tensor = std::move(*allocated);
   if (spec.isScalar && (spec.kind == ElementKind::I64 ||
                         spec.kind == ElementKind::I32)) {
     tensor.setFromDouble(0, static_cast<double>(randomSeed));
@@ -228,7 +238,10 @@ static llvm::Error readCotangents(TrainingStep &step, int64_t rank,
         return read.takeError();
       whole = std::move(*read);
     } else {
-      whole = randomInput(spec, rng);
+      auto random = randomInput(spec, rng);
+      if (!random)
+        return random.takeError();
+      whole = std::move(*random);
     }
     bool isWhole = llvm::ArrayRef(whole.shape) == llvm::ArrayRef(spec.shape);
     if (spec.shardAxis && worldSize > 1 && isWhole)
@@ -378,8 +391,12 @@ int main(int argc, char **argv) {
       return fail("@" + entryName + " takes " + llvm::Twine(specs.size()) +
                   " arguments, " + llvm::Twine(args.size()) +
                   " given (add --input, or --random-inputs)");
-    for (size_t i = args.size(); i < specs.size(); ++i)
-      args.push_back(randomInput(specs[i], rng));
+    for (size_t i = args.size(); i < specs.size(); ++i) {
+      llvm::Expected<HostTensor> random = randomInput(specs[i], rng);
+      if (!random)
+        return fail(random.takeError());
+      args.push_back(std::move(*random));
+    }
   }
 
   // Weights are packed once, as a deployed program would at load time.

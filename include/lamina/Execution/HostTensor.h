@@ -29,9 +29,13 @@ llvm::StringRef getElementName(ElementKind kind);
 class HostBuffer {
 public:
   HostBuffer() = default;
-  /// `size` bytes of uninitialized memory.
+  /// `size` bytes of uninitialized memory (std::bad_alloc if there is no
+  /// such memory: for copies of buffers that exist).
   static HostBuffer allocate(size_t size);
-  static HostBuffer zeros(size_t size);
+  /// `size` bytes of uninitialized memory, or an AllocationError naming
+  /// `what` when this machine has not that much memory.
+  static llvm::Expected<HostBuffer> tryAllocate(size_t size,
+                                                llvm::StringRef what);
   /// `size` bytes at `data`, valid while `owner` lives.
   static HostBuffer borrow(uint8_t *data, size_t size,
                            std::shared_ptr<void> owner);
@@ -55,17 +59,43 @@ private:
   std::shared_ptr<void> owner;
 };
 
+/// A tensor that cannot be allocated: its byte size overflows 64 bits, is
+/// more than this machine's memory, or the allocation failed. lamina-run
+/// reports it as an error; Python raises lamina.AllocationError.
+class AllocationError : public llvm::ErrorInfo<AllocationError> {
+public:
+  static char ID;
+  explicit AllocationError(std::string text) : text(std::move(text)) {}
+  void log(llvm::raw_ostream &os) const override;
+  std::error_code convertToErrorCode() const override;
+
+private:
+  std::string text;
+};
+
+/// An AllocationError naming `what` when `bytes` is more than this
+/// machine's memory (memory is overcommitted: such an allocation would
+/// succeed and fail when written).
+llvm::Error checkFitsInMemory(uint64_t bytes, llvm::StringRef what);
+
+/// The bytes a tensor of `kind` and `shape` takes, or an AllocationError
+/// when the count overflows 64 bits.
+llvm::Expected<size_t> getByteSize(ElementKind kind,
+                                   llvm::ArrayRef<int64_t> shape);
+
 /// A dense, row-major array on the host (its bytes its own or borrowed).
 struct HostTensor {
   ElementKind kind = ElementKind::F32;
   llvm::SmallVector<int64_t> shape;
   HostBuffer bytes;
 
-  static HostTensor zeros(ElementKind kind, llvm::ArrayRef<int64_t> shape);
+  /// A zero tensor, or an AllocationError naming its type and size.
+  static llvm::Expected<HostTensor> zeros(ElementKind kind,
+                                          llvm::ArrayRef<int64_t> shape);
   /// A tensor whose bytes are not initialized: for results the program
-  /// writes whole.
-  static HostTensor uninitialized(ElementKind kind,
-                                  llvm::ArrayRef<int64_t> shape);
+  /// writes whole (or an AllocationError).
+  static llvm::Expected<HostTensor>
+  uninitialized(ElementKind kind, llvm::ArrayRef<int64_t> shape);
   HostTensor clone() const;
   /// The same bytes, shared (writes through either are seen by both).
   HostTensor view() const;
