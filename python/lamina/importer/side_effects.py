@@ -43,8 +43,10 @@ def _proxy_node(value):
 @contextlib.contextmanager
 def recorded_side_effects(model, effects):
     """Appends to `effects` a :class:`SideEffect` for each attribute the
-    block sets or replaces on `model`'s modules, and restores the modules'
-    attributes as they were before it."""
+    block sets or replaces on `model`'s modules. An attribute left holding a
+    traced value is restored as it was before the block; one set to a plain
+    value keeps it (what a lazy layer's first call sets stays set), and is
+    an effect unless private (``_name``)."""
     before = {path: dict(module.__dict__)
               for path, module in model.named_modules()}
     try:
@@ -54,6 +56,10 @@ def recorded_side_effects(model, effects):
             old = before.get(path, {})
             for name, value in list(module.__dict__.items()):
                 if old.get(name, _ABSENT) is value or name.startswith("__"):
+                    continue
+                if not isinstance(value, fx.Proxy):
+                    if not name.startswith("_"):
+                        effects.append(SideEffect(path, name, value=value))
                     continue
                 effects.append(SideEffect(path, name, _proxy_node(value),
                                           _concrete(value)))
