@@ -108,6 +108,9 @@ void mlir::lamina::buildLaminaCpuPipeline(OpPassManager &pm,
   pm.addPass(createConvertLinalgToLoopsPass());
   pm.addPass(createLowerAffinePass());
   pm.addPass(createLaminaCpuPrefetchRows());
+  // One LLVM function per loop nest: LLVM's time stays linear in them.
+  if (options.outlineLoopNests)
+    pm.addPass(createLaminaOutlineLoopNests());
   pm.addPass(createSCFToControlFlowPass());
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());

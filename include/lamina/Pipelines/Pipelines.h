@@ -35,6 +35,12 @@ struct CpuPipelineOptions : public PassPipelineOptions<CpuPipelineOptions> {
       llvm::cl::desc("vector width of the generated code (256: AVX2, 512: "
                      "AVX-512); 0: the host CPU's"),
       llvm::cl::init(0)};
+  Option<bool> outlineLoopNests{
+      *this, "outline-loop-nests",
+      llvm::cl::desc("one LLVM function per top-level loop nest, so that "
+                     "LLVM's time stays linear in the program's size "
+                     "(false: one function, for comparison)"),
+      llvm::cl::init(true)};
 };
 
 /// lamina (+ upstream tensor IR) → LLVM dialect for the host CPU: epilogue
