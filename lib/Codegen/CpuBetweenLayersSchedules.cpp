@@ -54,8 +54,8 @@ std::optional<SmallVector<int64_t>> planBetweenLayersMatmul(linalg::LinalgOp op,
   return sizes;
 }
 
-std::string buildBetweenLayersMatmulSchedule(unsigned index,
-                                             ArrayRef<int64_t> sizes) {
+OpSchedule buildBetweenLayersMatmulSchedule(unsigned index,
+                                            ArrayRef<int64_t> sizes) {
   SmallVector<int64_t> outer(sizes.drop_back()), inner(sizes.size(), 0);
   outer.push_back(0);
   inner.back() = sizes.back();
@@ -69,7 +69,7 @@ std::string buildBetweenLayersMatmulSchedule(unsigned index,
       "!transform.any_op)\n",
       index, sizes.size() - 1, tileSizes(outer), types, tileSizes(inner));
   script += vectorizeNest(index, "%r" + std::to_string(index) + "_loops#0");
-  return script + hoistAccumulator(index);
+  return {script, hoistAccumulator(index), /*contracts=*/true};
 }
 
 /// Element-wise ops (residual adds, a lone bias add or activation, an
@@ -145,7 +145,7 @@ std::optional<Tiles> planRowReduction(linalg::GenericOp op) {
   return tilesOf(ranges, lanes);
 }
 
-std::string buildRowReductionSchedule(unsigned index, const Tiles &tiles) {
+OpSchedule buildRowReductionSchedule(unsigned index, const Tiles &tiles) {
   SmallVector<int64_t> rows(tiles.sizes);
   rows.back() = 0;
   std::string script = matchTarget(index);
@@ -167,17 +167,14 @@ std::string buildRowReductionSchedule(unsigned index, const Tiles &tiles) {
       "!transform.any_op, !transform.any_op)\n"
       "{3}"
       "  transform.structured.vectorize %combine{0} : !transform.any_op\n"
-      "  transform.structured.vectorize %fill{0} : !transform.any_op\n"
-      "  transform.apply_patterns to %func {{\n"
-      "    transform.apply_patterns.canonicalization\n"
-      "    transform.apply_patterns.tensor.fold_tensor_subset_ops_into_vector_"
-      "transfers\n"
-      "  } : !transform.any_op\n"
-      "  transform.loop.hoist_loop_invariant_subsets %lanes{0} : "
-      "!transform.any_op\n",
+      "  transform.structured.vectorize %fill{0} : !transform.any_op\n",
       index, row, tileSizes(lanes),
       vectorizeOp("%part" + std::to_string(index), tiles.vectorSizes));
-  return script;
+  std::string hoist =
+      llvm::formatv("  transform.loop.hoist_loop_invariant_subsets %lanes{0} "
+                    ": !transform.any_op\n",
+                    index);
+  return {script, hoist};
 }
 
 /// Whether `op` reads a tensor at computed indices (an embedding's
@@ -237,7 +234,7 @@ std::optional<Tiles> planColumnSum(linalg::LinalgOp op) {
   return tilesOf(ranges, sizes);
 }
 
-std::string buildColumnSumSchedule(unsigned index, const Tiles &tiles) {
+OpSchedule buildColumnSumSchedule(unsigned index, const Tiles &tiles) {
   ArrayRef<int64_t> sizes = tiles.sizes;
   int64_t rank = sizes.size();
   int64_t loops = llvm::count_if(sizes, [](int64_t size) { return size; });
@@ -249,35 +246,31 @@ std::string buildColumnSumSchedule(unsigned index, const Tiles &tiles) {
   script += llvm::formatv(
       "  %s{0}, %s{0}_loops:{1} = transform.structured.tile_using_for %t{0} "
       "tile_sizes {2} interchange = {3} : (!transform.any_op) -> {4}\n"
-      "{5}"
-      "  transform.apply_patterns to %func {{\n"
-      "    transform.apply_patterns.canonicalization\n"
-      "    transform.apply_patterns.tensor.fold_tensor_subset_ops_into_vector_"
-      "transfers\n"
-      "  } : !transform.any_op\n",
+      "{5}",
       index, loops, tileSizes(sizes), tileSizes(interchange), types,
       vectorizeOp("%s" + std::to_string(index), tiles.vectorSizes));
   // The chunk's sums stay in registers across the summed dims' loops,
   // innermost first.
+  std::string hoists;
   for (int64_t loop = loops - 1; loop >= 1; --loop)
-    script += llvm::formatv("  transform.loop.hoist_loop_invariant_subsets "
+    hoists += llvm::formatv("  transform.loop.hoist_loop_invariant_subsets "
                             "%s{0}_loops#{1} : !transform.any_op\n",
                             index, loop);
-  return script;
+  return {script, hoists};
 }
 
-std::string buildElementwiseSchedule(unsigned index, const Tiles &tiles,
-                                     bool extracts) {
+OpSchedule buildElementwiseSchedule(unsigned index, const Tiles &tiles,
+                                    bool extracts) {
   ArrayRef<int64_t> sizes = tiles.sizes;
   std::string types = handleTypes(sizes.size() + 1);
-  return matchTarget(index) +
-         llvm::formatv(
-             "  %v{0}, %v{0}_loops:{1} = transform.structured.tile_using_for "
+  return {matchTarget(index) +
+          llvm::formatv(
+              "  %v{0}, %v{0}_loops:{1} = transform.structured.tile_using_for "
              "%t{0} tile_sizes {2} : (!transform.any_op) -> {3}\n",
-             index, sizes.size(), tileSizes(sizes), types)
-             .str() +
-         vectorizeOp("%v" + std::to_string(index), tiles.vectorSizes,
-                     extracts);
+              index, sizes.size(), tileSizes(sizes), types)
+              .str() +
+          vectorizeOp("%v" + std::to_string(index), tiles.vectorSizes,
+                      extracts)};
 }
 
 /// Transposes (the backward's Wᵀ, dyᵀ, xᵀ, weight packing) in 8×8 tiles,
@@ -325,8 +318,8 @@ bool isRowTranspose(linalg::TransposeOp op) {
          type.getDimSize(1) > 8;
 }
 
-std::string buildRowTransposeSchedule(unsigned index) {
-  return matchTarget(index) +
+OpSchedule buildRowTransposeSchedule(unsigned index) {
+  return {matchTarget(index) +
          llvm::formatv(
              "  %v{0}, %v{0}_loops:2 = transform.structured.tile_using_for "
              "%t{0} tile_sizes [1, 8, 0] interchange = [1, 0, 2] : "
@@ -334,7 +327,7 @@ std::string buildRowTransposeSchedule(unsigned index) {
              "!transform.any_op)\n"
              "  transform.structured.vectorize %v{0} : !transform.any_op\n",
              index)
-             .str();
+             .str()};
 }
 
 } // namespace mlir::lamina::cpu

@@ -239,9 +239,9 @@ static std::string shareOutBlocks(unsigned index, const TilePlan &plan,
 /// panel of W chunk by chunk: a loop over groups of blocks (fill, matmul
 /// and epilogue fused), in it a loop over chunks of k, in that the register
 /// tiles' rows, then k in steps. `target`: the handle of the op scheduled.
-static std::string buildChunkedSchedule(unsigned index, const TilePlan &plan,
-                                        const LoopLayout &layout,
-                                        bool targetIsMatmul, StringRef target) {
+static OpSchedule buildChunkedSchedule(unsigned index, const TilePlan &plan,
+                                       const LoopLayout &layout,
+                                       bool targetIsMatmul, StringRef target) {
   std::string group = "g" + std::to_string(index);
   std::string script =
       fuseStep(group, target, layout.tile(0, plan.registerBlocks), {});
@@ -276,16 +276,15 @@ static std::string buildChunkedSchedule(unsigned index, const TilePlan &plan,
         "!transform.any_op)\n",
         index, group, tileSizes(epilogueRowTile));
   script += vectorizeNest(index, nest);
-  script += hoistAccumulator(index);
-  script += prefetchRowsOf(index);
-  return script;
+  return {script, hoistAccumulator(index) + prefetchRowsOf(index),
+          /*contracts=*/true};
 }
 
 /// The schedule of one target (an epilogue, or a matmul without one) whose
 /// handle is `target`.
-static std::string buildSchedule(unsigned index, const TilePlan &plan,
-                                 const LoopLayout &layout, bool targetIsMatmul,
-                                 StringRef target) {
+static OpSchedule buildSchedule(unsigned index, const TilePlan &plan,
+                                const LoopLayout &layout, bool targetIsMatmul,
+                                StringRef target) {
   std::string script;
   std::string current = target.str();
   if (plan.slabRows) {
@@ -319,16 +318,17 @@ static std::string buildSchedule(unsigned index, const TilePlan &plan,
         index, nest, tileSizes(layout.kTile(plan.kStep)));
   }
   script += vectorizeNest(index, nest);
+  std::string after;
   if (plan.kStep)
-    script += hoistAccumulator(index);
+    after += hoistAccumulator(index);
   // Without a cache tile no other register tile reads this one's weight
   // panel soon after it: the loop streams it from memory, and
   // lamina-cpu-prefetch-rows prefetches it ahead (at 16 × 4096 × 4096:
   // 7.1 → 4.5 ms; with cache tiles, where the panel comes from L2,
   // prefetches made 2048 × 1024 × 4096 5% slower).
   if (plan.kStep && !plan.cacheRows)
-    script += prefetchRowsOf(index);
-  return script;
+    after += prefetchRowsOf(index);
+  return {script, after, /*contracts=*/true};
 }
 
 std::optional<LayerMatmul> cpu::getLayerMatmul(linalg::GenericOp op) {
@@ -349,7 +349,7 @@ std::optional<LayerMatmul> cpu::getLayerMatmul(linalg::GenericOp op) {
   return target;
 }
 
-std::optional<std::string>
+std::optional<OpSchedule>
 cpu::buildLayerMatmulSchedule(unsigned index, const LayerMatmul &target,
                               bool wide, unsigned threads) {
   linalg::GenericOp matmul = target.matmul;
@@ -385,9 +385,11 @@ cpu::buildLayerMatmulSchedule(unsigned index, const LayerMatmul &target,
   if (plan->threadBlocks)
     script +=
         shareOutBlocks(index, *plan, layout, target.targetIsMatmul, handle);
-  if (plan->kChunk && !layout.rowPanel)
-    return script + buildChunkedSchedule(index, *plan, layout,
-                                         target.targetIsMatmul, handle);
-  return script +
-         buildSchedule(index, *plan, layout, target.targetIsMatmul, handle);
+  OpSchedule schedule =
+      plan->kChunk && !layout.rowPanel
+          ? buildChunkedSchedule(index, *plan, layout, target.targetIsMatmul,
+                                 handle)
+          : buildSchedule(index, *plan, layout, target.targetIsMatmul, handle);
+  schedule.steps = script + schedule.steps;
+  return schedule;
 }

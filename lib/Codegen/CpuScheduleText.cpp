@@ -108,24 +108,12 @@ std::string hoistAccumulator(unsigned index) {
       .str();
 }
 
-/// Vectorizes every linalg op in `nest` (a handle) and folds the result
-/// into contractions held in registers.
+/// Vectorizes every linalg op in `nest` (a handle).
 std::string vectorizeNest(unsigned index, StringRef nest) {
   return llvm::formatv(
              "  %lin{0} = transform.structured.match interface{{LinalgOp} in "
              "{1} : (!transform.any_op) -> !transform.any_op\n"
-             "  transform.structured.vectorize %lin{0} : !transform.any_op\n"
-             "  transform.apply_patterns to %func {{\n"
-             "    transform.apply_patterns.canonicalization\n"
-             "    transform.apply_patterns.tensor.fold_tensor_subset_ops_into_"
-             "vector_transfers\n"
-             "  } : !transform.any_op\n"
-             "  transform.apply_patterns to %func {{\n"
-             "    transform.apply_patterns.vector.transfer_permutation_"
-             "patterns\n"
-             "    transform.apply_patterns.vector.reduction_to_contract\n"
-             "  } : !transform.any_op\n"
-             "  transform.apply_cse to %func : !transform.any_op\n",
+             "  transform.structured.vectorize %lin{0} : !transform.any_op\n",
              index, nest)
       .str();
 }

@@ -95,8 +95,15 @@ struct LaminaCpuTileAndVectorizePass
     if (vectorBits == 512)
       allowWideVectors(module);
     reshapeUnitDimTransposes(module);
-    std::string body;
+    // Every op's steps, then one cleanup, then what follows it.
+    std::string steps, afterCleanup;
+    bool contracts = false;
     unsigned index = 0;
+    auto add = [&](const OpSchedule &schedule) {
+      steps += schedule.steps;
+      afterCleanup += schedule.afterCleanup;
+      contracts |= schedule.contracts;
+    };
     // Tags `op` as the target of the next schedule, whose number it is;
     // returns the tag.
     auto markTarget = [&](Operation *op) {
@@ -107,23 +114,23 @@ struct LaminaCpuTileAndVectorizePass
     module.walk([&](linalg::TransposeOp op) {
       if (isRowTranspose(op)) {
         markTarget(op);
-        body += buildRowTransposeSchedule(index++);
+        add(buildRowTransposeSchedule(index++));
       } else if (std::optional<Tiles> tiles = planTranspose(op)) {
         markTarget(op);
-        body += buildElementwiseSchedule(index++, *tiles);
+        add(buildElementwiseSchedule(index++, *tiles));
       }
     });
     module.walk([&](linalg::LinalgOp op) {
       if (std::optional<Tiles> tiles = planColumnSum(op)) {
         markTarget(op);
-        body += buildColumnSumSchedule(index++, *tiles);
+        add(buildColumnSumSchedule(index++, *tiles));
       }
     });
     module.walk([&](linalg::LinalgOp op) {
       if (std::optional<SmallVector<int64_t>> sizes =
               planBetweenLayersMatmul(op, vectorBits == 512)) {
         markTarget(op);
-        body += buildBetweenLayersMatmulSchedule(index++, *sizes);
+        add(buildBetweenLayersMatmulSchedule(index++, *sizes));
       }
     });
     module.walk([&](linalg::GenericOp op) {
@@ -131,14 +138,14 @@ struct LaminaCpuTileAndVectorizePass
       if (!target) {
         if (std::optional<Tiles> tiles = planElementwise(op)) {
           markTarget(op);
-          body += buildElementwiseSchedule(index++, *tiles, hasExtract(op));
+          add(buildElementwiseSchedule(index++, *tiles, hasExtract(op)));
         } else if (std::optional<Tiles> lanes = planRowReduction(op)) {
           markTarget(op);
-          body += buildRowReductionSchedule(index++, *lanes);
+          add(buildRowReductionSchedule(index++, *lanes));
         }
         return;
       }
-      std::optional<std::string> schedule = buildLayerMatmulSchedule(
+      std::optional<OpSchedule> schedule = buildLayerMatmulSchedule(
           index, *target, vectorBits == 512, threads);
       if (!schedule)
         return;
@@ -146,7 +153,7 @@ struct LaminaCpuTileAndVectorizePass
       target->matmul->setAttr(kMatmulAttr, tag);
       if (Operation *fill = target->matmul.getDpsInits()[0].getDefiningOp())
         fill->setAttr(kFillAttr, tag);
-      body += *schedule;
+      add(*schedule);
       ++index;
     });
     if (index == 0)
@@ -157,7 +164,21 @@ struct LaminaCpuTileAndVectorizePass
         "{transform.readonly}) {\n"
         "  %func = transform.structured.match ops{[\"func.func\"]} in %root "
         ": (!transform.any_op) -> !transform.any_op\n" +
-        body +
+        steps +
+        "  transform.apply_patterns to %func {\n"
+        "    transform.apply_patterns.canonicalization\n"
+        "    transform.apply_patterns.tensor.fold_tensor_subset_ops_into_"
+        "vector_transfers\n"
+        "  } : !transform.any_op\n" +
+        (contracts ? "  transform.apply_patterns to %func {\n"
+                     "    transform.apply_patterns.vector.transfer_"
+                     "permutation_patterns\n"
+                     "    transform.apply_patterns.vector.reduction_to_"
+                     "contract\n"
+                     "  } : !transform.any_op\n"
+                     "  transform.apply_cse to %func : !transform.any_op\n"
+                   : "") +
+        afterCleanup +
         "  transform.apply_patterns to %func {\n"
         "    transform.apply_patterns.canonicalization\n"
         "  } : !transform.any_op\n"

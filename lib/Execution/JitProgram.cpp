@@ -195,7 +195,8 @@ static llvm::Expected<func::FuncOp> lookupEntry(ModuleOp module,
                            entry.str().c_str(), known.c_str());
 }
 
-llvm::Error mlir::lamina::runPassPipeline(ModuleOp module, StringRef pipeline) {
+llvm::Error mlir::lamina::runPassPipeline(ModuleOp module, StringRef pipeline,
+                                          TimingScope *timing) {
   PassManager pm(module.getContext());
   (void)applyPassManagerCLOptions(pm);
   // The pass manager is anchored on the module: "builtin.module(a,b)" would
@@ -209,10 +210,15 @@ llvm::Error mlir::lamina::runPassPipeline(ModuleOp module, StringRef pipeline) {
     return createStringError(std::errc::invalid_argument,
                              "bad pipeline '%s': %s", pipeline.str().c_str(),
                              pipelineErrors.c_str());
-  DefaultTimingManager timing;
-  applyDefaultTimingManagerCLOptions(timing);
-  TimingScope timingScope = timing.getRootScope();
-  pm.enableTiming(timingScope);
+  DefaultTimingManager ownTiming;
+  TimingScope ownScope;
+  if (!timing) {
+    applyDefaultTimingManagerCLOptions(ownTiming);
+    ownScope = ownTiming.getRootScope();
+    timing = &ownScope;
+  }
+  TimingScope pipelineScope = timing->nest(pipeline);
+  pm.enableTiming(pipelineScope);
   if (failed(pm.run(module)))
     return createStringError(std::errc::invalid_argument,
                              "compilation with '%s' failed (diagnostics "
@@ -373,7 +379,7 @@ static void stripLayouts(ModuleOp module) {
   });
 }
 
-llvm::Error JitProgram::createEngine(ModuleOp module) {
+llvm::Error JitProgram::createEngine(ModuleOp module, TimingScope &timing) {
   DialectRegistry registry;
   registerBuiltinDialectTranslation(registry);
   registerLLVMDialectTranslation(registry);
@@ -408,7 +414,9 @@ llvm::Error JitProgram::createEngine(ModuleOp module) {
   // LLVM's perf listener writes a dump file of the JIT's code for every
   // program; only a profiling run that names where they go asks for them.
   options.enablePerfNotificationListener = std::getenv("JITDUMPDIR") != nullptr;
+  TimingScope translation = timing.nest("translate to LLVM IR");
   auto created = ExecutionEngine::create(module, options);
+  translation.stop();
   if (!created)
     return created.takeError();
   engine = std::move(*created);
@@ -420,7 +428,9 @@ llvm::Error JitProgram::createEngine(ModuleOp module) {
                                  llvm::JITSymbolFlags::Exported};
     return symbols;
   });
-  // Materialize the code now, so that no call pays for JIT compilation.
+  // Materialize the code now, so that no call pays for JIT compilation
+  // (the LLVM optimisations run then, with code generation).
+  TimingScope codegen = timing.nest("LLVM: optimize (O3), generate code");
   SmallVector<std::string> functions = {entry};
   if (!packedWeights.empty())
     functions.push_back(entry + "_pack_weights");
@@ -459,13 +469,21 @@ llvm::Expected<std::unique_ptr<JitProgram>>
 JitProgram::compile(OwningOpRef<ModuleOp> module, StringRef entry,
                     StringRef pipeline) {
   keepFreedMemory();
+  // The times of this compile's stages (MLIR passes, LLVM): on stderr at
+  // its end with lamina-run --mlir-timing, or LAMINA_TIMING=1 (Python).
+  DefaultTimingManager timingManager;
+  applyDefaultTimingManagerCLOptions(timingManager);
+  if (const char *setting = std::getenv("LAMINA_TIMING"))
+    timingManager.setEnabled(StringRef(setting) != "0");
+  TimingScope timing = timingManager.getRootScope();
   std::unique_ptr<JitProgram> program(new JitProgram());
   program->entry = entry.str();
   if (llvm::Error error = lookupEntry(*module, entry).takeError())
     return std::move(error);
   // The signature the host sees is read before compiling, on the whole
   // (or partitioned) program.
-  if (llvm::Error error = runPassPipeline(*module, kHostPreparePipeline))
+  if (llvm::Error error =
+          runPassPipeline(*module, kHostPreparePipeline, &timing))
     return std::move(error);
   func::FuncOp function = module->lookupSymbol<func::FuncOp>(entry);
   program->worldSize = mlir::lamina::getWorldSize(*module).value_or(1);
@@ -481,7 +499,7 @@ JitProgram::compile(OwningOpRef<ModuleOp> module, StringRef entry,
   // compiled code must never write them. Results come back through
   // out-parameters of a C-callable wrapper.
   makeHostCallable(function);
-  if (llvm::Error error = runPassPipeline(*module, pipeline))
+  if (llvm::Error error = runPassPipeline(*module, pipeline, &timing))
     return std::move(error);
 
   // A program that declares several ranks but neither shards a value nor
@@ -497,7 +515,7 @@ JitProgram::compile(OwningOpRef<ModuleOp> module, StringRef entry,
   if (llvm::Error error = program->readWeightPacking(*module))
     return std::move(error);
   stripLayouts(*module);
-  if (llvm::Error error = program->createEngine(*module))
+  if (llvm::Error error = program->createEngine(*module, timing))
     return std::move(error);
   return program;
 }

@@ -11,7 +11,7 @@
 // CHECK: scf.for %[[J:.+]] = %c0 to %c76 step %c16
 // CHECK: %[[N:.+]] = affine.min #{{.+}}(%[[J]])
 // CHECK: %[[MASK:.+]] = vector.create_mask %c1, %[[N]] : vector<1x16xi1>
-// CHECK: vector.mask %[[MASK]] { vector.transfer_read {{.*}} : tensor<1x?xf32>, vector<1x16xf32> }
+// CHECK: vector.mask %[[MASK]] { vector.transfer_read %arg0{{.*}} : tensor<256x76xf32>, vector<1x16xf32> }
 // CHECK: math.exp %{{.+}} : vector<1x16xf32>
 // CHECK: vector.mask %[[MASK]] { vector.transfer_write
 #rows = affine_map<(d0, d1) -> (d0, d1)>
@@ -87,7 +87,7 @@ func.func @column_sums(%dy: tensor<32x76xf32>) -> tensor<76xf32> {
 // CHECK: scf.for %{{.+}} = %c0 to %c256 step %c8
 // CHECK: %[[N:.+]] = affine.min #{{.+}}(%[[I]])
 // CHECK: %[[READ:.+]] = vector.create_mask %c8, %[[N]] : vector<8x8xi1>
-// CHECK: vector.mask %[[READ]] { vector.transfer_read {{.*}} permutation_map = {{.*}} : tensor<8x?xf32>, vector<8x8xf32> }
+// CHECK: vector.mask %[[READ]] { vector.transfer_read %arg0{{.*}} permutation_map = {{.*}} : tensor<256x76xf32>, vector<8x8xf32> }
 // CHECK: %[[WRITE:.+]] = vector.create_mask %[[N]], %c8 : vector<8x8xi1>
 // CHECK: vector.mask %[[WRITE]] { vector.transfer_write {{.*}} : vector<8x8xf32>, tensor<?x8xf32> }
 func.func @transpose(%dy: tensor<256x76xf32>) -> tensor<76x256xf32> {

@@ -204,7 +204,7 @@ func.func @threaded(%x: tensor<512x1024xf32>, %w: tensor<4096x1024xf32>, %b: ten
 // CHECK-LABEL: func.func @transpose_feeding_a_matmul
 // CHECK: scf.for %{{.*}} = %c0 to %c64 step %c8
 // CHECK: scf.for %{{.*}} = %c0 to %c512 step %c8
-// CHECK: vector.transfer_read %{{.*}} {in_bounds = [true, true], permutation_map = #{{.*}}} : tensor<8x8xf32>, vector<8x8xf32>
+// CHECK: vector.transfer_read %{{.*}} {in_bounds = [true, true], permutation_map = #{{.*}}} : tensor<512x64xf32>, vector<8x8xf32>
 // CHECK-NOT: vector<16x512xf32>
 // CHECK-NOT: vector<512x16xf32>
 func.func @transpose_feeding_a_matmul(%w: tensor<512x64xf32>) -> tensor<64x512xf32> {
@@ -222,8 +222,8 @@ func.func @transpose_feeding_a_matmul(%w: tensor<512x64xf32>) -> tensor<64x512xf
 // CHECK-LABEL: func.func @row_transpose
 // CHECK: scf.for %{{.*}} = %c0 to %c1024 step %c8
 // CHECK-NEXT: scf.for %{{.*}} = %c0 to %c256 step %c1
-// CHECK: vector.transfer_read {{.*}} : tensor<8x1x16xf32>, vector<1x8x16xf32>
-// CHECK: vector.transfer_write {{.*}} : vector<1x8x16xf32>, tensor<1x8x16xf32>
+// CHECK: vector.transfer_read {{.*}} : tensor<1024x256x16xf32>, vector<1x8x16xf32>
+// CHECK: vector.transfer_write {{.*}} : vector<1x8x16xf32>, tensor<256x1024x16xf32>
 func.func @row_transpose(%w: tensor<1024x256x16xf32>) -> tensor<256x1024x16xf32> {
   %e = tensor.empty() : tensor<256x1024x16xf32>
   %t = linalg.transpose ins(%w : tensor<1024x256x16xf32>) outs(%e : tensor<256x1024x16xf32>) permutation = [1, 0, 2]
@@ -420,11 +420,11 @@ func.func @norm_parameter_gradients(%x: tensor<8x64x96xf32>, %dy: tensor<8x64x96
 // takes 8 × 4 tiles (a dim shorter than 8 whole).
 // CHECK-LABEL: func.func @head_transposes
 // CHECK: scf.for %{{.+}} = %c0 to %c32 step %c16
-// CHECK: %[[ROW:.+]] = vector.transfer_read {{.*}} : tensor<1x1x1x16xf32>, vector<1x1x1x16xf32>
-// CHECK: vector.transfer_write %[[ROW]], {{.*}} : vector<1x1x1x16xf32>, tensor<1x1x1x16xf32>
+// CHECK: %[[ROW:.+]] = vector.transfer_read {{.*}} : tensor<2x4x8x32xf32>, vector<1x1x1x16xf32>
+// CHECK: vector.transfer_write %[[ROW]], {{.*}} : vector<1x1x1x16xf32>, tensor<2x8x4x32xf32>
 // CHECK: scf.for %{{.+}} = %c0 to %c32 step %c8
-// CHECK: %[[TILE:.+]] = vector.transfer_read {{.*}} : tensor<1x4x1x8xf32>, vector<1x1x8x4xf32>
-// CHECK: vector.transfer_write %[[TILE]], {{.*}} : vector<1x1x8x4xf32>, tensor<1x1x8x4xf32>
+// CHECK: %[[TILE:.+]] = vector.transfer_read {{.*}} : tensor<2x4x8x32xf32>, vector<1x1x8x4xf32>
+// CHECK: vector.transfer_write %[[TILE]], {{.*}} : vector<1x1x8x4xf32>, tensor<2x8x32x4xf32>
 // CHECK-NOT: linalg.transpose
 func.func @head_transposes(%x: tensor<2x4x8x32xf32>) -> (tensor<2x8x4x32xf32>, tensor<2x8x32x4xf32>) {
   %e = tensor.empty() : tensor<2x8x4x32xf32>

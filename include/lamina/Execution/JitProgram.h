@@ -8,6 +8,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
+#include "mlir/Support/Timing.h"
 
 #include <memory>
 
@@ -42,9 +43,11 @@ llvm::Expected<ArgumentSpec> describeHostValue(Type type, llvm::StringRef role);
 llvm::Error checkFitsInMemory(RankedTensorType type, llvm::StringRef role);
 
 /// Runs the textual pass pipeline `pipeline` on `module`, with the pass
-/// manager and timing flags the tool registered (lamina-run does; Python
-/// does not); the passes must be registered.
-llvm::Error runPassPipeline(ModuleOp module, llvm::StringRef pipeline);
+/// manager flags the tool registered (lamina-run does; Python does not);
+/// the passes must be registered. Pass times go under `timing` (a scope of
+/// a compile's timing; none: the tool's --mlir-timing, if given).
+llvm::Error runPassPipeline(ModuleOp module, llvm::StringRef pipeline,
+                            TimingScope *timing = nullptr);
 
 /// A module compiled for the host CPU with a named pipeline and loaded with
 /// the MLIR ExecutionEngine. Inputs are never written; results are returned
@@ -144,7 +147,7 @@ private:
   llvm::Error describeSignature(func::FuncOp function, bool partitioned);
   llvm::Error describePipelineStages(func::FuncOp function);
   llvm::Error readWeightPacking(ModuleOp module);
-  llvm::Error createEngine(ModuleOp module);
+  llvm::Error createEngine(ModuleOp module, TimingScope &timing);
 
   llvm::Expected<PreparedArguments>
   preparePipeline(llvm::ArrayRef<HostTensor> args);
