@@ -1,0 +1,135 @@
+#!/usr/bin/env python3
+"""Compile time of whole GPT models by depth, at GPT-2-small width.
+
+examples/gpt_models.py's TiedGPT (n_embd 768, 12 heads, vocabulary 50304,
+block 64, input (1, 64)), fp32, one thread. For each depth, in fresh
+processes:
+
+- forward: `lamina.build(lamina.create_schedule(model))` in eval mode, then
+  the first call under `torch.no_grad()`: seconds to its result;
+- training pair: the same in train mode, the first call with targets and
+  `loss.backward()`: seconds to the first step's gradients;
+- step: the median time of a training step (forward, loss, backward) after
+  that, against eager PyTorch's in another process (OpenBLAS, as
+  bench/machine.py sets it up).
+
+Every compile is cold: Lamina keeps no compiled program between processes.
+The `LAMINA_TIMING=1` report of the deepest training pair's compile (MLIR
+pipelines, translation, LLVM) closes the table.
+
+usage: bench/compile_time.py [--depths 1,2,4,8,12] [--steps 5]
+                             [--output bench/results/compile_time.md]
+"""
+
+import argparse
+import datetime
+import os
+import pathlib
+import statistics
+import subprocess
+import sys
+
+from machine import openblas_env, openblas_kernels
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+BUILD = pathlib.Path(os.environ.get("LAMINA_BUILD_DIR", ROOT / "build"))
+HIDDEN, HEADS, VOCAB, BLOCK = 768, 12, 50304, 64
+
+WORKER = r"""
+import statistics, sys, time
+import torch
+torch.set_num_threads(1)
+sys.path.insert(0, %(examples)r)
+from gpt_models import GPTConfig, TiedGPT
+depth, what, steps = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+config = GPTConfig(block_size=%(block)d, vocab_size=%(vocab)d, n_layer=depth,
+                   n_head=%(heads)d, n_embd=%(hidden)d)
+torch.manual_seed(0)
+model = TiedGPT(config)
+idx = torch.randint(0, config.vocab_size, (1, %(block)d))
+targets = torch.roll(idx, -1, 1)
+start = time.perf_counter()
+if what != "eager":
+    import lamina
+    model = lamina.build(lamina.create_schedule(model), progress=False)
+if what == "forward":
+    model.eval()
+    with torch.no_grad():
+        model(idx)
+    print(time.perf_counter() - start)
+    sys.exit()
+def step():
+    _, loss = model(idx, targets)
+    loss.backward()
+step()
+first = time.perf_counter() - start
+times = []
+for _ in range(steps):
+    begin = time.perf_counter()
+    step()
+    times.append(time.perf_counter() - begin)
+print(first, statistics.median(times))
+""" % {"examples": str(ROOT / "examples"), "block": BLOCK, "vocab": VOCAB,
+       "heads": HEADS, "hidden": HIDDEN}
+
+
+def run(depth, what, steps, env, timing=False):
+    env = dict(env, OMP_NUM_THREADS="1",
+               PYTHONPATH=str(BUILD / "python"))
+    if timing:
+        env["LAMINA_TIMING"] = "1"
+    completed = subprocess.run(
+        ["taskset", "-c", "0", sys.executable, "-c", WORKER, str(depth),
+         what, str(steps)], env=env, capture_output=True, text=True,
+        check=True)
+    return [float(v) for v in completed.stdout.split()], completed.stderr
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--depths", default="1,2,4,8,12")
+    parser.add_argument("--steps", type=int, default=5)
+    parser.add_argument("--output",
+                        default=str(ROOT / "bench/results/compile_time.md"))
+    args = parser.parse_args()
+    depths = [int(d) for d in args.depths.split(",")]
+    blas = openblas_env(os.environ)
+    rows = []
+    for depth in depths:
+        (forward,), _ = run(depth, "forward", 0, os.environ)
+        (pair, step), _ = run(depth, "train", args.steps, os.environ)
+        (_, eager), _ = run(depth, "eager", args.steps, blas)
+        rows.append((depth, forward, pair, step, eager))
+        print(f"depth {depth}: forward {forward:.1f} s, training pair "
+              f"{pair:.1f} s, step {step * 1e3:.0f} ms (eager "
+              f"{eager * 1e3:.0f} ms)", flush=True)
+    _, report = run(depths[-1], "train", 0, os.environ, timing=True)
+    lines = [
+        "# Compile time by depth",
+        "",
+        f"`{' '.join(['bench/compile_time.py'] + sys.argv[1:])}` on "
+        f"{datetime.date.today()}: TiedGPT at GPT-2-small width (n_embd "
+        f"{HIDDEN}, {HEADS} heads, vocabulary {VOCAB}), input (1, {BLOCK}), "
+        "fp32, one thread pinned to one core, each cell a fresh process, "
+        f"every compile cold. Eager PyTorch on {openblas_kernels(blas)}.",
+        "",
+        "| layers | forward: compile + first call | training pair: compile + "
+        "first step | step (Lamina) | step (eager) |",
+        "|---|---|---|---|---|",
+    ]
+    for depth, forward, pair, step, eager in rows:
+        lines.append(f"| {depth} | {forward:.1f} s | {pair:.1f} s | "
+                     f"{step * 1e3:.0f} ms | {eager * 1e3:.0f} ms |")
+    lines += ["", f"Stages of the {depths[-1]}-layer training pair's "
+              "compiles (`LAMINA_TIMING=1`; the forward, then the "
+              "backward):", "", "```",
+              *[line for line in report.splitlines()
+                if "Total" in line or "lamina-" in line or "LLVM" in line
+                or "translate" in line],
+              "```", ""]
+    pathlib.Path(args.output).write_text("\n".join(lines))
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
