@@ -59,7 +59,11 @@ def _array(argument, kind=None):
     argument's element kind (an LNS parameter's float64 codes go to an i64
     argument as int64)."""
     if isinstance(argument, torch.Tensor):
-        array = argument.detach().cpu().contiguous().numpy()
+        tensor = argument.detach().cpu().contiguous()
+        if tensor.dtype == torch.bfloat16:
+            # bf16 crosses as its 16 raw bits (NumPy has no bf16).
+            return tensor.view(torch.int16).numpy().view(np.uint16)
+        array = tensor.numpy()
         if kind == "i64" and array.dtype == np.float64:
             return array.astype(np.int64)
         return array
@@ -120,6 +124,14 @@ class CachedProgram:
         self._held = [a.detach() for a in arguments
                       if isinstance(a, torch.Tensor)]
         return self.program.run(self._prepared)
+
+
+def as_tensor(array):
+    """A program's result as a tensor: bf16, which crosses as its raw bits
+    in a uint16 array, becomes a bf16 tensor again."""
+    if array.dtype == np.uint16:
+        return torch.from_numpy(array.view(np.int16)).view(torch.bfloat16)
+    return torch.from_numpy(array)
 
 
 # -- parameters --------------------------------------------------------------
@@ -505,7 +517,7 @@ class ProgramCall:
     def _plain_outputs(self, inputs, seed):
         """Plain tensors of run()'s results (a call checked the parameters
         already)."""
-        return [torch.from_numpy(r) for r in self._run(inputs, seed)]
+        return [as_tensor(r) for r in self._run(inputs, seed)]
 
     def backward(self, ctx, saved, cotangents):
         """The gradients of the distinct tensors the Function took."""
@@ -537,7 +549,7 @@ class ProgramCall:
                 _accumulate_lns(self.distinct[slot - ctx.num_inputs],
                                 gradient)
                 continue
-            gradient = torch.from_numpy(gradient).to(tensors[slot].dtype)
+            gradient = as_tensor(gradient).to(tensors[slot].dtype)
             gradients[slot] = gradient if gradients[slot] is None else \
                 gradients[slot] + gradient
         return gradients
@@ -573,7 +585,7 @@ class _Saving(_Strategy):
         count = call.imported.num_results
         _remember(ctx, tensors, self.num_inputs, self.seed, self.constants)
         ctx.saved_values = results[count:]
-        outputs = [torch.from_numpy(r) for r in results[:count]]
+        outputs = [as_tensor(r) for r in results[:count]]
         ctx.output_dtypes = [o.dtype for o in outputs]
         return outputs
 

@@ -1,6 +1,6 @@
-"""Shapes: view / reshape that split or merge neighbouring dims, permute /
-transpose, contiguous, unit dims, expand, split, and indexing (slices, ints
-and lists of ints; a layer's several results)."""
+"""Shapes: view / reshape / flatten that split or merge neighbouring dims,
+permute / transpose, contiguous, unit dims, expand, split, unbind, stack,
+and indexing (slices, ints and lists of ints; a layer's several results)."""
 
 import operator
 
@@ -12,7 +12,7 @@ from .elementwise import broadcast
 from .upstream import collapse_shape, empty, expand_shape
 
 
-@converts("view", "reshape", torch.reshape)
+@converts("view", "reshape", torch.reshape, "flatten", torch.flatten)
 def reshape(emitter, node):
     """`tensor.expand_shape` / `collapse_shape` (splitting or merging
     neighbouring dims, adding or dropping unit dims); nothing for the same
@@ -238,3 +238,39 @@ def _reassociation(source, target):
     if index != len(big):
         return None
     return groups
+
+
+@converts("unbind", torch.unbind)
+def unbind(emitter, node):
+    """`tensor.extract_slice` of each index along the dim, the dim dropped
+    (RoPE's `x.reshape(..., -1, 2).unbind(-1)`)."""
+    x = emitter.value(node, node.args[0])
+    dim = emitter.argument(node, 1, "dim", 0) % x.type.rank
+    shape = list(x.type.shape)
+    dropped = shape[:dim] + shape[dim + 1:]
+    parts = []
+    for index in range(shape[dim]):
+        offsets = [0] * x.type.rank
+        sizes = list(shape)
+        offsets[dim], sizes[dim] = index, 1
+        part = _slice(emitter.builder, x, offsets, sizes, [1] * x.type.rank)
+        parts.append(reshape_to(emitter, node, part, dropped))
+    return parts
+
+
+@converts(torch.stack)
+def stack(emitter, node):
+    """`tensor.concat` of the tensors, each with a unit dim inserted at the
+    dim (RoPE's `torch.stack([a, b], dim=-1)`)."""
+    tensors = emitter.argument(node, 0, "tensors")
+    values = [emitter.value(node, t) for t in tensors]
+    rank = values[0].type.rank + 1
+    dim = emitter.argument(node, 1, "dim", 0) % rank
+    parts = []
+    for value in values:
+        shape = list(value.type.shape)
+        shape.insert(dim, 1)
+        parts.append(reshape_to(emitter, node, value, shape))
+    if len(parts) == 1:
+        return parts[0]
+    return _concat(emitter.builder, parts, dim)
