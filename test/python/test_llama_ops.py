@@ -9,53 +9,9 @@ import torch
 from torch import nn
 
 import lamina
+from llama_model import RMSNorm, apply_rotary_emb, precompute_freqs
 
 TOL = dict(rtol=1e-5, atol=1e-5)
-
-
-class RMSNorm(nn.Module):
-    """As LLaMA-2's model.py writes it."""
-
-    def __init__(self, dim, eps=1e-5):
-        super().__init__()
-        self.eps = eps
-        self.weight = nn.Parameter(torch.ones(dim))
-
-    def _norm(self, x):
-        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps)
-
-    def forward(self, x):
-        output = self._norm(x.float()).type_as(x)
-        return output * self.weight
-
-
-def precompute_freqs(dim, end, theta=10000.0):
-    freqs = 1.0 / (theta ** (torch.arange(0, dim, 2)[: (dim // 2)].float()
-                             / dim))
-    t = torch.arange(end, device=freqs.device)
-    freqs = torch.outer(t, freqs).float()
-    return torch.cos(freqs), torch.sin(freqs)
-
-
-def reshape_for_broadcast(freqs, x):
-    ndim = x.ndim
-    shape = [d if i == 1 or i == ndim - 1 else 1 for i, d in
-             enumerate(x.shape)]
-    return freqs.view(shape)
-
-
-def apply_rotary_emb(xq, xk, freqs_cos, freqs_sin):
-    xq_r, xq_i = xq.float().reshape(xq.shape[:-1] + (-1, 2)).unbind(-1)
-    xk_r, xk_i = xk.float().reshape(xk.shape[:-1] + (-1, 2)).unbind(-1)
-    freqs_cos = reshape_for_broadcast(freqs_cos, xq_r)
-    freqs_sin = reshape_for_broadcast(freqs_sin, xq_r)
-    xq_out_r = xq_r * freqs_cos - xq_i * freqs_sin
-    xq_out_i = xq_r * freqs_sin + xq_i * freqs_cos
-    xk_out_r = xk_r * freqs_cos - xk_i * freqs_sin
-    xk_out_i = xk_r * freqs_sin + xk_i * freqs_cos
-    xq_out = torch.stack([xq_out_r, xq_out_i], dim=-1).flatten(3)
-    xk_out = torch.stack([xk_out_r, xk_out_i], dim=-1).flatten(3)
-    return xq_out.type_as(xq), xk_out.type_as(xk)
 
 
 class Rotary(nn.Module):
