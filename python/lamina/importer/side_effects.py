@@ -32,12 +32,9 @@ class SideEffect:
         setattr(module, self.name, value)
 
 
-def _proxy_node(value):
-    """The graph node of a traced tensor value, else None."""
-    if isinstance(value, fx.Proxy):
-        meta = value.node.meta.get("tensor_meta")
-        return value.node if meta is not None else None
-    return None
+def _tensor_node(proxy):
+    """The graph node of a traced value that is a tensor, else None."""
+    return proxy.node if "tensor_meta" in proxy.node.meta else None
 
 
 @contextlib.contextmanager
@@ -61,16 +58,10 @@ def recorded_side_effects(model, effects):
                     if not name.startswith("_"):
                         effects.append(SideEffect(path, name, value=value))
                     continue
-                effects.append(SideEffect(path, name, _proxy_node(value),
-                                          _concrete(value)))
+                effects.append(SideEffect(
+                    path, name, _tensor_node(value),
+                    value.node.meta.get("lamina_value")))
                 if name in old:
                     module.__dict__[name] = old[name]
                 else:
                     del module.__dict__[name]
-
-
-def _concrete(value):
-    """A traced value as the concrete value it stood for."""
-    if isinstance(value, fx.Proxy):
-        return value.node.meta.get("lamina_value")
-    return value

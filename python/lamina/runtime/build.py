@@ -17,8 +17,8 @@ from ..lns.graph import clear_gradient
 from ..lns.layers import lns_parameter_groups
 from ..schedule import Schedule
 from . import aot, state, training
-from .progress import compiling, stage
 from .face import Face
+from .progress import compiling, stage
 from .rng import next_dropout_key
 
 def rank():
@@ -60,7 +60,7 @@ class _Compiled:
         if self._program is None:
             try:
                 with stage(f"compiling @{self.imported.entry} "
-                                    f"({self.pipeline})"):
+                           f"({self.pipeline})"):
                     self._program = _lamina.Program(
                         self.scheduled, entry=self.imported.entry,
                         pipeline=self.pipeline)
@@ -230,7 +230,7 @@ class CompiledModule(Face, nn.Module):
         if example_inputs is not None:
             inputs = tuple(example_inputs)
             with compiling(lambda: self._describe(inputs),
-                                    self._progress):
+                           self._progress):
                 self._compile(inputs)
         # From here on, what the compiled module lacks is the model's.
         self.__dict__["_face_ready"] = True
@@ -319,8 +319,7 @@ class CompiledModule(Face, nn.Module):
         return f"{type(self.schedule.model).__name__}({shapes}), {mode} mode"
 
     def forward(self, *inputs):
-        with compiling(lambda: self._describe(inputs),
-                                self._progress):
+        with compiling(lambda: self._describe(inputs), self._progress):
             return self._forward(inputs)
 
     def _forward(self, inputs):
@@ -365,7 +364,8 @@ class CompiledModule(Face, nn.Module):
         """The state under exactly the model's keys (tied names, persistent
         buffers): a checkpoint the model loads, and the compiled module
         too. On several ranks a sharded parameter is this rank's block; a
-        parameter compiled as LNS codes is their decoded values."""
+        layer replaced by its LNS variant stands as that layer, its codes
+        and base (`<name>_lns`, `<name>_base`)."""
         return state.state_dict(self, self.schedule.model, destination,
                                 prefix, keep_vars)
 

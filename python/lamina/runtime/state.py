@@ -20,16 +20,17 @@ import torch
 from .training import parameter_block
 
 
-def _compiled_tensors(compiled, model):
+def _compiled_tensors(compiled, model, state):
     """Model key → the tensor the compiled module computes with, for the
-    keys whose tensor is the compiled module's own (a parameter; an alias
-    of a tied one)."""
+    keys of `model`'s `state` (its ``state_dict(keep_vars=True)``) whose
+    tensor is the compiled module's own (a parameter; an alias of a tied
+    one)."""
     own = dict(compiled.named_parameters())
     first_name = {}
     for name, parameter in model.named_parameters():
         first_name[id(parameter)] = name
     tensors = {}
-    for key, tensor in model.state_dict(keep_vars=True).items():
+    for key, tensor in state.items():
         name = first_name.get(id(tensor))
         if name is None:
             continue  # a buffer: the model's own
@@ -49,7 +50,7 @@ def state_dict(compiled, model, destination=None, prefix="",
     metadata = getattr(state, "_metadata", None)
     if metadata is not None and destination is None:
         result._metadata = metadata
-    tensors = _compiled_tensors(compiled, model)
+    tensors = _compiled_tensors(compiled, model, state)
     for key, tensor in state.items():
         tensor = tensors.get(key, tensor)
         if _is_lns(tensor):
@@ -70,8 +71,8 @@ def load_state_dict(compiled, model, state, strict=True):
     """Loads `state` (the model's keys) into `compiled` and `model`: the
     next call computes with it. Returns torch's (missing_keys,
     unexpected_keys); with `strict`, raises as torch does."""
-    tensors = _compiled_tensors(compiled, model)
     current = model.state_dict(keep_vars=True)
+    tensors = _compiled_tensors(compiled, model, current)
     for_model = collections.OrderedDict(state)
     if hasattr(state, "_metadata"):
         for_model._metadata = state._metadata
@@ -106,8 +107,9 @@ def load_state_dict(compiled, model, state, strict=True):
             tensors[key].copy_(codes)
             if base is not None:
                 compiled.get_buffer(f"{key}_base").copy_(base)
-    changed = any(not torch.equal(model.state_dict(keep_vars=True)[key],
-                                  before) for key, before in buffers.items())
+    # (torch loads buffers in place: `current` holds their new values.)
+    changed = any(not torch.equal(current[key], before)
+                  for key, before in buffers.items())
     return result, changed
 
 
