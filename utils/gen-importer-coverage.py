@@ -38,7 +38,12 @@ input (a causal mask sliced from a buffer, `torch.arange(t)`) become
 constants. Arguments after the example inputs take their defaults
 (`targets=None`), and the trace follows the branch they choose. A
 hand-written GELU (tanh or erf formula) is recognised before conversion
-(`importer/formulas.py`) and imports as `F.gelu`.
+(`importer/formulas.py`) and imports as `F.gelu`. On a torch that has
+`F.scaled_dot_product_attention` (2.0 and later), it imports as its
+decomposition (`attention.scaled_dot_product_attention`: the scaled
+scores, a causal, boolean or additive mask, softmax, dropout, the
+product with the values); this table is generated with the torch
+installed here.
 """
 
 

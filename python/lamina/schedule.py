@@ -19,7 +19,7 @@ import warnings
 from . import _lamina
 from . import lns as lns_module
 from . import op as lamina_op
-from .errors import ScheduleError
+from .errors import ScheduleError, UnsupportedOperationError
 from .importer import import_model, is_layer
 
 
@@ -130,7 +130,14 @@ class Schedule:
     def _retrace(self, example_inputs):
         flags = {name: m.training for name, m in self.model.named_modules()}
         imported = import_model(self.model, example_inputs, self.world_size)
-        session = _lamina.ScheduleSession(imported.located_text)
+        try:
+            session = _lamina.ScheduleSession(imported.located_text)
+        except ValueError as error:
+            # The ops' verifiers reject what the converters passed on (an
+            # f64 tensor into a layer): the message names op and module.
+            raise UnsupportedOperationError(
+                "the model uses a form Lamina's ops do not take: "
+                f"{str(error).split(':', 1)[1].strip()}") from None
         if self._ops:
             _apply(session, self.transform_script())
         self._imported, self._session = imported, session

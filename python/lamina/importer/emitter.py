@@ -198,11 +198,15 @@ class Emitter:
         tensor = node.meta["lamina_value"]
         if isinstance(tensor, nn.Parameter):
             return self.parameter(node, node.target, tensor)
-        element = ir.element_type(tensor.dtype)
-        if element is None:
+        if ir.element_type(tensor.dtype) is None:
             self.fail(node, f"constant '{node.target}' of element type "
                       f"{tensor.dtype}")
-        type_ = ir.TensorType(tensor.shape, element)
+        return self.constant(tensor)
+
+    def constant(self, tensor):
+        """`arith.constant` holding `tensor`'s values (of a dtype Lamina
+        imports)."""
+        type_ = ir.TensorType(tensor.shape, ir.element_type(tensor.dtype))
         return self.builder.op("arith.constant", ir.dense_literal(tensor),
                                types=type_, results=[type_])
 

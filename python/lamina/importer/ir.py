@@ -31,10 +31,11 @@ class ElementType:
 F32 = ElementType("f32", torch.float32, True)
 F16 = ElementType("f16", torch.float16, True)
 BF16 = ElementType("bf16", torch.bfloat16, True)
+F64 = ElementType("f64", torch.float64, True)
 I64 = ElementType("i64", torch.int64, False)
 I1 = ElementType("i1", torch.bool, False)
 
-_BY_DTYPE = {t.dtype: t for t in (F32, F16, BF16, I64, I1)}
+_BY_DTYPE = {t.dtype: t for t in (F32, F16, BF16, F64, I64, I1)}
 
 
 def element_type(dtype):

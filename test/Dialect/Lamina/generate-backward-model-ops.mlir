@@ -72,6 +72,35 @@ func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
 
 // -----
 
+// RMSNorm's casts and rotary tables: w = bf16(x), u = f32(w), y = cos(u) ·
+// sin(u). Walking back:
+//   du = dy · c · cos(u) − dy · s · sin(u)          (sin, cos rules)
+//   dw = truncf(du)      (a widening cast narrows its cotangent back)
+//   dx = extf(dw)        (a narrowing cast widens it)
+// CHECK-LABEL: func.func @main_backward(
+// CHECK-SAME: %{{[a-z0-9]+}}: tensor<4xf32>, %[[S:[a-z0-9]+]]: tensor<4xf32>, %[[C:[a-z0-9]+]]: tensor<4xf32>, %[[U:[a-z0-9]+]]: tensor<4xf32>, %[[DY:[a-z0-9]+]]: tensor<4xf32>) -> tensor<4xf32>
+// CHECK: %[[DC:.+]] = arith.mulf %[[DY]], %[[S]]
+// CHECK: %[[DS:.+]] = arith.mulf %[[DY]], %[[C]]
+// CHECK: %[[COS:.+]] = math.cos %[[U]]
+// CHECK: %[[FROMSIN:.+]] = arith.mulf %[[DS]], %[[COS]]
+// CHECK: %[[SIN:.+]] = math.sin %[[U]]
+// CHECK: %[[DCSIN:.+]] = arith.mulf %[[DC]], %[[SIN]]
+// CHECK: %[[FROMCOS:.+]] = arith.negf %[[DCSIN]]
+// CHECK: %[[DU:.+]] = arith.addf %[[FROMSIN]], %[[FROMCOS]]
+// CHECK: %[[DW:.+]] = arith.truncf %[[DU]] : tensor<4xf32> to tensor<4xbf16>
+// CHECK: %[[DX:.+]] = arith.extf %[[DW]] : tensor<4xbf16> to tensor<4xf32>
+// CHECK: return %[[DX]]
+func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %w = arith.truncf %x : tensor<4xf32> to tensor<4xbf16>
+  %u = arith.extf %w : tensor<4xbf16> to tensor<4xf32>
+  %c = math.cos %u : tensor<4xf32>
+  %s = math.sin %u : tensor<4xf32>
+  %y = arith.mulf %c, %s : tensor<4xf32>
+  return %y : tensor<4xf32>
+}
+
+// -----
+
 // Per-row losses (reduction none): the backward takes one cotangent per
 // row and passes it to the loss's gradient, which keeps `none`.
 // CHECK-LABEL: func.func @main_backward(

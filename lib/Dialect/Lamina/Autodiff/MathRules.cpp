@@ -1,8 +1,8 @@
 //===- MathRules.cpp - Reverse-mode rules of math ops on tensors ----------===//
 //
 // The element-wise math the importer writes for hand-written formulas
-// (tanh, exp, sqrt, rsqrt, x^c): each derivative from the forward's result
-// where that is cheaper than from its input.
+// (tanh, cos, sin, exp, sqrt, rsqrt, x^c): each derivative from the
+// forward's result where that is cheaper than from its input.
 //
 //===----------------------------------------------------------------------===//
 
@@ -49,6 +49,32 @@ struct TanhRule : Rule<TanhRule, math::TanhOp> {
     Value one = splat(b, loc, y.getType(), 1.0);
     dxs[0] = mul(b, loc, dys[0],
                  arith::SubFOp::create(b, loc, one, mul(b, loc, y, y)));
+    return success();
+  }
+};
+
+/// d cos(x) = −dy · sin(x).
+struct CosRule : Rule<CosRule, math::CosOp> {
+  LogicalResult buildVectorJacobianProduct(Operation *op, OpBuilder &b,
+                                           ReverseState &state,
+                                           ArrayRef<Value> dys,
+                                           MutableArrayRef<Value> dxs) const {
+    Location loc = op->getLoc();
+    Value sin = math::SinOp::create(b, loc, state.getPrimal(op->getOperand(0)));
+    dxs[0] = arith::NegFOp::create(b, loc, mul(b, loc, dys[0], sin));
+    return success();
+  }
+};
+
+/// d sin(x) = dy · cos(x).
+struct SinRule : Rule<SinRule, math::SinOp> {
+  LogicalResult buildVectorJacobianProduct(Operation *op, OpBuilder &b,
+                                           ReverseState &state,
+                                           ArrayRef<Value> dys,
+                                           MutableArrayRef<Value> dxs) const {
+    Location loc = op->getLoc();
+    Value cos = math::CosOp::create(b, loc, state.getPrimal(op->getOperand(0)));
+    dxs[0] = mul(b, loc, dys[0], cos);
     return success();
   }
 };
@@ -121,6 +147,8 @@ struct PowFRule : Rule<PowFRule, math::PowFOp> {
 void mlir::lamina::autodiff::registerMathRules(DialectRegistry &registry) {
   registry.addExtension(+[](MLIRContext *context, math::MathDialect *) {
     math::TanhOp::attachInterface<TanhRule>(*context);
+    math::CosOp::attachInterface<CosRule>(*context);
+    math::SinOp::attachInterface<SinRule>(*context);
     math::ExpOp::attachInterface<ExpRule>(*context);
     math::SqrtOp::attachInterface<SqrtRule>(*context);
     math::RsqrtOp::attachInterface<RsqrtRule>(*context);

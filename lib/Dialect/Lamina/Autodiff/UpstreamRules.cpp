@@ -2,8 +2,8 @@
 //
 // The upstream ops the importer writes between layers: element-wise arith
 // on tensors (residuals, scaling), reshapes, slices, concatenations,
-// transposes, the attention batch matmuls, sums, and fills (whose cotangent
-// stops there).
+// transposes, the attention batch matmuls, sums, casts between float types,
+// and fills (whose cotangent stops there).
 //
 //===----------------------------------------------------------------------===//
 
@@ -52,6 +52,31 @@ struct NegFRule : Rule<NegFRule, arith::NegFOp> {
                                            ArrayRef<Value> dys,
                                            MutableArrayRef<Value> dxs) const {
     dxs[0] = arith::NegFOp::create(b, op->getLoc(), dys[0]);
+    return success();
+  }
+};
+
+/// A widening cast's cotangent is narrowed back to the source type, as
+/// PyTorch's autograd casts the gradient of `x.float()`.
+struct ExtFRule : Rule<ExtFRule, arith::ExtFOp> {
+  LogicalResult buildVectorJacobianProduct(Operation *op, OpBuilder &b,
+                                           ReverseState &,
+                                           ArrayRef<Value> dys,
+                                           MutableArrayRef<Value> dxs) const {
+    dxs[0] = arith::TruncFOp::create(b, op->getLoc(),
+                                     op->getOperand(0).getType(), dys[0]);
+    return success();
+  }
+};
+
+/// A narrowing cast's cotangent is widened back to the source type.
+struct TruncFRule : Rule<TruncFRule, arith::TruncFOp> {
+  LogicalResult buildVectorJacobianProduct(Operation *op, OpBuilder &b,
+                                           ReverseState &,
+                                           ArrayRef<Value> dys,
+                                           MutableArrayRef<Value> dxs) const {
+    dxs[0] = arith::ExtFOp::create(b, op->getLoc(),
+                                   op->getOperand(0).getType(), dys[0]);
     return success();
   }
 };
@@ -321,6 +346,8 @@ void mlir::lamina::autodiff::registerUpstreamRules(DialectRegistry &registry) {
     arith::NegFOp::attachInterface<NegFRule>(*context);
     arith::MulFOp::attachInterface<MulFRule>(*context);
     arith::DivFOp::attachInterface<DivFRule>(*context);
+    arith::ExtFOp::attachInterface<ExtFRule>(*context);
+    arith::TruncFOp::attachInterface<TruncFRule>(*context);
   });
   registry.addExtension(+[](MLIRContext *context, tensor::TensorDialect *) {
     tensor::CollapseShapeOp::attachInterface<CollapseShapeRule>(*context);

@@ -1,5 +1,6 @@
-"""Attention's arithmetic: batched matmuls (linalg), masked fills and
-softmax (`lamina.masked_fill`, `lamina.softmax`, lowered in C++)."""
+"""Attention's arithmetic: batched matmuls (linalg), masked fills,
+triangles and softmax (`lamina.masked_fill`, `lamina.softmax`, lowered in
+C++)."""
 
 import math
 import operator
@@ -10,7 +11,9 @@ from torch import nn
 
 from .. import ir
 from . import converts
-from .upstream import collapse_shape, constant, expand_shape, filled
+from .dropout import dropout_of
+from .elementwise import broadcast
+from .upstream import collapse_shape, constant, empty, expand_shape, filled
 
 
 @converts(operator.matmul, torch.matmul)
@@ -18,12 +21,16 @@ def matmul(emitter, node):
     """`linalg.matmul`, or `linalg.batch_matmul` over the flattened batch
     dims, of tensors with equal batch dims."""
     a, b = node.args[:2]
-    shape_a, shape_b = emitter.shape(a), emitter.shape(b)
-    result = emitter.result_type(node)
+    x, y = emitter.float_value(node, a), emitter.float_value(node, b)
+    return product(emitter, node, x, y, emitter.result_type(node))
+
+
+def product(emitter, node, x, y, result):
+    """The matrix product of `x` and `y` (equal batch dims) as `result`."""
+    shape_a, shape_b = x.type.shape, y.type.shape
     if len(shape_a) < 2 or shape_a[:-2] != shape_b[:-2] or \
             len(shape_a) != len(shape_b):
         emitter.fail(node, "a matmul of tensors with different batch dims")
-    x, y = emitter.float_value(node, a), emitter.float_value(node, b)
     builder = emitter.builder
     zero = constant(builder, "0.0", result.element)
     if len(shape_a) == 2:
@@ -40,17 +47,21 @@ def matmul(emitter, node):
                             result.with_shape((batch, k, n)))
     flat_result = result.with_shape((batch, m, n))
     acc = filled(builder, zero, flat_result)
-    product = builder.op("linalg.batch_matmul", ir.ins(flat_x, flat_y),
-                         ir.outs(acc), "->", flat_result,
-                         results=[flat_result])
-    return expand_shape(builder, product, groups, result)
+    flat = builder.op("linalg.batch_matmul", ir.ins(flat_x, flat_y),
+                      ir.outs(acc), "->", flat_result, results=[flat_result])
+    return expand_shape(builder, flat, groups, result)
 
 
 def _softmax(emitter, node, dim):
     """`lamina.softmax ["path"] %x dim d : type`."""
     if dim is None:
         emitter.fail(node, "a softmax without dim")
-    x = emitter.float_value(node, node.args[0])
+    return softmax_of(emitter, node, emitter.float_value(node, node.args[0]),
+                      dim)
+
+
+def softmax_of(emitter, node, x, dim):
+    """`lamina.softmax` of the Value `x` over `dim`."""
     path = emitter.path(node)
     named = [ir.string(path)] if path else []
     return emitter.builder.op("lamina.softmax", *named, x, "dim",
@@ -83,6 +94,28 @@ def masked_fill(emitter, node):
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         emitter.fail(node, f"masked_fill with the value {value!r} (a "
                      "number)")
+    return _fill_where(emitter, node, x, mask, value)
+
+
+@converts(torch.triu, "triu", torch.tril, "tril")
+def triangle(emitter, node):
+    """`lamina.masked_fill` of zeros over the other triangle of the last two
+    dims (a constant mask), as `torch.triu(x, diagonal)` /
+    `torch.tril(x, diagonal)` keep one."""
+    x = emitter.float_value(node, node.args[0])
+    diagonal = emitter.argument(node, 1, "diagonal", 0)
+    if x.type.rank < 2:
+        emitter.fail(node, "a triangle of a tensor of rank below 2")
+    rows, columns = x.type.shape[-2:]
+    keep = torch.ones(rows, columns, dtype=torch.bool)
+    name = getattr(node.target, "__name__", node.target)
+    keep = keep.triu(diagonal) if name == "triu" else keep.tril(diagonal)
+    return _fill_where(emitter, node, x, emitter.constant(~keep), 0.0)
+
+
+def _fill_where(emitter, node, x, mask, value):
+    """`lamina.masked_fill` of `x` with `value` where the i1 `mask`
+    (broadcast to `x`'s shape) is true."""
     lead = x.type.rank - mask.type.rank
     if lead < 0 or any(m not in (1, s) for m, s in
                        zip(mask.type.shape, x.type.shape[lead:])):
@@ -100,3 +133,62 @@ def masked_fill(emitter, node):
         "lamina.masked_fill", *named, ir.operand_list(x, mask), "value",
         ir.float_literal(value), types=f"{x.type}, {mask.type}",
         results=[x.type])
+
+
+def scaled_dot_product_attention(emitter, node):
+    """Its decomposition: `softmax(q @ kᵀ · scale + mask) @ v`, the mask a
+    causal triangle (`is_causal`), a boolean mask (`lamina.masked_fill`
+    of −inf where it is false) or added floats, then `lamina.dropout` of
+    `dropout_p` (drawn whenever it is above 0, as in PyTorch)."""
+    q, k, v = (emitter.float_value(node, emitter.argument(node, i, name))
+               for i, name in enumerate(("query", "key", "value")))
+    mask = emitter.argument(node, 3, "attn_mask")
+    p = emitter.argument(node, 4, "dropout_p", 0.0)
+    causal = emitter.argument(node, 5, "is_causal", False)
+    scale = emitter.argument(node, 6, "scale")
+    if q.type.rank < 2 or k.type.rank != q.type.rank or \
+            v.type.rank != q.type.rank:
+        emitter.fail(node, "attention on tensors of different ranks")
+    if causal and mask is not None:
+        emitter.fail(node, "attention with both attn_mask and is_causal")
+    builder = emitter.builder
+    rank = q.type.rank
+    (length, depth), source = q.type.shape[-2:], k.type.shape[-2]
+    k_t_type = k.type.with_shape(k.type.shape[:-2] + (depth, source))
+    k_t = builder.op("linalg.transpose", ir.ins(k),
+                     ir.outs(empty(builder, k_t_type)), "permutation", "=",
+                     ir.int_list(list(range(rank - 2)) + [rank - 1, rank - 2]),
+                     results=[k_t_type])
+    scores_type = q.type.with_shape(q.type.shape[:-1] + (source,))
+    scores = product(emitter, node, q, k_t, scores_type)
+    factor = 1 / math.sqrt(depth) if scale is None else scale
+    scores = builder.op("arith.mulf", ir.operand_list(scores, constant(
+        builder, f"dense<{ir.float_literal(factor, scores_type.element.dtype)}>",
+        scores_type)), types=scores_type, results=[scores_type])
+    if causal:
+        future = torch.ones(length, source, dtype=torch.bool).triu(1)
+        scores = _fill_where(emitter, node, scores, emitter.constant(future),
+                             float("-inf"))
+    elif mask is not None:
+        mask_value = emitter.value(node, mask)
+        if mask_value.type.element == ir.I1:
+            constant_mask = mask.meta.get("lamina_value") \
+                if mask.op == "get_attr" else None
+            if constant_mask is None:
+                emitter.fail(node, "attention with a boolean attn_mask that "
+                             "depends on the inputs")
+            scores = _fill_where(emitter, node, scores,
+                                 emitter.constant(~constant_mask),
+                                 float("-inf"))
+        else:
+            added = broadcast(emitter, node, mask_value, scores_type.shape)
+            scores = builder.op("arith.addf", ir.operand_list(scores, added),
+                                types=scores_type, results=[scores_type])
+    weights = softmax_of(emitter, node, scores, rank - 1)
+    if p > 0:
+        weights = dropout_of(emitter, node, weights, p, True)
+    return product(emitter, node, weights, v, emitter.result_type(node))
+
+
+if hasattr(F, "scaled_dot_product_attention"):
+    converts(F.scaled_dot_product_attention)(scaled_dot_product_attention)

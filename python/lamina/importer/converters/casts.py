@@ -1,5 +1,5 @@
 """Casts between float element types: `Tensor.float()`, `half()`,
-`bfloat16()`, `type_as(other)`, `to(dtype)` (LLaMA's RMSNorm computes in
+`bfloat16()`, `double()`, `type_as(other)`, `to(dtype)` (LLaMA's RMSNorm computes in
 float and casts back with `type_as`). A cast to the type a tensor already
 has is nothing; a wider type `arith.extf`, a narrower `arith.truncf`
 (between bf16 and f16, through f32)."""
@@ -7,7 +7,7 @@ has is nothing; a wider type `arith.extf`, a narrower `arith.truncf`
 from .. import ir
 from . import converts
 
-_BITS = {ir.F16: 16, ir.BF16: 16, ir.F32: 32}
+_BITS = {ir.F16: 16, ir.BF16: 16, ir.F32: 32, ir.F64: 64}
 
 
 def cast(emitter, node, x, element):
@@ -27,7 +27,7 @@ def cast(emitter, node, x, element):
                       results=[result])
 
 
-@converts("float", "half", "bfloat16", "type_as", "to")
+@converts("float", "half", "bfloat16", "double", "type_as", "to")
 def convert_type(emitter, node):
     """`arith.extf` / `arith.truncf` to the traced result's element type;
     nothing when it is the tensor's own (`x.float()` on f32, `to(device)`)."""

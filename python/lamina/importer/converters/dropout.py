@@ -10,7 +10,12 @@ from . import converts
 
 def _dropout(emitter, node, p, training):
     """`lamina.dropout ["path"] %x <settings> [seed %seed] : type`."""
-    x = emitter.float_value(node, node.args[0])
+    return dropout_of(emitter, node, emitter.float_value(node, node.args[0]),
+                      p, training)
+
+
+def dropout_of(emitter, node, x, p, training):
+    """`lamina.dropout` of the Value `x`."""
     settings, seed = emitter.dropout(p, training)
     path = emitter.path(node)
     named = [ir.string(path)] if path else []

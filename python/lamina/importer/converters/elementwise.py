@@ -1,6 +1,7 @@
 """Element-wise arithmetic on tensors and numbers, with PyTorch's
 broadcasting: arith on tensors (`arith.addf`, `subf`, `mulf`, `divf`,
-`negf`) and math (`math.tanh`, `exp`, `sqrt`, `rsqrt`, `powf`), each
+`negf`) and math (`math.tanh`, `cos`, `sin`, `exp`, `sqrt`, `rsqrt`,
+`powf`), and outer products, each
 operand broadcast to the result's shape by `linalg.broadcast` and each
 number a splat constant."""
 
@@ -12,7 +13,7 @@ from torch import fx
 
 from .. import ir
 from . import converts
-from .upstream import collapse_shape, constant, empty
+from .upstream import collapse_shape, constant, empty, expand_shape
 
 
 def _is_number(value):
@@ -139,10 +140,32 @@ def _unary(op):
 
 
 for _op, _keys in (("math.tanh", (torch.tanh, "tanh")),
+                   ("math.cos", (torch.cos, "cos")),
+                   ("math.sin", (torch.sin, "sin")),
                    ("math.exp", (torch.exp, "exp")),
                    ("math.sqrt", (torch.sqrt, "sqrt")),
                    ("math.rsqrt", (torch.rsqrt, "rsqrt"))):
     converts(*_keys)(_unary(_op))
+
+
+@converts(torch.outer, "outer", torch.ger, "ger")
+def outer(emitter, node):
+    """`arith.mulf` of the two vectors broadcast to a matrix (`torch.outer(t,
+    inv_freq)` building rotary tables from an input)."""
+    a = emitter.float_value(node, node.args[0])
+    b = emitter.float_value(node, node.args[1])
+    result = emitter.result_type(node)
+    if a.type.rank != 1 or b.type.rank != 1 or \
+            a.type.element != b.type.element:
+        emitter.fail(node, "an outer product of tensors that are not two "
+                     "vectors of one element type")
+    builder = emitter.builder
+    column = expand_shape(builder, a, [[0, 1]],
+                          a.type.with_shape((a.type.shape[0], 1)))
+    operands = [broadcast(emitter, node, v, result.shape) for v in
+                (column, b)]
+    return builder.op("arith.mulf", ir.operand_list(*operands), types=result,
+                      results=[result])
 
 
 @converts(operator.pow, torch.pow, "pow")

@@ -1,6 +1,7 @@
-"""Shapes: view / reshape / flatten that split or merge neighbouring dims,
-permute / transpose, contiguous, unit dims, expand, split, unbind, stack,
-and indexing (slices, ints and lists of ints; a layer's several results)."""
+"""Shapes: view / reshape / flatten / unflatten that split or merge
+neighbouring dims, permute / transpose / `.T`, contiguous, unit dims,
+expand, repeat, repeat_interleave, split, unbind, cat, stack, and indexing
+(slices, ints and lists of ints; a layer's several results)."""
 
 import operator
 
@@ -12,7 +13,8 @@ from .elementwise import broadcast
 from .upstream import collapse_shape, empty, expand_shape
 
 
-@converts("view", "reshape", torch.reshape, "flatten", torch.flatten)
+@converts("view", "reshape", torch.reshape, "flatten", torch.flatten,
+          "unflatten", torch.unflatten)
 def reshape(emitter, node):
     """`tensor.expand_shape` / `collapse_shape` (splitting or merging
     neighbouring dims, adding or dropping unit dims); nothing for the same
@@ -44,6 +46,20 @@ def transpose(emitter, node):
     permutation = list(range(rank))
     permutation[d0], permutation[d1] = permutation[d1], permutation[d0]
     return _transpose(emitter, node, permutation)
+
+
+@converts(getattr)
+def attribute(emitter, node):
+    """`x.T` (every dim reversed) and `x.mT` (the last two swapped):
+    `linalg.transpose`."""
+    name = node.args[1]
+    rank = len(emitter.shape(node.args[0]))
+    if name == "T":
+        return _transpose(emitter, node, list(reversed(range(rank))))
+    if name == "mT" and rank >= 2:
+        return _transpose(emitter, node, list(range(rank - 2)) +
+                          [rank - 1, rank - 2])
+    emitter.fail(node, f"the tensor attribute '{name}'")
 
 
 def _transpose(emitter, node, permutation):
@@ -183,6 +199,62 @@ def expand(emitter, node):
     return broadcast(emitter, node, x, emitter.shape(node))
 
 
+@converts("repeat")
+def repeat(emitter, node):
+    """`linalg.broadcast` into a new dim before each repeated one, then
+    `tensor.collapse_shape` merging the two (`x.repeat(1, 2, 1)`; extra
+    leading counts add dims, as in PyTorch)."""
+    x = emitter.value(node, node.args[0])
+    counts = node.args[1:]
+    if len(counts) == 1 and isinstance(counts[0], (list, tuple)):
+        counts = counts[0]
+    counts = list(counts)
+    if len(counts) < x.type.rank:
+        emitter.fail(node, f"repeat with {len(counts)} counts of a tensor of "
+                     f"rank {x.type.rank}")
+    shape = (1,) * (len(counts) - x.type.rank) + x.type.shape
+    return _tile(emitter, node, x, shape, counts, count_first=True)
+
+
+@converts("repeat_interleave", torch.repeat_interleave)
+def repeat_interleave(emitter, node):
+    """`linalg.broadcast` into a new dim after the repeated one, then
+    `tensor.collapse_shape` merging the two (`x.repeat_interleave(2,
+    dim=1)`, GQA's repeated KV heads); a count per element is not
+    imported."""
+    x = emitter.value(node, node.args[0])
+    count = emitter.argument(node, 1, "repeats")
+    dim = emitter.argument(node, 2, "dim")
+    if isinstance(count, bool) or not isinstance(count, int) or dim is None:
+        emitter.fail(node, "repeat_interleave without one int count and a "
+                     "dim")
+    dim %= x.type.rank
+    counts = [count if d == dim else 1 for d in range(x.type.rank)]
+    return _tile(emitter, node, x, x.type.shape, counts, count_first=False)
+
+
+def _tile(emitter, node, x, shape, counts, count_first):
+    """`x` (reshaped to `shape`) with each dim d repeated `counts[d]` times:
+    a broadcast into a new dim of that size next to d (before it to repeat
+    the whole dim, after it to repeat each element), the two merged."""
+    x = reshape_to(emitter, node, x, shape)
+    if all(c == 1 for c in counts):
+        return x
+    wide, added = [], []
+    for size, count in zip(shape, counts):
+        pair = (count, size) if count_first else (size, count)
+        added.append(len(wide) + (0 if count_first else 1))
+        wide.extend(pair)
+    builder = emitter.builder
+    spread_type = x.type.with_shape(wide)
+    spread = builder.op("linalg.broadcast", ir.ins(x),
+                        ir.outs(empty(builder, spread_type)), "dimensions",
+                        "=", ir.int_list(added), results=[spread_type])
+    groups = [[2 * d, 2 * d + 1] for d in range(len(shape))]
+    return collapse_shape(builder, spread, groups, x.type.with_shape(
+        [s * c for s, c in zip(shape, counts)]))
+
+
 @converts("unsqueeze", torch.unsqueeze, "squeeze", torch.squeeze)
 def unit_dims(emitter, node):
     """`tensor.expand_shape` / `collapse_shape` adding or dropping unit
@@ -256,6 +328,21 @@ def unbind(emitter, node):
         part = _slice(emitter.builder, x, offsets, sizes, [1] * x.type.rank)
         parts.append(reshape_to(emitter, node, part, dropped))
     return parts
+
+
+@converts(torch.cat, torch.concat)
+def cat(emitter, node):
+    """`tensor.concat` along the dim (the rotate-half form of rotary
+    embeddings: `torch.cat((-x2, x1), dim=-1)`)."""
+    tensors = emitter.argument(node, 0, "tensors")
+    values = [emitter.value(node, t) for t in tensors]
+    dim = emitter.argument(node, 1, "dim", 0) % values[0].type.rank
+    if len({(v.type.element, v.type.rank) for v in values}) != 1:
+        emitter.fail(node, "a concatenation of tensors of different element "
+                     "types or ranks")
+    if len(values) == 1:
+        return values[0]
+    return _concat(emitter.builder, values, dim)
 
 
 @converts(torch.stack)
