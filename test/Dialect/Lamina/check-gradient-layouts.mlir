@@ -50,3 +50,17 @@ module attributes {lamina.world_size = 1 : i64} {
     return %y : tensor<4x8xf32>
   }
 }
+
+// -----
+
+// A replicated value used beside values sharded by heads and on its own:
+// the blocks of its gradient from the sharded use are gathered back whole,
+// so the two contributions add up (both R). Accepted.
+// CHECK-LABEL: func.func @replicated_beside_sharded
+module attributes {lamina.world_size = 2 : i64} {
+  func.func @replicated_beside_sharded(%s: tensor<2x4x4xf32> {lamina.layout = #lamina.layout<S(1)>}, %c: tensor<2x4x4xf32>) -> (tensor<2x4x4xf32> {lamina.layout = #lamina.layout<S(1)>}, tensor<2x4x4xf32>) {
+    %r = arith.mulf %s, %c : tensor<2x4x4xf32>
+    %t = arith.mulf %c, %c : tensor<2x4x4xf32>
+    return %r, %t : tensor<2x4x4xf32>, tensor<2x4x4xf32>
+  }
+}

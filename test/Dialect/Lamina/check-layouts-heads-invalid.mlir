@@ -44,11 +44,12 @@ module attributes {lamina.world_size = 2 : i64} {
 // -----
 
 module attributes {lamina.world_size = 2 : i64} {
-  func.func @scores_of_mixed_layouts(%q: tensor<8x4x8xf32> {lamina.layout = #lamina.layout<S(0)>}, %k: tensor<8x8x4xf32>) -> tensor<8x4x4xf32> {
+  // Keys sharded on the contracted dim, queries by heads.
+  func.func @scores_of_mixed_layouts(%q: tensor<8x4x8xf32> {lamina.layout = #lamina.layout<S(0)>}, %k: tensor<8x8x4xf32> {lamina.layout = #lamina.layout<S(1)>}) -> tensor<8x4x4xf32> {
     %zero = arith.constant 0.0 : f32
     %e = tensor.empty() : tensor<8x4x4xf32>
     %acc = linalg.fill ins(%zero : f32) outs(%e : tensor<8x4x4xf32>) -> tensor<8x4x4xf32>
-    // expected-error @+1 {{multiplies batches with layouts #lamina.layout<S(0)> and #lamina.layout<R>; both must be sharded alike on the batch dim (the heads) or replicated}}
+    // expected-error @+1 {{multiplies batches with layouts #lamina.layout<S(0)> and #lamina.layout<S(1)>; both must be sharded alike on the batch dim (the heads), one of them replicated, or both replicated}}
     %0 = linalg.batch_matmul ins(%q, %k : tensor<8x4x8xf32>, tensor<8x8x4xf32>) outs(%acc : tensor<8x4x4xf32>) -> tensor<8x4x4xf32>
     return %0 : tensor<8x4x4xf32>
   }
@@ -116,4 +117,56 @@ module attributes {lamina.world_size = 2 : i64} {
 // expected-error @+1 {{a sharded axis has at least one group, got 0}}
 func.func @no_groups(%x: tensor<4x96xf32> {lamina.layout = #lamina.layout<S(1, groups = 0)>}) {
   return
+}
+
+// -----
+
+module attributes {lamina.world_size = 2 : i64} {
+  func.func @concat_along_heads(%a: tensor<2x4x8xf32> {lamina.layout = #lamina.layout<S(1)>}, %b: tensor<2x4x8xf32> {lamina.layout = #lamina.layout<S(1)>}) -> tensor<2x8x8xf32> {
+    // expected-error @+1 {{concatenates along the sharded axis 1; all_gather the values first}}
+    %0 = tensor.concat dim(1) %a, %b : (tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> tensor<2x8x8xf32>
+    return %0 : tensor<2x8x8xf32>
+  }
+}
+
+// -----
+
+module attributes {lamina.world_size = 2 : i64} {
+  func.func @concat_of_two_shardings(%a: tensor<2x4x8xf32> {lamina.layout = #lamina.layout<S(1)>}, %b: tensor<2x4x8xf32> {lamina.layout = #lamina.layout<S(0)>}) -> tensor<2x4x16xf32> {
+    // expected-error @+1 {{concatenates values sharded differently; all_gather them first}}
+    %0 = tensor.concat dim(2) %a, %b : (tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> tensor<2x4x16xf32>
+    return %0 : tensor<2x4x16xf32>
+  }
+}
+
+// -----
+
+module attributes {lamina.world_size = 2 : i64} {
+  // The largest score over heads held by different ranks.
+  func.func @max_over_heads(%s: tensor<2x4x8xf32> {lamina.layout = #lamina.layout<S(1)>}) -> tensor<2x8xf32> {
+    %init = arith.constant dense<0xFF800000> : tensor<2x8xf32>
+    // expected-error @+1 {{reduces over the sharded axis 1 other than by adding; all_gather the value first}}
+    %0 = linalg.reduce ins(%s : tensor<2x4x8xf32>) outs(%init : tensor<2x8xf32>) dimensions = [1]
+      (%in: f32, %out: f32) {
+        %m = arith.maximumf %in, %out : f32
+        linalg.yield %m : f32
+      }
+    return %0 : tensor<2x8xf32>
+  }
+}
+
+// -----
+
+module attributes {lamina.world_size = 2 : i64} {
+  func.func @max_of_partial_sums(%x: tensor<4x16xf32> {lamina.layout = #lamina.layout<S(1)>}, %w: tensor<8x16xf32> {lamina.layout = #lamina.layout<S(1)>}) -> tensor<4xf32> {
+    %p = lamina.linear "fc" %x, %w : (tensor<4x16xf32>, tensor<8x16xf32>) -> tensor<4x8xf32>
+    %init = arith.constant dense<0xFF800000> : tensor<4xf32>
+    // expected-error @+1 {{reduces partial sums (layout P) other than by adding them; add a fwd_post all_reduce sync before it}}
+    %0 = linalg.reduce ins(%p : tensor<4x8xf32>) outs(%init : tensor<4xf32>) dimensions = [1]
+      (%in: f32, %out: f32) {
+        %m = arith.maximumf %in, %out : f32
+        linalg.yield %m : f32
+      }
+    return %0 : tensor<4xf32>
+  }
 }

@@ -192,3 +192,29 @@ module attributes {lamina.world_size = 2 : i64} {
     return %l : tensor<f32>
   }
 }
+
+// -----
+
+// A replicated scale applied to values sharded by heads: the forward takes
+// this rank's block of it (shard.all_slice); the backward gathers the
+// blocks of its gradient back whole (the slice's transpose), so the whole
+// scale's gradient is on every rank, as its layout (R) says. (The sharded
+// input's gradient is gathered too: the host takes an input's gradient
+// whole.)
+// CHECK-LABEL: func.func @main_forward(
+// CHECK-SAME: %[[S:[a-z0-9]+]]: tensor<2x2x4xf32> {lamina.layout = #lamina.layout<S(1)>}, %[[C:[a-z0-9]+]]: tensor<2x4x4xf32>)
+// CHECK: %[[BLOCK:.+]] = shard.all_slice %[[C]] on @lamina_grid grid_axes = [0] slice_axis = 1 : tensor<2x4x4xf32> -> tensor<2x2x4xf32>
+// CHECK: arith.mulf %[[S]], %[[BLOCK]] : tensor<2x2x4xf32>
+// CHECK-LABEL: func.func @main_backward(
+// CHECK-SAME: %[[BS:[a-z0-9]+]]: tensor<2x2x4xf32> {lamina.layout = #lamina.layout<S(1)>}, %{{[a-z0-9]+}}: tensor<2x4x4xf32>, %[[SAVED:[a-z0-9]+]]: tensor<2x2x4xf32>, %[[DY:[a-z0-9]+]]: tensor<2x2x4xf32>)
+// CHECK: %[[DS:.+]] = arith.mulf %[[DY]], %[[SAVED]]
+// CHECK: %[[DBLOCK:.+]] = arith.mulf %[[DY]], %[[BS]]
+// CHECK: %[[DC:.+]] = shard.all_gather %[[DBLOCK]] on @lamina_grid grid_axes = [0] gather_axis = 1 : tensor<2x2x4xf32> -> tensor<2x4x4xf32>
+// CHECK: %[[DSW:.+]] = shard.all_gather %[[DS]] on @lamina_grid grid_axes = [0] gather_axis = 1
+// CHECK: return %[[DSW]], %[[DC]]
+module attributes {lamina.world_size = 2 : i64} {
+  func.func @main(%s: tensor<2x4x4xf32> {lamina.layout = #lamina.layout<S(1)>}, %c: tensor<2x4x4xf32>) -> (tensor<2x4x4xf32> {lamina.layout = #lamina.layout<S(1)>}) {
+    %r = arith.mulf %s, %c : tensor<2x4x4xf32>
+    return %r : tensor<2x4x4xf32>
+  }
+}

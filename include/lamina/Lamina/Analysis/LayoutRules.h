@@ -175,7 +175,8 @@ LayoutOrError transposeLayout(LayoutAttr source,
                               ArrayRef<int64_t> permutation);
 
 /// linalg.batch_matmul: both operands sharded alike on the batch dim (the
-/// heads of attention), or both replicated.
+/// heads of attention), one of them sharded there and the other replicated
+/// (each rank takes its batches of it), or both replicated.
 LayoutOrError batchMatmulLayout(LayoutAttr lhs, LayoutAttr rhs);
 
 /// masked_fill of a value of layout `input` with a mask of shape
@@ -185,8 +186,10 @@ LayoutOrError maskedFillLayout(LayoutAttr input, LayoutAttr mask,
                                ArrayRef<int64_t> maskShape);
 
 /// Any other op: no partial operand; sharded operands agree and pass only
-/// through ops that keep shapes and have no regions (element-wise ops).
-/// A splat constant operand takes any layout (each rank builds its own).
+/// through ops that keep shapes and have no regions (element-wise ops),
+/// where replicated operands join them (each rank takes its block of
+/// those). A splat constant operand takes any layout (each rank builds its
+/// own).
 LayoutOrError otherOpLayout(Operation *op, ArrayRef<LayoutAttr> operands);
 /// otherOpLayout on the layouts `state` has found for `op`'s operands.
 LayoutOrError otherOpLayout(Operation *op, LayoutState &state);

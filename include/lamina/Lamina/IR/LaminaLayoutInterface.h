@@ -105,6 +105,11 @@ public:
   /// The rule of element-wise ops: results take the per-rank shapes of
   /// their layouts, splat constant operands are rebuilt at that shape.
   virtual LogicalResult partitionElementwise(Operation *op) = 0;
+  /// Gives `op` this rank's block of each replicated tensor input that
+  /// joins values of the sharded layout `layout` (on the same axis): a
+  /// broadcast along that axis used only there is built at the block's
+  /// shape, anything else sliced (shard.all_slice, no communication).
+  virtual void takeLocalBlocks(Operation *op, LayoutAttr layout) = 0;
 
   /// Where the group starting at `offset` of a grouped axis of `whole`
   /// elements starts in a rank's share: the same group index, in groups of

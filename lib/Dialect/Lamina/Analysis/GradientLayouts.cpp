@@ -93,7 +93,7 @@ LogicalResult GradientChecker::visit(Operation *op) {
 
 /// Element-wise ops (the only ones without a model the forward rules let
 /// sharded values through): every float tensor operand of the result's
-/// shape gets the result's gradient.
+/// shape gets the result's gradient, whole for a replicated operand.
 LogicalResult GradientChecker::addElementwiseGradients(Operation *op) {
   GradientLayout dy = gradients.lookup(op->getResult(0));
   for (Value operand : op->getOperands()) {
@@ -116,7 +116,14 @@ LogicalResult GradientChecker::addElementwiseGradients(Operation *op) {
                              "sharded gradient ")
              << dy.layout;
     }
-    if (failed(addGradient(op, operand, dy)))
+    // A replicated operand joining sharded ones gave each rank its block;
+    // the transpose gathers the blocks of its gradient back whole.
+    GradientLayout dx = dy;
+    if (isReplicated(getForwardLayout(operand)) &&
+        dy.layout.getKind() == LayoutKind::sharded &&
+        getForwardLayout(op->getResult(0)).getKind() == LayoutKind::sharded)
+      dx.layout = replicated(context);
+    if (failed(addGradient(op, operand, dx)))
       return failure();
   }
   return success();

@@ -449,10 +449,16 @@ LayoutOrError layout::batchMatmulLayout(LayoutAttr lhs, LayoutAttr rhs) {
         "before it");
   if (lhs == rhs && (isReplicated(lhs) || isShardedOn(lhs, 0)))
     return lhs;
+  // One operand's batches sharded, the other's whole (keys and values
+  // replicated under queries sharded by heads): each rank takes its
+  // batches of the whole one.
+  for (auto [sharded, whole] : {std::pair(lhs, rhs), std::pair(rhs, lhs)})
+    if (isShardedOn(sharded, 0) && isReplicated(whole))
+      return sharded;
   return LayoutOrError::error(
       text("multiplies batches with layouts ", lhs, " and ", rhs,
-           "; both must be sharded alike on the batch dim (the heads) or "
-           "replicated"));
+           "; both must be sharded alike on the batch dim (the heads), one "
+           "of them replicated, or both replicated"));
 }
 
 LayoutOrError layout::maskedFillLayout(LayoutAttr input, LayoutAttr mask,
@@ -479,8 +485,8 @@ static bool isSplat(Value value) {
 
 LayoutOrError layout::otherOpLayout(Operation *op,
                                     ArrayRef<LayoutAttr> operands) {
-  LayoutAttr common = replicated(op->getContext());
-  bool first = true;
+  MLIRContext *context = op->getContext();
+  LayoutAttr shardedLayout;
   for (auto [operand, layout] : llvm::zip_equal(op->getOperands(), operands)) {
     if (isPartial(layout))
       return LayoutOrError::error(
@@ -489,29 +495,38 @@ LayoutOrError layout::otherOpLayout(Operation *op,
           "before it");
     if (!isa<RankedTensorType>(operand.getType()) || isSplat(operand))
       continue;
-    if (!first && layout != common) {
-      bool sharded = common.getKind() == LayoutKind::sharded ||
-                     layout.getKind() == LayoutKind::sharded;
+    if (isReplicated(layout))
+      continue;
+    if (shardedLayout && layout != shardedLayout)
       return LayoutOrError::error(
-          text("mixes operands with layouts ", common, " and ", layout,
-               sharded ? ": all_gather the sharded one first (a fwd_post "
-                         "all_gather sync on the layer computing it)"
-                       : ""));
-    }
-    common = layout;
-    first = false;
+          text("mixes operands with layouts ", shardedLayout, " and ", layout,
+               ": all_gather one of them first (a fwd_post all_gather sync "
+               "on the layer computing it)"));
+    shardedLayout = layout;
   }
-  if (common.getKind() == LayoutKind::sharded) {
-    bool sameShapes = llvm::all_of(op->getResultTypes(), [&](Type type) {
-      return op->getNumOperands() && type == op->getOperand(0).getType();
-    });
-    if (!sameShapes || op->getNumRegions() != 0)
-      return LayoutOrError::error(
-          text("takes sharded operands (", common,
-               "); layouts propagate only through element-wise ops: "
-               "all_gather the value first"));
-  }
-  return common;
+  if (!shardedLayout)
+    return replicated(context);
+  // Sharded values pass only through element-wise ops: every tensor
+  // operand and result of one shape, no regions.
+  RankedTensorType type;
+  for (Type operandType : op->getOperandTypes())
+    if ((type = dyn_cast<RankedTensorType>(operandType)))
+      break;
+  auto sameShape = [&](Type other) {
+    auto tensor = dyn_cast<RankedTensorType>(other);
+    return !tensor || tensor.getShape() == type.getShape();
+  };
+  if (op->getNumRegions() != 0 ||
+      !llvm::all_of(op->getOperandTypes(), sameShape) ||
+      !llvm::all_of(op->getResultTypes(), sameShape) ||
+      op->getNumResults() == 0)
+    return LayoutOrError::error(
+        text("takes sharded operands (", shardedLayout,
+             "); layouts propagate only through element-wise ops: "
+             "all_gather the value first"));
+  // A replicated operand composed with sharded ones (a rotary table, an
+  // additive mask): each rank takes its block of it, without communication.
+  return shardedLayout;
 }
 
 LayoutOrError layout::otherOpLayout(Operation *op, LayoutState &state) {

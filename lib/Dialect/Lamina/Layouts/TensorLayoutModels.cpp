@@ -2,7 +2,8 @@
 //
 // The tensor ops the importer writes between layers: reshapes move the
 // sharded axis (and its groups) with the dims it merges into or splits
-// from; slices keep a sharded axis whole or take one of its groups.
+// from; slices keep a sharded axis whole or take one of its groups;
+// concatenations along another axis keep it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -212,6 +213,60 @@ struct InsertSliceRules : Rules<InsertSliceRules, tensor::InsertSliceOp> {
     return success();
   }
 };
+/// A concatenation along an axis other than the sharded one keeps it;
+/// replicated parts join as their blocks (RoPE's `torch.stack` of rotated
+/// halves, a table beside sharded heads).
+struct ConcatRules : Rules<ConcatRules, tensor::ConcatOp> {
+  LayoutOrError inferResultLayout(Operation *op, LayoutState &state) const {
+    auto concat = cast<tensor::ConcatOp>(op);
+    LayoutAttr result = replicated(op->getContext());
+    for (Value input : concat.getInputs()) {
+      LayoutAttr layout = state.getLayout(input);
+      if (isPartial(layout))
+        return LayoutOrError::error("concatenates partial sums (layout P); "
+                                    "add a fwd_post all_reduce sync before "
+                                    "it");
+      if (isReplicated(layout))
+        continue;
+      if (isSharded(result) && layout != result)
+        return LayoutOrError::error(
+            "concatenates values sharded differently; all_gather them "
+            "first");
+      result = layout;
+    }
+    if (!isSharded(result))
+      return result;
+    if (*result.getAxis() == int64_t(concat.getDim()))
+      return LayoutOrError::error(
+          "concatenates along the sharded axis " +
+          std::to_string(concat.getDim()) + "; all_gather the values first");
+    return result;
+  }
+  /// Each part's slice of the cotangent, blocks gathered back whole for a
+  /// replicated part.
+  LogicalResult inferOperandGradientLayouts(Operation *op,
+                                            GradientLayoutState &state) const {
+    auto concat = cast<tensor::ConcatOp>(op);
+    GradientLayout dy = state.getGradient(op->getResult(0));
+    for (Value input : concat.getInputs()) {
+      GradientLayout dx = dy;
+      if (isSharded(dy.layout) && isReplicated(state.getForwardLayout(input)))
+        dx.layout = replicated(op->getContext());
+      if (failed(state.addGradient(op, input, dx)))
+        return failure();
+    }
+    return success();
+  }
+  LogicalResult partition(Operation *op, PartitionState &state) const {
+    LayoutAttr layout = state.getLayout(op->getResult(0));
+    if (!isSharded(layout))
+      return success();
+    state.takeLocalBlocks(op, layout);
+    op->getResult(0).setType(
+        state.getLocalType(op->getResult(0).getType(), layout));
+    return success();
+  }
+};
 } // namespace
 
 void mlir::lamina::detail::registerTensorLayoutModels(
@@ -221,5 +276,6 @@ void mlir::lamina::detail::registerTensorLayoutModels(
     tensor::ExpandShapeOp::attachInterface<ExpandShapeRules>(*context);
     tensor::ExtractSliceOp::attachInterface<ExtractSliceRules>(*context);
     tensor::InsertSliceOp::attachInterface<InsertSliceRules>(*context);
+    tensor::ConcatOp::attachInterface<ConcatRules>(*context);
   });
 }

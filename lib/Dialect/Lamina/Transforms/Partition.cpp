@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "lamina/Lamina/Analysis/Collectives.h"
 #include "lamina/Lamina/Analysis/LayoutAnalysis.h"
 #include "lamina/Lamina/IR/LaminaLayoutInterface.h"
 #include "lamina/Lamina/Transforms/Passes.h"
@@ -30,6 +31,17 @@ using namespace mlir::lamina;
 
 static constexpr llvm::StringLiteral kGridName = LaminaDialect::kGridName;
 
+/// Whether `layout` shards its value (null: replicated).
+static bool isSharded(LayoutAttr layout) {
+  return layout && layout.getKind() == LayoutKind::sharded;
+}
+
+/// A splat constant, which every rank builds at its own shape.
+static bool isSplatConstant(Value value) {
+  auto constant = value.getDefiningOp<arith::ConstantOp>();
+  return constant && isa<SplatElementsAttr>(constant.getValue());
+}
+
 namespace {
 /// Rewrites one function into what one of `worldSize` ranks computes, each
 /// op by its LayoutOpInterface model (element-wise without one).
@@ -53,8 +65,11 @@ public:
   FailureOr<Value> rebuildFresh(Value value, RankedTensorType local) override;
   LogicalResult localizeInits(DestinationStyleOpInterface op) override;
   LogicalResult partitionElementwise(Operation *op) override;
+  void takeLocalBlocks(Operation *op, LayoutAttr layout) override;
 
 private:
+  /// This rank's block of the replicated `whole` under `layout`.
+  Value takeBlock(Location loc, Value whole, LayoutAttr layout);
   /// Rebuilds the splat constants `op` takes at the shape `type`.
   void localizeSplats(Operation *op, RankedTensorType type);
 
@@ -170,6 +185,65 @@ LogicalResult FunctionPartitioner::partitionElementwise(Operation *op) {
   return success();
 }
 
+void FunctionPartitioner::takeLocalBlocks(Operation *op, LayoutAttr layout) {
+  int64_t axis = *layout.getAxis();
+  auto destinationStyle = dyn_cast<DestinationStyleOpInterface>(op);
+  for (OpOperand &operand : op->getOpOperands()) {
+    Value whole = operand.get();
+    auto type = dyn_cast<RankedTensorType>(whole.getType());
+    // Inits are rebuilt fresh (localizeInits), splats at the local shape
+    // (localizeSplats).
+    if (!type || isSharded(getLayout(whole)) || isSplatConstant(whole) ||
+        (destinationStyle && destinationStyle.isDpsInit(&operand)))
+      continue;
+    RankedTensorType local = getLocalType(type, layout);
+    if (local == type)
+      continue;
+    auto broadcast = whole.getDefiningOp<linalg::BroadcastOp>();
+    if (broadcast && whole.hasOneUse() &&
+        llvm::is_contained(broadcast.getDimensions(), axis)) {
+      builder.setInsertionPoint(broadcast);
+      FailureOr<Value> fresh = rebuildFresh(broadcast.getInit(), local);
+      if (succeeded(fresh)) {
+        broadcast.getInitMutable().assign(*fresh);
+        broadcast->getResult(0).setType(local);
+        continue;
+      }
+    }
+    builder.setInsertionPoint(op);
+    operand.set(takeBlock(op->getLoc(), whole, layout));
+  }
+}
+
+Value FunctionPartitioner::takeBlock(Location loc, Value whole,
+                                     LayoutAttr layout) {
+  auto type = cast<RankedTensorType>(whole.getType());
+  int64_t axis = *layout.getAxis(), groups = layout.getGroups();
+  if (groups == 1)
+    return layout::buildCollective(builder, loc,
+                                   {CollectiveKind::scatter, axis}, whole,
+                                   getLocalType(type, layout));
+  // This rank's part of each group: the axis split into [groups, size],
+  // the inner dim sliced, the two merged again.
+  SmallVector<int64_t> split(type.getShape());
+  split[axis] /= groups;
+  split.insert(split.begin() + axis, groups);
+  SmallVector<ReassociationIndices> merge;
+  for (int64_t dim = 0, rank = type.getRank(); dim < rank; ++dim)
+    merge.push_back(dim < axis    ? ReassociationIndices{dim}
+                    : dim == axis ? ReassociationIndices{dim, dim + 1}
+                                  : ReassociationIndices{dim + 1});
+  Value grouped = tensor::ExpandShapeOp::create(builder, loc,
+                                                type.clone(split), whole,
+                                                merge);
+  SmallVector<int64_t> part(split);
+  part[axis + 1] /= worldSize;
+  Value sliced = layout::buildCollective(builder, loc,
+                                         {CollectiveKind::scatter, axis + 1},
+                                         grouped, type.clone(part));
+  return tensor::CollapseShapeOp::create(builder, loc, sliced, merge);
+}
+
 LogicalResult FunctionPartitioner::run() {
   Block &entry = function.getBody().front();
   for (BlockArgument argument : entry.getArguments())
@@ -186,8 +260,16 @@ LogicalResult FunctionPartitioner::run() {
       }
       continue;
     }
-    auto rules = dyn_cast<LayoutOpInterface>(op);
-    if (failed(rules ? rules.partition(*this) : partitionElementwise(&op)))
+    if (auto rules = dyn_cast<LayoutOpInterface>(op)) {
+      if (failed(rules.partition(*this)))
+        return failure();
+      continue;
+    }
+    // An element-wise op: replicated operands joining sharded ones take
+    // their blocks.
+    if (op.getNumResults() == 1 && isSharded(getLayout(op.getResult(0))))
+      takeLocalBlocks(&op, getLayout(op.getResult(0)));
+    if (failed(partitionElementwise(&op)))
       return failure();
   }
   function.setType(FunctionType::get(
