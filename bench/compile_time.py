@@ -13,9 +13,11 @@ processes:
   that, against eager PyTorch's in another process (OpenBLAS, as
   bench/machine.py sets it up).
 
-Every compile is cold: Lamina keeps no compiled program between processes.
-The `LAMINA_TIMING=1` report of the deepest training pair's compile (MLIR
-pipelines, translation, LLVM) closes the table.
+Each depth runs cold (an empty compile cache, LAMINA_CACHE_DIR a fresh
+directory), then warm: the same builds in new processes that find the
+first ones' programs in the cache. The `LAMINA_TIMING=1` report of the
+deepest training pair's cold compile (MLIR pipelines, translation, LLVM)
+closes the table.
 
 usage: bench/compile_time.py [--depths 1,2,4,8,12] [--steps 5]
                              [--output bench/results/compile_time.md]
@@ -28,6 +30,7 @@ import pathlib
 import statistics
 import subprocess
 import sys
+import tempfile
 
 from machine import openblas_env, openblas_kernels
 
@@ -73,9 +76,11 @@ print(first, statistics.median(times))
        "heads": HEADS, "hidden": HIDDEN}
 
 
-def run(depth, what, steps, env, timing=False):
+def run(depth, what, steps, env, timing=False, cache=None):
     env = dict(env, OMP_NUM_THREADS="1",
                PYTHONPATH=str(BUILD / "python"))
+    if cache is not None:
+        env["LAMINA_CACHE_DIR"] = cache
     if timing:
         env["LAMINA_TIMING"] = "1"
     completed = subprocess.run(
@@ -96,29 +101,42 @@ def main():
     blas = openblas_env(os.environ)
     rows = []
     for depth in depths:
-        (forward,), _ = run(depth, "forward", 0, os.environ)
-        (pair, step), _ = run(depth, "train", args.steps, os.environ)
+        with tempfile.TemporaryDirectory() as cache:
+            (forward,), _ = run(depth, "forward", 0, os.environ, cache=cache)
+            (pair, step), _ = run(depth, "train", args.steps, os.environ,
+                                  cache=cache)
+            (warm_forward,), _ = run(depth, "forward", 0, os.environ,
+                                     cache=cache)
+            (warm_pair, _), _ = run(depth, "train", 1, os.environ,
+                                    cache=cache)
         (_, eager), _ = run(depth, "eager", args.steps, blas)
-        rows.append((depth, forward, pair, step, eager))
-        print(f"depth {depth}: forward {forward:.1f} s, training pair "
-              f"{pair:.1f} s, step {step * 1e3:.0f} ms (eager "
+        rows.append((depth, forward, pair, warm_forward, warm_pair, step,
+                     eager))
+        print(f"depth {depth}: forward {forward:.1f} s (warm "
+              f"{warm_forward:.2f} s), training pair {pair:.1f} s (warm "
+              f"{warm_pair:.2f} s), step {step * 1e3:.0f} ms (eager "
               f"{eager * 1e3:.0f} ms)", flush=True)
-    _, report = run(depths[-1], "train", 1, os.environ, timing=True)
+    with tempfile.TemporaryDirectory() as cache:
+        _, report = run(depths[-1], "train", 1, os.environ, timing=True,
+                        cache=cache)
     lines = [
         "# Compile time by depth",
         "",
         f"`{' '.join(['bench/compile_time.py'] + sys.argv[1:])}` on "
         f"{datetime.date.today()}: TiedGPT at GPT-2-small width (n_embd "
         f"{HIDDEN}, {HEADS} heads, vocabulary {VOCAB}), input (1, {BLOCK}), "
-        "fp32, one thread pinned to one core, each cell a fresh process, "
-        f"every compile cold. Eager PyTorch on {openblas_kernels(blas)}.",
+        "fp32, one thread pinned to one core, each cell a fresh process. "
+        "Cold: an empty compile cache; warm: a new process finding the "
+        "cold one's programs in the cache (build, load, first call). "
+        f"Eager PyTorch on {openblas_kernels(blas)}.",
         "",
-        "| layers | forward: compile + first call | training pair: compile + "
-        "first step | step (Lamina) | step (eager) |",
-        "|---|---|---|---|---|",
+        "| layers | forward cold | training pair cold | forward warm | "
+        "training pair warm | step (Lamina) | step (eager) |",
+        "|---|---|---|---|---|---|---|",
     ]
-    for depth, forward, pair, step, eager in rows:
+    for depth, forward, pair, warm_forward, warm_pair, step, eager in rows:
         lines.append(f"| {depth} | {forward:.1f} s | {pair:.1f} s | "
+                     f"{warm_forward:.2f} s | {warm_pair:.2f} s | "
                      f"{step * 1e3:.0f} ms | {eager * 1e3:.0f} ms |")
     lines += ["", f"Stages of the {depths[-1]}-layer training pair's "
               "compiles (`LAMINA_TIMING=1`; the forward, then the "

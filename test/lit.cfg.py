@@ -22,6 +22,9 @@ config.substitutions.append(("%python", config.python_executable))
 
 llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+# Each test compiles what it checks (--mlir-timing stages, diagnostics);
+# the compile cache's own test turns it on in a directory of its own.
+config.environment["LAMINA_CACHE"] = "0"
 
 tool_dirs = [config.lamina_tools_dir, config.llvm_tools_dir]
 tools = ["lamina-compile", "lamina-opt", "lamina-run"]

@@ -2,6 +2,9 @@
 
 #include "lamina/Execution/JitProgram.h"
 
+#include "lamina/Execution/CompileCache.h"
+#include "lamina/Execution/NativeCode.h"
+
 #include "lamina/Lamina/IR/Lamina.h"
 #include "lamina/Lns/IR/Lns.h"
 #include "lamina/Pipelines/Pipelines.h"
@@ -9,19 +12,11 @@
 
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/ExecutionEngine/ExecutionEngine.h"
-#include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Support/Timing.h"
-#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
-#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
-#include "mlir/Target/LLVMIR/Dialect/OpenMP/OpenMPToLLVMIRTranslation.h"
-#include "llvm/ExecutionEngine/Orc/Core.h"
-#include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
-#include "llvm/ExecutionEngine/Orc/Mangling.h"
-#include "llvm/Support/TargetSelect.h"
+#include "mlir/Parser/Parser.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -379,71 +374,78 @@ static void stripLayouts(ModuleOp module) {
   });
 }
 
-llvm::Error JitProgram::createEngine(ModuleOp module, TimingScope &timing) {
-  DialectRegistry registry;
-  registerBuiltinDialectTranslation(registry);
-  registerLLVMDialectTranslation(registry);
-  registerOpenMPDialectTranslation(registry);
-  module.getContext()->appendDialectRegistry(registry);
-  // Multi-threaded programs call the OpenMP runtime.
-  bool usesOpenMP = false;
-  module->walk([&](Operation *op) {
-    usesOpenMP |=
-        op->getDialect() && op->getDialect()->getNamespace() == "omp";
-  });
-
-  llvm::InitializeNativeTarget();
-  llvm::InitializeNativeTargetAsmPrinter();
-  // The AVX2 transposes (lamina-cpu-lower-vectors) blend with inline asm.
-  llvm::InitializeNativeTargetAsmParser();
-  auto machineBuilder = llvm::orc::JITTargetMachineBuilder::detectHost();
-  if (!machineBuilder)
-    return machineBuilder.takeError();
-  auto machine = machineBuilder->createTargetMachine();
-  if (!machine)
-    return machine.takeError();
-  auto transformer = makeOptimizingTransformer(/*optLevel=*/3,
-                                               /*sizeLevel=*/0, machine->get());
-  ExecutionEngineOptions options;
-  SmallVector<StringRef> libraries;
-  if (usesOpenMP)
-    libraries.push_back(LAMINA_OPENMP_RUNTIME);
-  options.sharedLibPaths = libraries;
-  options.transformer = transformer;
-  options.jitCodeGenOptLevel = llvm::CodeGenOptLevel::Aggressive;
-  // LLVM's perf listener writes a dump file of the JIT's code for every
-  // program; only a profiling run that names where they go asks for them.
-  options.enablePerfNotificationListener = std::getenv("JITDUMPDIR") != nullptr;
-  TimingScope translation = timing.nest("translate to LLVM IR");
-  auto created = ExecutionEngine::create(module, options);
-  translation.stop();
-  if (!created)
-    return created.takeError();
-  engine = std::move(*created);
-  // Partitioned programs call Lamina's MPI runtime.
-  engine->registerSymbols([](llvm::orc::MangleAndInterner interner) {
-    llvm::orc::SymbolMap symbols;
-    for (auto [name, address] : getMpiRuntimeSymbols())
-      symbols[interner(name)] = {llvm::orc::ExecutorAddr::fromPtr(address),
-                                 llvm::JITSymbolFlags::Exported};
-    return symbols;
-  });
-  // Materialize the code now, so that no call pays for JIT compilation
-  // (the LLVM optimisations run then, with code generation).
-  TimingScope codegen = timing.nest("LLVM: optimize (O3), generate code");
-  SmallVector<std::string> functions = {entry};
+llvm::SmallVector<std::string> JitProgram::getHostFunctions() const {
+  llvm::SmallVector<std::string> functions = {"_mlir_ciface_" + entry};
   if (!packedWeights.empty())
-    functions.push_back(entry + "_pack_weights");
+    functions.push_back("_mlir_ciface_" + entry + "_pack_weights");
   for (const StageCall &stage : stageCalls) {
-    functions.push_back(stage.function);
+    functions.push_back("_mlir_ciface_" + stage.function);
     if (!stage.packedWeights.empty())
-      functions.push_back(stage.function + "_pack_weights");
+      functions.push_back("_mlir_ciface_" + stage.function + "_pack_weights");
   }
-  for (const std::string &name : functions) {
-    auto function = engine->lookupPacked("_mlir_ciface_" + name);
-    if (!function)
-      return function.takeError();
-  }
+  return functions;
+}
+
+llvm::Error JitProgram::createEngine(ModuleOp module, TimingScope &timing,
+                                     bool keepObject) {
+  auto compiled =
+      NativeCode::compile(module, getHostFunctions(), keepObject, timing);
+  if (!compiled)
+    return compiled.takeError();
+  code = std::move(*compiled);
+  return llvm::Error::success();
+}
+
+void JitProgram::settleWorldSize(bool callsMpi) {
+  auto sharded = [](const ArgumentSpec &spec) {
+    return spec.shardAxis.has_value();
+  };
+  if (stageCalls.empty() && !callsMpi && llvm::none_of(inputs, sharded) &&
+      llvm::none_of(results, sharded))
+    worldSize = 1;
+}
+
+// The facts of a lowered program the host needs besides its code, kept as
+// attributes of an empty module in a cache entry.
+static constexpr llvm::StringLiteral kCallsMpiAttr = "calls_mpi";
+static constexpr llvm::StringLiteral kUsesOpenMPAttr = "uses_openmp";
+
+/// The cache entry's facts of the lowered `module`, read before the host
+/// takes its attributes.
+static std::string describeForCache(ModuleOp module) {
+  OpBuilder builder(module.getContext());
+  OwningOpRef<ModuleOp> facts = ModuleOp::create(builder.getUnknownLoc());
+  for (llvm::StringRef name : {LaminaDialect::kWeightPackingAttrName,
+                               LaminaDialect::kWeightPackingSourcesAttrName})
+    if (Attribute value = module->getAttr(name))
+      (*facts)->setAttr(name, value);
+  if (callsMpiRuntime(module))
+    (*facts)->setAttr(kCallsMpiAttr, builder.getUnitAttr());
+  if (NativeCode::usesOpenMP(module))
+    (*facts)->setAttr(kUsesOpenMPAttr, builder.getUnitAttr());
+  // Not a program: the dialect's checks of these attributes (that the
+  // functions they name exist) do not apply.
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  facts->print(os, OpPrintingFlags().assumeVerified());
+  return text;
+}
+
+llvm::Error JitProgram::loadCached(MLIRContext *context,
+                                   const CacheEntry &cached) {
+  OwningOpRef<ModuleOp> facts = parseSourceString<ModuleOp>(
+      cached.metadata, ParserConfig(context, /*verifyAfterParse=*/false));
+  if (!facts)
+    return createStringError("its recorded facts do not parse");
+  settleWorldSize((*facts)->hasAttr(kCallsMpiAttr));
+  if (llvm::Error error = readWeightPacking(*facts))
+    return error;
+  auto loaded = NativeCode::load(cached.object->getMemBufferRef(),
+                                 (*facts)->hasAttr(kUsesOpenMPAttr),
+                                 getHostFunctions());
+  if (!loaded)
+    return loaded.takeError();
+  code = std::move(*loaded);
   return llvm::Error::success();
 }
 
@@ -499,24 +501,46 @@ JitProgram::compile(OwningOpRef<ModuleOp> module, StringRef entry,
   // compiled code must never write them. Results come back through
   // out-parameters of a C-callable wrapper.
   makeHostCallable(function);
+
+  // A process that compiled this program before left its code on disk.
+  CompileCache cache = CompileCache::fromEnvironment();
+  std::string key;
+  if (cache.isEnabled()) {
+    TimingScope lookup = timing.nest("compile cache lookup");
+    key = CompileCache::computeKey(*module, entry, pipeline);
+    if (std::optional<CacheEntry> cached =
+            cache.lookup(key, program->warnings)) {
+      llvm::Error error = program->loadCached(module->getContext(), *cached);
+      if (!error) {
+        program->cacheStatus = "hit";
+        return program;
+      }
+      program->warnings.push_back(
+          "the compile cache entry for this program does not load (" +
+          llvm::toString(std::move(error)) +
+          "); it is removed and the program compiled again");
+      cache.remove(key);
+      program->packedWeights.clear();
+      for (StageCall &stage : program->stageCalls)
+        stage.packedWeights.clear();
+    }
+  }
+
   if (llvm::Error error = runPassPipeline(*module, pipeline, &timing))
     return std::move(error);
-
-  // A program that declares several ranks but neither shards a value nor
-  // calls the MPI runtime computes the same on any number of processes.
-  auto sharded = [](const ArgumentSpec &spec) {
-    return spec.shardAxis.has_value();
-  };
-  if (program->stageCalls.empty() && !callsMpiRuntime(*module) &&
-      llvm::none_of(program->inputs, sharded) &&
-      llvm::none_of(program->results, sharded))
-    program->worldSize = 1;
-
+  program->settleWorldSize(callsMpiRuntime(*module));
+  std::string facts = cache.isEnabled() ? describeForCache(*module) : "";
   if (llvm::Error error = program->readWeightPacking(*module))
     return std::move(error);
   stripLayouts(*module);
-  if (llvm::Error error = program->createEngine(*module, timing))
+  if (llvm::Error error =
+          program->createEngine(*module, timing, cache.isEnabled()))
     return std::move(error);
+  if (cache.isEnabled()) {
+    cache.store(key, facts, program->code->getObject()->getMemBufferRef(),
+                program->warnings);
+    program->cacheStatus = "miss";
+  }
   return program;
 }
 
@@ -748,5 +772,5 @@ llvm::Error JitProgram::invoke(llvm::StringRef function,
     descriptorPointers.push_back(descriptors.back().words.data());
     packed.push_back(&descriptorPointers.back());
   }
-  return engine->invokePacked(("_mlir_ciface_" + function).str(), packed);
+  return code->invoke(("_mlir_ciface_" + function).str(), packed);
 }

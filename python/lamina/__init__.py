@@ -35,8 +35,8 @@ those below it:
 import sys
 
 from ._lamina import PreparedArguments, Program
-from .errors import (AllocationError, InputError, ScheduleError,
-                     UnsupportedOperationError)
+from .errors import (AllocationError, CompileCacheWarning, InputError,
+                     ScheduleError, UnsupportedOperationError)
 from . import lns, lns_numpy, op, philox, tools
 from .importer import import_model
 from .schedule import Schedule, create_schedule
@@ -48,7 +48,8 @@ from .runtime.rng import initial_seed, manual_seed
 for _module in (aot, rng, training):
     sys.modules[f"{__name__}.{_module.__name__.rsplit('.', 1)[-1]}"] = _module
 
-__all__ = ["AllocationError", "CompiledModule", "InputError", "PreparedArguments", "Program",
+__all__ = ["AllocationError", "CompileCacheWarning", "CompiledModule",
+           "InputError", "PreparedArguments", "Program",
            "Schedule", "ScheduleError", "UnsupportedOperationError", "aot",
            "build", "create_schedule", "import_model", "initial_seed", "lns",
            "lns_numpy", "manual_seed", "op", "philox", "rank", "rng", "tools",

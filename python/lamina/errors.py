@@ -19,3 +19,9 @@ class InputError(IndexError):
     """An input a compiled model cannot take: an index outside the rows of
     the embedding, or a target outside the classes of the loss, it feeds
     (PyTorch raises IndexError there too)."""
+
+
+class CompileCacheWarning(UserWarning):
+    """The compile cache could not serve or store a program (a damaged
+    entry, removed and compiled again; a directory that cannot be written):
+    the program is compiled and runs anyway."""

@@ -187,6 +187,10 @@ public:
   }
 
   int64_t packCount() const { return program->getPackCount(); }
+  std::string cacheStatus() const { return program->getCacheStatus().str(); }
+  std::vector<std::string> warnings() const {
+    return {program->getWarnings().begin(), program->getWarnings().end()};
+  }
 
   std::vector<py::array>
   run(const std::shared_ptr<JitProgram::PreparedArguments> &prepared) {
@@ -290,6 +294,12 @@ PYBIND11_MODULE(_lamina, m) {
            "packed")
       .def_property_readonly("pack_count", &Program::packCount,
                              "how many times the weights have been packed")
+      .def_property_readonly("cache_status", &Program::cacheStatus,
+                             "'hit' (loaded from the compile cache), 'miss' "
+                             "(compiled and stored) or 'off'")
+      .def_property_readonly("warnings", &Program::warnings,
+                             "what the compile reported without failing "
+                             "(a damaged compile cache entry)")
       .def("run", &Program::run, py::arg("prepared"),
            "call the function; returns its results as NumPy arrays");
 

@@ -12,5 +12,8 @@ os.environ["PYTHONPATH"] = os.pathsep.join(
     [str(_BUILD / "python")] +
     [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+# Every test compiles what it checks (and leaves the user's compile cache
+# alone); test_compile_cache.py turns the cache on in directories of its own.
+os.environ["LAMINA_CACHE"] = "0"
 # Models as users write them (gpt_models.py) live with the examples.
 sys.path.insert(0, str(_ROOT / "examples"))

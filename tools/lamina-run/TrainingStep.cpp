@@ -5,6 +5,7 @@
 #include "lamina/Lamina/IR/Lamina.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
+#include "llvm/Support/raw_ostream.h"
 
 using namespace mlir;
 using namespace mlir::lamina;
@@ -19,7 +20,11 @@ compileAlone(ModuleOp module, llvm::StringRef function,
           *alone, ("symbol-privatize{exclude=" + function + "},symbol-dce")
                       .str()))
     return std::move(error);
-  return JitProgram::compile(std::move(alone), function, pipeline);
+  auto program = JitProgram::compile(std::move(alone), function, pipeline);
+  if (program)
+    for (const std::string &warning : (*program)->getWarnings())
+      llvm::errs() << "lamina-run: warning: " << warning << "\n";
+  return program;
 }
 
 llvm::Expected<TrainingStep> TrainingStep::compile(ModuleOp module,

@@ -350,6 +350,8 @@ int main(int argc, char **argv) {
                                        pipelineText);
     if (!program)
       return fail(program.takeError());
+    for (const std::string &warning : (*program)->getWarnings())
+      llvm::errs() << "lamina-run: warning: " << warning << "\n";
     jit = std::move(*program);
     specs.assign(jit->getInputs().begin(), jit->getInputs().end());
     resultSpecs.assign(jit->getResults().begin(), jit->getResults().end());

@@ -13,8 +13,9 @@
 #include <memory>
 
 namespace mlir {
-class ExecutionEngine;
 namespace lamina {
+class NativeCode;
+struct CacheEntry;
 
 /// One argument or result of the entry function as the host sees it.
 struct ArgumentSpec {
@@ -108,6 +109,14 @@ public:
   /// update of an argument the packing reads).
   int64_t getPackCount() const { return packCount; }
 
+  /// Whether the compile cache held this program ("hit"), stored it
+  /// ("miss"), or is off ("off"; CompileCache).
+  llvm::StringRef getCacheStatus() const { return cacheStatus; }
+
+  /// What the compile reports without failing (a damaged cache entry, a
+  /// cache that cannot be written), one message each.
+  llvm::ArrayRef<std::string> getWarnings() const { return warnings; }
+
   /// Runs the entry once on prepared arguments. A result sharded over ranks
   /// (`shardAxis`) is this rank's block of it. A pipelined entry (split by
   /// lamina-split-pipeline-stages) on as many ranks as stages runs stage i
@@ -118,8 +127,10 @@ public:
 private:
   JitProgram() = default;
 
-  std::unique_ptr<ExecutionEngine> engine;
+  std::unique_ptr<NativeCode> code;
   std::string entry;
+  std::string cacheStatus = "off";
+  std::vector<std::string> warnings;
   /// Calls `function` through its C interface: `args` then `outputs` (as
   /// out-parameters), which it fills.
   llvm::Error invoke(llvm::StringRef function,
@@ -147,7 +158,16 @@ private:
   llvm::Error describeSignature(func::FuncOp function, bool partitioned);
   llvm::Error describePipelineStages(func::FuncOp function);
   llvm::Error readWeightPacking(ModuleOp module);
-  llvm::Error createEngine(ModuleOp module, TimingScope &timing);
+  /// A program of several ranks that neither shards a value nor calls MPI
+  /// (`callsMpi`) runs on any number of processes.
+  void settleWorldSize(bool callsMpi);
+  /// The C-interface functions the host calls.
+  llvm::SmallVector<std::string> getHostFunctions() const;
+  llvm::Error createEngine(ModuleOp module, TimingScope &timing,
+                           bool keepObject);
+  /// Loads a cached compile of the lowered program: its facts, then its
+  /// code.
+  llvm::Error loadCached(MLIRContext *context, const CacheEntry &cached);
 
   llvm::Expected<PreparedArguments>
   preparePipeline(llvm::ArrayRef<HostTensor> args);

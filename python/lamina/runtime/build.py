@@ -18,7 +18,7 @@ from ..lns.layers import lns_parameter_groups
 from ..schedule import Schedule
 from . import aot, state, training
 from .face import Face
-from .progress import compiling, stage
+from .progress import compiled, compiling, stage
 from .rng import next_dropout_key
 
 def rank():
@@ -61,9 +61,9 @@ class _Compiled:
             try:
                 with stage(f"compiling @{self.imported.entry} "
                            f"({self.pipeline})"):
-                    self._program = _lamina.Program(
+                    self._program = compiled(_lamina.Program(
                         self.scheduled, entry=self.imported.entry,
-                        pipeline=self.pipeline)
+                        pipeline=self.pipeline))
             except ValueError as error:
                 raise ScheduleError(str(error)) from None
         return self._program

@@ -21,6 +21,9 @@ import os
 import sys
 import threading
 import time
+import warnings
+
+from ..errors import CompileCacheWarning
 
 logger = logging.getLogger("lamina")
 
@@ -52,6 +55,8 @@ class Compile:
         self.show = show
         self.start = time.monotonic()
         self.shown = False
+        self.cached = 0    # programs loaded from the compile cache
+        self.programs = 0  # programs compiled or loaded
 
     @property
     def what(self):
@@ -98,7 +103,9 @@ class Compile:
             return  # nothing was compiled
         elapsed = self.elapsed()
         show = self.show if self.show is not None else elapsed >= THRESHOLD
-        _report(f"{self.what}: compiled in {elapsed:.1f} s",
+        cached = (f" ({self.cached} of {self.programs} programs from the "
+                  "compile cache)" if self.cached else "")
+        _report(f"{self.what}: compiled in {elapsed:.1f} s{cached}",
                 show or self.shown)
 
 
@@ -125,3 +132,18 @@ def stage(name):
     one)."""
     with compiling("a program") as current, current.stage(name):
         yield
+
+
+def compiled(program):
+    """Records a compiled `program` (a `_lamina.Program`) in the compile
+    under way: whether the compile cache held it, and its warnings as
+    CompileCacheWarning."""
+    current = getattr(_current, "compile", None)
+    if current is not None:
+        current.programs += 1
+        if program.cache_status == "hit":
+            current.cached += 1
+            current.log("loaded from the compile cache")
+    for message in program.warnings:
+        warnings.warn(message, CompileCacheWarning, stacklevel=2)
+    return program

@@ -319,8 +319,8 @@ def _compile_function(module, function, pipeline):
         alone = module.transform(
             pipeline=f"symbol-privatize{{exclude={function}}},symbol-dce")
         with progress.stage(f"compiling @{function} ({pipeline})"):
-            return CachedProgram(_lamina.Program(alone, entry=function,
-                                                 pipeline=pipeline))
+            return CachedProgram(progress.compiled(_lamina.Program(
+                alone, entry=function, pipeline=pipeline)))
     except ValueError as error:
         raise ScheduleError(str(error)) from None
 

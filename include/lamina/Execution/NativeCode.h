@@ -1,0 +1,70 @@
+//===- NativeCode.h - A program's machine code in this process ---*- C++ -*-===//
+//
+// The JIT-compiled functions of a lowered module, callable through their
+// packed interface (`_mlir_<name>(void **)`): compiled from the LLVM dialect
+// with MLIR's ExecutionEngine, or loaded from an object file that such a
+// compile produced (the compile cache).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LAMINA_EXECUTION_NATIVECODE_H
+#define LAMINA_EXECUTION_NATIVECODE_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Support/Timing.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Support/Error.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+#include <memory>
+
+namespace llvm::orc {
+class LLJIT;
+} // namespace llvm::orc
+
+namespace mlir {
+class ExecutionEngine;
+namespace lamina {
+
+class NativeCode {
+public:
+  ~NativeCode();
+
+  /// Translates the LLVM-dialect `module` to LLVM IR, optimizes it (O3) and
+  /// generates code for this host, resolving `functions` (their C-interface
+  /// names) now so that no call pays for JIT compilation. `keepObject`
+  /// keeps the object file (getObject).
+  static llvm::Expected<std::unique_ptr<NativeCode>>
+  compile(ModuleOp module, llvm::ArrayRef<std::string> functions,
+          bool keepObject, TimingScope &timing);
+
+  /// Links an object file `compile` produced (with `usesOpenMP` when its
+  /// code calls the OpenMP runtime) and resolves `functions`.
+  static llvm::Expected<std::unique_ptr<NativeCode>>
+  load(llvm::MemoryBufferRef object, bool usesOpenMP,
+       llvm::ArrayRef<std::string> functions);
+
+  /// Whether the code calls the OpenMP runtime (a multi-threaded program).
+  static bool usesOpenMP(ModuleOp module);
+
+  /// The object file of a compile with `keepObject`; null otherwise.
+  const llvm::MemoryBuffer *getObject() const { return object.get(); }
+
+  /// Calls `function` (a C-interface name) with its packed arguments.
+  llvm::Error invoke(llvm::StringRef function,
+                     llvm::MutableArrayRef<void *> arguments) const;
+
+private:
+  NativeCode();
+
+  using PackedFunction = void (*)(void **);
+  std::unique_ptr<ExecutionEngine> engine;
+  std::unique_ptr<llvm::orc::LLJIT> jit;
+  std::unique_ptr<llvm::MemoryBuffer> object;
+  llvm::StringMap<PackedFunction> functions;
+};
+
+} // namespace lamina
+} // namespace mlir
+
+#endif // LAMINA_EXECUTION_NATIVECODE_H

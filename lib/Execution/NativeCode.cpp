@@ -1,0 +1,185 @@
+//===- NativeCode.cpp - A program's machine code in this process ----------===//
+
+#include "lamina/Execution/NativeCode.h"
+
+#include "lamina/Runtime/MpiRuntime.h"
+
+#include "mlir/ExecutionEngine/ExecutionEngine.h"
+#include "mlir/ExecutionEngine/OptUtils.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/OpenMP/OpenMPToLLVMIRTranslation.h"
+#include "llvm/ExecutionEngine/Orc/Core.h"
+#include "llvm/ExecutionEngine/Orc/ExecutionUtils.h"
+#include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
+#include "llvm/ExecutionEngine/Orc/LLJIT.h"
+#include "llvm/ExecutionEngine/Orc/Mangling.h"
+#include "llvm/ExecutionEngine/Orc/RTDyldObjectLinkingLayer.h"
+#include "llvm/ExecutionEngine/SectionMemoryManager.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/TargetSelect.h"
+
+#include <cstdlib>
+
+using namespace mlir;
+using namespace mlir::lamina;
+
+NativeCode::NativeCode() = default;
+NativeCode::~NativeCode() = default;
+
+/// The packed-interface wrapper ExecutionEngine adds for `function`.
+static std::string packedName(llvm::StringRef function) {
+  return ("_mlir_" + function).str();
+}
+
+/// Lamina's MPI runtime, which partitioned programs call.
+static llvm::orc::SymbolMap
+mpiRuntimeSymbols(llvm::orc::MangleAndInterner interner) {
+  llvm::orc::SymbolMap symbols;
+  for (auto [name, address] : getMpiRuntimeSymbols())
+    symbols[interner(name)] = {llvm::orc::ExecutorAddr::fromPtr(address),
+                               llvm::JITSymbolFlags::Exported};
+  return symbols;
+}
+
+static void initializeNativeTarget() {
+  llvm::InitializeNativeTarget();
+  llvm::InitializeNativeTargetAsmPrinter();
+  // The AVX2 transposes (lamina-cpu-lower-vectors) blend with inline asm.
+  llvm::InitializeNativeTargetAsmParser();
+}
+
+bool NativeCode::usesOpenMP(ModuleOp module) {
+  bool uses = false;
+  module->walk([&](Operation *op) {
+    uses |= op->getDialect() && op->getDialect()->getNamespace() == "omp";
+  });
+  return uses;
+}
+
+llvm::Expected<std::unique_ptr<NativeCode>>
+NativeCode::compile(ModuleOp module, llvm::ArrayRef<std::string> functions,
+                    bool keepObject, TimingScope &timing) {
+  DialectRegistry registry;
+  registerBuiltinDialectTranslation(registry);
+  registerLLVMDialectTranslation(registry);
+  registerOpenMPDialectTranslation(registry);
+  module.getContext()->appendDialectRegistry(registry);
+
+  initializeNativeTarget();
+  auto machineBuilder = llvm::orc::JITTargetMachineBuilder::detectHost();
+  if (!machineBuilder)
+    return machineBuilder.takeError();
+  auto machine = machineBuilder->createTargetMachine();
+  if (!machine)
+    return machine.takeError();
+  auto transformer = makeOptimizingTransformer(/*optLevel=*/3,
+                                               /*sizeLevel=*/0, machine->get());
+  ExecutionEngineOptions options;
+  SmallVector<StringRef> libraries;
+  if (usesOpenMP(module))
+    libraries.push_back(LAMINA_OPENMP_RUNTIME);
+  options.sharedLibPaths = libraries;
+  options.transformer = transformer;
+  options.jitCodeGenOptLevel = llvm::CodeGenOptLevel::Aggressive;
+  options.enableObjectDump = keepObject;
+  // LLVM's perf listener writes a dump file of the JIT's code for every
+  // program; only a profiling run that names where they go asks for them.
+  options.enablePerfNotificationListener = std::getenv("JITDUMPDIR") != nullptr;
+  TimingScope translation = timing.nest("translate to LLVM IR");
+  auto created = ExecutionEngine::create(module, options);
+  translation.stop();
+  if (!created)
+    return created.takeError();
+  std::unique_ptr<NativeCode> code(new NativeCode());
+  code->engine = std::move(*created);
+  code->engine->registerSymbols(mpiRuntimeSymbols);
+  // Materialize the code now (the LLVM optimisations run then, with code
+  // generation).
+  TimingScope codegen = timing.nest("LLVM: optimize (O3), generate code");
+  for (const std::string &name : functions) {
+    auto function = code->engine->lookupPacked(name);
+    if (!function)
+      return function.takeError();
+    code->functions[name] = *function;
+  }
+  codegen.stop();
+  if (keepObject) {
+    // ExecutionEngine writes its object cache only to a file.
+    llvm::SmallString<128> path;
+    if (std::error_code error =
+            llvm::sys::fs::createTemporaryFile("lamina-object", "o", path))
+      return llvm::errorCodeToError(error);
+    code->engine->dumpToObjectFile(path);
+    auto buffer = llvm::MemoryBuffer::getFile(path);
+    llvm::sys::fs::remove(path);
+    if (!buffer)
+      return llvm::errorCodeToError(buffer.getError());
+    code->object = std::move(*buffer);
+  }
+  return code;
+}
+
+llvm::Expected<std::unique_ptr<NativeCode>>
+NativeCode::load(llvm::MemoryBufferRef object, bool usesOpenMP,
+                 llvm::ArrayRef<std::string> functions) {
+  initializeNativeTarget();
+  auto machineBuilder = llvm::orc::JITTargetMachineBuilder::detectHost();
+  if (!machineBuilder)
+    return machineBuilder.takeError();
+  // Linked as ExecutionEngine links what it compiles.
+  auto jit =
+      llvm::orc::LLJITBuilder()
+          .setJITTargetMachineBuilder(std::move(*machineBuilder))
+          .setObjectLinkingLayerCreator([](llvm::orc::ExecutionSession &session) {
+            return std::make_unique<llvm::orc::RTDyldObjectLinkingLayer>(
+                session, [](const llvm::MemoryBuffer &) {
+                  return std::make_unique<llvm::SectionMemoryManager>();
+                });
+          })
+          .create();
+  if (!jit)
+    return jit.takeError();
+  llvm::orc::JITDylib &main = (*jit)->getMainJITDylib();
+  char prefix = (*jit)->getDataLayout().getGlobalPrefix();
+  auto process =
+      llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(prefix);
+  if (!process)
+    return process.takeError();
+  main.addGenerator(std::move(*process));
+  if (usesOpenMP) {
+    auto openmp = llvm::orc::DynamicLibrarySearchGenerator::Load(
+        LAMINA_OPENMP_RUNTIME, prefix);
+    if (!openmp)
+      return openmp.takeError();
+    main.addGenerator(std::move(*openmp));
+  }
+  llvm::orc::MangleAndInterner interner(main.getExecutionSession(),
+                                        (*jit)->getDataLayout());
+  if (llvm::Error error =
+          main.define(llvm::orc::absoluteSymbols(mpiRuntimeSymbols(interner))))
+    return std::move(error);
+  if (llvm::Error error = (*jit)->addObjectFile(
+          llvm::MemoryBuffer::getMemBufferCopy(object.getBuffer(),
+                                               object.getBufferIdentifier())))
+    return std::move(error);
+  std::unique_ptr<NativeCode> code(new NativeCode());
+  for (const std::string &name : functions) {
+    auto address = (*jit)->lookup(packedName(name));
+    if (!address)
+      return address.takeError();
+    code->functions[name] = address->toPtr<PackedFunction>();
+  }
+  code->jit = std::move(*jit);
+  return code;
+}
+
+llvm::Error NativeCode::invoke(llvm::StringRef function,
+                               llvm::MutableArrayRef<void *> arguments) const {
+  auto found = functions.find(function);
+  if (found == functions.end())
+    return llvm::createStringError("the program has no function '" +
+                                   function + "'");
+  found->second(arguments.data());
+  return llvm::Error::success();
+}
