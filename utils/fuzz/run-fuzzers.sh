@@ -11,6 +11,8 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 build_dir=$(realpath "$1")
+# Each input is compiled, never loaded from (or stored in) the compile cache.
+export LAMINA_CACHE=0
 seconds=$2
 shift 2
 names=("$@")
