@@ -19,7 +19,7 @@ from ..errors import ScheduleError
 from ..importer import is_layer
 from ..importer.tracer import Tracer
 from ..lns import LNSLinear
-from . import boundary, resharding, subgraphs
+from . import boundary, hooks, resharding, subgraphs
 from .layers import layer_tensor
 
 
@@ -120,13 +120,24 @@ def sync(sch, mode, sync_op_or_fn, **kwargs):
         raise ScheduleError(f"sync: unknown mode {mode!r}; expected one of "
                             f"{', '.join(_MODES)}")
     if callable(sync_op_or_fn):
-        raise ScheduleError(
-            "sync: a Python callable cannot be compiled; Lamina's syncs are "
-            "collectives given by name (\"all_reduce\", \"all_gather\", "
-            "\"reduce_scatter\", \"scatter\", or a resharding scheme such as "
-            "\"RS->SR\"). To partition the tokens over ranks (sequence "
-            "parallelism), shard the layer's input instead: "
-            "sch[...].shard(\"input\", axis)")
+        steps = hooks.collectives_of(sync_op_or_fn, mode, sch.mod)
+        if steps is None:
+            raise ScheduleError(
+                "sync: this Python hook cannot be compiled; Lamina compiles "
+                "hooks that apply one of Slapo's sync ops "
+                "(slapo.sharding.sync_ops: all_gather_forward_output, "
+                "reduce_scatter_forward_output, scatter_forward_output, "
+                "reduce_forward_output, reduce_backward_grad) to the synced "
+                "value, and collectives given by name (\"all_reduce\", "
+                "\"all_gather\", \"reduce_scatter\", \"scatter\", or a "
+                "resharding scheme such as \"RS->SR\"). To partition the "
+                "tokens over ranks (sequence parallelism), shard the layer's "
+                "input instead: sch[...].shard(\"input\", axis)")
+        for step_mode, collective, arguments in steps:
+            _sync_one(sch, step_mode, collective, arguments)
+        sch.metadata.primitives["sync"].setdefault(mode, []).append(
+            (sync_op_or_fn, dict(kwargs)))
+        return
     unknown = set(kwargs) - native.SYNC_ARGUMENTS
     if unknown:
         raise ScheduleError(f"sync got unknown arguments {sorted(unknown)}")
