@@ -87,6 +87,15 @@ def _cuda_is_the_cpu():
     nn.Module.cuda = lambda self, *args, **kwargs: self
     torch.cuda.set_device = lambda device: None
     torch.cuda.current_device = lambda: 0
+    # The device's generator is the CPU's (which compiled dropout draws
+    # from).
+    # (torch.manual_seed calls torch.cuda.manual_seed_all itself.)
+    torch.cuda.manual_seed = torch.cuda.manual_seed_all = \
+        lambda seed: torch.default_generator.manual_seed(seed) and None
+    torch.cuda.get_rng_state = lambda device="cuda": torch.get_rng_state()
+    torch.cuda.set_rng_state = \
+        lambda state, device="cuda": torch.set_rng_state(state)
+    torch.cuda.initial_seed = torch.initial_seed
     tensor_to, module_to = torch.Tensor.to, nn.Module.to
 
     def to_tensor(self, *args, **kwargs):

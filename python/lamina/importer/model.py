@@ -89,17 +89,19 @@ def import_model(model, example_inputs, world_size=1):
     with recorded_side_effects(model, effects):
         graph = trace(model, example_inputs)
     output = next(n for n in graph.nodes if n.op == "output")
-    # Traced attribute values are results after the model's own.
-    computed = [e for e in effects if e.node is not None]
-    output.args = ((output.args[0], tuple(e.node for e in computed)),)
+    # The tensors effects need from each call are results after the
+    # model's own.
+    needed = [node for effect in effects for node in effect.nodes]
+    output.args = ((output.args[0], tuple(needed)),)
     graph = recognise_gelu(graph)
     emitter = Emitter(model)
     for node in graph.nodes:
         if node.op != "output":
             emitter.visit(node)
     results, (structure, effect_results) = emitter.results(output)
-    for effect, index in zip(computed, effect_results):
-        effect.result = index
+    indices = iter(effect_results)
+    for effect in effects:
+        effect.results = [next(indices) for _ in effect.nodes]
     arguments = emitter.arguments()
     text = ir.function("forward", arguments, results, emitter.builder.body(),
                        world_size)

@@ -1,18 +1,55 @@
-"""Attributes a model sets in its forward (llama2.c's ``self.last_loss =
-loss``): recorded while it is traced, taken out of the model again (a trace
-leaves no proxy behind), and set after every compiled call with the values
-of that call.
+"""What a model's forward does besides computing its results, replayed on
+the host after every compiled call with the values of that call:
 
-An attribute whose traced value is a tensor computed by the model becomes
-one more result of the program; any other value (``None``, a number, a
-tensor that depends on no input) is set as it was traced.
+- attributes it sets (llama2.c's ``self.last_loss = loss``): recorded while
+  it is traced and taken out of the model again (a trace leaves no proxy
+  behind);
+- what it prints through a module that records a :class:`Printed` while it
+  is traced (Slapo's ``op.Print``).
+
+A tensor the model computes becomes one more result of the program; any
+other value (``None``, a number, a string, a shape, a tensor that depends
+on no input) is kept as it was traced.
 """
 
 import contextlib
+import threading
 
 from torch import fx
 
 _ABSENT = object()
+_recording = threading.local()
+
+
+def record(effect):
+    """Adds `effect` to those of the model being traced; False when no
+    trace records effects (the caller then acts eagerly)."""
+    effects = getattr(_recording, "effects", None)
+    if effects is None:
+        return False
+    effects.append(effect)
+    return True
+
+
+class Printed:
+    """A print of `items` (traced values) with print's keyword arguments,
+    done after each call."""
+
+    def __init__(self, items, **settings):
+        self.items = [(_tensor_node(i), i) if isinstance(i, fx.Proxy)
+                      else (None, i) for i in items]
+        self.settings = settings
+        self.results = []
+
+    @property
+    def nodes(self):
+        return [node for node, _ in self.items if node is not None]
+
+    def apply(self, model, results):
+        indices = iter(self.results)
+        values = [results[next(indices)] if node is not None else value
+                  for node, value in self.items]
+        print(*values, **self.settings)
 
 
 class SideEffect:
@@ -23,12 +60,17 @@ class SideEffect:
     def __init__(self, path, name, node=None, value=None):
         self.path, self.name = path, name
         self.node, self.value = node, value
-        self.result = None
+        self.results = []
+
+    @property
+    def nodes(self):
+        """The graph nodes whose values the effect needs from each call."""
+        return [self.node] if self.node is not None else []
 
     def apply(self, model, results):
         """Sets the attribute on `model`'s module with this call's value."""
         module = model.get_submodule(self.path) if self.path else model
-        value = self.value if self.node is None else results[self.result]
+        value = self.value if self.node is None else results[self.results[0]]
         setattr(module, self.name, value)
 
 
@@ -46,9 +88,11 @@ def recorded_side_effects(model, effects):
     an effect unless private (``_name``)."""
     before = {path: dict(module.__dict__)
               for path, module in model.named_modules()}
+    _recording.effects = effects
     try:
         yield
     finally:
+        _recording.effects = None
         for path, module in model.named_modules():
             old = before.get(path, {})
             for name, value in list(module.__dict__.items()):

@@ -1,11 +1,12 @@
 """slapo.op: the layer classes Lamina compiles (lamina.op), FusedMLP built
-from them, the attention modules (FlashAttentionOp, FlashAttention) and
-ParallelCrossEntropy."""
+from them, the attention modules (FlashAttentionOp, FlashAttention),
+ParallelCrossEntropy and Print."""
 
 import torch.nn.functional as F
-from torch import nn
+from torch import fx, nn
 
 from ..errors import ScheduleError
+from ..importer import side_effects
 
 from ..op import (FusedQKV, LinearWithAct, LinearWithDropout,
                   LinearWithSeparateBias, LinearWithSyncFunc)
@@ -51,6 +52,25 @@ class ParallelCrossEntropy(nn.Module):
         return losses.view(labels.shape)
 
 
+class Print(nn.Module):
+    """Slapo's Print: `self.print(out, *values)` prints `values` and returns
+    `out`, to show values from inside a model. A leaf of Slapo's traces
+    (`traceable = False`). In a compiled model it prints after every call:
+    what the trace fixed as it was traced (strings, shapes), tensors the
+    model computes with this call's values (results of the program)."""
+
+    traceable = False
+
+    def forward(self, out, *values, sep=" ", end="\n", file=None,
+                flush=True):
+        settings = dict(sep=sep, end=end, file=file, flush=flush)
+        if isinstance(out, fx.Proxy):
+            side_effects.record(side_effects.Printed(values, **settings))
+        else:
+            print(*values, **settings)
+        return out
+
+
 __all__ = ["FlashAttention", "FlashAttentionOp", "FusedMLP", "FusedQKV",
            "LinearWithAct", "LinearWithDropout", "LinearWithSeparateBias",
-           "LinearWithSyncFunc", "ParallelCrossEntropy"]
+           "LinearWithSyncFunc", "ParallelCrossEntropy", "Print"]

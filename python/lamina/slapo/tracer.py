@@ -10,6 +10,8 @@ from . import pattern
 
 def _is_torch_leaf(module):
     origin = type(module).__module__
+    if getattr(module, "traceable", True) is False:
+        return True  # Slapo's mark of a module kept whole (op.Print)
     return origin.startswith(("torch.nn", "torch.ao.nn")) and \
         not isinstance(module, (nn.Sequential, nn.ModuleList))
 

@@ -34,7 +34,9 @@ class Verify:
                  loss_fn=None, init_weights=None, device="cpu",
                  eval_mode=True, enable=True, rtol=None, atol=None,
                  check_gradients=True):
-        if not str(device).startswith("cpu") and device != "cuda":
+        # A CUDA device names the rank's device in Slapo's scripts; Lamina
+        # verifies each rank's process on the CPU.
+        if torch.device(device).type not in ("cpu", "cuda"):
             raise ScheduleError(f"Verify(device={device!r}): Lamina verifies "
                                 "on the CPU (each MPI rank is one process)")
         if isinstance(example_inputs, torch.Tensor):
