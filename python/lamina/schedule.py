@@ -77,8 +77,18 @@ class Schedule:
         """Takes in a change of the model's modules (a module swapped for
         another): the model is imported again at the known shapes and the
         primitives so far replayed on it (ScheduleError if one no longer
-        applies, leaving the schedule on the previous import)."""
+        applies, leaving the schedule on the previous import). A module
+        that moved (wrapped by another: Slapo's CheckPointWrapper) keeps
+        the primitives addressed to it at its new path."""
+        before = self._modules
         self.paths = self._module_paths()
+        names = {id(module): path for path, module in self._modules.items()}
+        moved = {path: names[id(module)] for path, module in before.items()
+                 if id(module) in names and names[id(module)] != path}
+        if moved:
+            self._ops = [_PATH_SELECTOR.sub(
+                lambda m: f"path {_string(moved.get(m.group(1), m.group(1)))}",
+                line) for line in self._ops]
         if self._example_inputs is not None:
             self._retrace(self._example_inputs)
 
@@ -94,7 +104,10 @@ class Schedule:
         return self._imported
 
     def _module_paths(self):
-        return [name for name, _ in self.model.named_modules() if name]
+        self._modules = {name: module
+                         for name, module in self.model.named_modules()
+                         if name}
+        return list(self._modules)
 
     # -- addressing --------------------------------------------------------
 
@@ -203,6 +216,10 @@ class Schedule:
                  "(!transform.any_op) -> !transform.any_op"]
         lines += make_lines(handle)
         self._record_lines(lines)
+
+
+# A primitive's selector of one module by its path.
+_PATH_SELECTOR = re.compile(r'path "((?:[^"\\]|\\.)*)"')
 
 
 def _script(lines, skipped=0):

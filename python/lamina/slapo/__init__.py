@@ -12,20 +12,13 @@ compiles the model.
 
 from ..errors import ScheduleError
 from . import op, pattern
+from .checkpoint import checkpoint
 from .build import build, init_empty_weights
 from .pattern import ModulePattern, Pattern, call_module
 from .random import get_cuda_rng_tracker, is_random_seed_set, set_random_seed
 from .schedule import (PathError, Schedule, ScheduleMetadata, create_schedule,
                        list_primitives)
 from .verify import Verify
-
-
-def checkpoint(function, *args, **kwargs):
-    """torch.utils.checkpoint in eager code; in a scheduled model use the
-    checkpoint primitive."""
-    import torch.utils.checkpoint as torch_checkpoint
-    return torch_checkpoint.checkpoint(function, *args, **kwargs)
-
 
 __all__ = ["ModulePattern", "PathError", "Pattern", "Schedule",
            "ScheduleError", "ScheduleMetadata", "Verify", "build",

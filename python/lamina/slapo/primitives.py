@@ -20,6 +20,7 @@ from ..importer import is_layer
 from ..importer.tracer import Tracer
 from ..lns import LNSLinear
 from . import boundary, hooks, resharding, subgraphs
+from .checkpoint import CheckPointWrapper
 from .layers import layer_tensor
 
 
@@ -255,14 +256,22 @@ def checkpoint(sch, subgraph=None, order_args_fn=None):
         if not subgraphs.calls_module(sch, subgraph, is_layer):
             raise ScheduleError("checkpoint: the subgraph calls no Lamina "
                                 "layer; Lamina recomputes layers")
-        region = subgraphs.wrap(sch, subgraph, "CheckPointWrapper")
+        region = subgraphs.wrap(sch, subgraph, "CheckPointWrapper",
+                                CheckPointWrapper)
         for path in _model_paths_of_layers(region):
             sch._native[path].checkpoint()
         sch.metadata.primitives["checkpoint"].append(region.path)
         return
     if is_layer(sch.mod):
         _native_layers(sch).checkpoint()
-    elif sch.path and sch.path in sch._native.paths:
+        sch.metadata.primitives["checkpoint"].append(sch.path)
+        return
+    if sch.parent is not None and not isinstance(sch.mod, CheckPointWrapper):
+        # Slapo's wrapper in the module's place (`sch[...].mod` is it,
+        # `.mod.mod` the module).
+        sch._swap_module(CheckPointWrapper(sch.mod))
+        sch._model_changed()
+    if sch.path and sch.path in sch._native.paths:
         # The whole module: its layers and the ops between them.
         sch._native[sch.path].checkpoint()
     else:

@@ -117,30 +117,3 @@ def set_random_seed(seed=2013, dp_rank=None, pp_rank=None, tp_rank=None,
 
 def is_random_seed_set():
     return _seeded or bool(_CUDA_RNG_STATE_TRACKER.get_states())
-
-
-def checkpoint(function, *args, use_reentrant=True, **kwargs):
-    """torch.utils.checkpoint of `function`, whose recomputation starts
-    from the tracked generator states of the forward (so a dropout forked
-    from the tracker drops the same mask again)."""
-    import torch.utils.checkpoint as torch_checkpoint
-    tracker = _CUDA_RNG_STATE_TRACKER
-    forward_states = {name: state.clone()
-                      for name, state in tracker.get_states().items()}
-    calls = []
-
-    def run(*inputs):
-        if not calls:
-            calls.append(True)
-            return function(*inputs, **kwargs)
-        # The recomputation in the backward.
-        current = tracker.get_states()
-        tracker.set_states({name: state.clone()
-                            for name, state in forward_states.items()})
-        try:
-            return function(*inputs, **kwargs)
-        finally:
-            tracker.set_states(current)
-
-    return torch_checkpoint.checkpoint(run, *args,
-                                       use_reentrant=use_reentrant)

@@ -11,10 +11,15 @@ from ..errors import ScheduleError
 
 
 def _unique_name(module, name):
+    """`name_i` for the first i neither used in `module` nor handed out
+    before (a replace that failed took its name, as Slapo's does, though
+    it leaves no module behind)."""
+    taken = module.__dict__.setdefault("_lamina_names_given", set())
     names = dict(module.named_modules())
     index = 0
-    while f"{name}_{index}" in names:
+    while f"{name}_{index}" in names or f"{name}_{index}" in taken:
         index += 1
+    taken.add(f"{name}_{index}")
     return f"{name}_{index}"
 
 
@@ -80,6 +85,8 @@ def _required_arguments(callee):
             callee.forward if isinstance(callee, nn.Module) else callee)
     except (TypeError, ValueError):
         return None
+    if any(p.kind == p.VAR_POSITIONAL for p in signature.parameters.values()):
+        return None  # takes any number (a wrapper)
     return [name for name, p in signature.parameters.items()
             if p.default is inspect.Parameter.empty and
             p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
@@ -180,9 +187,10 @@ def calls_module(sch, subgraph, accept):
     return False
 
 
-def wrap(sch, subgraph, name):
+def wrap(sch, subgraph, name, wrapper=None):
     """Puts the one vertical subgraph of `subgraph` into a GraphModule of
-    its own, called in its place; its schedule."""
+    its own (inside `wrapper(graph_module)` when given), called in its
+    place; its schedule."""
     groups = _normalize(subgraph)
     if len(groups) != 1:
         raise ScheduleError(f"only one vertical subgraph can be wrapped into "
@@ -203,4 +211,6 @@ def wrap(sch, subgraph, name):
             modules[node.target] = getattr(graph_module, node.target)
     graph.output(remap[nodes[-1]])
     region = fx.GraphModule(modules, graph, name)
+    if wrapper is not None:
+        region = wrapper(region)
     return replace(sch, region, [list(groups[0])], name, None, False)

@@ -11,6 +11,7 @@ from torch import nn
 import lamina.slapo as slapo
 from lamina import ScheduleError
 from lamina.slapo import logger as slapo_logger
+from lamina.slapo.checkpoint import checkpoint
 from lamina.slapo import random as slapo_random
 from lamina.slapo.sharding import sync_ops
 from lamina.slapo.utils import common, report
@@ -111,7 +112,7 @@ def test_checkpoint_recomputes_forked_dropout_with_the_same_mask():
     for checkpointed in (False, True):
         slapo_random.model_parallel_cuda_manual_seed(3, 0, False)
         inp = x.clone().requires_grad_()
-        y = slapo_random.checkpoint(block, inp) if checkpointed \
+        y = checkpoint(block, inp) if checkpointed \
             else block(inp)
         y.sum().backward()
         runs.append((y.detach(), inp.grad))
