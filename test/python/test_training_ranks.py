@@ -24,12 +24,12 @@ SCRIPT = pathlib.Path(__file__).with_name("training_on_ranks.py")
 CHECKS = {
     2: ["megatron_mlp", "megatron_mlp_checkpointed", "sequence_parallel_mlp",
         "sequence_parallel_layer_norm", "megatron_attention",
-        "dropout_in_train_mode", "missing_bwd_post_is_rejected_at_build",
+        "dropout_in_train_mode", "missing_bwd_post_is_rejected_for_input_gradients",
         "optimizer_steps", "pipeline_two_stages", "block_with_megatron_mlp",
         "llama_mlp", "state_dict_of_blocks"],
     4: ["megatron_mlp", "megatron_mlp_checkpointed", "sequence_parallel_mlp",
         "sequence_parallel_layer_norm", "megatron_attention",
-        "dropout_in_train_mode", "missing_bwd_post_is_rejected_at_build",
+        "dropout_in_train_mode", "missing_bwd_post_is_rejected_for_input_gradients",
         "optimizer_steps", "block_with_megatron_mlp", "llama_mlp"],
 }
 

@@ -292,24 +292,36 @@ def check_pipeline_two_stages():
                                rtol=1e-4, atol=0)
 
 
-def check_missing_bwd_post_is_rejected_at_build():
+def check_missing_bwd_post_is_rejected_for_input_gradients():
+    """Without fc_in's bwd_post all-reduce, the input's gradient would be
+    partial sums on each rank: a call whose input requires a gradient is
+    rejected, naming the layer and the sync. Data that requires none needs
+    no such sync: the parameters' gradients are right, as eager's."""
     model = seeded(MLP).eval()
+    eager = copy.deepcopy(model)
     x = inputs(2, 8, 32)
     sch = lamina.create_schedule(model, world_size=WORLD, example_inputs=(x,))
     sch["fc_in"].shard("weight", 0).shard("bias", 0)
     sch["fc_out"].shard("weight", 1).sync("fwd_post", "all_reduce")
-    try:
-        lamina.build(sch, (x,))
+    compiled = lamina.build(sch, (x,))
+    compiled(x).square().sum().backward()
+    eager(x).square().sum().backward()
+    for name, p in eager.named_parameters():
+        ours = dict(compiled.named_parameters())[name]
+        torch.testing.assert_close(ours.grad, block_of(p.grad, ours), **TOL,
+                                   msg=lambda m: f"{name}: {m}")
+    try:  # rejected at the forward, or at the backward that needs it
+        compiled(x.clone().requires_grad_()).sum().backward()
     except lamina.ScheduleError as error:
         message = str(error)
         assert "layer 'fc_in'" in message, message
         assert 'sync("bwd_post", "all_reduce")' in message, message
         assert "partial sums" in message, message
     else:
-        raise AssertionError("the schedule without bwd_post was built")
+        raise AssertionError("the input's partial gradient was accepted")
     # Inference only is not checked.
     with torch.no_grad():
-        torch.testing.assert_close(lamina.build(sch, (x,))(x), model(x))
+        torch.testing.assert_close(compiled(x), model(x))
 
 
 def losses(model, make_optimizer, steps, batches, targets):

@@ -265,7 +265,15 @@ def LaminaCheckGradientLayouts
     // (layout P) on each rank, coming from layer 'fc1'; add
     // sync("bwd_post", "all_reduce") on the input of layer 'fc1'
     ```
+
+    An argument named in `constants` gets no gradient (an input that does
+    not require one): a partial gradient reaching it is not computed, and
+    not an error.
   }];
+  let options = [
+    ListOption<"constants", "constants", "int64_t",
+               "indices of the arguments that get no gradient">,
+  ];
 }
 
 def LaminaRecordResultLayouts

@@ -307,7 +307,10 @@ class CompiledModule(Face, nn.Module):
                                                scheduled)
             if torch.is_grad_enabled() and any(
                     p.requires_grad for p in self.parameters()):
-                training.check_gradient_layouts(scheduled)
+                # The parameters' gradients now; an input's, when a call
+                # asks for it (the training pair checks again).
+                training.check_gradient_layouts(
+                    scheduled, range(imported.num_inputs))
         return training.parameter_arguments(self, model, imported)
 
     def _describe(self, inputs):

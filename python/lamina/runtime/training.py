@@ -241,13 +241,17 @@ def parameter_block(tensor, axis, rank, ranks, groups=1):
     return block
 
 
-def check_gradient_layouts(scheduled):
+def check_gradient_layouts(scheduled, constants=()):
     """Raises ScheduleError if the backward of the sharded `scheduled`
     program would leave a gradient wrong on some rank (a partial gradient
     without its bwd_post all-reduce), naming the layer and the missing
-    sync: lamina-check-gradient-layouts."""
+    sync: lamina-check-gradient-layouts. The arguments numbered in
+    `constants` get no gradient (inputs that do not require one)."""
+    options = f"{{constants={','.join(map(str, constants))}}}" \
+        if constants else ""
     try:
-        scheduled.transform(pipeline="lamina-check-gradient-layouts")
+        scheduled.transform(
+            pipeline=f"lamina-check-gradient-layouts{options}")
     except ValueError as error:
         raise ScheduleError(
             "the schedule's backward pass is wrong on some rank: "
@@ -347,6 +351,8 @@ class TrainingPair:
     do not require one), for which the backward computes nothing."""
 
     def __init__(self, scheduled, entry, pipeline, constants=()):
+        if scheduled.world_size > 1:
+            check_gradient_layouts(scheduled, constants)
         module = generate_backward(scheduled, entry, constants)
         self.module = module
         try:

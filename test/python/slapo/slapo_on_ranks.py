@@ -157,8 +157,9 @@ def seq_para():
         doubled = slapo.create_schedule(copy.deepcopy(model))
         sequence_parallel(doubled, bwd_post=True, output_grad=True)
         doubled_model, _ = slapo.build(doubled, init_weights=False)
-        try:
-            doubled_model(torch.randn(3, 16, 30, requires_grad=True))
+        try:  # at the forward, or at the backward that needs the input's
+            doubled_model(torch.randn(3, 16, 30, requires_grad=True)) \
+                .mean().backward()
             raise AssertionError("the double reduction was accepted")
         except ScheduleError as error:
             assert "transposes to reduce_scatter" in str(error), error

@@ -44,10 +44,13 @@ struct DerivedSync {
 /// one, given the forward layouts `layouts` (from inferLayouts), or failure
 /// after reporting the first gradient the backward would leave wrong. The
 /// choices made for all_gather syncs that leave them open go to `derived`.
+/// The arguments numbered in `constants` get no gradient (inputs that do
+/// not require one): a partial gradient reaching them is no error.
 FailureOr<llvm::DenseMap<Value, LayoutAttr>>
 inferGradientLayouts(func::FuncOp function,
                      const llvm::DenseMap<Value, LayoutAttr> &layouts,
-                     SmallVectorImpl<DerivedSync> *derived = nullptr);
+                     SmallVectorImpl<DerivedSync> *derived = nullptr,
+                     ArrayRef<int64_t> constants = {});
 
 /// Writes the choices into the program, so that the collectives
 /// partitioning makes of these syncs transpose as decided.

@@ -18,9 +18,11 @@ namespace {
 class GradientChecker : public GradientLayoutState {
 public:
   GradientChecker(func::FuncOp function,
-                  const DenseMap<Value, LayoutAttr> &forward)
+                  const DenseMap<Value, LayoutAttr> &forward,
+                  ArrayRef<int64_t> constants)
       : function(function), forward(forward),
-        context(function.getContext()) {}
+        context(function.getContext()),
+        constants(constants.begin(), constants.end()) {}
 
   LogicalResult run();
   SmallVector<DerivedSync> derivedSyncs;
@@ -55,12 +57,18 @@ private:
   DenseMap<Value, GradientLayout> gradients;
   /// Arguments that are layer parameters (weights, biases).
   llvm::SmallPtrSet<Value, 8> parameters;
+  /// Arguments that get no gradient.
+  llvm::SmallDenseSet<int64_t> constants;
+  /// Values computed from an argument that gets a gradient.
+  llvm::DenseSet<Value> active;
 };
 } // namespace
 
 LogicalResult GradientChecker::addGradient(Operation *at, Value value,
                                            GradientLayout gradient) {
-  if (!gradient.layout)
+  // A value no gradient is asked of (computed from constants only, or a
+  // constant argument) takes none: the backward computes nothing there.
+  if (!gradient.layout || !active.contains(value))
     return success();
   auto [it, inserted] = gradients.try_emplace(value, gradient);
   if (inserted || it->second.layout == gradient.layout)
@@ -132,6 +140,13 @@ LogicalResult GradientChecker::addElementwiseGradients(Operation *op) {
 LogicalResult GradientChecker::run() {
   Block &body = function.getBody().front();
   parameters = getLayerParameters(function);
+  for (BlockArgument argument : body.getArguments())
+    if (!constants.contains(argument.getArgNumber()))
+      active.insert(argument);
+  for (Operation &op : body.without_terminator())
+    if (llvm::any_of(op.getOperands(),
+                     [&](Value operand) { return active.contains(operand); }))
+      active.insert(op.result_begin(), op.result_end());
   Operation *terminator = body.getTerminator();
   for (Value result : terminator->getOperands())
     if (isa<RankedTensorType>(result.getType()) &&
@@ -145,7 +160,8 @@ LogicalResult GradientChecker::run() {
   for (BlockArgument argument : body.getArguments()) {
     auto it = gradients.find(argument);
     if (it == gradients.end() || !isPartial(it->second.layout) ||
-        parameters.contains(argument))
+        parameters.contains(argument) ||
+        constants.contains(argument.getArgNumber()))
       continue;
     return function.emitOpError("the gradient of argument ")
            << argument.getArgNumber()
@@ -180,8 +196,9 @@ mlir::lamina::getLayerParameters(func::FuncOp function) {
 FailureOr<DenseMap<Value, LayoutAttr>>
 mlir::lamina::inferGradientLayouts(func::FuncOp function,
                                    const DenseMap<Value, LayoutAttr> &layouts,
-                                   SmallVectorImpl<DerivedSync> *derived) {
-  GradientChecker checker(function, layouts);
+                                   SmallVectorImpl<DerivedSync> *derived,
+                                   ArrayRef<int64_t> constants) {
+  GradientChecker checker(function, layouts, constants);
   if (failed(checker.run()))
     return failure();
   if (derived)

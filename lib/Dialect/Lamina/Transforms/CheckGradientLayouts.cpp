@@ -18,6 +18,8 @@ namespace {
 struct LaminaCheckGradientLayoutsPass
     : mlir::lamina::impl::LaminaCheckGradientLayoutsBase<
           LaminaCheckGradientLayoutsPass> {
+  using LaminaCheckGradientLayoutsBase::LaminaCheckGradientLayoutsBase;
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
     std::optional<int64_t> worldSize = getWorldSize(module);
@@ -27,7 +29,8 @@ struct LaminaCheckGradientLayoutsPass
     if (failed(layouts))
       return signalPassFailure();
     for (auto &[function, forward] : *layouts)
-      if (failed(inferGradientLayouts(function, forward)))
+      if (failed(inferGradientLayouts(function, forward, nullptr,
+                                      llvm::to_vector(constants))))
         return signalPassFailure();
   }
 };

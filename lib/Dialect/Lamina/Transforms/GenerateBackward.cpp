@@ -373,14 +373,15 @@ struct ShardedArguments {
 /// finishShardedGradients needs, or fails after reporting the first gradient
 /// the backward would get wrong. The all_gather syncs that leave their
 /// transpose open get the one their gradients need.
-static FailureOr<ShardedArguments> analyzeShardedArguments(func::FuncOp function,
-                                                           int64_t worldSize) {
+static FailureOr<ShardedArguments>
+analyzeShardedArguments(func::FuncOp function, int64_t worldSize,
+                        ArrayRef<int64_t> constants) {
   FailureOr<DenseMap<Value, LayoutAttr>> layouts = inferLayouts(function);
   if (failed(layouts))
     return failure();
   SmallVector<DerivedSync> derived;
   FailureOr<DenseMap<Value, LayoutAttr>> gradients =
-      inferGradientLayouts(function, *layouts, &derived);
+      inferGradientLayouts(function, *layouts, &derived, constants);
   if (failed(gradients))
     return failure();
   applyDerivedSyncs(derived);
@@ -503,7 +504,8 @@ struct LaminaGenerateBackwardPass
         return signalPassFailure();
       }
       FailureOr<ShardedArguments> analysis =
-          analyzeShardedArguments(target, *worldSize);
+          analyzeShardedArguments(target, *worldSize,
+                                  llvm::to_vector(constants));
       if (failed(analysis))
         return signalPassFailure();
       sharded = std::move(*analysis);
