@@ -188,3 +188,12 @@ def test_cuda_results_are_read_from_the_imported_types():
     imported.result_types = [ir.TensorType((4,), ir.I1)]
     with pytest.raises(lamina.ScheduleError, match="got i1"):
         _result_types(imported)
+
+
+def test_modules_with_python_hooks_are_unsupported_operations():
+    """torch.fx calls forward itself: a hook would be silently dropped."""
+    model = nn.Sequential(nn.Linear(4, 4), nn.ReLU())
+    model[0].register_forward_hook(lambda module, inputs, output: output * 2)
+    with pytest.raises(UnsupportedOperationError,
+                       match="module '0' with Python forward hooks"):
+        import_model(model, (torch.ones(2, 4),))

@@ -90,6 +90,12 @@ def Lamina_Dialect : Dialect {
     /// collective (the spec's §3 table) its reverse-mode rule applies.
     static constexpr ::llvm::StringLiteral kFromSyncAttrName =
         "lamina.from_sync";
+    /// Unit attribute on a lamina.sync a model's own code calls (a Slapo
+    /// sync op in its forward): an all-reduce computes the sum it writes,
+    /// whatever its operand's layout (identical replicas add up, as in
+    /// eager code), instead of needing partial sums.
+    static constexpr ::llvm::StringLiteral kAsWrittenAttrName =
+        "lamina.as_written";
     /// Attribute naming the role of a lowered linalg op ("matmul" or
     /// "epilogue"), which the code-generation pipelines match on.
     static constexpr ::llvm::StringLiteral kStageAttrName = "lamina.stage";

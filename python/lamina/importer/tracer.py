@@ -26,6 +26,10 @@ from .. import op as lamina_op
 from . import converters
 from ..errors import UnsupportedOperationError
 
+# The attributes holding a module's Python hooks, by kind.
+_HOOKS = {"forward pre": "_forward_pre_hooks", "forward": "_forward_hooks",
+          "backward": "_backward_hooks"}
+
 # Tensor methods whose result depends on the data, not on shapes: a trace
 # cannot depend on them and stay right for other inputs.
 _DATA_DEPENDENT = {"item", "tolist", "numpy", "__bool__", "__int__",
@@ -106,6 +110,14 @@ class Tracer(fx.Tracer):
     def call_module(self, module, forward, args, kwargs):
         if self._evaluating:
             return forward(*args, **kwargs)
+        hooks = [kind for kind, attribute in _HOOKS.items()
+                 if getattr(module, attribute, None)]
+        if hooks:
+            # torch.fx calls forward itself: the hooks would be dropped.
+            self._fail(f"module '{self.path_of_module(module)}' with Python "
+                       f"{' and '.join(hooks)} hooks (compiled code cannot "
+                       "call Python; express a sync hook as a schedule "
+                       "primitive)")
         self._paths.append(self.path_of_module(module))
         try:
             return super().call_module(module, forward, args, kwargs)
@@ -282,6 +294,13 @@ def trace(model, example_inputs):
     holding its value."""
     traced = _Root(model) if isinstance(model, converters.leaf_classes()) \
         else model
+    hooks = [kind for kind, attribute in _HOOKS.items()
+             if getattr(model, attribute, None)]
+    if hooks and traced is model:
+        raise UnsupportedOperationError(
+            f"the model has Python {' and '.join(hooks)} hooks, which "
+            "Lamina's importer does not support (compiled code cannot call "
+            "Python)")
     with unsharded_fused_qkv(model), torch.no_grad(), \
             torch.random.fork_rng(devices=[]):
         # The model's own errors on these inputs are the user's: they show

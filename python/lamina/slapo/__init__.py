@@ -11,7 +11,8 @@ compiles the model.
 """
 
 from ..errors import ScheduleError
-from . import op, pattern
+from . import (framework_dialect, logger, model_schedule, op, pattern,
+               pipeline, random, sharding, utils)
 from .checkpoint import checkpoint
 from .build import build, init_empty_weights
 from .pattern import ModulePattern, Pattern, call_module
@@ -24,4 +25,6 @@ __all__ = ["ModulePattern", "PathError", "Pattern", "Schedule",
            "ScheduleError", "ScheduleMetadata", "Verify", "build",
            "call_module", "checkpoint", "create_schedule",
            "get_cuda_rng_tracker", "init_empty_weights", "is_random_seed_set",
-           "list_primitives", "op", "pattern", "set_random_seed"]
+           "framework_dialect", "list_primitives", "logger",
+           "model_schedule", "op", "pattern", "pipeline", "random",
+           "set_random_seed", "sharding", "utils"]

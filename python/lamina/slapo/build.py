@@ -216,6 +216,10 @@ def build(sch, target=None, init_weights=True, example_inputs=None,
     unknown = set(kwargs) - {"pipeline"}
     if unknown:
         raise ScheduleError(f"build got unknown arguments {sorted(unknown)}")
+    for path, why in sch.metadata.untraced_cuts.items():
+        raise ScheduleError(f"cut_pipeline_stage on '{path}': Lamina finds "
+                            "the layers that end the stage by tracing the "
+                            f"model with torch.fx, which failed ({why})")
     if not (isinstance(init_weights, bool) or callable(init_weights)):
         raise ScheduleError("init_weights takes True, False or a callable "
                             "applied to each module")

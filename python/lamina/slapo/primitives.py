@@ -297,7 +297,14 @@ def cut_pipeline_stage(sch):
     if is_layer(sch.mod):
         _native_layers(sch).cut_pipeline_stage()
     else:
-        last = boundary.layers(sch, "fwd_post")
+        try:
+            last = boundary.layers(sch, "fwd_post")
+        except Exception as error:  # noqa: BLE001 (torch.fx raises anything)
+            # The cut still shapes Slapo's partition (pipeline.py); the
+            # compiled stages need the layers, which build reports.
+            sch.get_top_schedule().metadata.untraced_cuts[sch.path] = \
+                f"{type(error).__name__}: {error}"
+            last = []
         for path in last:
             sch._native[path].cut_pipeline_stage()
     sch.metadata.primitives["cut_pipeline_stage"].append(sch.path)

@@ -23,6 +23,7 @@ from ..errors import ScheduleError
 from . import pattern as patterns
 from . import primitives
 from .tracer import trace_module
+from .utils import common
 
 logger = logging.getLogger("lamina.slapo")
 
@@ -42,6 +43,9 @@ class ScheduleMetadata:
     primitives: dict = field(default_factory=OrderedDict)
     # Lamina's: shard groups other than 1 (name → groups).
     shard_groups: dict = field(default_factory=dict)
+    # Lamina's: cuts whose module torch.fx could not trace to find the
+    # layers ending the stage (path → why).
+    untraced_cuts: dict = field(default_factory=dict)
 
 
 _PRIMITIVE_NAMES = ("annotate", "checkpoint", "cut_pipeline_stage",
@@ -235,6 +239,8 @@ class Schedule:
             logger.warning("Failed to trace %s: %s", self.path or "<root>",
                            error)
             return False
+        # The module's Python hooks stay on it (Slapo's trace keeps them).
+        common.transfer_hooks(self.mod, traced)
         self._swap_module(traced)
         self._model_changed()
         return True

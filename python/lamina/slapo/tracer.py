@@ -53,7 +53,13 @@ def trace_module(module, flatten=False, leaf_modules=(), concrete_args=None):
                 inner = [p[len(path) + 1:] for p in leaves
                          if p.startswith(path + ".")]
                 inner += [p for p in leaves if "." not in p]
-                traced = trace_module(child, False, inner)
+                try:
+                    traced = trace_module(child, False, inner)
+                except Exception:  # noqa: BLE001 (torch.fx raises anything)
+                    # Slapo's fallback: a child torch.fx cannot trace
+                    # (control flow on its input) stays a module call.
+                    leaves.append(path)
+                    continue
                 owner_name, _, index = path.partition(".")
                 if index:
                     getattr(module, owner_name)[int(index)] = traced

@@ -262,3 +262,15 @@ module attributes {lamina.world_size = 2 : i64} {
     return %l : tensor<f32>
   }
 }
+
+// -----
+
+module attributes {lamina.world_size = 2 : i64} {
+  // A schedule's all-reduce of a replicated value (not the model's own
+  // call, lamina.as_written) is a double reduction.
+  func.func @all_reduce_of_replicas(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+    // expected-error @+1 {{needs partial sums (P)}}
+    %0 = lamina.sync %x <fwd_post, all_reduce> : tensor<4x8xf32>
+    return %0 : tensor<4x8xf32>
+  }
+}

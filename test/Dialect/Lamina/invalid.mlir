@@ -700,3 +700,11 @@ func.func private @checkpoint_modules_not_strings() attributes {lamina.checkpoin
 // expected-error @+1 {{'lamina.checkpoint_modules' is an array of module paths on a function}}
 module attributes {lamina.checkpoint_modules = ["h.0"]} {
 }
+
+// -----
+
+func.func @as_written_elsewhere(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'lamina.as_written' is a unit attribute of lamina.sync}}
+  %0 = arith.addf %x, %x {lamina.as_written} : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}

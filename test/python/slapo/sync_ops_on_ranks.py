@@ -157,6 +157,19 @@ def compiled_model_collectives():
     train_and_compare(built, eager)
 
 
+def replicated_model_collectives():
+    """An unsharded model whose forward calls the sync ops (Slapo's
+    test_checkpoint_module): compiled, the all-reduces sum what they are
+    given, identical replicas too, as the same model computes eagerly on
+    torch.distributed."""
+    torch.manual_seed(0)
+    model = MegatronWritten()
+    built, _ = slapo.build(slapo.create_schedule(copy.deepcopy(model)),
+                           init_weights=False,
+                           example_inputs=(same_everywhere(4, 8, seed=2),))
+    train_and_compare(built, model)
+
+
 def embedding_hooks():
     """gen_embedding_hooks given to sync(): the vocabulary-parallel
     embedding and its all-reduce, equal to the whole embedding."""
@@ -176,6 +189,7 @@ def embedding_hooks():
 CHECKS = {"eager_sync_ops": eager_sync_ops,
           "compiled_sync_hooks": compiled_sync_hooks,
           "compiled_model_collectives": compiled_model_collectives,
+          "replicated_model_collectives": replicated_model_collectives,
           "embedding_hooks": embedding_hooks}
 
 if __name__ == "__main__":

@@ -2,8 +2,9 @@
 of a class, subgraphs (vertical and horizontal) and single nodes by
 modules or functions, on the same models. Beyond Slapo's graph checks, the
 replaced models are compiled by Lamina and compared with eager PyTorch.
-Python hooks cannot be compiled: a subgraph whose modules have hooks is
-rejected rather than its hooks transferred."""
+The replaced modules' Python hooks move onto the new module as Slapo moves
+them; compiled code cannot call Python, so a model still holding hooks is
+rejected when it is built."""
 
 import operator
 
@@ -12,9 +13,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+import lamina
 import lamina.slapo as slapo
 from lamina import ScheduleError
 from lamina.slapo.pattern import call_module
+from lamina.slapo.utils import common
 from slapo_checks import forward_matches
 
 
@@ -161,13 +164,42 @@ def test_vertical_replacement():
     assert isinstance(sch["test_0"].mod, Identity)
 
 
-@pytest.mark.parametrize("hook", ["forward_pre", "forward", "backward"])
-def test_vertical_replacement_of_hooked_modules(hook):
+def test_hooks_move_onto_the_replacing_module():
+    """The first module's fwd_pre and bwd_post hooks and the last one's
+    fwd_post hooks move; a hook with no place in the new module is
+    rejected; the model holding hooks does not compile."""
     sch = slapo.create_schedule(LinearBN())
-    register = getattr(sch.mod.linear, f"register_{hook}_hook")
-    register(lambda *args: None)
-    with pytest.raises(ScheduleError, match="Python hooks"):
+    pre = sch.mod.linear.register_forward_pre_hook(lambda m, i: None)
+    backward = sch.mod.linear.register_backward_hook(lambda m, gi, go: None)
+    post = sch.mod.bn.register_forward_hook(lambda m, i, o: None)
+    new = Identity()
+    sch.replace(new, sch.find(linear_bn))
+    hooks = common.get_hooks(new)
+    assert [len(hooks[k]) for k in ("fwd_pre", "fwd_post", "bwd_post")] == \
+        [1, 1, 1]
+    with pytest.raises(lamina.UnsupportedOperationError,
+                       match="module 'Identity_0' with Python forward pre "
+                       "and forward and backward hooks"):
+        slapo.build(sch)[0](torch.randn(8, 1024))
+    for handle in (pre, backward, post):
+        handle.remove()
+    # The linear's fwd_post hook has no place: the new module's output is
+    # the bn's.
+    sch = slapo.create_schedule(LinearBN())
+    sch.mod.linear.register_forward_hook(lambda m, i, o: None)
+    with pytest.raises(ScheduleError, match="fwd_post hooks of module "
+                       "'linear' have no place"):
         sch.replace(Identity(), sch.find(linear_bn))
+
+
+def test_trace_keeps_the_module_hooks():
+    sch = slapo.create_schedule(LinearBN())
+    sch.mod.register_forward_pre_hook(lambda m, i: None)
+    sch.trace()
+    assert len(common.get_hooks(sch.mod)["fwd_pre"]) == 1
+    with pytest.raises(lamina.UnsupportedOperationError,
+                       match="the model has Python forward pre hooks"):
+        slapo.build(sch)[0](torch.randn(8, 1024))
 
 
 class TwoProjections(nn.Module):

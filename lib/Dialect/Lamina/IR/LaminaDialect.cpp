@@ -424,6 +424,12 @@ LogicalResult LaminaDialect::verifyOperationAttribute(Operation *op,
                              << "' is a unit attribute of a function";
     return success();
   }
+  if (attr.getName() == kAsWrittenAttrName) {
+    if (!isa<UnitAttr>(attr.getValue()) || !isa<SyncOp>(op))
+      return op->emitError() << "'" << kAsWrittenAttrName
+                             << "' is a unit attribute of lamina.sync";
+    return success();
+  }
   if (attr.getName() == kFromSyncAttrName) {
     if (!isa<SyncAttr>(attr.getValue()))
       return op->emitError() << "'" << kFromSyncAttrName

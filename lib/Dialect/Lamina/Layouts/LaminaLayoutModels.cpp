@@ -151,15 +151,30 @@ struct DropoutRules : Rules<DropoutRules, DropoutOp> {
   }
 };
 
+/// Whether `sync` is an all-reduce of mode `mode` that a model's code
+/// calls (lamina.as_written): it sums whatever it is given.
+static bool isAllReduceAsWritten(SyncOp sync, SyncMode mode) {
+  return sync->hasAttr(LaminaDialect::kAsWrittenAttrName) &&
+         sync.getSpec().getMode() == mode &&
+         sync.getSpec().getCollective() == CollectiveKind::all_reduce;
+}
+
 struct SyncRules : Rules<SyncRules, SyncOp> {
   LayoutOrError inferResultLayout(Operation *op, LayoutState &state) const {
     auto sync = cast<SyncOp>(op);
-    return syncLayout(sync.getSpec(), state.getLayout(sync.getInput()),
-                      pathOf(sync.getPath()));
+    LayoutAttr in = state.getLayout(sync.getInput());
+    // The sum of identical replicas is replicated.
+    if (isReplicated(in) && isAllReduceAsWritten(sync, SyncMode::fwd_post))
+      return in;
+    return syncLayout(sync.getSpec(), in, pathOf(sync.getPath()));
   }
   LogicalResult inferOperandGradientLayouts(Operation *op,
                                             GradientLayoutState &state) const {
     auto sync = cast<SyncOp>(op);
+    GradientLayout dy = state.getGradient(sync.getResult());
+    if (isReplicated(dy.layout) &&
+        isAllReduceAsWritten(sync, SyncMode::bwd_post))
+      return state.addGradient(op, sync.getInput(), dy);
     FailureOr<GradientLayout> dx =
         syncGradient(op, pathOf(sync.getPath()), sync.getSpec(),
                      state.getGradient(sync.getResult()), state);

@@ -1,7 +1,8 @@
 """Collectives a model's forward calls eagerly (lamina.collectives, Slapo's
 sync ops, as Megatron-style code writes them): each is the `lamina.sync`
 op of the collective it is, checked and partitioned as a schedule's sync
-is. A negative dim counts from the end, as in PyTorch."""
+is (`lamina.as_written`: an all-reduce sums whatever it is given, as the
+eager code does). A negative dim counts from the end, as in PyTorch."""
 
 from ... import collectives
 from .. import ir
@@ -18,8 +19,10 @@ def _sync(emitter, node, mode, collective, dim=None, output_grad=None):
                      f"{'true' if output_grad else 'false'}")
     path = emitter.path(node)
     named = [ir.string(path)] if path else []
+    # As the code writes it: an all-reduce sums what it is given.
     return emitter.builder.op("lamina.sync", *named, x,
-                              "<" + ", ".join(parts) + ">", types=x.type,
+                              "<" + ", ".join(parts) + ">",
+                              "{lamina.as_written}", types=x.type,
                               results=[x.type])
 
 

@@ -29,7 +29,7 @@ def has_hook(mod, hook_type):
 def transfer_hooks(old_mod, new_mod, hook_types=None):
     """Gives `new_mod` the hooks of `old_mod` of the kinds `hook_types`
     (all when None), replacing its own of those kinds."""
-    for kind in hook_types or HOOK_TYPE_TO_ATTR:
+    for kind in HOOK_TYPE_TO_ATTR if hook_types is None else hook_types:
         attribute = HOOK_TYPE_TO_ATTR[kind]
         setattr(new_mod, attribute, getattr(old_mod, attribute))
 
