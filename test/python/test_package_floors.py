@@ -17,6 +17,7 @@ PACKAGE = pathlib.Path(__file__).resolve().parents[2] / "python" / "lamina"
 # Dotted module prefix -> floor, as docs/architecture.md lists them.
 FLOORS = {
     "lamina._lamina": 1, "lamina.errors": 1, "lamina.tools": 1,
+    "lamina.collectives": 1,
     "lamina.lns": 2, "lamina.lns_numpy": 2, "lamina.philox": 2,
     "lamina.op": 2,
     "lamina.importer": 3,
