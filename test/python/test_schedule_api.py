@@ -393,10 +393,13 @@ def test_fork_rng_from_python():
         sch["fc"].fork_rng()
     sch["fc"].shard("weight", 0).shard("bias", 0).fork_rng()
     assert "fork_rng" in sch.scheduled_ir()
-    # Column parallel alone: the input's gradient would be partial sums, so
-    # the schedule is built for inference only.
+    # Column parallel alone: the input's gradient would be partial sums,
+    # rejected when a call asks for it; the parameters' gradients are right
+    # (training_on_ranks.py runs both on 2 ranks).
+    scheduled = lamina._lamina.Module(sch.scheduled_ir())
+    lamina.training.check_gradient_layouts(scheduled, constants=[0])
     with pytest.raises(ScheduleError, match="add sync"):
-        lamina.build(sch, (x,))
+        lamina.training.check_gradient_layouts(scheduled)
     with torch.no_grad():
         partitioned = lamina.build(sch, (x,)).ir("partitioned")
     assert "fork_rng> seed" in partitioned and "rank %" in partitioned

@@ -3,6 +3,7 @@ slapo.utils.common / report, slapo.random's tracker of generator states
 and its checkpoint, and the sync hooks sync() cannot compile."""
 
 import logging
+import mmap
 
 import pytest
 import torch
@@ -57,10 +58,12 @@ def test_hooks_are_listed_by_kind_and_transferred():
 
 def test_report_memory_gives_this_process_resident_memory():
     before = report.report_memory("before")
-    block = torch.ones(64 * 2**20 // 4)  # 64 MiB, touched
+    # 64 MiB of new pages, touched (malloc may reuse memory it kept).
+    block = mmap.mmap(-1, 64 * 2**20)
+    block.write(b"\1" * len(block))
     after = report.report_memory("after")
     assert after - before > 48, (before, after)
-    del block
+    block.close()
 
 
 def test_tracker_forks_named_states_of_the_default_generator():
