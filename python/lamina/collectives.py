@@ -13,6 +13,8 @@ as the collective it is (a `lamina.sync` op: converters/collectives.py).
 | reduce_backward_grad(x, group) | identity | all-reduce |
 """
 
+import functools
+
 import torch
 import torch.distributed as dist
 from torch.overrides import handle_torch_function, has_torch_function
@@ -112,39 +114,39 @@ class _ReduceBackwardGrad(torch.autograd.Function):
         return total, None
 
 
-def _traced(function, inp, *args, **kwargs):
-    """A proxy (torch.fx tracing) records the call as one node."""
-    return handle_torch_function(function, (inp,), inp, *args, **kwargs)
+def _one_traced_call(apply):
+    """The sync op `apply` implements, which a trace (a proxy's
+    __torch_function__) records as one call of it."""
+    @functools.wraps(apply)
+    def op(inp, *args, **kwargs):
+        if has_torch_function((inp,)):
+            return handle_torch_function(op, (inp,), inp, *args, **kwargs)
+        return apply(inp, *args, **kwargs)
+    return op
 
 
+@_one_traced_call
 def all_gather_forward_output(inp, dim, group,
                               tensor_parallel_output_grad=True):
-    if has_torch_function((inp,)):
-        return _traced(all_gather_forward_output, inp, dim, group,
-                       tensor_parallel_output_grad)
     return _AllGatherForwardOutput.apply(inp, dim, group,
                                          tensor_parallel_output_grad)
 
 
+@_one_traced_call
 def reduce_scatter_forward_output(inp, dim, group):
-    if has_torch_function((inp,)):
-        return _traced(reduce_scatter_forward_output, inp, dim, group)
     return _ReduceScatterForwardOutput.apply(inp, dim, group)
 
 
+@_one_traced_call
 def scatter_forward_output(inp, dim, group):
-    if has_torch_function((inp,)):
-        return _traced(scatter_forward_output, inp, dim, group)
     return _ScatterForwardOutput.apply(inp, dim, group)
 
 
+@_one_traced_call
 def reduce_forward_output(inp, group):
-    if has_torch_function((inp,)):
-        return _traced(reduce_forward_output, inp, group)
     return _ReduceForwardOutput.apply(inp, group)
 
 
+@_one_traced_call
 def reduce_backward_grad(inp, group):
-    if has_torch_function((inp,)):
-        return _traced(reduce_backward_grad, inp, group)
     return _ReduceBackwardGrad.apply(inp, group)

@@ -30,6 +30,12 @@ from ..errors import UnsupportedOperationError
 _HOOKS = {"forward pre": "_forward_pre_hooks", "forward": "_forward_hooks",
           "backward": "_backward_hooks"}
 
+
+def _hooks_of(module):
+    """The kinds of Python hooks `module` holds ("forward pre and ...")."""
+    return " and ".join(kind for kind, attribute in _HOOKS.items()
+                        if getattr(module, attribute, None))
+
 # Tensor methods whose result depends on the data, not on shapes: a trace
 # cannot depend on them and stay right for other inputs.
 _DATA_DEPENDENT = {"item", "tolist", "numpy", "__bool__", "__int__",
@@ -110,12 +116,11 @@ class Tracer(fx.Tracer):
     def call_module(self, module, forward, args, kwargs):
         if self._evaluating:
             return forward(*args, **kwargs)
-        hooks = [kind for kind, attribute in _HOOKS.items()
-                 if getattr(module, attribute, None)]
+        hooks = _hooks_of(module)
         if hooks:
             # torch.fx calls forward itself: the hooks would be dropped.
             self._fail(f"module '{self.path_of_module(module)}' with Python "
-                       f"{' and '.join(hooks)} hooks (compiled code cannot "
+                       f"{hooks} hooks (compiled code cannot "
                        "call Python; express a sync hook as a schedule "
                        "primitive)")
         self._paths.append(self.path_of_module(module))
@@ -294,11 +299,10 @@ def trace(model, example_inputs):
     holding its value."""
     traced = _Root(model) if isinstance(model, converters.leaf_classes()) \
         else model
-    hooks = [kind for kind, attribute in _HOOKS.items()
-             if getattr(model, attribute, None)]
+    hooks = _hooks_of(model)
     if hooks and traced is model:
         raise UnsupportedOperationError(
-            f"the model has Python {' and '.join(hooks)} hooks, which "
+            f"the model has Python {hooks} hooks, which "
             "Lamina's importer does not support (compiled code cannot call "
             "Python)")
     with unsharded_fused_qkv(model), torch.no_grad(), \

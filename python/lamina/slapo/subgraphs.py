@@ -46,42 +46,6 @@ def _owner(sch, parent):
     return module, sch[parent] if parent else sch
 
 
-def _transfer_hooks(graph_module, groups, callee):
-    """Moves the Python hooks of the replaced modules onto the new module,
-    as Slapo does: the first module's fwd_pre and bwd_post hooks, the last
-    one's fwd_post hooks; a hook elsewhere has no place in it
-    (ScheduleError). (Lamina compiles no Python hook: a model still holding
-    one when it is built raises UnsupportedOperationError there.)"""
-    def hooks(node):
-        module = graph_module.get_submodule(node.target)
-        return module, {kind: bool(getattr(module, attribute))
-                        for kind, attribute in common.HOOK_TYPE_TO_ATTR.items()}
-
-    calls = [[n for n in group if n.op == "call_module"] for group in groups]
-    if len(groups) > 1 or not isinstance(callee, nn.Module):
-        for node in (n for group in calls for n in group):
-            if any(hooks(node)[1].values()):
-                raise ScheduleError(
-                    f"module '{node.target}' has Python hooks, which cannot "
-                    "move onto a function or a horizontal replacement")
-        return
-    chain = calls[0]
-    for index, node in enumerate(chain):
-        module, has = hooks(node)
-        first, last = index == 0, index == len(chain) - 1
-        misplaced = [kind for kind, present in has.items() if present and not
-                     ((first and kind in ("fwd_pre", "bwd_post")) or
-                      (last and kind == "fwd_post"))]
-        if misplaced:
-            raise ScheduleError(
-                f"the {misplaced[0]} hooks of module '{node.target}' have no "
-                "place in the new module (only the first module's fwd_pre "
-                "and bwd_post hooks and the last one's fwd_post hooks move)")
-        kinds = ([k for k in ("fwd_pre", "bwd_post") if first] +
-                 (["fwd_post"] if last else []))
-        common.transfer_hooks(module, callee, [k for k in kinds if has[k]])
-
-
 def _external_inputs(nodes):
     inputs = []
     for node in nodes:
@@ -173,7 +137,9 @@ def replace(sch, callee, target_ops, name, concrete_args, is_function):
                             f"({sorted(parents)})")
     graph_module, owner = _owner(sch, parents.pop())
     node_groups = [[node for _, node in group] for group in groups]
-    _transfer_hooks(graph_module, node_groups, callee)
+    # (Lamina compiles no Python hook: a model still holding one when it is
+    # built raises UnsupportedOperationError there.)
+    common.move_hooks(graph_module.get_submodule, node_groups, callee)
     target = None
     if not is_function:
         target = _unique_name(graph_module,

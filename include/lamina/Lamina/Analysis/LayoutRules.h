@@ -33,6 +33,11 @@ LayoutAttr sharded(MLIRContext *context, int64_t axis, int64_t groups = 1);
 bool isReplicated(LayoutAttr layout);
 bool isPartial(LayoutAttr layout);
 bool isShardedOn(LayoutAttr layout, int64_t axis);
+/// Whether `layout` shards its value on some axis (null: replicated).
+bool isSharded(LayoutAttr layout);
+/// A splat constant, which every rank can build at any shape (so it takes
+/// any layout).
+bool isSplatConstant(Value value);
 
 //===----------------------------------------------------------------------===//
 // Layers

@@ -128,8 +128,7 @@ LogicalResult GradientChecker::addElementwiseGradients(Operation *op) {
     // the transpose gathers the blocks of its gradient back whole.
     GradientLayout dx = dy;
     if (isReplicated(getForwardLayout(operand)) &&
-        dy.layout.getKind() == LayoutKind::sharded &&
-        getForwardLayout(op->getResult(0)).getKind() == LayoutKind::sharded)
+        isSharded(dy.layout) && isSharded(getForwardLayout(op->getResult(0))))
       dx.layout = replicated(context);
     if (failed(addGradient(op, operand, dx)))
       return failure();

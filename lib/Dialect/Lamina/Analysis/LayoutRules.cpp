@@ -25,6 +25,9 @@ bool layout::isReplicated(LayoutAttr l) {
 bool layout::isPartial(LayoutAttr l) {
   return l.getKind() == LayoutKind::partial;
 }
+bool layout::isSharded(LayoutAttr l) {
+  return l && l.getKind() == LayoutKind::sharded;
+}
 bool layout::isShardedOn(LayoutAttr l, int64_t axis) {
   return l.getKind() == LayoutKind::sharded && l.getAxis() == axis;
 }
@@ -477,8 +480,7 @@ LayoutOrError layout::maskedFillLayout(LayoutAttr input, LayoutAttr mask,
   return input;
 }
 
-/// A splat constant, which every rank can build at any shape.
-static bool isSplat(Value value) {
+bool layout::isSplatConstant(Value value) {
   auto constant = value.getDefiningOp<arith::ConstantOp>();
   return constant && isa<SplatElementsAttr>(constant.getValue());
 }
@@ -493,7 +495,7 @@ LayoutOrError layout::otherOpLayout(Operation *op,
           "receives partial sums (layout P); only a sync or another linear "
           "layer's reduction may take them: add a fwd_post all_reduce "
           "before it");
-    if (!isa<RankedTensorType>(operand.getType()) || isSplat(operand))
+    if (!isa<RankedTensorType>(operand.getType()) || isSplatConstant(operand))
       continue;
     if (isReplicated(layout))
       continue;

@@ -15,11 +15,6 @@ namespace mlir::lamina::detail {
 template <typename Model, typename Op>
 using Rules = LayoutOpInterface::ExternalModel<Model, Op>;
 
-/// Whether `layout` shards its value (null: replicated).
-inline bool isSharded(LayoutAttr layout) {
-  return layout && layout.getKind() == LayoutKind::sharded;
-}
-
 void registerLaminaLayoutModels(DialectRegistry &registry);
 void registerTensorLayoutModels(DialectRegistry &registry);
 void registerLinalgLayoutModels(DialectRegistry &registry);

@@ -8,6 +8,7 @@
 
 #include "lamina/Lamina/Analysis/Collectives.h"
 #include "lamina/Lamina/Analysis/LayoutAnalysis.h"
+#include "lamina/Lamina/Analysis/LayoutRules.h"
 #include "lamina/Lamina/IR/LaminaLayoutInterface.h"
 #include "lamina/Lamina/Transforms/Passes.h"
 
@@ -28,19 +29,10 @@ namespace mlir::lamina {
 
 using namespace mlir;
 using namespace mlir::lamina;
+using layout::isSharded;
+using layout::isSplatConstant;
 
 static constexpr llvm::StringLiteral kGridName = LaminaDialect::kGridName;
-
-/// Whether `layout` shards its value (null: replicated).
-static bool isSharded(LayoutAttr layout) {
-  return layout && layout.getKind() == LayoutKind::sharded;
-}
-
-/// A splat constant, which every rank builds at its own shape.
-static bool isSplatConstant(Value value) {
-  auto constant = value.getDefiningOp<arith::ConstantOp>();
-  return constant && isa<SplatElementsAttr>(constant.getValue());
-}
 
 namespace {
 /// Rewrites one function into what one of `worldSize` ranks computes, each
@@ -85,7 +77,7 @@ private:
 RankedTensorType FunctionPartitioner::getLocalType(Type type,
                                                    LayoutAttr layout) {
   auto tensor = cast<RankedTensorType>(type);
-  if (!layout || layout.getKind() != LayoutKind::sharded)
+  if (!isSharded(layout))
     return tensor;
   SmallVector<int64_t> shape(tensor.getShape());
   int64_t &size = shape[*layout.getAxis()];
@@ -173,7 +165,7 @@ LogicalResult FunctionPartitioner::partitionElementwise(Operation *op) {
   for (OpResult result : op->getResults()) {
     auto tensor = dyn_cast<RankedTensorType>(result.getType());
     LayoutAttr layout = getLayout(result);
-    if (!tensor || !layout || layout.getKind() != LayoutKind::sharded)
+    if (!tensor || !isSharded(layout))
       continue;
     if (op->getNumRegions() != 0 || op->getNumOperands() == 0)
       return op->emitOpError("has a sharded result the partitioner cannot "
@@ -254,7 +246,7 @@ LogicalResult FunctionPartitioner::run() {
     if (auto ret = dyn_cast<func::ReturnOp>(op)) {
       for (auto [index, value] : llvm::enumerate(ret.getOperands())) {
         LayoutAttr layout = getLayout(value);
-        if (layout && layout.getKind() == LayoutKind::sharded)
+        if (isSharded(layout))
           function.setResultAttr(index, LaminaDialect::kLayoutAttrName,
                                  layout);
       }

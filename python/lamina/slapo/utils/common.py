@@ -6,6 +6,8 @@ import types
 
 from torch import nn
 
+from ...errors import ScheduleError
+
 # Slapo's hook kinds and the nn.Module attribute holding each.
 HOOK_TYPE_TO_ATTR = {
     "fwd_pre": "_forward_pre_hooks",
@@ -35,44 +37,43 @@ def transfer_hooks(old_mod, new_mod, hook_types=None):
 
 
 def transfer_hooks_for_fusion(sch, subgraphs, new_mod):
-    """Moves the hooks of the modules a fusion replaces onto `new_mod`: the
-    first module's fwd_pre and bwd_post hooks, the last one's fwd_post
-    hooks. A hook anywhere else (a module inside the chain, or in a
-    horizontal fusion of several chains) has no place in the fused module:
-    RuntimeError naming it."""
-    chains = list(subgraphs)
-    if len(chains) > 1:
-        for chain in chains:
-            for _, node in chain:
-                if node.op != "call_module":
-                    continue
-                module = sch.get_module(node.target)
-                for kind in HOOK_TYPE_TO_ATTR:
-                    if has_hook(module, kind):
-                        raise RuntimeError(
-                            f"cannot fuse horizontally: module {node.target} "
-                            f"has a {kind} hook")
+    """Moves the hooks of the modules a fusion replaces onto `new_mod`
+    (move_hooks), `subgraphs` as sch.find gives them."""
+    move_hooks(sch.get_module, [[node for _, node in group]
+                                for group in subgraphs], new_mod)
+
+
+def move_hooks(module_of, chains, new_mod):
+    """Moves the Python hooks of the modules the fx nodes `chains` call
+    (`module_of(target)`) onto `new_mod`, as Slapo does: the first module's
+    fwd_pre and bwd_post hooks, the last one's fwd_post hooks. A hook with
+    no place in `new_mod` (inside the chain, in a horizontal replacement of
+    several chains, or any when `new_mod` is a function) raises
+    ScheduleError."""
+    calls = [[n for n in chain if n.op == "call_module"] for chain in chains]
+    if len(calls) > 1 or not isinstance(new_mod, nn.Module):
+        for node in (n for chain in calls for n in chain):
+            if any(has_hook(module_of(node.target), kind)
+                   for kind in HOOK_TYPE_TO_ATTR):
+                raise ScheduleError(
+                    f"module '{node.target}' has Python hooks, which cannot "
+                    "move onto a function or a horizontal replacement")
         return
-    chain = chains[0]
-    last = len(chain) - 1
-    for index, (_, node) in enumerate(chain):
-        if node.op != "call_module":
-            continue
-        module = sch.get_module(node.target)
-        if index == 0:
-            if has_hook(module, "fwd_post"):
-                raise RuntimeError(f"cannot move the fwd_post hook of "
-                                   f"{node.target}, the first fused module")
-            transfer_hooks(module, new_mod, ["fwd_pre", "bwd_post"])
-        elif index == last:
-            if has_hook(module, "fwd_pre") or has_hook(module, "bwd_post"):
-                raise RuntimeError(f"cannot move the fwd_pre or bwd_post "
-                                   f"hooks of {node.target}, the last fused "
-                                   "module")
-            transfer_hooks(module, new_mod, ["fwd_post"])
-        elif any(has_hook(module, kind) for kind in HOOK_TYPE_TO_ATTR):
-            raise RuntimeError(f"cannot keep the hooks of {node.target}, "
-                               "inside the fused chain")
+    chain = calls[0]
+    for index, node in enumerate(chain):
+        module = module_of(node.target)
+        first, last = index == 0, index == len(chain) - 1
+        movable = ([k for k in ("fwd_pre", "bwd_post") if first] +
+                   (["fwd_post"] if last else []))
+        misplaced = [k for k in HOOK_TYPE_TO_ATTR
+                     if k not in movable and has_hook(module, k)]
+        if misplaced:
+            raise ScheduleError(
+                f"the {misplaced[0]} hooks of module '{node.target}' have no "
+                "place in the new module (only the first module's fwd_pre "
+                "and bwd_post hooks and the last one's fwd_post hooks move)")
+        transfer_hooks(module, new_mod,
+                       [k for k in movable if has_hook(module, k)])
 
 
 def is_lambda_function(obj):
