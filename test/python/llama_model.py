@@ -146,6 +146,7 @@ class Llama(nn.Module):
 
     def __init__(self, args):
         super().__init__()
+        self.params = args
         self.tok_embeddings = nn.Embedding(args.vocab_size, args.dim)
         self.layers = nn.ModuleList(TransformerBlock(args)
                                     for _ in range(args.n_layers))
@@ -174,3 +175,23 @@ class Llama(nn.Module):
             logits = self.output(h[:, [-1], :])
             self.last_loss = None
         return logits
+
+    @torch.inference_mode()
+    def generate(self, idx, max_new_tokens, temperature=1.0, top_k=None):
+        """As llama2.c's model.py writes it."""
+        for _ in range(max_new_tokens):
+            idx_cond = idx if idx.size(1) <= self.params.max_seq_len \
+                else idx[:, -self.params.max_seq_len:]
+            logits = self(idx_cond)
+            logits = logits[:, -1, :]
+            if temperature == 0.0:
+                _, idx_next = torch.topk(logits, k=1, dim=-1)
+            else:
+                logits = logits / temperature
+                if top_k is not None:
+                    v, _ = torch.topk(logits, min(top_k, logits.size(-1)))
+                    logits[logits < v[:, [-1]]] = -float("Inf")
+                probs = F.softmax(logits, dim=-1)
+                idx_next = torch.multinomial(probs, num_samples=1)
+            idx = torch.cat((idx, idx_next), dim=1)
+        return idx

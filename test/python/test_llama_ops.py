@@ -124,6 +124,12 @@ CONSTRUCTS = {
     "rsqrt": lambda x: torch.rsqrt(x * x + 1.0),
     "double": lambda x: (x.double() * 3.0).float(),
     "bfloat16": lambda x: (x.to(torch.bfloat16) * 2.0).float(),
+    "gt": lambda x: x.masked_fill(x > 0.5, 0.0),
+    "le": lambda x: x.masked_fill(x.le(0.0), 0.0) * 3.0,
+    "lt-ge": lambda x: x.masked_fill(torch.lt(x, -0.5), 1.0).masked_fill(
+        torch.ge(x, 1.0), 2.0),
+    "eq-ne-broadcast": lambda x: x.masked_fill(
+        torch.eq(x, x[:, :1]), -1.0).masked_fill(x[:, :, :1] != x[0], 4.0),
 }
 
 

@@ -69,6 +69,17 @@ def test_generate_runs_the_compiled_forward_and_samples_as_eager():
     torch.manual_seed(5)
     theirs = model.eval().generate(start, 4, top_k=1)
     assert torch.equal(ours, theirs)
+    # Its four calls: a prefill of the 3 tokens, then a decode step for
+    # each longer sequence (test_generation.py); none calls the model.
+    assert calls == []
+    with torch.no_grad():
+        assert compiled.generation.steps == {"decode": 3, "prefill": 1}
+    # Without the cache (max_seq_len=0), each call is a compiled call of
+    # the whole forward.
+    plain = lamina.build(lamina.create_schedule(gpt()), max_seq_len=0).eval()
+    calls = count_compiled_calls(plain)
+    torch.manual_seed(5)
+    assert torch.equal(plain.generate(start, 4, top_k=1), theirs)
     assert len(calls) == 4
 
 

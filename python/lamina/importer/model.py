@@ -44,6 +44,9 @@ class ImportedModel:
         self.index_bounds = list(index_bounds)
         # The attributes the model's forward sets (SideEffect).
         self.side_effects = list(side_effects)
+        # The indices of results returned after the model's own and its
+        # side effects' (import_graph's `extra`).
+        self.extra_results = ()
 
     def restructure(self, results):
         """`results` (one per result of the function) in the structure the
@@ -82,34 +85,53 @@ def _restructure(item, results):
     return type(item)(_restructure(i, results) for i in item)
 
 
-def import_model(model, example_inputs, world_size=1):
-    """Traces `model` on `example_inputs` (tensors fixing the shapes) into
-    a lamina module declaring `world_size` ranks."""
+def trace_model(model, example_inputs):
+    """(graph, side effects) of `model` traced on `example_inputs`: the
+    graph's output returns the model's results, then the tensors its side
+    effects need from each call."""
     effects = []
     with recorded_side_effects(model, effects):
         graph = trace(model, example_inputs)
     output = next(n for n in graph.nodes if n.op == "output")
-    # The tensors effects need from each call are results after the
-    # model's own.
     needed = [node for effect in effects for node in effect.nodes]
     output.args = ((output.args[0], tuple(needed)),)
+    return graph, effects
+
+
+def import_graph(model, graph, effects=(), world_size=1, entry="forward"):
+    """The lamina module of a traced `graph` of `model` (every node holding
+    its value; the output returning the model's results, the tensors
+    `effects` need, and optionally a tuple of more results, whose indices
+    become `extra_results`) as function `entry` declaring `world_size`
+    ranks."""
+    output = next(n for n in graph.nodes if n.op == "output")
     graph = recognise_gelu(graph)
     emitter = Emitter(model)
     for node in graph.nodes:
         if node.op != "output":
             emitter.visit(node)
-    results, (structure, effect_results) = emitter.results(output)
+    results, (structure, effect_results, *extra) = emitter.results(output)
     indices = iter(effect_results)
     for effect in effects:
         effect.results = [next(indices) for _ in effect.nodes]
     arguments = emitter.arguments()
-    text = ir.function("forward", arguments, results, emitter.builder.body(),
+    text = ir.function(entry, arguments, results, emitter.builder.body(),
                        world_size)
-    located = ir.function("forward", arguments, results,
+    located = ir.function(entry, arguments, results,
                           emitter.builder.body(located=True), world_size)
-    return ImportedModel(text, "forward", emitter.parameters,
-                         len(emitter.inputs), emitter.seed_value is not None,
-                         len(results), structure,
-                         [a.type for a in arguments],
-                         [r.type for r in results], emitter.index_bounds,
-                         located, effects)
+    imported = ImportedModel(text, entry, emitter.parameters,
+                             len(emitter.inputs),
+                             emitter.seed_value is not None, len(results),
+                             structure, [a.type for a in arguments],
+                             [r.type for r in results],
+                             emitter.index_bounds, located, effects)
+    # The indices of the results the graph returns after the effects'.
+    imported.extra_results = extra[0] if extra else ()
+    return imported
+
+
+def import_model(model, example_inputs, world_size=1):
+    """Traces `model` on `example_inputs` (tensors fixing the shapes) into
+    a lamina module declaring `world_size` ranks."""
+    graph, effects = trace_model(model, example_inputs)
+    return import_graph(model, graph, effects, world_size)

@@ -18,6 +18,7 @@ from ..lns.layers import lns_parameter_groups
 from ..schedule import Schedule
 from . import aot, state, training
 from .face import Face
+from .generation import Generation, model_max_length
 from .progress import compiled, compiling, stage
 from .rng import next_dropout_key
 
@@ -212,14 +213,16 @@ class CompiledModule(Face, nn.Module):
     """
 
     def __init__(self, schedule, example_inputs, pipeline, target="cpu",
-                 progress=None):
+                 progress=None, max_seq_len=None):
         super().__init__()
         self.schedule = schedule
         self.pipeline = pipeline
         self.target = target
         self._progress = progress
-        # Per (input shapes and dtypes, mode) and per scheduled IR.
-        self._state = {"shapes": {}, "programs": {}, "last": None}
+        # Per (input shapes and dtypes, mode) and per scheduled IR; the
+        # decode steps of generation (runtime/generation.py).
+        self._state = {"shapes": {}, "programs": {}, "last": None,
+                       "generation": None, "max_seq_len": max_seq_len}
         self._workdir = (tempfile.TemporaryDirectory(prefix="lamina-")
                          if target == "cuda" else None)
         model = schedule.model
@@ -323,7 +326,51 @@ class CompiledModule(Face, nn.Module):
 
     def forward(self, *inputs):
         with compiling(lambda: self._describe(inputs), self._progress):
+            generation = self.generation
+            if generation is not None and generation.applies(inputs):
+                results = generation(inputs[0])
+                if results is not None:
+                    return results
             return self._forward(inputs)
+
+    @property
+    def generation(self):
+        """The decode steps serving calls on growing sequences in eval mode
+        with autograd off (runtime/generation.py), or None where they do
+        not apply: training, autograd on, several ranks, target='cuda', or
+        no maximum sequence length known."""
+        if self.training or torch.is_grad_enabled() or \
+                self.target != "cpu" or self.schedule.world_size != 1:
+            return None
+        if self._state["generation"] is None:
+            model = self.schedule.model
+            length = self._state["max_seq_len"]
+            if length is None:
+                length = model_max_length(model)
+            if not length:
+                return None
+            self._state["generation"] = Generation(
+                model, length, self._eval_mode, self._compile_imported)
+        return self._state["generation"]
+
+    def _eval_mode(self):
+        """The model's modules as the compiled module's eval mode has them
+        (a context)."""
+        model = self.schedule.model
+        return _training_flags(model, self._flags.get(False) or {
+            name: False for name, _ in model.named_modules()})
+
+    def _compile_imported(self, imported):
+        """A program for `imported` (a function of the model traced apart
+        from its calls) with the schedule applied."""
+        try:
+            scheduled = _lamina.Module(imported.located_text).transform(
+                schedule=self.schedule.transform_script())
+        except ValueError as error:
+            raise ScheduleError(str(error)) from None
+        return _Compiled(imported, scheduled, self.pipeline,
+                         lambda module: self._parameters_for(module,
+                                                             imported))
 
     def _forward(self, inputs):
         compiled = self._compile(inputs)
@@ -436,7 +483,7 @@ class CompiledModule(Face, nn.Module):
 
 
 def build(sch, example_inputs=None, target="cpu",
-          pipeline="lamina-cpu-pipeline", progress=None):
+          pipeline="lamina-cpu-pipeline", progress=None, max_seq_len=None):
     """Compiles the scheduled model for the shapes of `example_inputs`
     (None: at the first call, for its shapes).
 
@@ -450,6 +497,12 @@ def build(sch, example_inputs=None, target="cpu",
     stages on stderr (None); every compile does (True), none does (False).
     Python logging's INFO records of the ``lamina`` logger carry them too
     (runtime/progress.py).
+
+    `max_seq_len`: the longest sequence the model's calls in eval mode
+    with autograd off take, for generation with a key/value cache
+    (runtime/generation.py); None: the model's own ``max_seq_len`` or
+    ``block_size`` (on it or its config), if any; 0: no cache, every call
+    runs on the whole sequence.
     """
     if not isinstance(sch, Schedule):
         raise TypeError("build takes a schedule (lamina.create_schedule)")
@@ -459,7 +512,8 @@ def build(sch, example_inputs=None, target="cpu",
     if target == "cuda" and sch.world_size != 1:
         raise ValueError("target='cuda' runs single-GPU programs; the "
                          f"schedule is for {sch.world_size} ranks")
-    return CompiledModule(sch, example_inputs, pipeline, target, progress)
+    return CompiledModule(sch, example_inputs, pipeline, target, progress,
+                          max_seq_len)
 
 
 class _Replay:

@@ -44,8 +44,9 @@ def _argument_key(argument):
     """What identifies an argument's contents without reading them: a
     tensor's storage, view and version counter (bumped by every in-place
     op, optimizer steps included), a seed's value; None for a NumPy array,
-    which has no version counter."""
-    if isinstance(argument, torch.Tensor):
+    which has no version counter, or a tensor made in inference mode
+    (torch.inference_mode), which has none either."""
+    if isinstance(argument, torch.Tensor) and not argument.is_inference():
         return (argument.data_ptr(), argument._version,
                 tuple(argument.shape), argument.stride(), argument.dtype,
                 argument.device)

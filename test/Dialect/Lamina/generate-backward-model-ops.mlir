@@ -111,3 +111,26 @@ func.func @main(%x: tensor<4x6xf32>, %t: tensor<4xi64>) -> tensor<4xf32> {
   %l = lamina.cross_entropy %x, %t ignore_index -100 none : (tensor<4x6xf32>, tensor<4xi64>) -> tensor<4xf32>
   return %l : tensor<4xf32>
 }
+
+// -----
+
+// A mask computed in the program (t = tanh(x); t.masked_fill(t > 0.5, 0)):
+// the backward recomputes the comparison from the saved t instead of
+// saving the mask (programs take and return no i1 tensors).
+//   dt = masked_fill(dy, t > 0.5, 0);  dx = dt · (1 − t²)
+// CHECK: main = {backward = @main_backward, forward = @main_forward, gradients = array<i64: 0>, saved = 1 : i64}
+// CHECK-LABEL: func.func @main_forward(
+// CHECK-SAME: -> (tensor<4xf32>, tensor<4xf32>)
+// CHECK-LABEL: func.func @main_backward(
+// CHECK-SAME: %[[X:[a-z0-9]+]]: tensor<4xf32>, %[[T:[a-z0-9]+]]: tensor<4xf32>, %[[DY:[a-z0-9]+]]: tensor<4xf32>) -> tensor<4xf32>
+// CHECK: %[[HALF:.+]] = arith.constant dense<5.000000e-01>
+// CHECK: %[[MASK:.+]] = arith.cmpf ogt, %[[T]], %[[HALF]] : tensor<4xf32>
+// CHECK: %[[DT:.+]] = lamina.masked_fill %[[DY]], %[[MASK]] value 0.000000e+00
+// CHECK: arith.mulf %[[T]], %[[T]]
+func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %t = math.tanh %x : tensor<4xf32>
+  %half = arith.constant dense<0.5> : tensor<4xf32>
+  %mask = arith.cmpf ogt, %t, %half : tensor<4xf32>
+  %y = lamina.masked_fill %t, %mask value 0.0 : tensor<4xf32>, tensor<4xi1>
+  return %y : tensor<4xf32>
+}

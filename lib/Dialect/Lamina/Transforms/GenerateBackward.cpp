@@ -62,6 +62,13 @@ static bool isCheapToRecompute(Operation *op) {
              shard::ProcessLinearIndexOp>(op);
 }
 
+/// Whether `value` is a mask (i1 elements): programs neither return nor
+/// take one, so the backward recomputes it from its operands (a comparison
+/// costs no more than reading a saved copy would).
+static bool isMask(Value value) {
+  return getElementTypeOrSelf(value.getType()).isInteger(1);
+}
+
 namespace {
 /// Builds `@f_backward` while the forward `@f` is read.
 class BackwardBuilder : public ReverseState {
@@ -134,7 +141,8 @@ Value BackwardBuilder::getPrimal(Value value) {
   if (Value known = primals.lookupOrNull(value))
     return known;
   Operation *def = value.getDefiningOp();
-  if (def && (isCheckpointed(def) || isCheapToRecompute(def))) {
+  if (def && (isCheckpointed(def) || isCheapToRecompute(def) ||
+              isMask(value))) {
     // Operands first, then the op itself at the current point.
     IRMapping operands;
     for (Value operand : def->getOperands())

@@ -205,3 +205,52 @@ def _integral_power(builder, x, n):
             square = builder.op("arith.mulf", ir.operand_list(square, square),
                                 types=x.type, results=[x.type])
     return result
+
+
+# PyTorch's comparisons: (float predicate, integer predicate). `ne` is true
+# where either float operand is NaN, as in PyTorch.
+_COMPARISONS = {"eq": ("oeq", "eq"), "ne": ("une", "ne"),
+                "lt": ("olt", "slt"), "le": ("ole", "sle"),
+                "gt": ("ogt", "sgt"), "ge": ("oge", "sge")}
+
+
+def _comparison(name):
+    float_predicate, int_predicate = _COMPARISONS[name]
+
+    def convert(emitter, node):
+        lhs, rhs = node.args[:2]
+        if not isinstance(lhs, fx.Node):
+            emitter.fail(node, f"{name} of a number and a tensor")
+        x = emitter.value(node, lhs)
+        result = emitter.result_type(node)
+        operand_type = x.type.with_shape(result.shape)
+        element = x.type.element
+        if element is ir.I1 or (isinstance(rhs, fx.Node) and
+                                emitter.value(node, rhs).type.element
+                                != element):
+            emitter.fail(node, f"{name} of {element} and another type")
+        a = broadcast(emitter, node, x, result.shape)
+        if isinstance(rhs, fx.Node):
+            b = broadcast(emitter, node, emitter.value(node, rhs),
+                          result.shape)
+        elif _is_number(rhs) and (element.is_float or
+                                  float(rhs) == int(rhs)):
+            literal = ir.float_literal(float(rhs), element.dtype) if \
+                element.is_float else str(int(rhs))
+            b = constant(emitter.builder, f"dense<{literal}>", operand_type)
+        else:
+            emitter.fail(node, f"{name} with {rhs!r}")
+        op, predicate = ("arith.cmpf", float_predicate) if element.is_float \
+            else ("arith.cmpi", int_predicate)
+        return emitter.builder.op(op, predicate + ",",
+                                  ir.operand_list(a, b),
+                                  types=operand_type, results=[result])
+    convert.__doc__ = (f"`{name}`: `arith.cmpf {float_predicate}` / "
+                       f"`arith.cmpi {int_predicate}` element-wise, "
+                       "broadcast, to an i1 tensor.")
+    return convert
+
+
+for _name_ in _COMPARISONS:
+    converts(getattr(operator, _name_), getattr(torch, _name_), _name_)(
+        _comparison(_name_))

@@ -1,0 +1,263 @@
+"""Generation with a key/value cache, under the model's own ``generate``.
+
+A model's ``generate`` calls it on the tokens so far, one more each time
+(nanoGPT's, llama2.c's). In eval mode with autograd off, a compiled module
+whose model has a maximum sequence length (``lamina.build(...,
+max_seq_len=)`` or the model's ``block_size`` / ``max_seq_len``) serves such
+a call from a cache instead of computing every position again:
+
+- a call on tokens that extend the previous call's by some positions runs
+  the compiled *decode step* once per new position: one token, the
+  attention's keys and values of the earlier positions from the cache,
+  which the step returns with the new position written (program state
+  passed from one step to the next);
+- any other call (a new prompt) runs the compiled *prefill*: the model on
+  the whole prompt, returning also the cached operands of every position.
+
+The decode step's program is compiled once, at the maximum length, for
+each batch size; a prefill once per prompt length. What the step computes
+is derived from two traces of the model (importer/kv_cache.py), and checked
+once against the model itself on the first call's tokens before it is used:
+a model it does not fit is called whole, as before, with a
+CompileCacheWarning-style warning naming why (``generation.reason``).
+"""
+
+import math
+import warnings
+
+import torch
+
+from ..errors import ScheduleError, UnsupportedOperationError
+from ..importer.kv_cache import Analysis, evaluate, row_at, with_results
+from ..importer.model import import_graph, trace_model
+
+# The attributes where models keep their maximum sequence length.
+_LENGTH_ATTRIBUTES = ("max_seq_len", "block_size", "n_positions",
+                      "max_position_embeddings")
+
+
+class GenerationWarning(UserWarning):
+    """A model's calls on growing sequences run whole: the decode step does
+    not fit it (the message says why)."""
+
+
+def model_max_length(model):
+    """The maximum sequence length `model` declares (on itself or its
+    ``config`` / ``params`` / ``args``), or None."""
+    for holder in (model, getattr(model, "config", None),
+                   getattr(model, "params", None),
+                   getattr(model, "args", None)):
+        for name in _LENGTH_ATTRIBUTES:
+            value = getattr(holder, name, None) if holder is not None \
+                else None
+            if isinstance(value, int) and value > 1:
+                return value
+    return None
+
+
+class Generation:
+    """The decode steps and prefills of one compiled module.
+
+    `eval_mode()`: a context in which `model`'s modules are as in the
+    compiled module's eval mode (tracing, importing and checking happen in
+    it); `compile(imported)`: a compiled program for an imported function
+    (the compiled module's schedule applied)."""
+
+    def __init__(self, model, length, eval_mode, compile):
+        self.model = model
+        self.length = length
+        self._eval_mode, self._compile = eval_mode, compile
+        self.reason = None
+        self._decoders = {}
+
+    def applies(self, inputs):
+        """Whether a call on `inputs` may be served here."""
+        if self.reason is not None or len(inputs) != 1:
+            return False
+        tokens = inputs[0]
+        return isinstance(tokens, torch.Tensor) and tokens.dim() == 2 and \
+            tokens.dtype == torch.int64 and not tokens.requires_grad and \
+            1 <= tokens.shape[1] <= self.length
+
+    def __call__(self, tokens):
+        """The model's results on `tokens`, or None where it is called
+        whole (the reason, the first time, as a GenerationWarning)."""
+        batch = tokens.shape[0]
+        decoder = self._decoders.get(batch)
+        if decoder is None:
+            try:
+                decoder = _Decoder(self, tokens)
+            except (UnsupportedOperationError, ScheduleError) as error:
+                self.reason = str(error)
+                warnings.warn(f"{self.reason}; calls run on the whole "
+                              "sequence", GenerationWarning, stacklevel=4)
+                return None
+            self._decoders[batch] = decoder
+        imported, results = decoder(tokens)
+        imported.apply_side_effects(self.model, results)
+        return imported.restructure(results)
+
+    def _trace(self, tokens):
+        with self._eval_mode():
+            return trace_model(self.model, (tokens,))
+
+    def _import(self, graph, effects, entry, inputs=None):
+        """The compiled program of `graph`; its nodes' values recorded on
+        `inputs` first when given."""
+        with self._eval_mode():
+            if inputs is not None:
+                evaluate(graph, self.model, inputs)
+            imported = import_graph(self.model, graph, effects, entry=entry)
+        return self._compile(imported)
+
+    def _reference(self, tokens):
+        with self._eval_mode(), torch.no_grad():
+            return self.model(tokens)
+
+    @property
+    def steps(self):
+        """How many decode steps and prefills ran (all batch sizes)."""
+        return {"decode": sum(d.steps for d in self._decoders.values()),
+                "prefill": sum(d.prefills for d in
+                               self._decoders.values())}
+
+
+class _Decoder:
+    """The decode step and prefills for one batch size, and the cache."""
+
+    def __init__(self, generation, tokens):
+        self.generation = generation
+        length = generation.length
+        longest = tokens.repeat(1, math.ceil(length / tokens.shape[1]))
+        longest = longest[:, :length].contiguous()
+        graph, self.effects = generation._trace(longest)
+        if any(effect.nodes for effect in self.effects):
+            raise UnsupportedOperationError(
+                "generation with a key/value cache: the model's forward sets "
+                "an attribute to a computed tensor")
+        shorter, _ = generation._trace(longest[:, :-1].contiguous())
+        self.analysis = Analysis(graph, shorter, length)
+        if not self.analysis.cached:
+            raise UnsupportedOperationError(
+                "generation with a key/value cache: the model has no "
+                "attention over earlier positions")
+        self.step = self.analysis.step()
+        self.caches = None
+        self.tokens = None
+        self._prefills = {}
+        self.steps = self.prefills = 0
+        self.program = self._compile_step(longest[:, :1])
+        self._check(tokens)
+
+    # -- programs -------------------------------------------------------
+
+    def _compile_step(self, token):
+        inputs = [token] + self._rows(0) + self._cache_inputs(
+            self._empty_caches(token.shape[0]), 0)
+        return self.generation._import(self.step.graph, self.effects,
+                                       "decode_step", inputs)
+
+    def _prefill_program(self, length, tokens):
+        program = self._prefills.get(length)
+        if program is None:
+            graph, effects = self.generation._trace(tokens)
+            nodes = list(graph.nodes)
+            analysed = list(self.analysis.graph.nodes)
+            if len(nodes) != len(analysed):
+                raise UnsupportedOperationError(
+                    "generation with a key/value cache: the model's trace "
+                    "changes with the prompt's length")
+            index = {node: i for i, node in enumerate(analysed)}
+            extra = [nodes[index[o]] for o in self.analysis.cached_operands()]
+            program = self._prefills[length] = self.generation._import(
+                with_results(graph, extra), effects, "prefill")
+        return program
+
+    # -- inputs ---------------------------------------------------------
+
+    def _rows(self, position):
+        return [row_at(value, axis, position)
+                for value, axis in self.step.rows]
+
+    def _empty_caches(self, batch):
+        caches = []
+        for shape, axis, dtype in self.step.caches:
+            caches.append(torch.zeros((batch,) + shape[1:], dtype=dtype))
+        return caches
+
+    def _cache_inputs(self, caches, position):
+        inputs = []
+        for cache, (shape, axis, dtype) in zip(caches, self.step.caches):
+            one_hot = torch.zeros([1] * len(shape), dtype=dtype).expand(
+                *[1] * axis, shape[axis], *[1] * (len(shape) - axis - 1))
+            one_hot = one_hot.contiguous()
+            one_hot.narrow(axis, position, 1).fill_(1)
+            inputs += [cache, one_hot, 1 - one_hot]
+        return inputs
+
+    # -- calls ----------------------------------------------------------
+
+    def __call__(self, tokens):
+        done = 0 if self.tokens is None else self.tokens.shape[1]
+        if done and tokens.shape[1] > done and \
+                torch.equal(tokens[:, :done], self.tokens):
+            results = None
+            for position in range(done, tokens.shape[1]):
+                results = self._decode(tokens[:, position:position + 1],
+                                       position)
+        else:
+            results = self._prefill(tokens)
+        self.tokens = tokens.clone()
+        return results
+
+    def _decode(self, token, position):
+        program = self.program
+        inputs = [token] + self._rows(position) + self._cache_inputs(
+            self.caches, position)
+        results = list(program.call(inputs, None, keep=False))
+        imported = program.imported
+        self.caches = [results[i] for i in imported.extra_results]
+        self.steps += 1
+        return imported, results
+
+    def _prefill(self, tokens):
+        length = tokens.shape[1]
+        program = self._prefill_program(length, tokens)
+        results = list(program.call([tokens], None, keep=False))
+        imported = program.imported
+        self.caches = self._empty_caches(tokens.shape[0])
+        for cache, (shape, axis, _), index in zip(
+                self.caches, self.step.caches, imported.extra_results):
+            cache.narrow(axis, 0, length).copy_(results[index])
+        self.prefills += 1
+        return imported, results
+
+    def _check(self, tokens):
+        """Runs the step from an empty cache over the first positions of
+        `tokens` and compares the last with the model's own results."""
+        count = min(tokens.shape[1], self.generation.length, 4)
+        self.caches = self._empty_caches(tokens.shape[0])
+        for position in range(count):
+            imported, results = self._decode(
+                tokens[:, position:position + 1], position)
+        ours = imported.restructure(results)
+        theirs = self.generation._reference(tokens[:, :count])
+        flat_ours, flat_theirs = _tensors(ours), _tensors(theirs)
+        if len(flat_ours) != len(flat_theirs) or not all(
+                a.shape == b.shape and torch.allclose(a, b, rtol=1e-3,
+                                                      atol=1e-4)
+                for a, b in zip(flat_ours, flat_theirs)):
+            raise UnsupportedOperationError(
+                "generation with a key/value cache: the decode step does "
+                "not reproduce the model's results (an op mixes positions "
+                "otherwise than attention)")
+        self.caches, self.tokens = None, None
+        self.steps = 0
+
+
+def _tensors(structure):
+    if isinstance(structure, torch.Tensor):
+        return [structure]
+    if isinstance(structure, (tuple, list)):
+        return [t for item in structure for t in _tensors(item)]
+    return []
