@@ -465,8 +465,8 @@ class Unsupported(nn.Module):
         y, torch.tensor([0, 1]), weight=torch.ones(8))), "class weights"),
     (lambda: Unsupported(lambda y: F.cross_entropy(
         y, torch.tensor([0, 1]), label_smoothing=0.1)), "label_smoothing"),
-    (lambda: Unsupported(lambda y: y.masked_fill(y > 0, 0.0)),
-     "function gt"),
+    (lambda: Unsupported(lambda y: torch.where(y > 0, y, 2.0 * y)),
+     "function where"),
     (lambda: Unsupported(lambda y: y.sum(dtype=torch.float64)),
      "sum with a dtype"),
 ])

@@ -2,7 +2,7 @@
 grouped-query attention through repeat_kv, rotary embeddings, an additive
 causal mask, SwiGLU, a tied head, the loss stored in `self.last_loss`),
 compiled whole on one rank: its logits, the loss it stores and the
-gradients of every parameter against eager PyTorch, and a few AdamW steps
+gradients of every parameter against eager PyTorch, and five AdamW steps
 reading the loss as llama2.c's train.py reads it (`raw_model.last_loss`)."""
 
 import copy
@@ -55,7 +55,7 @@ def test_adamw_steps_on_the_stored_loss_give_eager_losses():
     compiled = lamina.build(lamina.create_schedule(model))
     ours = torch.optim.AdamW(compiled.parameters(), lr=1e-3)
     theirs = torch.optim.AdamW(eager.parameters(), lr=1e-3)
-    for step in range(3):
+    for step in range(5):
         tokens, targets = batch(10 + step)
         losses = []
         for module, optimizer in ((compiled, ours), (eager, theirs)):
@@ -66,3 +66,7 @@ def test_adamw_steps_on_the_stored_loss_give_eager_losses():
             optimizer.zero_grad(set_to_none=True)
             losses.append(loss.item())
         assert abs(losses[0] - losses[1]) <= 1e-4 * abs(losses[1]), losses
+    weights = dict(eager.named_parameters())
+    for name, parameter in compiled.named_parameters():
+        torch.testing.assert_close(parameter, weights[name], **TOL,
+                                   msg=lambda m: f"{name}: {m}")

@@ -68,6 +68,65 @@ def test_forward_and_gradients_match_eager(make):
                                    msg=lambda m: f"{name}: {m}")
 
 
+class RotateHalf(nn.Module):
+    """Queries rotated in halves with full-width tables (the angles
+    repeated, as GPT-NeoX and HuggingFace build them), heads before
+    positions; `tables` picks buffers (constants) or Parameters (learned,
+    differentiated: left as element-wise ops), `skew` makes the two halves
+    of the tables differ (no rotation: left as element-wise ops)."""
+
+    def __init__(self, tables="buffers", skew=False, dim=32, heads=4,
+                 length=8):
+        super().__init__()
+        self.heads, self.head_dim = heads, dim // heads
+        self.wq = nn.Linear(dim, dim, bias=False)
+        cos, sin = precompute_freqs(self.head_dim, length)
+        cos, sin = torch.cat([cos, cos], -1), torch.cat([sin, sin], -1)
+        if skew:
+            cos = cos + torch.linspace(0, 0.1, self.head_dim)
+        if tables == "buffers":
+            self.register_buffer("cos", cos, persistent=False)
+            self.register_buffer("sin", sin, persistent=False)
+        else:
+            self.cos, self.sin = nn.Parameter(cos), nn.Parameter(sin)
+
+    def forward(self, x):
+        b, t, _ = x.shape
+        q = self.wq(x).view(b, t, self.heads, self.head_dim).transpose(1, 2)
+        q = q * self.cos[:t] + rotate_half(q) * self.sin[:t]
+        return q.transpose(1, 2).reshape(b, t, -1)
+
+
+@pytest.mark.parametrize("make, ropes", [
+    (Rotary, ["interleaved"] * 2),
+    (RotateHalf, ["halves"]),
+    (lambda: RotateHalf(tables="parameters"), []),
+    (lambda: RotateHalf(skew=True), []),
+], ids=["interleaved", "halves", "learned-tables", "unequal-halves"])
+def test_rotary_embeddings_import_as_one_op(make, ropes):
+    model, eager = twins(make)
+    compiled = lamina.build(lamina.create_schedule(model))
+    x = torch.randn(2, 8, 32, generator=torch.Generator().manual_seed(1))
+    ours, theirs = x.clone().requires_grad_(), x.clone().requires_grad_()
+    y, y_eager = compiled(ours), eager(theirs)
+    imported = compiled.ir("imported")
+    found = [line.split(":")[0].split()[-1] for line in imported.splitlines()
+             if "lamina.rope" in line]
+    assert found == ropes, imported
+    if ropes:  # no pair split, stack or concatenation is left
+        assert "tensor.concat" not in imported
+        assert "math.cos" not in imported
+    torch.testing.assert_close(y, y_eager, **TOL)
+    weight = torch.randn(y.shape, generator=torch.Generator().manual_seed(2))
+    (y * weight).sum().backward()
+    (y_eager * weight).sum().backward()
+    torch.testing.assert_close(ours.grad, theirs.grad, **TOL)
+    grads = dict(eager.named_parameters())
+    for name, parameter in compiled.named_parameters():
+        torch.testing.assert_close(parameter.grad, grads[name].grad, **TOL,
+                                   msg=lambda m: f"{name}: {m}")
+
+
 class Casts(nn.Module):
     def forward(self, x):
         wide = x.float() * 3.0

@@ -30,6 +30,21 @@ def Lamina_ActivationKindAttr
                 "`sigmoid` (σ(x) = 1 / (1 + exp(−x)))";
 }
 
+def Lamina_RopeInterleaved : I32EnumAttrCase<"interleaved", 0>;
+def Lamina_RopeHalves : I32EnumAttrCase<"halves", 1>;
+def Lamina_RopePairsEnum : I32EnumAttr<"RopePairs",
+    "which elements of the last dim a rotary embedding rotates together",
+    [Lamina_RopeInterleaved, Lamina_RopeHalves]> {
+  let genSpecializedAttr = 0;
+  let cppNamespace = "::mlir::lamina";
+}
+def Lamina_RopePairsAttr
+    : EnumAttr<Lamina_Dialect, Lamina_RopePairsEnum, "rope_pairs"> {
+  let summary = "`interleaved` (elements 2i and 2i + 1, LLaMA's reference "
+                "code) or `halves` (elements i and i + D/2, the rotate-half "
+                "form)";
+}
+
 def Lamina_SyncFwdPre : I32EnumAttrCase<"fwd_pre", 0>;
 def Lamina_SyncFwdPost : I32EnumAttrCase<"fwd_post", 1>;
 def Lamina_SyncBwdPost : I32EnumAttrCase<"bwd_post", 2>;

@@ -413,6 +413,34 @@ def Lamina_MaskedFillOp : Lamina_Op<"masked_fill",
   let hasVerifier = 1;
 }
 
+def Lamina_RopeOp : Lamina_Op<"rope", [AllTypesMatch<["input", "result"]>,
+                                     AllTypesMatch<["cos", "sin"]>]> {
+  let summary = "rotary position embedding: pairs of the last dim rotated";
+  let description = [{
+    Rotates pairs (a, b) of the last dim of `input` [..., D] by the angle
+    whose cosine and sine are `cos` and `sin` [..., D/2] at the pair's
+    index i: `(a·cos − b·sin, a·sin + b·cos)`. The pairs are elements 2i and
+    2i + 1 (`interleaved`, LLaMA's reference code with its `unbind` and
+    `stack`) or i and i + D/2 (`halves`, `x·cos + rotate_half(x)·sin`). The
+    tables have the input's rank, and each of their other dims is the
+    input's or 1 (broadcast): `[1, T, 1, D/2]` over queries `[B, T, H, D]`.
+
+    ```mlir
+    %q = lamina.rope %x, %cos, %sin interleaved
+           : tensor<2x16x4x32xf32>, tensor<1x16x1x16xf32>
+    ```
+  }];
+  let arguments = (ins Lamina_FloatTensor:$input, Lamina_FloatTensor:$cos,
+                   Lamina_FloatTensor:$sin, Lamina_RopePairsAttr:$pairs,
+                   OptionalAttr<StrAttr>:$path);
+  let results = (outs Lamina_FloatTensor:$result);
+  let assemblyFormat = [{
+    ($path^)? $input `,` $cos `,` $sin `` $pairs attr-dict `:` type($input)
+    `,` type($cos)
+  }];
+  let hasVerifier = 1;
+}
+
 def Lamina_CrossEntropyOp : Lamina_Op<"cross_entropy"> {
   let summary = "F.cross_entropy of logits `[N, V]` and class indices `[N]`";
   let description = [{

@@ -747,4 +747,5 @@ void mlir::lamina::populateLaminaToLinalgPatterns(RewritePatternSet &patterns,
   populateNormalizationToLinalgPatterns(patterns);
   populateDerivativesToLinalgPatterns(patterns);
   populateModelOpsToLinalgPatterns(patterns);
+  populateRopeToLinalgPatterns(patterns);
 }

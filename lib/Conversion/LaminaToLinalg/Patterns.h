@@ -20,6 +20,9 @@ void populateNormalizationToLinalgPatterns(RewritePatternSet &patterns);
 /// embedding and the loss → linalg (and a loop over the tokens).
 void populateModelOpsToLinalgPatterns(RewritePatternSet &patterns);
 
+/// lamina.rope → one linalg.generic over the input's pairs.
+void populateRopeToLinalgPatterns(RewritePatternSet &patterns);
+
 /// lamina.activation_grad, softmax_grad, layer_norm_grad → linalg.
 void populateDerivativesToLinalgPatterns(RewritePatternSet &patterns);
 

@@ -134,11 +134,11 @@ def recognise_gelu(graph):
                                        {"approximate": approximate})
         gelu.meta.update(node.meta)
         node.replace_all_uses_with(gelu)
-        _erase_unused(graph, node)
+        erase_unused(graph, node)
     return graph
 
 
-def _erase_unused(graph, node):
+def erase_unused(graph, node):
     """Erases `node` and then each of its operands nothing uses any more
     (the formula's arithmetic)."""
     pending = [node]

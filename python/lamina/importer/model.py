@@ -7,6 +7,7 @@ from . import ir
 from ..errors import InputError
 from .emitter import Emitter
 from .formulas import recognise_gelu
+from .rotary import recognise_rope
 from .side_effects import recorded_side_effects
 from .tracer import trace
 
@@ -105,7 +106,7 @@ def import_graph(model, graph, effects=(), world_size=1, entry="forward"):
     become `extra_results`) as function `entry` declaring `world_size`
     ranks."""
     output = next(n for n in graph.nodes if n.op == "output")
-    graph = recognise_gelu(graph)
+    graph = recognise_rope(recognise_gelu(graph))
     emitter = Emitter(model)
     for node in graph.nodes:
         if node.op != "output":

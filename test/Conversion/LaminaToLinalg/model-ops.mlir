@@ -200,3 +200,51 @@ func.func @vocabulary_parallel_cross_entropy_grad(%x: tensor<16x32xf32>, %t: ten
   %0 = lamina.cross_entropy_grad %x, %t, %dl ignore_index -1 shards 2 rank %r : (tensor<16x32xf32>, tensor<16xi64>, tensor<f32>, index) -> tensor<16x32xf32>
   return %0 : tensor<16x32xf32>
 }
+
+// -----
+
+// rope, interleaved: x [2, 16, 4, 32] viewed [2, 16, 4, 16, 2]; a and b the
+// pair dim's slices 0 and 1; one generic over the view writes
+// a·cos − b·sin where the pair dim (d4) is 0, a·sin + b·cos where it is 1.
+// The tables [1, 16, 1, 16] broadcast over the batch and the heads.
+// CHECK-DAG: #[[PIECE:.+]] = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3)>
+// CHECK-DAG: #[[TABLE:.+]] = affine_map<(d0, d1, d2, d3, d4) -> (0, d1, 0, d3)>
+// CHECK-DAG: #[[VIEW:.+]] = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3, d4)>
+// CHECK-LABEL: func.func @rope_interleaved
+// CHECK-SAME: (%[[X:.+]]: tensor<2x16x4x32xf32>, %[[C:.+]]: tensor<1x16x1x16xf32>, %[[S:.+]]: tensor<1x16x1x16xf32>)
+// CHECK: %[[V:.+]] = tensor.expand_shape %[[X]] {{\[\[}}0], [1], [2], [3, 4]] output_shape [2, 16, 4, 16, 2]
+// CHECK: %[[A:.+]] = tensor.extract_slice %[[V]][0, 0, 0, 0, 0] [2, 16, 4, 16, 1] [1, 1, 1, 1, 1] : tensor<2x16x4x16x2xf32> to tensor<2x16x4x16xf32>
+// CHECK: %[[B:.+]] = tensor.extract_slice %[[V]][0, 0, 0, 0, 1] [2, 16, 4, 16, 1] [1, 1, 1, 1, 1] : tensor<2x16x4x16x2xf32> to tensor<2x16x4x16xf32>
+// CHECK: %[[R:.+]] = linalg.generic {indexing_maps = [#[[PIECE]], #[[PIECE]], #[[TABLE]], #[[TABLE]], #[[VIEW]]], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]} ins(%[[A]], %[[B]], %[[C]], %[[S]] :
+// CHECK: ^bb0(%[[a:.+]]: f32, %[[b:.+]]: f32, %[[c:.+]]: f32, %[[s:.+]]: f32, %{{.+}}: f32):
+// CHECK: %[[AC:.+]] = arith.mulf %[[a]], %[[c]]
+// CHECK: %[[BS:.+]] = arith.mulf %[[b]], %[[s]]
+// CHECK: %[[FIRST:.+]] = arith.subf %[[AC]], %[[BS]]
+// CHECK: %[[AS:.+]] = arith.mulf %[[a]], %[[s]]
+// CHECK: %[[BC:.+]] = arith.mulf %[[b]], %[[c]]
+// CHECK: %[[SECOND:.+]] = arith.addf %[[AS]], %[[BC]]
+// CHECK: %[[I:.+]] = linalg.index 4 : index
+// CHECK: %[[IS0:.+]] = arith.cmpi eq, %[[I]], %c0
+// CHECK: %[[Y:.+]] = arith.select %[[IS0]], %[[FIRST]], %[[SECOND]] : f32
+// CHECK: linalg.yield %[[Y]]
+// CHECK: tensor.collapse_shape %[[R]] {{\[\[}}0], [1], [2], [3, 4]] : tensor<2x16x4x16x2xf32> into tensor<2x16x4x32xf32>
+func.func @rope_interleaved(%x: tensor<2x16x4x32xf32>, %cos: tensor<1x16x1x16xf32>, %sin: tensor<1x16x1x16xf32>) -> tensor<2x16x4x32xf32> {
+  %0 = lamina.rope %x, %cos, %sin interleaved : tensor<2x16x4x32xf32>, tensor<1x16x1x16xf32>
+  return %0 : tensor<2x16x4x32xf32>
+}
+
+// -----
+
+// rope, halves: x [3, 8] viewed [3, 2, 4]; the pair dim (d1) comes before
+// the angle dim (d2), the first half's elements pairing with the second's.
+// CHECK-DAG: #[[PIECE:.+]] = affine_map<(d0, d1, d2) -> (d0, d2)>
+// CHECK-LABEL: func.func @rope_halves
+// CHECK: %[[V:.+]] = tensor.expand_shape %{{.+}} {{\[\[}}0], [1, 2]] output_shape [3, 2, 4]
+// CHECK: tensor.extract_slice %[[V]][0, 0, 0] [3, 1, 4] [1, 1, 1] : tensor<3x2x4xf32> to tensor<3x4xf32>
+// CHECK: tensor.extract_slice %[[V]][0, 1, 0] [3, 1, 4] [1, 1, 1] : tensor<3x2x4xf32> to tensor<3x4xf32>
+// CHECK: linalg.generic {indexing_maps = [#[[PIECE]], #[[PIECE]], #[[PIECE]], #[[PIECE]], #{{.+}}]
+// CHECK: linalg.index 1 : index
+func.func @rope_halves(%x: tensor<3x8xf32>, %cos: tensor<3x4xf32>, %sin: tensor<3x4xf32>) -> tensor<3x8xf32> {
+  %0 = lamina.rope %x, %cos, %sin halves : tensor<3x8xf32>, tensor<3x4xf32>
+  return %0 : tensor<3x8xf32>
+}

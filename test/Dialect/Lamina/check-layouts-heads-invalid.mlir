@@ -170,3 +170,36 @@ module attributes {lamina.world_size = 2 : i64} {
     return %0 : tensor<4xf32>
   }
 }
+
+// -----
+
+// Rotary embeddings rotate pairs of the last axis: a value sharded on it
+// cannot be rotated locally.
+module attributes {lamina.world_size = 2 : i64} {
+  func.func @rope_last_axis(%q: tensor<2x8x4x32xf32> {lamina.layout = #lamina.layout<S(3)>}, %c: tensor<1x8x1x16xf32>) -> tensor<2x8x4x32xf32> {
+    // expected-error @+1 {{rotates pairs of a value sharded on its last axis 3; shard it on another axis (its heads)}}
+    %0 = lamina.rope %q, %c, %c interleaved : tensor<2x8x4x32xf32>, tensor<1x8x1x16xf32>
+    return %0 : tensor<2x8x4x32xf32>
+  }
+}
+
+// -----
+
+// Sharded on the positions, the tables would need this rank's rows.
+module attributes {lamina.world_size = 2 : i64} {
+  func.func @rope_tables_not_broadcast(%q: tensor<2x8x4x32xf32> {lamina.layout = #lamina.layout<S(1)>}, %c: tensor<1x8x1x16xf32>) -> tensor<2x8x4x32xf32> {
+    // expected-error @+1 {{rotates a value sharded on axis 1 with tables that are not broadcast along it}}
+    %0 = lamina.rope %q, %c, %c interleaved : tensor<2x8x4x32xf32>, tensor<1x8x1x16xf32>
+    return %0 : tensor<2x8x4x32xf32>
+  }
+}
+
+// -----
+
+module attributes {lamina.world_size = 2 : i64} {
+  func.func @rope_sharded_tables(%q: tensor<2x8x4x32xf32>, %c: tensor<1x8x1x16xf32> {lamina.layout = #lamina.layout<S(1)>}) -> tensor<2x8x4x32xf32> {
+    // expected-error @+1 {{takes tables with layouts #lamina.layout<S(1)> and #lamina.layout<S(1)>; the tables must be replicated}}
+    %0 = lamina.rope %q, %c, %c interleaved : tensor<2x8x4x32xf32>, tensor<1x8x1x16xf32>
+    return %0 : tensor<2x8x4x32xf32>
+  }
+}

@@ -133,3 +133,14 @@ func.func @main(%x: tensor<4x?xf32>, %y: tensor<4x8xf32>) -> tensor<4x?xf32> {
   %c = tensor.concat dim(1) %x, %y : (tensor<4x?xf32>, tensor<4x8xf32>) -> tensor<4x?xf32>
   return %c : tensor<4x?xf32>
 }
+
+// -----
+
+// Rotary tables that are differentiated (here, arguments): their gradient
+// is not built.
+
+func.func @main(%x: tensor<2x8xf32>, %c: tensor<2x4xf32>, %s: tensor<2x4xf32>) -> tensor<2x8xf32> {
+  // expected-error @+1 {{'lamina.rope' op needs the gradient of its cos / sin tables, which Lamina does not build: the tables must not depend on what is differentiated}}
+  %y = lamina.rope %x, %c, %s interleaved : tensor<2x8xf32>, tensor<2x4xf32>
+  return %y : tensor<2x8xf32>
+}

@@ -134,3 +134,22 @@ func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
   %y = lamina.masked_fill %t, %mask value 0.0 : tensor<4xf32>, tensor<4xi1>
   return %y : tensor<4xf32>
 }
+
+// -----
+
+// A rotation's transpose rotates by the opposite angle (the tables are
+// constants, as the importer's are):
+//   dx = rope(dy, cos, −sin)
+// CHECK-LABEL: func.func @main_backward(
+// CHECK-SAME: %{{[a-z0-9]+}}: tensor<2x4x8xf32>, %[[DY:[a-z0-9]+]]: tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+// CHECK: %[[S:.+]] = arith.constant dense<2.500000e-01> : tensor<1x4x4xf32>
+// CHECK: %[[NEG:.+]] = arith.negf %[[S]] : tensor<1x4x4xf32>
+// CHECK: %[[C:.+]] = arith.constant dense<5.000000e-01> : tensor<1x4x4xf32>
+// CHECK: %[[DX:.+]] = lamina.rope %[[DY]], %[[C]], %[[NEG]] halves
+// CHECK: return %[[DX]]
+func.func @main(%x: tensor<2x4x8xf32>) -> tensor<2x4x8xf32> {
+  %c = arith.constant dense<0.5> : tensor<1x4x4xf32>
+  %s = arith.constant dense<0.25> : tensor<1x4x4xf32>
+  %y = lamina.rope %x, %c, %s halves : tensor<2x4x8xf32>, tensor<1x4x4xf32>
+  return %y : tensor<2x4x8xf32>
+}

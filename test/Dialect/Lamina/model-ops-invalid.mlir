@@ -151,3 +151,43 @@ func.func @cross_entropy_one_shard(%x: tensor<16x32xf32>, %t: tensor<16xi64>, %r
   %0 = lamina.cross_entropy %x, %t ignore_index -1 shards 1 rank %r : (tensor<16x32xf32>, tensor<16xi64>, index) -> tensor<f32>
   return %0 : tensor<f32>
 }
+
+// -----
+
+func.func @rope_odd_width(%x: tensor<2x7xf32>, %c: tensor<2x3xf32>) -> tensor<2x7xf32> {
+  // expected-error @+1 {{rotates pairs of the last dim: its size must be static and even, got 'tensor<2x7xf32>'}}
+  %0 = lamina.rope %x, %c, %c interleaved : tensor<2x7xf32>, tensor<2x3xf32>
+  return %0 : tensor<2x7xf32>
+}
+
+// -----
+
+func.func @rope_one_angle_per_element(%x: tensor<2x8xf32>, %c: tensor<2x8xf32>) -> tensor<2x8xf32> {
+  // expected-error @+1 {{takes one angle per pair: the tables' last dim must be 4, got 8}}
+  %0 = lamina.rope %x, %c, %c halves : tensor<2x8xf32>, tensor<2x8xf32>
+  return %0 : tensor<2x8xf32>
+}
+
+// -----
+
+func.func @rope_table_rank(%x: tensor<2x3x8xf32>, %c: tensor<3x4xf32>) -> tensor<2x3x8xf32> {
+  // expected-error @+1 {{takes tables of the input's rank 3 (at least 1), got rank 2}}
+  %0 = lamina.rope %x, %c, %c halves : tensor<2x3x8xf32>, tensor<3x4xf32>
+  return %0 : tensor<2x3x8xf32>
+}
+
+// -----
+
+func.func @rope_table_not_broadcast(%x: tensor<2x3x8xf32>, %c: tensor<1x2x4xf32>) -> tensor<2x3x8xf32> {
+  // expected-error @+1 {{tables dim 1 is 2: it must be 1 (broadcast) or the input's 3}}
+  %0 = lamina.rope %x, %c, %c interleaved : tensor<2x3x8xf32>, tensor<1x2x4xf32>
+  return %0 : tensor<2x3x8xf32>
+}
+
+// -----
+
+func.func @rope_table_type(%x: tensor<2x8xf32>, %c: tensor<2x4xbf16>) -> tensor<2x8xf32> {
+  // expected-error @+1 {{takes tables of the input's element type 'f32', got 'bf16'}}
+  %0 = lamina.rope %x, %c, %c interleaved : tensor<2x8xf32>, tensor<2x4xbf16>
+  return %0 : tensor<2x8xf32>
+}

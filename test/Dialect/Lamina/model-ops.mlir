@@ -48,3 +48,12 @@ func.func @cross_entropy_per_row(%x: tensor<16x64xf32>, %t: tensor<16xi64>, %dl:
   %1 = lamina.cross_entropy_grad %x, %t, %dl ignore_index -100 none : (tensor<16x64xf32>, tensor<16xi64>, tensor<16xf32>) -> tensor<16x64xf32>
   return %0, %1 : tensor<16xf32>, tensor<16x64xf32>
 }
+
+// CHECK-LABEL: func.func @rope
+func.func @rope(%q: tensor<2x16x4x32xf32>, %cos: tensor<1x16x1x16xf32>, %sin: tensor<1x16x1x16xf32>, %k: tensor<2x4x16x32xf32>, %c2: tensor<1x1x16x16xf32>, %s2: tensor<1x1x16x16xf32>) -> (tensor<2x16x4x32xf32>, tensor<2x4x16x32xf32>) {
+  // CHECK: lamina.rope "h.0.attn" %{{.*}}, %{{.*}}, %{{.*}} interleaved : tensor<2x16x4x32xf32>, tensor<1x16x1x16xf32>
+  %0 = lamina.rope "h.0.attn" %q, %cos, %sin interleaved : tensor<2x16x4x32xf32>, tensor<1x16x1x16xf32>
+  // CHECK: lamina.rope %{{.*}}, %{{.*}}, %{{.*}} halves : tensor<2x4x16x32xf32>, tensor<1x1x16x16xf32>
+  %1 = lamina.rope %k, %c2, %s2 halves : tensor<2x4x16x32xf32>, tensor<1x1x16x16xf32>
+  return %0, %1 : tensor<2x16x4x32xf32>, tensor<2x4x16x32xf32>
+}

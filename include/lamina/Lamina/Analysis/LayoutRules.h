@@ -190,6 +190,13 @@ LayoutOrError batchMatmulLayout(LayoutAttr lhs, LayoutAttr rhs);
 LayoutOrError maskedFillLayout(LayoutAttr input, LayoutAttr mask,
                                ArrayRef<int64_t> maskShape);
 
+/// rope of a value of layout `input` [..., D] with tables of layouts `cos`
+/// and `sin` and shape `tableShape`: the input keeps its layout; it is not
+/// sharded on D (pairs lie across it), and the tables are replicated and
+/// broadcast (size 1) along the sharded axis, as heads are.
+LayoutOrError ropeLayout(LayoutAttr input, LayoutAttr cos, LayoutAttr sin,
+                         ArrayRef<int64_t> tableShape);
+
 /// Any other op: no partial operand; sharded operands agree and pass only
 /// through ops that keep shapes and have no regions (element-wise ops),
 /// where replicated operands join them (each rank takes its block of

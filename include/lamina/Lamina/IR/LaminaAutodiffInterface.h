@@ -17,6 +17,10 @@ public:
   /// backward function: an argument, a value saved by the forward pass, or
   /// a recomputation of it.
   virtual Value getPrimal(Value forward) = 0;
+  /// Whether a gradient flows to `forward` (a value of the forward
+  /// function): a rule may leave the cotangent of an inactive operand null,
+  /// and must reject what it cannot differentiate only when it is active.
+  virtual bool isActive(Value forward) const = 0;
 };
 
 /// Attaches the reverse-mode rules of lamina ops and of the upstream ops

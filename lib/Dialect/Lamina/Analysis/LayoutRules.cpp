@@ -480,6 +480,29 @@ LayoutOrError layout::maskedFillLayout(LayoutAttr input, LayoutAttr mask,
   return input;
 }
 
+LayoutOrError layout::ropeLayout(LayoutAttr input, LayoutAttr cos,
+                                 LayoutAttr sin,
+                                 ArrayRef<int64_t> tableShape) {
+  if (Check problem = checkNotPartial(input, "rotates", ""))
+    return LayoutOrError::error(*problem);
+  if (!isReplicated(cos) || !isReplicated(sin))
+    return LayoutOrError::error(
+        text("takes tables with layouts ", cos, " and ", sin,
+             "; the tables must be replicated"));
+  if (input.getKind() != LayoutKind::sharded)
+    return input;
+  int64_t axis = *input.getAxis();
+  if (axis + 1 == int64_t(tableShape.size()))
+    return LayoutOrError::error(
+        text("rotates pairs of a value sharded on its last axis ", axis,
+             "; shard it on another axis (its heads)"));
+  if (tableShape[axis] != 1)
+    return LayoutOrError::error(
+        text("rotates a value sharded on axis ", axis,
+             " with tables that are not broadcast along it"));
+  return input;
+}
+
 bool layout::isSplatConstant(Value value) {
   auto constant = value.getDefiningOp<arith::ConstantOp>();
   return constant && isa<SplatElementsAttr>(constant.getValue());

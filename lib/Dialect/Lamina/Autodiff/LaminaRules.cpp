@@ -289,6 +289,28 @@ struct MaskedFillRule : Rule<MaskedFillRule, MaskedFillOp> {
   }
 };
 
+/// A rotation's transpose is the rotation by the opposite angle:
+/// dx = rope(dy, cos, −sin). The tables are constants where Lamina's
+/// importer forms the op; their own gradients are not built.
+struct RopeRule : Rule<RopeRule, RopeOp> {
+  LogicalResult buildVectorJacobianProduct(Operation *op, OpBuilder &b,
+                                           ReverseState &state,
+                                           ArrayRef<Value> dys,
+                                           MutableArrayRef<Value> dxs) const {
+    auto rope = cast<RopeOp>(op);
+    if (state.isActive(rope.getCos()) || state.isActive(rope.getSin()))
+      return op->emitOpError("needs the gradient of its cos / sin tables, "
+                             "which Lamina does not build: the tables must "
+                             "not depend on what is differentiated");
+    Location loc = op->getLoc();
+    Value negSin = arith::NegFOp::create(b, loc, state.getPrimal(rope.getSin()));
+    dxs[0] = RopeOp::create(b, loc, rope.getType(), dys[0],
+                            state.getPrimal(rope.getCos()), negSin,
+                            rope.getPairs(), StringAttr());
+    return success();
+  }
+};
+
 struct CrossEntropyRule : Rule<CrossEntropyRule, CrossEntropyOp> {
   LogicalResult buildVectorJacobianProduct(Operation *op, OpBuilder &b,
                                            ReverseState &state,
@@ -319,6 +341,7 @@ void mlir::lamina::registerReverseDifferentiationModels(
     FusedQKVOp::attachInterface<FusedQKVRule>(*context);
     EmbeddingOp::attachInterface<EmbeddingRule>(*context);
     MaskedFillOp::attachInterface<MaskedFillRule>(*context);
+    RopeOp::attachInterface<RopeRule>(*context);
     CrossEntropyOp::attachInterface<CrossEntropyRule>(*context);
   });
   registerUpstreamRules(registry);

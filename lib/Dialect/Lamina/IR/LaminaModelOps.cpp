@@ -87,6 +87,34 @@ LogicalResult MaskedFillOp::verify() {
   return success();
 }
 
+LogicalResult RopeOp::verify() {
+  RankedTensorType input = getInput().getType();
+  ArrayRef<int64_t> tables = getCos().getType().getShape();
+  if (input.getElementType() != getCos().getType().getElementType())
+    return emitOpError("takes tables of the input's element type ")
+           << input.getElementType() << ", got "
+           << getCos().getType().getElementType();
+  if (input.getRank() == 0 || tables.size() != size_t(input.getRank()))
+    return emitOpError("takes tables of the input's rank ")
+           << input.getRank() << " (at least 1), got rank " << tables.size();
+  int64_t width = input.getShape().back();
+  if (ShapedType::isDynamic(width) || width % 2 != 0)
+    return emitOpError("rotates pairs of the last dim: its size must be "
+                       "static and even, got ")
+           << input;
+  if (tables.back() != width / 2)
+    return emitOpError("takes one angle per pair: the tables' last dim must "
+                       "be ")
+           << width / 2 << ", got " << tables.back();
+  for (int64_t dim = 0; dim + 1 < input.getRank(); ++dim)
+    if (tables[dim] != 1 && tables[dim] != input.getDimSize(dim))
+      return emitOpError("tables dim ")
+             << dim << " is " << tables[dim]
+             << ": it must be 1 (broadcast) or the input's "
+             << input.getDimSize(dim);
+  return success();
+}
+
 /// Logits `[N, V]` and targets `[N]`.
 static LogicalResult verifyClassificationShapes(Operation *op,
                                                 RankedTensorType logits,

@@ -413,6 +413,29 @@ struct MaskedFillRules : Rules<MaskedFillRules, MaskedFillOp> {
   }
 };
 
+struct RopeRules : Rules<RopeRules, RopeOp> {
+  LayoutOrError inferResultLayout(Operation *op, LayoutState &state) const {
+    auto rope = cast<RopeOp>(op);
+    return ropeLayout(state.getLayout(rope.getInput()),
+                      state.getLayout(rope.getCos()),
+                      state.getLayout(rope.getSin()),
+                      rope.getCos().getType().getShape());
+  }
+  LogicalResult inferOperandGradientLayouts(Operation *op,
+                                            GradientLayoutState &state) const {
+    auto rope = cast<RopeOp>(op);
+    return state.addGradient(op, rope.getInput(),
+                             state.getGradient(rope.getResult()));
+  }
+  /// The result takes the input's per-rank shape; the tables stay whole
+  /// (broadcast along the sharded axis, ropeLayout checked it).
+  LogicalResult partition(Operation *op, PartitionState &state) const {
+    auto rope = cast<RopeOp>(op);
+    rope.getResult().setType(rope.getInput().getType());
+    return success();
+  }
+};
+
 template <typename... Ops>
 void attachLinearLayerRules(MLIRContext *context) {
   (Ops::template attachInterface<LinearLayerRules<Ops>>(*context), ...);
@@ -437,5 +460,6 @@ void mlir::lamina::detail::registerLaminaLayoutModels(
     EmbeddingGradOp::attachInterface<EmbeddingGradRules>(*context);
     CrossEntropyOp::attachInterface<CrossEntropyRules>(*context);
     MaskedFillOp::attachInterface<MaskedFillRules>(*context);
+    RopeOp::attachInterface<RopeRules>(*context);
   });
 }

@@ -110,7 +110,7 @@ private:
 
   /// Whether `value` depends on a differentiable argument: only such values
   /// carry gradients back (masks and constants built in the program do not).
-  bool isActive(Value value) const { return active.contains(value); }
+  bool isActive(Value value) const override { return active.contains(value); }
 
   /// Whether the backward returns a gradient of `argument`.
   bool isDifferentiated(BlockArgument argument) const {

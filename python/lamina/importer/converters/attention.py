@@ -1,6 +1,6 @@
 """Attention's arithmetic: batched matmuls (linalg), masked fills,
-triangles and softmax (`lamina.masked_fill`, `lamina.softmax`, lowered in
-C++)."""
+triangles, softmax and rotary embeddings (`lamina.masked_fill`,
+`lamina.softmax`, `lamina.rope`, lowered in C++)."""
 
 import math
 import operator
@@ -10,6 +10,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .. import ir
+from ..rotary import rope
 from . import converts
 from .dropout import dropout_of
 from .elementwise import broadcast
@@ -192,3 +193,30 @@ def scaled_dot_product_attention(emitter, node):
 
 if hasattr(F, "scaled_dot_product_attention"):
     converts(F.scaled_dot_product_attention)(scaled_dot_product_attention)
+
+
+@converts(rope)
+def rotary_embedding(emitter, node):
+    """`lamina.rope` of a rotary embedding written out (the interleaved
+    pairs of LLaMA's `unbind` / `stack` code, or `x * cos + rotate_half(x)
+    * sin`), recognised by importer/rotary.py; tables of a lower rank gain
+    leading unit dims."""
+    x = emitter.float_value(node, node.args[0])
+    tables = []
+    for table in node.args[1:3]:
+        value = emitter.float_value(node, table)
+        lead = x.type.rank - value.type.rank
+        if lead < 0 or value.type.element != x.type.element:
+            emitter.fail(node, f"a rotary embedding of {x.type} with tables "
+                         f"{value.type}")
+        if lead:
+            full = value.type.with_shape((1,) * lead + value.type.shape)
+            groups = [list(range(lead + 1))] + [
+                [d] for d in range(lead + 1, full.rank)]
+            value = expand_shape(emitter.builder, value, groups, full)
+        tables.append(value)
+    path = emitter.path(node)
+    named = [ir.string(path)] if path else []
+    return emitter.builder.op(
+        "lamina.rope", *named, ir.operand_list(x, *tables), node.args[3],
+        types=f"{x.type}, {tables[0].type}", results=[x.type])
