@@ -34,6 +34,8 @@ BF16 = ElementType("bf16", torch.bfloat16, True)
 F64 = ElementType("f64", torch.float64, True)
 I64 = ElementType("i64", torch.int64, False)
 I1 = ElementType("i1", torch.bool, False)
+# The scalar type of indices (offsets computed in a program).
+INDEX = ElementType("index", torch.int64, False)
 
 _BY_DTYPE = {t.dtype: t for t in (F32, F16, BF16, F64, I64, I1)}
 

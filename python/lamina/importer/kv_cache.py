@@ -15,8 +15,8 @@ the length is a *sequence axis*.
 - The right operand of a matmul that makes or consumes scores (Kᵀ of
   ``q @ k.transpose(-2, -1)``, V of ``att @ v``) is *cached*: the step
   takes its L positions as an input, writes the new position's row into it
-  (a blend with a one-hot row, exact for finite values) and returns the
-  result, the next step's cache.
+  (:func:`write_row`, at the position the step takes as an input) and
+  returns the result, the next step's cache.
 - A constant with sequence axes (a causal mask sliced from a buffer, rotary
   tables, ``torch.arange(t)``) becomes an input: its row at the new
   position, which the caller slices from the traced value.
@@ -87,6 +87,12 @@ def row_at(value, axis, position):
         .contiguous()
 
 
+def write_row(cache, row, position, axis):
+    """`cache` with `row` (size 1 along `axis`) written at `position` (an
+    int64 tensor [1]) along `axis`: ``tensor.insert_slice`` in a program."""
+    return cache.index_copy(axis, position, row)
+
+
 class Step:
     """The decode step of a model at maximum length `length`: its graph
     and what its inputs after the tokens are."""
@@ -97,7 +103,7 @@ class Step:
         # the new position is an input, in input order after the tokens.
         self.rows = rows
         # (shape, sequence axis, dtype) of each cache, in input order after
-        # the rows; each takes a one-hot and its complement next.
+        # the rows and the position.
         self.caches = caches
 
 
@@ -185,9 +191,9 @@ class Analysis:
 
     def step(self):
         """The decode step's graph: inputs the tokens of the new position,
-        then the rows of each constant with a sequence axis, then per
-        cache its L positions, a one-hot of the new position and its
-        complement; results the model's, then the updated caches."""
+        the rows of each constant with a sequence axis, the new position
+        (int64 [1]), then each cache's L positions; results the model's,
+        then the caches with the new position's rows written."""
         graph = fx.Graph()
         env, rows, caches = {}, [], []
         constants = [n for n in self.graph.nodes if n.op == "get_attr" and
@@ -204,14 +210,14 @@ class Analysis:
                 env[node] = _copy(graph, node, (env[node], 0), {},
                                   operator.ne)
             rows.append((value, axis))
-        blends = {}
+        tokens = next(n for n in self.graph.nodes if n.op == "placeholder")
+        position = _placeholder(graph, "position", tokens)
+        written = {}
         for operand in dict.fromkeys(self.cached.values()):
             value = operand.meta["lamina_value"]
             axis = self.axes[operand][0]
-            cache = _placeholder(graph, f"{operand.name}_cache", operand)
-            one_hot = _placeholder(graph, f"{operand.name}_new", operand)
-            others = _placeholder(graph, f"{operand.name}_old", operand)
-            blends[operand] = (cache, one_hot, others)
+            written[operand] = _placeholder(graph, f"{operand.name}_cache",
+                                            operand)
             caches.append((tuple(value.shape), axis, value.dtype))
         full = {}
         for node in self.graph.nodes:
@@ -220,7 +226,7 @@ class Analysis:
             if node.op == "output":
                 results, needed = _map(node.args[0], env)
                 graph.output((results, needed,
-                              tuple(full[o] for o in blends)))
+                              tuple(full[o] for o in written)))
                 continue
             args = self._arguments(node, node.args, self.twin[node].args,
                                    env)
@@ -229,13 +235,10 @@ class Analysis:
             if node in self.cached:
                 args = (args[0], full[self.cached[node]]) + tuple(args[2:])
             env[node] = _copy(graph, node, args, kwargs)
-            if node in blends:
-                cache, one_hot, others = blends[node]
-                with_row = _copy(graph, node,
-                                 (env[node], one_hot), {}, operator.mul)
-                kept = _copy(graph, node, (cache, others), {}, operator.mul)
-                full[node] = _copy(graph, node, (kept, with_row), {},
-                                   operator.add)
+            if node in written:
+                full[node] = _copy(graph, node, (
+                    written[node], env[node], position, self.axes[node][0]),
+                    {}, write_row)
         return Step(graph, rows, caches)
 
     def cached_operands(self):

@@ -185,15 +185,9 @@ class _Decoder:
             caches.append(torch.zeros((batch,) + shape[1:], dtype=dtype))
         return caches
 
-    def _cache_inputs(self, caches, position):
-        inputs = []
-        for cache, (shape, axis, dtype) in zip(caches, self.step.caches):
-            one_hot = torch.zeros([1] * len(shape), dtype=dtype).expand(
-                *[1] * axis, shape[axis], *[1] * (len(shape) - axis - 1))
-            one_hot = one_hot.contiguous()
-            one_hot.narrow(axis, position, 1).fill_(1)
-            inputs += [cache, one_hot, 1 - one_hot]
-        return inputs
+    @staticmethod
+    def _cache_inputs(caches, position):
+        return [torch.tensor([position])] + list(caches)
 
     # -- calls ----------------------------------------------------------
 
