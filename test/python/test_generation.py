@@ -38,13 +38,16 @@ def test_llama_greedy_tokens_and_logits_match_eager():
     theirs = eager.generate(prompt, 9, temperature=0.0)
     assert torch.equal(ours, theirs)
     with torch.no_grad():
-        steps = compiled.generation.steps
-        assert steps == {"decode": 8, "prefill": 1}
-        # Every step's logits, prompt extended one token at a time.
+        # The prompt's call is a plain one, the second call (the first
+        # extending it) a prefill, the other 7 decode steps.
+        assert compiled.generation.steps == {"decode": 7, "prefill": 1}
+        # Every step's logits, the prompt extended one token at a time:
+        # the prompt's call plain again (the cache holds 13 tokens), then a
+        # prefill and 8 decode steps.
         for length in range(prompt.shape[1], ours.shape[1] + 1):
             torch.testing.assert_close(compiled(ours[:, :length]),
                                        eager(ours[:, :length]), **TOL)
-        assert compiled.generation.steps["decode"] == steps["decode"] + 9
+        assert compiled.generation.steps == {"decode": 15, "prefill": 2}
         assert compiled.last_loss is None
 
 
@@ -53,12 +56,13 @@ def test_llama_generation_past_the_maximum_length_crops_as_eager():
     compiled = lamina.build(lamina.create_schedule(model)).eval()
     prompt = torch.randint(0, LlamaArgs.vocab_size, (1, 3),
                            generator=torch.Generator().manual_seed(2))
-    # max_seq_len is 16: calls on 3 ... 16 tokens extend the cache; the
-    # last 4 see a window that moved, prefilled again.
+    # max_seq_len is 16: the call on 3 tokens is plain, on 4 a prefill,
+    # on 5 ... 16 decode steps; the last 4 see a window that moved, plain
+    # calls.
     ours = compiled.generate(prompt, 18, temperature=0.0)
     assert torch.equal(ours, eager.generate(prompt, 18, temperature=0.0))
     with torch.no_grad():
-        assert compiled.generation.steps == {"decode": 13, "prefill": 5}
+        assert compiled.generation.steps == {"decode": 12, "prefill": 1}
 
 
 def test_a_maximum_length_other_than_the_traced_one():
@@ -73,7 +77,7 @@ def test_a_maximum_length_other_than_the_traced_one():
     assert torch.equal(ours, eager.generate(prompt, 20, temperature=0.0))
     with torch.no_grad():
         assert compiled.generation.length == 24
-        assert compiled.generation.steps == {"decode": 19, "prefill": 1}
+        assert compiled.generation.steps == {"decode": 18, "prefill": 1}
 
 
 def test_max_seq_len_given_to_build():
@@ -86,9 +90,9 @@ def test_max_seq_len_given_to_build():
     ours = compiled.generate(prompt, 14, temperature=0.0)
     assert torch.equal(ours, eager.generate(prompt, 14, temperature=0.0))
     with torch.no_grad():
-        # Calls on 2 ... 12 tokens use the cache; longer ones run whole.
+        # Calls on 3 ... 12 tokens use the cache; longer ones run whole.
         assert compiled.generation.length == 12
-        assert compiled.generation.steps == {"decode": 10, "prefill": 1}
+        assert compiled.generation.steps == {"decode": 9, "prefill": 1}
 
 
 def test_nanogpt_style_model_with_a_boolean_mask_and_position_embedding():
@@ -98,11 +102,12 @@ def test_nanogpt_style_model_with_a_boolean_mask_and_position_embedding():
     prompt = torch.randint(0, GPTConfig.vocab_size, (2, 3),
                            generator=torch.Generator().manual_seed(8))
     # top_k=1 samples the likeliest token: greedy.
-    # Calls on 3 ... 16 tokens use the cache, then the window moves.
+    # Calls on 4 ... 16 tokens use the cache (a prefill, then decode
+    # steps), then the window moves.
     ours = compiled.generate(prompt, 20, top_k=1)
     assert torch.equal(ours, eager.generate(prompt, 20, top_k=1))
     with torch.no_grad():
-        assert compiled.generation.steps == {"decode": 13, "prefill": 7}
+        assert compiled.generation.steps == {"decode": 12, "prefill": 1}
         logits, loss = compiled(ours[:, :9])
         torch.testing.assert_close(logits, eager(ours[:, :9])[0], **TOL)
         assert loss is None
@@ -146,10 +151,12 @@ def test_a_model_the_decode_step_does_not_fit_runs_whole():
     compiled = lamina.build(lamina.create_schedule(model)).eval()
     tokens = torch.randint(0, 11, (1, 6))
     with torch.no_grad():
+        torch.testing.assert_close(compiled(tokens[:, :5]),
+                                   eager(tokens[:, :5]), **TOL)
+        # The first call extending the previous one tries the cache.
         with pytest.warns(GenerationWarning, match="reduces over positions"):
-            result = compiled(tokens[:, :5])
-        torch.testing.assert_close(result, eager(tokens[:, :5]), **TOL)
-        torch.testing.assert_close(compiled(tokens), eager(tokens), **TOL)
+            result = compiled(tokens)
+        torch.testing.assert_close(result, eager(tokens), **TOL)
         assert "'mean' (mean) reduces over positions" in \
             compiled.generation.reason
 
@@ -180,9 +187,12 @@ def test_the_check_against_the_model_catches_attention_to_later_positions():
     compiled = lamina.build(lamina.create_schedule(model)).eval()
     tokens = torch.randint(0, 11, (1, 6))
     with torch.no_grad():
+        torch.testing.assert_close(compiled(tokens[:, :4]),
+                                   eager(tokens[:, :4]), **TOL)
         with pytest.warns(GenerationWarning, match="does not reproduce"):
             result = compiled(tokens)
         torch.testing.assert_close(result, eager(tokens), **TOL)
         # Later calls run whole without trying again.
-        torch.testing.assert_close(compiled(tokens[:, :4]),
-                                   eager(tokens[:, :4]), **TOL)
+        torch.testing.assert_close(compiled(tokens[:, :5]),
+                                   eager(tokens[:, :5]), **TOL)
+        assert compiled.generation.steps == {"decode": 0, "prefill": 0}

@@ -6,13 +6,17 @@ whose model has a maximum sequence length (``lamina.build(...,
 max_seq_len=)`` or the model's ``block_size`` / ``max_seq_len``) serves such
 a call from a cache instead of computing every position again:
 
-- a call on tokens that extend the previous call's by some positions runs
-  the compiled *decode step* once per new position: one token, the
-  attention's keys and values of the earlier positions from the cache,
-  which the step returns with the new position written (program state
-  passed from one step to the next);
-- any other call (a new prompt) runs the compiled *prefill*: the model on
-  the whole prompt, returning also the cached operands of every position.
+- a call on tokens that extend those the cache holds runs the compiled
+  *decode step* once per new position: one token, the attention's keys and
+  values of the earlier positions from the cache, which the step returns
+  with the new position written (program state passed from one step to
+  the next);
+- a call on tokens that extend the previous call's, the cache holding
+  others (the second call of a ``generate``), runs the compiled *prefill*:
+  the model on the whole sequence, returning also the cached operands of
+  every position;
+- any other call (a prompt, a window that moved, a plain inference call)
+  runs as a plain call of the compiled model.
 
 The decode step's program is compiled once, at the maximum length, for
 each batch size; a prefill once per prompt length. What the step computes
@@ -69,6 +73,7 @@ class Generation:
         self._eval_mode, self._compile = eval_mode, compile
         self.reason = None
         self._decoders = {}
+        self._previous = None  # the tokens of the last call served or not
 
     def applies(self, inputs):
         """Whether a call on `inputs` may be served here."""
@@ -80,20 +85,28 @@ class Generation:
             1 <= tokens.shape[1] <= self.length
 
     def __call__(self, tokens):
-        """The model's results on `tokens`, or None where it is called
-        whole (the reason, the first time, as a GenerationWarning)."""
-        batch = tokens.shape[0]
-        decoder = self._decoders.get(batch)
-        if decoder is None:
-            try:
-                decoder = _Decoder(self, tokens)
-            except (UnsupportedOperationError, ScheduleError) as error:
-                self.reason = str(error)
-                warnings.warn(f"{self.reason}; calls run on the whole "
-                              "sequence", GenerationWarning, stacklevel=4)
-                return None
-            self._decoders[batch] = decoder
-        imported, results = decoder(tokens)
+        """The model's results on `tokens`, or None where the call runs
+        whole: a call that neither extends the previous call's tokens nor
+        the cache's (a plain call of the model; a prompt), or a model the
+        decode step does not fit (the reason, the first time, as a
+        GenerationWarning)."""
+        previous, self._previous = self._previous, tokens.clone()
+        decoder = self._decoders.get(tokens.shape[0])
+        if decoder is not None and decoder.extends(tokens):
+            imported, results = decoder.decode(tokens)
+        elif previous is not None and _extends(tokens, previous):
+            if decoder is None:
+                try:
+                    decoder = _Decoder(self, tokens)
+                except (UnsupportedOperationError, ScheduleError) as error:
+                    self.reason = str(error)
+                    warnings.warn(f"{self.reason}; calls run on the whole "
+                                  "sequence", GenerationWarning, stacklevel=4)
+                    return None
+                self._decoders[tokens.shape[0]] = decoder
+            imported, results = decoder.prefill(tokens)
+        else:
+            return None
         imported.apply_side_effects(self.model, results)
         return imported.restructure(results)
 
@@ -191,16 +204,23 @@ class _Decoder:
 
     # -- calls ----------------------------------------------------------
 
-    def __call__(self, tokens):
-        done = 0 if self.tokens is None else self.tokens.shape[1]
-        if done and tokens.shape[1] > done and \
-                torch.equal(tokens[:, :done], self.tokens):
-            results = None
-            for position in range(done, tokens.shape[1]):
-                results = self._decode(tokens[:, position:position + 1],
-                                       position)
-        else:
-            results = self._prefill(tokens)
+    def extends(self, tokens):
+        """Whether `tokens` extend those whose positions the cache holds."""
+        return self.tokens is not None and _extends(tokens, self.tokens)
+
+    def decode(self, tokens):
+        """One decode step per position of `tokens` after the cache's; the
+        last one's (imported, results)."""
+        for position in range(self.tokens.shape[1], tokens.shape[1]):
+            results = self._decode(tokens[:, position:position + 1],
+                                   position)
+        self.tokens = tokens.clone()
+        return results
+
+    def prefill(self, tokens):
+        """The prefill of `tokens`, filling the cache: (imported,
+        results)."""
+        results = self._prefill(tokens)
         self.tokens = tokens.clone()
         return results
 
@@ -247,6 +267,13 @@ class _Decoder:
                 "otherwise than attention)")
         self.caches, self.tokens = None, None
         self.steps = 0
+
+
+def _extends(tokens, earlier):
+    """Whether `tokens` are `earlier` followed by more positions."""
+    return tokens.shape[0] == earlier.shape[0] and \
+        tokens.shape[1] > earlier.shape[1] and \
+        torch.equal(tokens[:, :earlier.shape[1]], earlier)
 
 
 def _tensors(structure):
