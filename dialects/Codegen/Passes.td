@@ -227,6 +227,33 @@ def LaminaOutlineLoopNests
                            "::mlir::scf::SCFDialect"];
 }
 
+def LaminaDeduplicateFunctions
+    : Pass<"lamina-deduplicate-functions", "::mlir::ModuleOp"> {
+  let summary = "Keep one of the private functions that are the same but "
+                "for their names";
+  let description = [{
+    The loop nests lamina-outline-loop-nests gives functions of their own
+    repeat with a model's repeated blocks: every layer of the same shapes
+    has the same nests. This pass finds the private functions whose bodies,
+    signatures and attributes are identical once their names and the
+    module paths their ops carry (`lamina.module`, which name each layer)
+    are set aside, keeps the first of each kind, points every call of the others
+    at it and erases them: LLVM then optimises and generates each distinct
+    nest once, whatever the depth. It compares the functions' printed forms
+    (one print and one hash each) and rewrites the calls in one walk.
+
+    ```mlir
+    func.func @f(%a: memref<64xf32>, %b: memref<64xf32>) {
+      call @f_nest0(%a) : (memref<64xf32>) -> ()
+      call @f_nest1(%b) : (memref<64xf32>) -> ()
+    }
+    // @f_nest0 and @f_nest1 the same: @f_nest1 is erased and
+      call @f_nest0(%b) : (memref<64xf32>) -> ()
+    ```
+  }];
+  let dependentDialects = ["::mlir::func::FuncDialect"];
+}
+
 def LaminaExpandCopies : Pass<"lamina-expand-copies"> {
   let summary = "Turn memref.copy into linalg.copy";
   let description = [{

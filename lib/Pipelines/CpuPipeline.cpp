@@ -108,9 +108,12 @@ void mlir::lamina::buildLaminaCpuPipeline(OpPassManager &pm,
   pm.addPass(createConvertLinalgToLoopsPass());
   pm.addPass(createLowerAffinePass());
   pm.addPass(createLaminaCpuPrefetchRows());
-  // One LLVM function per loop nest: LLVM's time stays linear in them.
-  if (options.outlineLoopNests)
+  // One LLVM function per loop nest: LLVM's time stays linear in them; and
+  // one per distinct nest: a model's repeated blocks share theirs.
+  if (options.outlineLoopNests) {
     pm.addPass(createLaminaOutlineLoopNests());
+    pm.addPass(createLaminaDeduplicateFunctions());
+  }
   pm.addPass(createSCFToControlFlowPass());
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
