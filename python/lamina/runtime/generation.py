@@ -95,16 +95,16 @@ class Generation:
         if decoder is not None and decoder.extends(tokens):
             imported, results = decoder.decode(tokens)
         elif previous is not None and _extends(tokens, previous):
-            if decoder is None:
-                try:
+            try:
+                if decoder is None:
                     decoder = _Decoder(self, tokens)
-                except (UnsupportedOperationError, ScheduleError) as error:
-                    self.reason = str(error)
-                    warnings.warn(f"{self.reason}; calls run on the whole "
-                                  "sequence", GenerationWarning, stacklevel=4)
-                    return None
-                self._decoders[tokens.shape[0]] = decoder
-            imported, results = decoder.prefill(tokens)
+                    self._decoders[tokens.shape[0]] = decoder
+                imported, results = decoder.prefill(tokens)
+            except (UnsupportedOperationError, ScheduleError) as error:
+                self.reason = str(error)
+                warnings.warn(f"{self.reason}; calls run on the whole "
+                              "sequence", GenerationWarning, stacklevel=4)
+                return None
         else:
             return None
         imported.apply_side_effects(self.model, results)
