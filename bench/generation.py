@@ -8,7 +8,8 @@ attention through repeat_kv, additive causal mask, SwiGLU, tied head),
 fp32, one thread, batch 1, greedy. Its `generate` calls the model on the
 whole sequence so far at every token: eager PyTorch computes every position
 again, Lamina serves the call with one decode step (runtime/generation.py).
-Prefill: one call on the prompt. Decode: the `generate` loop per new token.
+Prefill: one call on the prompt (for Lamina a plain compiled call). Decode:
+the `generate` loop per new token.
 Each round runs both contenders once, in separate processes pinned to one
 core (PyTorch on the fastest OpenBLAS kernels for the CPU); the table
 reports medians over rounds. The decode step reads every weight once (the
@@ -139,8 +140,9 @@ def main():
         "greedily by the model's own `generate` (both contenders generate "
         "the same tokens). Eager PyTorch, on " + openblas_kernels(blas_env) +
         ", computes the whole sequence at every token, as the model is "
-        "written; Lamina serves each call with one decode step. Medians "
-        "over rounds.",
+        "written; Lamina runs the prompt's call as a plain compiled call "
+        "(the prefill column), the next as a prefill filling the cache, and "
+        "each later call as one decode step. Medians over rounds.",
         "",
         "| contender | prefill ms | prefill tokens/s | decode ms/token | "
         "decode tokens/s | vs eager |",

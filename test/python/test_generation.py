@@ -123,10 +123,9 @@ def test_no_generation_while_training_or_with_autograd():
         assert compiled.generation is not None
 
 
-class PooledHead(nn.Module):
-    """Attention whose result is averaged over the positions: the last
-    position's output depends on every position's, which a decode step does
-    not compute."""
+class TinyAttention(nn.Module):
+    """One attention head over token embeddings, with a causal mask
+    buffer; subclasses say what the forward makes of it."""
 
     def __init__(self):
         super().__init__()
@@ -136,13 +135,22 @@ class PooledHead(nn.Module):
         self.out = nn.Linear(16, 11)
         self.register_buffer("mask", torch.tril(torch.ones(8, 8)) == 0)
 
-    def forward(self, idx):
+    def attend(self, idx, causal=True):
         t = idx.shape[1]
         x = self.embed(idx)
         scores = self.q(x) @ self.k(x).transpose(-2, -1)
-        scores = scores.masked_fill(self.mask[:t, :t], float("-inf"))
-        y = F.softmax(scores, dim=-1) @ self.v(x)
-        return self.out(y.mean(1))
+        if causal:
+            scores = scores.masked_fill(self.mask[:t, :t], float("-inf"))
+        return F.softmax(scores, dim=-1) @ self.v(x)
+
+
+class PooledHead(TinyAttention):
+    """Attention whose result is averaged over the positions: the last
+    position's output depends on every position's, which a decode step does
+    not compute."""
+
+    def forward(self, idx):
+        return self.out(self.attend(idx).mean(1))
 
 
 def test_a_model_the_decode_step_does_not_fit_runs_whole():
@@ -161,24 +169,14 @@ def test_a_model_the_decode_step_does_not_fit_runs_whole():
             compiled.generation.reason
 
 
-class Bidirectional(nn.Module):
+class Bidirectional(TinyAttention):
     """Attention without a causal mask: every position attends to later
     ones too, so earlier positions' keys are not all a new token needs. The
     shapes look like a causal model's; the check against the model catches
     it."""
 
-    def __init__(self):
-        super().__init__()
-        self.max_seq_len = 8
-        self.embed = nn.Embedding(11, 16)
-        self.q, self.k, self.v = (nn.Linear(16, 16) for _ in range(3))
-        self.out = nn.Linear(16, 11)
-
     def forward(self, idx):
-        x = self.embed(idx)
-        scores = self.q(x) @ self.k(x).transpose(-2, -1)
-        y = F.softmax(scores, dim=-1) @ self.v(x)
-        return self.out(y[:, [-1], :])
+        return self.out(self.attend(idx, causal=False)[:, [-1], :])
 
 
 def test_the_check_against_the_model_catches_attention_to_later_positions():
