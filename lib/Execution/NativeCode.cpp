@@ -106,8 +106,8 @@ NativeCode::compile(ModuleOp module, llvm::ArrayRef<std::string> functions,
   std::unique_ptr<NativeCode> code(new NativeCode());
   code->engine = std::move(*created);
   code->engine->registerSymbols(mpiRuntimeSymbols);
-  // Materialize the code now (the LLVM optimisations run then, with code
-  // generation).
+  // Materialize the code now (create has optimised the module; code
+  // generation runs at the first lookup).
   TimingScope codegen = timing.nest("LLVM: generate code");
   for (const std::string &name : functions) {
     auto function = code->engine->lookupPacked(name);

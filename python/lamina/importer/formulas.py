@@ -17,8 +17,9 @@ import torch
 import torch.nn.functional as F
 from torch import fx
 
-_PRODUCTS = {operator.mul, torch.mul, "mul"}
-_SUMS = {operator.add, torch.add, "add"}
+# The targets of products and sums (rotary.py's formulas too).
+PRODUCTS = {operator.mul, torch.mul, "mul"}
+SUMS = {operator.add, torch.add, "add"}
 _QUOTIENTS = {operator.truediv, torch.div, "div"}
 _POWERS = {operator.pow, torch.pow, "pow"}
 
@@ -53,7 +54,7 @@ def _close(a, b):
 
 def _factors(node):
     """The factors of a product, x / c counted as x · (1/c)."""
-    nodes, numbers = _terms(node, _PRODUCTS)
+    nodes, numbers = _terms(node, PRODUCTS)
     flat = []
     for factor in nodes:
         if _is(factor, _QUOTIENTS) and isinstance(factor.args[1],
@@ -76,7 +77,7 @@ def _is_cube_of(node, x):
 
 def _one_plus(node, functions):
     """u when `node` is 1 + f(u) for f in `functions`, else None."""
-    nodes, numbers = _terms(node, _SUMS)
+    nodes, numbers = _terms(node, SUMS)
     if len(nodes) != 1 or len(numbers) != 1 or not _close(numbers[0], 1.0):
         return None, None
     inner = nodes[0]
@@ -92,7 +93,7 @@ def _tanh_argument_is(node, x):
     factors, scale = _factors(node)
     if len(factors) != 1 or not _close(scale, math.sqrt(2.0 / math.pi)):
         return False
-    nodes, numbers = _terms(factors[0], _SUMS)
+    nodes, numbers = _terms(factors[0], SUMS)
     if numbers or len(nodes) != 2 or x not in nodes:
         return False
     other = nodes[1] if nodes[0] is x else nodes[0]
@@ -123,7 +124,7 @@ def recognise_gelu(graph):
     uses them."""
     for node in list(graph.nodes):
         if node.op not in ("call_function", "call_method") or \
-                node.target not in _PRODUCTS:
+                node.target not in PRODUCTS:
             continue
         match = _gelu_of(node)
         if match is None:

@@ -36,14 +36,20 @@ import torch
 from torch import fx
 
 from ..errors import UnsupportedOperationError
-from .tracer import Tracer, _value_of
+from .tracer import Tracer, _value_of, run_node
 
 _MATMULS = {operator.matmul, torch.matmul, "matmul"}
 
 
-def _fail(what):
-    raise UnsupportedOperationError(
+def unsupported(what):
+    """The error saying why a model's calls cannot be served from a key /
+    value cache."""
+    return UnsupportedOperationError(
         f"generation with a key/value cache: {what}")
+
+
+def _fail(what):
+    raise unsupported(what)
 
 
 def _sequence_axes(longest, shorter, length):
@@ -213,7 +219,7 @@ class Analysis:
         tokens = next(n for n in self.graph.nodes if n.op == "placeholder")
         position = _placeholder(graph, "position", tokens)
         written = {}
-        for operand in dict.fromkeys(self.cached.values()):
+        for operand in self.cached_operands():
             value = operand.meta["lamina_value"]
             axis = self.axes[operand][0]
             written[operand] = _placeholder(graph, f"{operand.name}_cache",
@@ -286,17 +292,17 @@ def _map(structure, env):
 
 
 def _copy(graph, source, args, kwargs, target=None):
-    """A node like `source` (its module path) in `graph`."""
-    if target is None:
-        node = graph.create_node(source.op, source.target, args, kwargs,
-                                 name=source.name)
-    else:
-        node = graph.create_node("call_function", target, args, kwargs)
-    for key in ("lamina_path", "lamina_module", "lamina_constant"):
-        if key in source.meta and target is None:
-            node.meta[key] = source.meta[key]
+    """A copy of `source` in `graph` on `args` and `kwargs`, or a call of
+    function `target` in its place; either in its module (path)."""
     if target is not None:
+        node = graph.create_node("call_function", target, args, kwargs)
         node.meta["lamina_path"] = source.meta.get("lamina_path", "")
+        return node
+    node = graph.create_node(source.op, source.target, args, kwargs,
+                             name=source.name)
+    for key in ("lamina_path", "lamina_module", "lamina_constant"):
+        if key in source.meta:
+            node.meta[key] = source.meta[key]
     return node
 
 
@@ -323,23 +329,14 @@ def evaluate(graph, model, inputs):
     for node in graph.nodes:
         if node.op == "output":
             continue
+        args, kwargs = _value_of(node.args), _value_of(node.kwargs)
         if node.op == "placeholder":
             value = next(inputs)
-        elif node.op == "get_attr":
-            value = node.meta.get("lamina_value")
-            if value is None:
-                value = model
-                for part in node.target.split("."):
-                    value = getattr(value, part)
+        elif node.op == "get_attr" and "lamina_value" in node.meta:
+            value = node.meta["lamina_value"]
+        elif node.op == "call_module" and "lamina_module" in node.meta:
+            value = node.meta["lamina_module"](*args, **kwargs)
         else:
-            args, kwargs = _value_of(node.args), _value_of(node.kwargs)
-            if node.op == "call_function":
-                value = node.target(*args, **kwargs)
-            elif node.op == "call_method":
-                value = getattr(args[0], node.target)(*args[1:], **kwargs)
-            else:
-                module = node.meta.get("lamina_module") or \
-                    model.get_submodule(node.target)
-                value = module(*args, **kwargs)
+            value = run_node(model, node.op, node.target, args, kwargs)
         Tracer._record(node, value)
     return graph

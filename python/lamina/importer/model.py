@@ -86,6 +86,16 @@ def _restructure(item, results):
     return type(item)(_restructure(i, results) for i in item)
 
 
+def result_tensors(result):
+    """The tensors of a model's result structure, in order (None left
+    out)."""
+    if isinstance(result, torch.Tensor):
+        return [result]
+    if isinstance(result, (tuple, list)):
+        return [t for item in result for t in result_tensors(item)]
+    return []
+
+
 def trace_model(model, example_inputs):
     """(graph, side effects) of `model` traced on `example_inputs`: the
     graph's output returns the model's results, then the tensors its side

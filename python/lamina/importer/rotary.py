@@ -24,10 +24,8 @@ import torch
 from torch import fx, nn
 from torch.fx.passes.shape_prop import _extract_tensor_metadata
 
-from .formulas import erase_unused
+from .formulas import PRODUCTS, SUMS, erase_unused
 
-_PRODUCTS = {operator.mul, torch.mul, "mul"}
-_SUMS = {operator.add, torch.add, "add"}
 _DIFFERENCES = {operator.sub, torch.sub, "sub"}
 _RESHAPES = {"reshape", "view"}
 
@@ -68,7 +66,7 @@ def _is_table(node):
 def _product_of(node, first, others):
     """The operand of `node` = `first` · t (either order) with t in
     `others`, else None."""
-    if not _is(node, _PRODUCTS) or len(node.args) != 2 or node.kwargs:
+    if not _is(node, PRODUCTS) or len(node.args) != 2 or node.kwargs:
         return None
     x, y = node.args
     if x is first and y in others:
@@ -81,7 +79,7 @@ def _product_of(node, first, others):
 def _rotation(first, second, a, b):
     """(cos, sin) when `first` = a·cos − b·sin and `second` = a·sin +
     b·cos, else None."""
-    if not (_is(first, _DIFFERENCES) and _is(second, _SUMS)) or \
+    if not (_is(first, _DIFFERENCES) and _is(second, SUMS)) or \
             first.kwargs or second.kwargs or len(first.args) != 2 or \
             len(second.args) != 2:
         return None
@@ -103,14 +101,14 @@ def _operands(node):
             for o in p.args]
 
 
-def _stack_dim(node):
-    dim = node.kwargs.get("dim", node.args[1] if len(node.args) > 1 else 0)
-    return dim
+def _dim_argument(node):
+    """The `dim` of a torch.stack or torch.cat call (0 when not given)."""
+    return node.kwargs.get("dim", node.args[1] if len(node.args) > 1 else 0)
 
 
 def _interleaved(node):
-    """(x, cos, sin, stack node) when `node` flattens a stack that rotates
-    interleaved pairs of x, else None."""
+    """(x, cos, sin) when `node` flattens a stack that rotates interleaved
+    pairs of x, else None."""
     if not _is(node, {"flatten", torch.flatten} | _RESHAPES):
         return None
     stacked = node.args[0]
@@ -119,7 +117,7 @@ def _interleaved(node):
     items = stacked.args[0]
     rank = _value(stacked).dim()
     if not isinstance(items, (list, tuple)) or len(items) != 2 or \
-            _stack_dim(stacked) not in (-1, rank - 1):
+            _dim_argument(stacked) not in (-1, rank - 1):
         return None
     first, second = items
     if not (_is(first, _DIFFERENCES) and isinstance(first.args[0], fx.Node)):
@@ -173,10 +171,10 @@ def _halves_of(x, piece):
 def _halves(node):
     """(x, cos, sin) of the full width when `node` = x·cos +
     rotate_half(x)·sin, else None."""
-    if not _is(node, _SUMS) or len(node.args) != 2 or node.kwargs:
+    if not _is(node, SUMS) or len(node.args) != 2 or node.kwargs:
         return None
     for plain, rotated in (node.args, node.args[::-1]):
-        if not (_is(plain, _PRODUCTS) and _is(rotated, _PRODUCTS)):
+        if not (_is(plain, PRODUCTS) and _is(rotated, PRODUCTS)):
             continue
         for x, cos in (plain.args, plain.args[::-1]):
             for cat, sin in (rotated.args, rotated.args[::-1]):
@@ -191,9 +189,8 @@ def _rotates_half(cat, x):
     if _value(x) is None or _value(x).shape[-1] % 2:
         return False
     items = cat.args[0]
-    dim = cat.kwargs.get("dim", cat.args[1] if len(cat.args) > 1 else 0)
     if not isinstance(items, (list, tuple)) or len(items) != 2 or \
-            dim not in (-1, _value(x).dim() - 1):
+            _dim_argument(cat) not in (-1, _value(x).dim() - 1):
         return False
     negated, kept = items
     return _is(negated, {operator.neg, torch.neg, "neg"}) and \

@@ -71,6 +71,24 @@ def _value_of(argument):
     return argument
 
 
+def run_node(root, kind, target, args, kwargs):
+    """What a node of kind `kind` computes on concrete `args` and `kwargs`,
+    its attributes and submodules those of `root` (None for a placeholder
+    or an output)."""
+    if kind == "get_attr":
+        value = root
+        for part in target.split("."):
+            value = getattr(value, part)
+        return value
+    if kind == "call_function":
+        return target(*args, **kwargs)
+    if kind == "call_method":
+        return getattr(args[0], target)(*args[1:], **kwargs)
+    if kind == "call_module":
+        return root.get_submodule(target)(*args, **kwargs)
+    return None
+
+
 class ConcreteProxy(fx.Proxy):
     """A proxy that answers questions about its value's metadata (shape,
     dtype, device, ndim, len) with the example's, instead of recording
@@ -141,22 +159,11 @@ class Tracer(fx.Tracer):
             if self._inputs:
                 return self._inputs.pop(0)
             return args[0] if args else None  # a specialised default
-        args, kwargs = _value_of(args), _value_of(kwargs)
         # Module attributes and calls as in eager mode, not traced again.
         self._evaluating = True
         try:
-            if kind == "get_attr":
-                value = self.root
-                for part in target.split("."):
-                    value = getattr(value, part)
-                return value
-            if kind == "call_function":
-                return target(*args, **kwargs)
-            if kind == "call_method":
-                return getattr(args[0], target)(*args[1:], **kwargs)
-            if kind == "call_module":
-                return self.root.get_submodule(target)(*args, **kwargs)
-            return None
+            return run_node(self.root, kind, target, _value_of(args),
+                            _value_of(kwargs))
         finally:
             self._evaluating = False
 

@@ -13,6 +13,7 @@ from torch import nn
 from .. import _lamina, tools
 from ..errors import ScheduleError
 from ..importer import import_model, ir, unsharded_fused_qkv
+from ..importer.model import result_tensors
 from ..lns.graph import clear_gradient
 from ..lns.layers import lns_parameter_groups
 from ..schedule import Schedule
@@ -272,9 +273,14 @@ class CompiledModule(Face, nn.Module):
                 fresh = import_model(model, inputs, self.schedule.world_size)
         if fresh.text == imported.text:
             return imported, self.schedule.scheduled_module()
+        return fresh, self._apply_schedule(fresh)
+
+    def _apply_schedule(self, imported):
+        """The schedule's script replayed on `imported` (a ``_lamina.Module``
+        of it)."""
         try:
             with stage("applying the schedule"):
-                return fresh, _lamina.Module(fresh.located_text).transform(
+                return _lamina.Module(imported.located_text).transform(
                     schedule=self.schedule.transform_script())
         except ValueError as error:
             raise ScheduleError(str(error)) from None
@@ -363,12 +369,8 @@ class CompiledModule(Face, nn.Module):
     def _compile_imported(self, imported):
         """A program for `imported` (a function of the model traced apart
         from its calls) with the schedule applied."""
-        try:
-            scheduled = _lamina.Module(imported.located_text).transform(
-                schedule=self.schedule.transform_script())
-        except ValueError as error:
-            raise ScheduleError(str(error)) from None
-        return _Compiled(imported, scheduled, self.pipeline,
+        return _Compiled(imported, self._apply_schedule(imported),
+                         self.pipeline,
                          lambda module: self._parameters_for(module,
                                                              imported))
 
@@ -551,15 +553,6 @@ class _Replay:
             raise ScheduleError(str(error)) from None
 
 
-def _leaves(result):
-    """The tensors of a model's result, in order (None left out)."""
-    if isinstance(result, torch.Tensor):
-        return [result]
-    if isinstance(result, (tuple, list)):
-        return [leaf for item in result for leaf in _leaves(item)]
-    return []
-
-
 def verify(sch, example_inputs, rtol=None, atol=None):
     """Runs the scheduled, compiled program and the unscheduled model in
     eager PyTorch on the same full weights and inputs and raises
@@ -580,7 +573,7 @@ def verify(sch, example_inputs, rtol=None, atol=None):
                                 for x in example_inputs])
     finally:
         model.train(was_training)
-    expected, actual = _leaves(expected), _leaves(actual)
+    expected, actual = result_tensors(expected), result_tensors(actual)
     if len(actual) != len(expected):
         raise AssertionError(f"the compiled program returns {len(actual)} "
                              f"results, the model {len(expected)}")

@@ -23,7 +23,7 @@ each batch size; a prefill once per prompt length. What the step computes
 is derived from two traces of the model (importer/kv_cache.py), and checked
 once against the model itself on the first call's tokens before it is used:
 a model it does not fit is called whole, as before, with a
-CompileCacheWarning-style warning naming why (``generation.reason``).
+GenerationWarning naming why (``generation.reason``).
 """
 
 import math
@@ -32,8 +32,9 @@ import warnings
 import torch
 
 from ..errors import ScheduleError, UnsupportedOperationError
-from ..importer.kv_cache import Analysis, evaluate, row_at, with_results
-from ..importer.model import import_graph, trace_model
+from ..importer.kv_cache import (Analysis, evaluate, row_at, unsupported,
+                                 with_results)
+from ..importer.model import import_graph, result_tensors, trace_model
 
 # The attributes where models keep their maximum sequence length.
 _LENGTH_ATTRIBUTES = ("max_seq_len", "block_size", "n_positions",
@@ -145,15 +146,13 @@ class _Decoder:
         longest = longest[:, :length].contiguous()
         graph, self.effects = generation._trace(longest)
         if any(effect.nodes for effect in self.effects):
-            raise UnsupportedOperationError(
-                "generation with a key/value cache: the model's forward sets "
-                "an attribute to a computed tensor")
+            raise unsupported("the model's forward sets an attribute to a "
+                              "computed tensor")
         shorter, _ = generation._trace(longest[:, :-1].contiguous())
         self.analysis = Analysis(graph, shorter, length)
         if not self.analysis.cached:
-            raise UnsupportedOperationError(
-                "generation with a key/value cache: the model has no "
-                "attention over earlier positions")
+            raise unsupported("the model has no attention over earlier "
+                              "positions")
         self.step = self.analysis.step()
         self.caches = None
         self.tokens = None
@@ -177,9 +176,8 @@ class _Decoder:
             nodes = list(graph.nodes)
             analysed = list(self.analysis.graph.nodes)
             if len(nodes) != len(analysed):
-                raise UnsupportedOperationError(
-                    "generation with a key/value cache: the model's trace "
-                    "changes with the prompt's length")
+                raise unsupported("the model's trace changes with the "
+                                  "prompt's length")
             index = {node: i for i, node in enumerate(analysed)}
             extra = [nodes[index[o]] for o in self.analysis.cached_operands()]
             program = self._prefills[length] = self.generation._import(
@@ -256,15 +254,14 @@ class _Decoder:
                 tokens[:, position:position + 1], position)
         ours = imported.restructure(results)
         theirs = self.generation._reference(tokens[:, :count])
-        flat_ours, flat_theirs = _tensors(ours), _tensors(theirs)
+        flat_ours, flat_theirs = result_tensors(ours), result_tensors(theirs)
         if len(flat_ours) != len(flat_theirs) or not all(
                 a.shape == b.shape and torch.allclose(a, b, rtol=1e-3,
                                                       atol=1e-4)
                 for a, b in zip(flat_ours, flat_theirs)):
-            raise UnsupportedOperationError(
-                "generation with a key/value cache: the decode step does "
-                "not reproduce the model's results (an op mixes positions "
-                "otherwise than attention)")
+            raise unsupported("the decode step does not reproduce the "
+                              "model's results (an op mixes positions "
+                              "otherwise than attention)")
         self.caches, self.tokens = None, None
         self.steps = 0
 
@@ -274,11 +271,3 @@ def _extends(tokens, earlier):
     return tokens.shape[0] == earlier.shape[0] and \
         tokens.shape[1] > earlier.shape[1] and \
         torch.equal(tokens[:, :earlier.shape[1]], earlier)
-
-
-def _tensors(structure):
-    if isinstance(structure, torch.Tensor):
-        return [structure]
-    if isinstance(structure, (tuple, list)):
-        return [t for item in structure for t in _tensors(item)]
-    return []

@@ -489,7 +489,7 @@ LayoutOrError layout::ropeLayout(LayoutAttr input, LayoutAttr cos,
     return LayoutOrError::error(
         text("takes tables with layouts ", cos, " and ", sin,
              "; the tables must be replicated"));
-  if (input.getKind() != LayoutKind::sharded)
+  if (!isSharded(input))
     return input;
   int64_t axis = *input.getAxis();
   if (axis + 1 == int64_t(tableShape.size()))
