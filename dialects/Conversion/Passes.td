@@ -140,7 +140,14 @@ def ConvertShardToLaminaMPI : Pass<"convert-shard-to-lamina-mpi",
       `MPI_Reduce_scatter_block`, and reduces f16/bf16 in f32);
     - `shard.all_slice` (no communication) becomes a `tensor.extract_slice`
       of the process's block;
-    - `shard.process_linear_index` becomes `laminaMpiRank()`;
+    - `shard.process_linear_index` becomes `laminaMpiRank()` (the rank on
+      the tensor-parallel axis);
+    - `lamina.reduce_replicas` (a gradient's sum or mean over the
+      data-parallel replicas) becomes `laminaMpiReplicaReduceStart_<type>`
+      where the op stands, which starts a non-blocking `MPI_Iallreduce` on
+      the data axis, and `laminaMpiReplicaReduceWait_<type>` right before
+      the result's first use, which completes it (and divides by the number
+      of replicas for a mean): the ops in between hide the communication;
     - `shard.grid` symbols are erased.
 
     Any other `shard` op, or a reduction other than sum, is an error: a

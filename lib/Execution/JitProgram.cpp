@@ -562,12 +562,18 @@ struct Descriptor {
 };
 } // namespace
 
+/// A pipeline's stages run on the pipeline axis of the grid in use, a
+/// partitioned program's shards on its tensor axis.
+static MpiAxis programAxis(bool pipelined) {
+  return pipelined ? MpiAxis::Pipeline : MpiAxis::Tensor;
+}
+
 int64_t JitProgram::getRank() const {
-  return worldSize > 1 ? laminaMpiRank() : 0;
+  return worldSize > 1 ? mpiAxisRank(programAxis(!stageCalls.empty())) : 0;
 }
 
 int64_t JitProgram::getActiveWorldSize() const {
-  return worldSize > 1 ? laminaMpiWorldSize() : 1;
+  return worldSize > 1 ? mpiAxisSize(programAxis(!stageCalls.empty())) : 1;
 }
 
 llvm::SmallVector<int64_t>
@@ -581,9 +587,16 @@ JitProgram::getLocalShape(const ArgumentSpec &spec) const {
 llvm::Error JitProgram::checkWorld() const {
   if (worldSize == 1)
     return llvm::Error::success();
-  int64_t actual = laminaMpiWorldSize();
+  int64_t actual = getActiveWorldSize();
   if (actual == worldSize)
     return llvm::Error::success();
+  if (actual != mpiWorldSize())
+    return createStringError(
+        std::errc::invalid_argument,
+        "@%s is built for %lld ranks but the grid's %s axis has %lld",
+        entry.c_str(), static_cast<long long>(worldSize),
+        stageCalls.empty() ? "tensor" : "pipeline",
+        static_cast<long long>(actual));
   return createStringError(
       std::errc::invalid_argument,
       "@%s is built for %lld ranks but runs in an MPI world of %lld; launch "

@@ -3,6 +3,7 @@
 #include "lamina/Runtime/MpiRuntime.h"
 
 #include "MpiPeerWatch.h"
+#include "MpiWorld.h"
 
 #include <mpi.h>
 
@@ -12,35 +13,13 @@
 #include <string>
 #include <vector>
 
+#include "llvm/ADT/STLExtras.h"
+
 namespace {
 
-/// Initialises MPI once (programs of one rank never call this) and
-/// finalises it at exit, unless the host initialised MPI itself.
-void ensureInitialized() {
-  int initialized = 0;
-  MPI_Initialized(&initialized);
-  if (initialized)
-    return;
-  int provided = 0;
-  MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
-  // Failures come back to check(), which names a rank that died, instead
-  // of ending the process inside MPI.
-  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-  mlir::lamina::peer_watch::start();
-  on_exit(
-      [](int status, void *) {
-        mlir::lamina::peer_watch::recordExit(status);
-        // A failing rank leaves at once: finalising would wait for the
-        // others, which may be waiting for it.
-        if (status != 0)
-          return;
-        int finalized = 0;
-        MPI_Finalized(&finalized);
-        if (!finalized)
-          MPI_Finalize();
-      },
-      nullptr);
-}
+using mlir::lamina::MpiAxis;
+using mlir::lamina::mpi_world::communicator;
+using mlir::lamina::mpi_world::ensureInitialized;
 
 [[noreturn]] void fail(const char *message) {
   std::fprintf(stderr, "lamina MPI runtime: %s\n", message);
@@ -122,12 +101,11 @@ struct CollectiveTimer {
   ~CollectiveTimer() { collectiveSeconds += MPI_Wtime() - start; }
 };
 
-int worldSize() {
-  ensureInitialized();
-  int size = 1;
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  return size;
-}
+/// The ranks of the tensor-parallel axis, which partitioned programs'
+/// collectives span.
+int worldSize() { return int(mlir::lamina::mpiAxisSize(MpiAxis::Tensor)); }
+
+MPI_Comm tensorAxis() { return communicator(MpiAxis::Tensor); }
 
 //===----------------------------------------------------------------------===//
 // Element types: MPI sums f32/f64/i64 natively, f16/bf16 in f32
@@ -176,17 +154,16 @@ constexpr bool kNative = !std::is_same_v<T, F16> && !std::is_same_v<T, BF16>;
 /// result's blocks of `perRank` elements (reduce-scatter).
 template <typename T>
 void reduce(const void *send, void *receive, int64_t count, int64_t perRank,
-            MPI_Op op = MPI_SUM) {
+            MPI_Op op = MPI_SUM, MPI_Comm comm = tensorAxis()) {
   if constexpr (kNative<T>) {
     if (perRank)
       callMpi("MPI_Reduce_scatter_block", [&] {
         return MPI_Reduce_scatter_block(send, receive, int(perRank), T::type(),
-                                        op, MPI_COMM_WORLD);
+                                        op, comm);
       });
     else
       callMpi("MPI_Allreduce", [&] {
-        return MPI_Allreduce(send, receive, int(count), T::type(), op,
-                             MPI_COMM_WORLD);
+        return MPI_Allreduce(send, receive, int(count), T::type(), op, comm);
       });
   } else {
     using S = typename T::Storage;
@@ -194,7 +171,7 @@ void reduce(const void *send, void *receive, int64_t count, int64_t perRank,
     std::vector<float> wide(count), reduced(perRank ? perRank : count);
     for (int64_t i = 0; i < count; ++i)
       wide[i] = T::widen(in[i]);
-    reduce<F32>(wide.data(), reduced.data(), count, perRank, op);
+    reduce<F32>(wide.data(), reduced.data(), count, perRank, op, comm);
     S *out = static_cast<S *>(receive);
     for (size_t i = 0; i < reduced.size(); ++i)
       out[i] = T::narrow(reduced[i]);
@@ -228,7 +205,7 @@ void allGather(int64_t r0, void *d0, int64_t r1, void *d1, int64_t axis) {
   callMpi("MPI_Allgather", [&] {
     return MPI_Allgather(in.data, int(bytes), MPI_BYTE,
                          outer == 1 ? out.data : gathered.data(), int(bytes),
-                         MPI_BYTE, MPI_COMM_WORLD);
+                         MPI_BYTE, tensorAxis());
   });
   if (outer == 1)
     return;
@@ -262,15 +239,87 @@ void reduceScatter(int64_t r0, void *d0, int64_t r1, void *d1, int64_t axis) {
   reduce<T>(blocks.data(), out.data, in.numElements(), perRank);
 }
 
+
+//===----------------------------------------------------------------------===//
+// Gradients of data-parallel replicas: each reduction starts as its gradient
+// is final and completes before the backward returns
+//===----------------------------------------------------------------------===//
+
+/// The reductions over the data axis in flight; a handle is an index.
+std::vector<MPI_Request> pendingReductions;
+
+/// Seconds spent waiting for them: the communication the backward's
+/// compute did not hide.
+double replicaWaitSeconds = 0;
+
+/// Lets the reductions in flight advance: MPICH moves non-blocking
+/// collectives on only inside MPI calls.
+void progressPendingReductions() {
+  for (MPI_Request &request : pendingReductions) {
+    if (request == MPI_REQUEST_NULL)
+      continue;
+    int done = 0;
+    check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test");
+  }
+}
+
+/// Starts summing `d0` over the data axis into `d1`; a handle for
+/// waitReplicaReduce, or -1 when it completed already (f16 and bf16 are
+/// summed in f32, at once).
+template <typename T>
+int64_t startReplicaReduce(int64_t r0, void *d0, int64_t r1, void *d1) {
+  Buffer in(r0, d0, sizeof(typename T::Storage));
+  Buffer out(r1, d1, sizeof(typename T::Storage));
+  MPI_Comm replicas = communicator(MpiAxis::Data);
+  progressPendingReductions();
+  if constexpr (kNative<T>) {
+    MPI_Request request = MPI_REQUEST_NULL;
+    check(MPI_Iallreduce(in.data, out.data, int(in.numElements()), T::type(),
+                         MPI_SUM, replicas, &request),
+          "MPI_Iallreduce");
+    pendingReductions.push_back(request);
+    return int64_t(pendingReductions.size()) - 1;
+  } else {
+    reduce<T>(in.data, out.data, in.numElements(), 0, MPI_SUM, replicas);
+    return -1;
+  }
+}
+
+/// Completes the reduction `handle` into `d1` (`d0`, its operand, is kept
+/// alive until here) and, with `mean`, divides by the number of replicas.
+template <typename T>
+void waitReplicaReduce(int64_t handle, int64_t r0, void *d0, int64_t r1,
+                       void *d1, int64_t mean) {
+  (void)r0, (void)d0;
+  Buffer out(r1, d1, sizeof(typename T::Storage));
+  if (handle >= 0) {
+    double start = MPI_Wtime();
+    callMpi("MPI_Wait", [&] {
+      return MPI_Wait(&pendingReductions[handle], MPI_STATUS_IGNORE);
+    });
+    replicaWaitSeconds += MPI_Wtime() - start;
+    if (llvm::all_of(pendingReductions, [](MPI_Request request) {
+          return request == MPI_REQUEST_NULL;
+        }))
+      pendingReductions.clear();
+  }
+  if (!mean)
+    return;
+  auto replicas =
+      static_cast<float>(mlir::lamina::mpiAxisSize(MpiAxis::Data));
+  auto *values = reinterpret_cast<typename T::Storage *>(out.data);
+  for (int64_t i = 0, e = out.numElements(); i < e; ++i) {
+    if constexpr (kNative<T>)
+      values[i] /= static_cast<typename T::Storage>(replicas);
+    else
+      values[i] = T::narrow(T::widen(values[i]) / replicas);
+  }
+}
+
 } // namespace
 
 extern "C" {
-int64_t laminaMpiRank() {
-  ensureInitialized();
-  int rank = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  return rank;
-}
+int64_t laminaMpiRank() { return mlir::lamina::mpiAxisRank(MpiAxis::Tensor); }
 
 int64_t laminaMpiWorldSize() { return worldSize(); }
 
@@ -297,6 +346,22 @@ LAMINA_MPI_DEFINE(f16, F16)
 LAMINA_MPI_DEFINE(bf16, BF16)
 LAMINA_MPI_DEFINE(i64, I64)
 #undef LAMINA_MPI_DEFINE
+
+#define LAMINA_MPI_DEFINE_REPLICAS(suffix, T)                                  \
+  int64_t laminaMpiReplicaReduceStart_##suffix(int64_t r0, void *d0,           \
+                                               int64_t r1, void *d1) {         \
+    return startReplicaReduce<T>(r0, d0, r1, d1);                              \
+  }                                                                            \
+  void laminaMpiReplicaReduceWait_##suffix(int64_t handle, int64_t r0,         \
+                                           void *d0, int64_t r1, void *d1,     \
+                                           int64_t mean) {                     \
+    waitReplicaReduce<T>(handle, r0, d0, r1, d1, mean);                        \
+  }
+LAMINA_MPI_DEFINE_REPLICAS(f32, F32)
+LAMINA_MPI_DEFINE_REPLICAS(f64, F64)
+LAMINA_MPI_DEFINE_REPLICAS(f16, F16)
+LAMINA_MPI_DEFINE_REPLICAS(bf16, BF16)
+#undef LAMINA_MPI_DEFINE_REPLICAS
 }
 
 llvm::ArrayRef<std::pair<const char *, void *>>
@@ -312,6 +377,13 @@ mlir::lamina::getMpiRuntimeSymbols() {
     "laminaMpiReduceScatter_" #suffix,                                         \
         reinterpret_cast<void *>(&laminaMpiReduceScatter_##suffix)             \
   }
+#define LAMINA_MPI_REPLICA_ENTRY(suffix)                                       \
+  {"laminaMpiReplicaReduceStart_" #suffix,                                     \
+   reinterpret_cast<void *>(&laminaMpiReplicaReduceStart_##suffix)},           \
+  {                                                                            \
+    "laminaMpiReplicaReduceWait_" #suffix,                                     \
+        reinterpret_cast<void *>(&laminaMpiReplicaReduceWait_##suffix)         \
+  }
   static const std::pair<const char *, void *> symbols[] = {
       {"laminaMpiRank", reinterpret_cast<void *>(&laminaMpiRank)},
       {"laminaMpiWorldSize", reinterpret_cast<void *>(&laminaMpiWorldSize)},
@@ -319,34 +391,38 @@ mlir::lamina::getMpiRuntimeSymbols() {
       LAMINA_MPI_ENTRY(f64),
       LAMINA_MPI_ENTRY(f16),
       LAMINA_MPI_ENTRY(bf16),
-      LAMINA_MPI_ENTRY(i64)};
+      LAMINA_MPI_ENTRY(i64),
+      LAMINA_MPI_REPLICA_ENTRY(f32),
+      LAMINA_MPI_REPLICA_ENTRY(f64),
+      LAMINA_MPI_REPLICA_ENTRY(f16),
+      LAMINA_MPI_REPLICA_ENTRY(bf16)};
+#undef LAMINA_MPI_REPLICA_ENTRY
 #undef LAMINA_MPI_ENTRY
   return symbols;
 }
 
 double mlir::lamina::getMpiCollectiveSeconds() { return collectiveSeconds; }
 
+double mlir::lamina::getMpiReplicaWaitSeconds() { return replicaWaitSeconds; }
+
 void mlir::lamina::mpiSendBytes(const void *data, int64_t bytes,
                                 int64_t destination, int64_t tag) {
-  ensureInitialized();
   callMpi("MPI_Send", [&] {
     return MPI_Send(data, int(bytes), MPI_BYTE, int(destination), int(tag),
-                    MPI_COMM_WORLD);
+                    communicator(MpiAxis::Pipeline));
   });
 }
 
 void mlir::lamina::mpiRecvBytes(void *data, int64_t bytes, int64_t source,
                                 int64_t tag) {
-  ensureInitialized();
   callMpi("MPI_Recv", [&] {
     return MPI_Recv(data, int(bytes), MPI_BYTE, int(source), int(tag),
-                    MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                    communicator(MpiAxis::Pipeline), MPI_STATUS_IGNORE);
   });
 }
 
 void mlir::lamina::mpiBroadcastBytes(void *data, int64_t bytes, int64_t root) {
-  ensureInitialized();
   callMpi("MPI_Bcast", [&] {
-    return MPI_Bcast(data, int(bytes), MPI_BYTE, int(root), MPI_COMM_WORLD);
+    return MPI_Bcast(data, int(bytes), MPI_BYTE, int(root), communicator(MpiAxis::Pipeline));
   });
 }

@@ -395,8 +395,10 @@ def create_schedule(model, world_size=None, example_inputs=None):
 
     `world_size` defaults to the size of the MPI world the process was
     launched in (1 outside mpirun), as Slapo takes it from the launched
-    world. Under mpirun, an explicit world size must be that world's or 1
-    (the model replicated on every rank); any other raises ScheduleError.
+    world. Under mpirun, an explicit world size must divide that world's:
+    the world's own, the tensor axis of a device grid (``lamina.build(...,
+    grid=...)``) or 1 (the model replicated on every rank); any other
+    raises ScheduleError.
     Outside mpirun a schedule may name any world size, to be inspected or
     compiled (running it needs `mpirun.mpich -np world_size`)."""
     launched = _lamina.world_size()
@@ -405,10 +407,12 @@ def create_schedule(model, world_size=None, example_inputs=None):
     if isinstance(world_size, bool) or not isinstance(world_size, int):
         raise ScheduleError(f"world_size must be an integer, got "
                             f"{world_size!r}")
-    if launched > 1 and world_size not in (1, launched):
+    if launched > 1 and launched % world_size:
         raise ScheduleError(
             f"world_size={world_size} in an MPI world of {launched} ranks: a "
-            f"schedule runs on the launched world ({launched}) or replicated "
-            f"on every rank (1); launch with mpirun.mpich -np {world_size} "
-            f"or leave world_size out")
+            f"schedule runs on the launched world ({launched}), on the "
+            f"tensor axis of a device grid (a divisor of {launched}; "
+            f"lamina.build(..., grid=...)) or replicated on every rank (1); "
+            f"launch with mpirun.mpich -np {world_size} or leave world_size "
+            f"out")
     return Schedule(model, world_size, example_inputs)

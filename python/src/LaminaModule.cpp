@@ -305,8 +305,13 @@ PYBIND11_MODULE(_lamina, m) {
 
   python::populateIrModuleBindings(m);
   python::populateScheduleSessionBindings(m);
-  m.def("rank", [] { return laminaMpiRank(); },
+  m.def("rank", [] { return mpiWorldRank(); },
         "this process's MPI rank (MPICH; initialises MPI)");
-  m.def("world_size", [] { return laminaMpiWorldSize(); },
+  m.def("world_size", [] { return mpiWorldSize(); },
         "the number of processes in this MPI world (MPICH; initialises MPI)");
+  m.def("use_grid", &mpiUseGrid, py::arg("dp"), py::arg("pp"), py::arg("tp"),
+        "put the device grid of dp x pp x tp ranks in use for the programs "
+        "run next (tp varies fastest); (0, 0, 0): no grid");
+  m.def("replica_wait_seconds", &getMpiReplicaWaitSeconds,
+        "seconds spent waiting for reductions over the data axis");
 }

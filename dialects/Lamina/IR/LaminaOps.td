@@ -329,6 +329,28 @@ def Lamina_SyncOp : Lamina_Op<"sync", [SameOperandsAndResultType]> {
   let hasVerifier = 1;
 }
 
+def Lamina_ReduceReplicasOp
+    : Lamina_Op<"reduce_replicas", [SameOperandsAndResultType]> {
+  let summary = "a sum or mean over the data-parallel replicas";
+  let description = [{
+    The sum of the operand over the ranks of the device grid's data axis
+    (`mean`: divided by their number), each replica holding its own value
+    of the same shape: a parameter's gradient of the replica's batch
+    becomes the gradient of the global batch. The layout on the tensor
+    axis is the operand's. Lowered to a non-blocking reduction that starts
+    where the op stands and completes before the result's first use, so
+    that the computation in between hides it (convert-shard-to-lamina-mpi).
+
+    ```mlir
+    %g = lamina.reduce_replicas %dw mean : tensor<64x32xf32>
+    ```
+  }];
+  let arguments = (ins RankedTensorOf<[F32, F64, F16, BF16]>:$input,
+                   UnitAttr:$mean);
+  let results = (outs RankedTensorOf<[F32, F64, F16, BF16]>:$result);
+  let assemblyFormat = "$input (`mean` $mean^)? attr-dict `:` type($input)";
+}
+
 def Lamina_SoftmaxOp : Lamina_Op<"softmax", [SameOperandsAndResultType]> {
   let summary = "softmax along one dim";
   let description = [{

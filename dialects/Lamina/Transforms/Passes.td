@@ -97,6 +97,40 @@ def LaminaSplitPipelineStages : Pass<"lamina-split-pipeline-stages",
   let dependentDialects = ["::mlir::func::FuncDialect"];
 }
 
+def LaminaReduceReplicaGradients
+    : Pass<"lamina-reduce-replica-gradients", "::mlir::ModuleOp"> {
+  let summary = "Data parallelism: the gradients of a backward reduced over "
+                "the replicas as soon as each is final";
+  let description = [{
+    Wraps the results of `function` numbered in `results` (a backward's
+    parameter gradients, lamina-generate-backward) in
+    `lamina.reduce_replicas`, placed right after the op that computes each:
+    its reduction over the data-parallel replicas starts there and overlaps
+    the rest of the backward. `mean` (the default) divides by the number of
+    replicas, as DistributedDataParallel does: each replica's gradient of
+    its batch's mean loss becomes the gradient of the global batch's mean
+    loss. A result that is not a float tensor is an error.
+
+    ```mlir
+    %dw = lamina.matmul "fc" %dyT, %x : ...
+    %0 = lamina.reduce_replicas %dw mean : tensor<16x8xf32>
+    ... // the rest of the backward
+    return %dx, %0
+    ```
+  }];
+  let options = [
+    Option<"function", "function", "std::string", /*default=*/"\"main\"",
+           "the function whose results are reduced">,
+    ListOption<"results", "results", "int64_t",
+               "the results to reduce (indices)">,
+    Option<"mean", "mean", "bool", /*default=*/"true",
+           "divide the sums by the number of replicas">,
+    Option<"overlap", "overlap", "bool", /*default=*/"true",
+           "start each reduction after its gradient's op; false: all of "
+           "them at the end (to measure what the overlap hides)">,
+  ];
+}
+
 def LaminaGenerateBackward : Pass<"lamina-generate-backward",
                                    "::mlir::ModuleOp"> {
   let summary = "Reverse-mode differentiation: a forward that keeps what the "

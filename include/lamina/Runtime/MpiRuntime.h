@@ -1,7 +1,8 @@
 //===- MpiRuntime.h - The MPI calls of partitioned programs -----*- C++ -*-===//
 //
 // What convert-shard-to-lamina-mpi calls, over the MPI Lamina links
-// (MPICH): the process's rank and the collectives on unranked memrefs (an
+// (MPICH): the process's rank on the tensor-parallel axis and the
+// collectives on unranked memrefs (an
 // unranked memref argument arrives as its rank and a pointer to the ranked
 // descriptor). MPI is initialised on first use and finalised at exit.
 //
@@ -31,6 +32,20 @@ LAMINA_MPI_DECLARE(f16)
 LAMINA_MPI_DECLARE(bf16)
 LAMINA_MPI_DECLARE(i64)
 #undef LAMINA_MPI_DECLARE
+
+// Sums over the data-parallel axis, started and completed apart
+// (lamina.reduce_replicas): Start returns a handle for Wait, which divides
+// by the number of replicas when `mean` is set.
+#define LAMINA_MPI_DECLARE_REPLICAS(suffix)                                    \
+  int64_t laminaMpiReplicaReduceStart_##suffix(int64_t, void *, int64_t,       \
+                                               void *);                        \
+  void laminaMpiReplicaReduceWait_##suffix(int64_t, int64_t, void *, int64_t,  \
+                                           void *, int64_t);
+LAMINA_MPI_DECLARE_REPLICAS(f32)
+LAMINA_MPI_DECLARE_REPLICAS(f64)
+LAMINA_MPI_DECLARE_REPLICAS(f16)
+LAMINA_MPI_DECLARE_REPLICAS(bf16)
+#undef LAMINA_MPI_DECLARE_REPLICAS
 }
 
 namespace mlir::lamina {
@@ -42,7 +57,31 @@ llvm::ArrayRef<std::pair<const char *, void *>> getMpiRuntimeSymbols();
 /// waiting for the other ranks), for profiles of tensor-parallel programs.
 double getMpiCollectiveSeconds();
 
-/// Blocking point-to-point transfers of raw bytes (pipeline stages).
+/// Seconds this process has spent waiting for reductions over the data
+/// axis to complete: what the backward's compute did not hide.
+double getMpiReplicaWaitSeconds();
+
+/// The axes of a device grid.
+enum class MpiAxis { Data = 0, Pipeline = 1, Tensor = 2 };
+
+/// Puts the grid of `data` × `pipeline` × `tensor` ranks in use (their
+/// product is the world size; the tensor axis varies fastest, then the
+/// pipeline axis), splitting the world's communicators at its first use;
+/// (0, 0, 0): no grid, the tensor and pipeline axes span the world. The
+/// collectives of partitioned programs run on the tensor axis, pipeline
+/// transfers on the pipeline axis, replica reductions on the data axis.
+void mpiUseGrid(int64_t data, int64_t pipeline, int64_t tensor);
+
+/// This process's rank on `axis` of the grid in use, and the axis's size.
+int64_t mpiAxisRank(MpiAxis axis);
+int64_t mpiAxisSize(MpiAxis axis);
+
+/// This process's rank in the MPI world, and the world's size.
+int64_t mpiWorldRank();
+int64_t mpiWorldSize();
+
+/// Blocking point-to-point transfers of raw bytes between the pipeline
+/// axis's ranks (pipeline stages).
 void mpiSendBytes(const void *data, int64_t bytes, int64_t destination,
                   int64_t tag);
 void mpiRecvBytes(void *data, int64_t bytes, int64_t source, int64_t tag);

@@ -696,6 +696,8 @@ struct ConvertLaminaToLinalgPass
 
     ConversionTarget target(getContext());
     target.addIllegalDialect<LaminaDialect>();
+    // Lowered with the collectives (convert-shard-to-lamina-mpi).
+    target.addLegalOp<ReduceReplicasOp>();
     target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
     RewritePatternSet patterns(&getContext());
     populateLaminaToLinalgPatterns(patterns, packing);

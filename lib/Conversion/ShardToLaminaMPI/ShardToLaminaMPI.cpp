@@ -1,6 +1,7 @@
 //===- ShardToLaminaMPI.cpp - Collectives as calls of Lamina's MPI runtime ===//
 
 #include "lamina/Conversion/Passes.h"
+#include "lamina/Lamina/IR/Lamina.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -19,6 +20,7 @@ namespace mlir::lamina {
 } // namespace mlir::lamina
 
 using namespace mlir;
+using mlir::lamina::ReduceReplicasOp;
 
 namespace {
 /// Emits runtime calls, declaring each runtime function once.
@@ -45,24 +47,56 @@ public:
   /// `source`, returning the result tensor of type `resultType`.
   Value callOnTensor(OpBuilder &b, Location loc, StringRef name, Value source,
                      RankedTensorType resultType, ArrayRef<int64_t> extra) {
-    auto sourceType = cast<RankedTensorType>(source.getType());
-    auto sourceBuffer = bufferization::ToBufferOp::create(
-        b, loc,
-        MemRefType::get(sourceType.getShape(), sourceType.getElementType()),
-        source, /*read_only=*/true);
-    auto resultBuffer = memref::AllocOp::create(
-        b, loc,
-        MemRefType::get(resultType.getShape(), resultType.getElementType()));
-    auto unranked = UnrankedMemRefType::get(sourceType.getElementType(), 0);
-    SmallVector<Value> operands = {
-        memref::CastOp::create(b, loc, unranked, sourceBuffer),
-        memref::CastOp::create(b, loc, unranked, resultBuffer)};
+    Value sourceBuffer = toBuffer(b, loc, source);
+    Value resultBuffer = allocate(b, loc, resultType);
+    SmallVector<Value> operands = {unranked(b, loc, sourceBuffer),
+                                   unranked(b, loc, resultBuffer)};
     for (int64_t value : extra)
       operands.push_back(arith::ConstantIntOp::create(b, loc, value, 64));
-    func::CallOp::create(b, loc, declare(b, name, operands), operands);
-    return bufferization::ToTensorOp::create(b, loc, resultType, resultBuffer,
+    call(b, loc, name, operands);
+    return asTensor(b, loc, resultBuffer, resultType);
+  }
+
+  /// `tensor`'s buffer, read only.
+  Value toBuffer(OpBuilder &b, Location loc, Value tensor) {
+    auto type = cast<RankedTensorType>(tensor.getType());
+    return bufferization::ToBufferOp::create(
+        b, loc, MemRefType::get(type.getShape(), type.getElementType()),
+        tensor, /*read_only=*/true);
+  }
+
+  /// `tensor`'s buffer, read only, as an unranked memref.
+  Value readBuffer(OpBuilder &b, Location loc, Value tensor) {
+    return unranked(b, loc, toBuffer(b, loc, tensor));
+  }
+
+  /// A fresh buffer for a tensor of `type`.
+  Value allocate(OpBuilder &b, Location loc, RankedTensorType type) {
+    return memref::AllocOp::create(
+        b, loc, MemRefType::get(type.getShape(), type.getElementType()));
+  }
+
+  Value unranked(OpBuilder &b, Location loc, Value buffer) {
+    auto type = cast<MemRefType>(buffer.getType());
+    return memref::CastOp::create(
+        b, loc, UnrankedMemRefType::get(type.getElementType(), 0), buffer);
+  }
+
+  /// The tensor a runtime call wrote into `buffer`.
+  Value asTensor(OpBuilder &b, Location loc, Value buffer,
+                 RankedTensorType type) {
+    return bufferization::ToTensorOp::create(b, loc, type, buffer,
                                              /*restrict=*/true,
                                              /*writable=*/true);
+  }
+
+  /// Calls the runtime function `name` (declared on first use), returning
+  /// its result, if `result` is given.
+  Value call(OpBuilder &b, Location loc, StringRef name, ValueRange operands,
+             Type result = {}) {
+    auto op = func::CallOp::create(b, loc, declare(b, name, operands, result),
+                                   operands);
+    return result ? op.getResult(0) : Value();
   }
 
   /// `laminaMpiRank()` as an index.
@@ -90,6 +124,42 @@ private:
   ModuleOp module;
 };
 } // namespace
+
+/// `lamina.reduce_replicas` as a reduction over the data axis that starts
+/// where the op stands and completes right before the result's first use:
+/// the ops in between overlap it. The wait reads the operand's buffer too,
+/// so that bufferization keeps it unchanged until the reduction completes.
+static LogicalResult lowerReduceReplicas(ReduceReplicasOp op,
+                                         RuntimeCallBuilder &runtime) {
+  auto type = cast<RankedTensorType>(op.getType());
+  if (!type.hasStaticShape())
+    return op->emitOpError("needs a statically shaped tensor operand");
+  StringRef suffix = RuntimeCallBuilder::suffix(type.getElementType());
+  Location loc = op.getLoc();
+  OpBuilder b(op);
+  Value result = runtime.allocate(b, loc, type);
+  Value unrankedResult = runtime.unranked(b, loc, result);
+  Value handle = runtime.call(
+      b, loc, ("laminaMpiReplicaReduceStart_" + suffix).str(),
+      {runtime.readBuffer(b, loc, op.getInput()), unrankedResult},
+      b.getI64Type());
+  Block *block = op->getBlock();
+  Operation *firstUse = block->getTerminator();
+  for (Operation *user : op->getUsers())
+    if (Operation *inBlock = block->findAncestorOpInBlock(*user))
+      if (inBlock->isBeforeInBlock(firstUse))
+        firstUse = inBlock;
+  b.setInsertionPoint(firstUse);
+  runtime.call(b, loc, ("laminaMpiReplicaReduceWait_" + suffix).str(),
+               {handle, runtime.readBuffer(b, loc, op.getInput()),
+                unrankedResult,
+                arith::ConstantIntOp::create(b, loc, op.getMean() ? 1 : 0,
+                                             64)});
+  op.getResult().replaceAllUsesWith(
+      runtime.asTensor(b, loc, result, type));
+  op->erase();
+  return success();
+}
 
 static LogicalResult checkSum(Operation *op, shard::ReductionKind kind) {
   if (kind == shard::ReductionKind::Sum)
@@ -198,7 +268,10 @@ struct ConvertShardToLaminaMPIPass
     ModuleOp module = getOperation();
     RuntimeCallBuilder runtime(module);
     SmallVector<Operation *> shardOps, grids;
+    SmallVector<ReduceReplicasOp> replicaReductions;
     module.walk([&](Operation *op) {
+      if (auto reduce = dyn_cast<ReduceReplicasOp>(op))
+        replicaReductions.push_back(reduce);
       if (!isa_and_nonnull<shard::ShardDialect>(op->getDialect()))
         return;
       (isa<shard::GridOp>(op) ? grids : shardOps).push_back(op);
@@ -206,6 +279,8 @@ struct ConvertShardToLaminaMPIPass
     bool failed = false;
     for (Operation *op : shardOps)
       failed |= mlir::failed(lowerShardOp(op, runtime));
+    for (ReduceReplicasOp op : replicaReductions)
+      failed |= mlir::failed(lowerReduceReplicas(op, runtime));
     if (failed)
       return signalPassFailure();
     for (Operation *grid : grids)

@@ -20,6 +20,7 @@ from ..schedule import Schedule
 from . import aot, state, training
 from .face import Face
 from .generation import Generation, model_max_length
+from .grid import Grid
 from .progress import compiled, compiling, stage
 from .rng import next_dropout_key
 
@@ -42,19 +43,21 @@ class _Compiled:
     program, and its calls from torch (:class:`training.ProgramCall`) with
     the tensor of every parameter argument."""
 
-    def __init__(self, imported, scheduled, pipeline, parameters_for):
+    def __init__(self, imported, scheduled, pipeline, parameters_for,
+                 device_grid=None, replica_mean=True):
         """`scheduled`: the scheduled module (``_lamina.Module``), compiled
         when a call first needs it (a training call needs only its forward /
         backward pair); `parameters_for(scheduled)`: a function giving the
         tensor of every parameter argument (their blocks on several
-        ranks)."""
+        ranks); `device_grid`: the Grid it runs on, or None."""
         self.imported = imported
         self.scheduled = scheduled
         self.pipeline = pipeline
         self._program = None
         self.call = training.ProgramCall(
             training.CachedProgram(lambda: self.program), imported,
-            scheduled, pipeline, parameters_for(scheduled))
+            scheduled, pipeline, parameters_for(scheduled), device_grid,
+            replica_mean)
 
     @property
     def program(self):
@@ -214,9 +217,13 @@ class CompiledModule(Face, nn.Module):
     """
 
     def __init__(self, schedule, example_inputs, pipeline, target="cpu",
-                 progress=None, max_seq_len=None):
+                 progress=None, max_seq_len=None, device_grid=None,
+                 replica_mean=True):
         super().__init__()
         self.schedule = schedule
+        # The grid the programs run on (runtime/grid.py), or None.
+        self.grid = device_grid
+        self._replica_mean = replica_mean
         self.pipeline = pipeline
         self.target = target
         self._progress = progress
@@ -298,7 +305,8 @@ class CompiledModule(Face, nn.Module):
                     if self.target == "cuda" else
                     _Compiled(imported, scheduled, self.pipeline,
                               lambda module: self._parameters_for(
-                                  module, imported)))
+                                  module, imported), self.grid,
+                              self._replica_mean))
             shapes[key] = programs[text]
         self._state["last"] = shapes[key]
         return self._state["last"]
@@ -372,7 +380,8 @@ class CompiledModule(Face, nn.Module):
         return _Compiled(imported, self._apply_schedule(imported),
                          self.pipeline,
                          lambda module: self._parameters_for(module,
-                                                             imported))
+                                                             imported),
+                         self.grid, self._replica_mean)
 
     def _forward(self, inputs):
         compiled = self._compile(inputs)
@@ -484,8 +493,33 @@ class CompiledModule(Face, nn.Module):
             raise ScheduleError(str(error)) from None
 
 
+def _on_grid(sch, grid_sizes, dp_gradients, target):
+    """(schedule, Grid) for build's `grid` argument: the schedule compiled
+    for the grid's tensor axis (a schedule left at the launched world's
+    size is replayed for it)."""
+    if grid_sizes is None:
+        return sch, None
+    sizes = Grid.parse(grid_sizes, world_size())
+    if dp_gradients not in ("mean", "sum"):
+        raise ScheduleError(f"dp_gradients is 'mean' or 'sum', got "
+                            f"{dp_gradients!r}")
+    if target != "cpu":
+        raise ScheduleError("device grids run on target='cpu'")
+    if sch.world_size != sizes.tp:
+        if sch.world_size != world_size():
+            raise ScheduleError(
+                f"the schedule is for {sch.world_size} ranks but the grid's "
+                f"tensor axis has tp={sizes.tp}: create the schedule with "
+                f"world_size={sizes.tp}")
+        # A schedule at the launched world's size (the default): its
+        # primitives, replayed for the tensor axis.
+        sch = _Replay(sch, world_size=sizes.tp)
+    return sch, sizes
+
+
 def build(sch, example_inputs=None, target="cpu",
-          pipeline="lamina-cpu-pipeline", progress=None, max_seq_len=None):
+          pipeline="lamina-cpu-pipeline", progress=None, max_seq_len=None,
+          grid=None, dp_gradients="mean"):
     """Compiles the scheduled model for the shapes of `example_inputs`
     (None: at the first call, for its shapes).
 
@@ -505,6 +539,14 @@ def build(sch, example_inputs=None, target="cpu",
     (runtime/generation.py); None: the model's own ``max_seq_len`` or
     ``block_size`` (on it or its config), if any; 0: no cache, every call
     runs on the whole sequence.
+
+    `grid`: the MPI world as a device grid, ``{"dp": D, "pp": P, "tp":
+    T}`` (a missing axis is 1; D·P·T is the world size; docs/grids.md).
+    The schedule's ``shard`` and ``sync`` act on the tensor axis; each of
+    the D data replicas is called with its own batch, and its backward
+    reduces every parameter's gradient over them as soon as it is final:
+    `dp_gradients` "mean" (DistributedDataParallel's gradient of the global
+    batch's mean loss) or "sum". None: every rank on the tensor axis.
     """
     if not isinstance(sch, Schedule):
         raise TypeError("build takes a schedule (lamina.create_schedule)")
@@ -514,18 +556,20 @@ def build(sch, example_inputs=None, target="cpu",
     if target == "cuda" and sch.world_size != 1:
         raise ValueError("target='cuda' runs single-GPU programs; the "
                          f"schedule is for {sch.world_size} ranks")
+    sch, sizes = _on_grid(sch, grid, dp_gradients, target)
     return CompiledModule(sch, example_inputs, pipeline, target, progress,
-                          max_seq_len)
+                          max_seq_len, sizes, dp_gradients == "mean")
 
 
 class _Replay:
     """A schedule's transform script over a fresh import of its model (in
     the mode the model is in now), leaving the schedule's own import alone;
-    compiled like the schedule itself."""
+    compiled like the schedule itself (for `world_size` ranks: the
+    schedule's by default)."""
 
-    def __init__(self, schedule):
+    def __init__(self, schedule, world_size=None):
         self.model = schedule.model
-        self.world_size = schedule.world_size
+        self.world_size = world_size or schedule.world_size
         self.script = schedule.transform_script()
         self.imported = None
         self.example_inputs = None
@@ -578,7 +622,7 @@ def verify(sch, example_inputs, rtol=None, atol=None):
         raise AssertionError(f"the compiled program returns {len(actual)} "
                              f"results, the model {len(expected)}")
     ranks = compiled.world_size
-    me = rank() if ranks > 1 else 0
+    me = rank() % ranks
     for index, (got, want, axis) in enumerate(
             zip(actual, expected, compiled.result_shard_axes())):
         if axis is not None:

@@ -29,7 +29,7 @@ from ..lns.base import Base
 from ..lns.graph import accumulate
 from ..lns.layers import LNSModule, register_lns_codes
 from ..lns.tensor import lnstensor
-from . import progress
+from . import grid, progress
 from .face import Face
 
 
@@ -212,7 +212,9 @@ def register_parameter_blocks(module, model, imported, scheduled):
     shards = scheduled.argument_shards(imported.entry)[imported.num_inputs:]
     names = {id(p): n for n, p in model.named_parameters()}
     own = dict(module.named_parameters())
-    ranks, rank = scheduled.world_size, _lamina.rank()
+    # (The tensor axis varies fastest on a device grid.)
+    ranks = scheduled.world_size
+    rank = _lamina.rank() % ranks
     for (_, tensor), (axis, parts) in zip(imported.parameters, shards):
         name = names.get(id(tensor))
         # An LNS layer's parameter is its codes (register_lns_parameters).
@@ -346,20 +348,47 @@ def generate_backward(scheduled, entry, constants=()):
                             f"{str(error).strip()}") from None
 
 
+def reduce_replica_gradients(module, backward, results, mean):
+    """`module` with the `results` of `backward` (parameter gradients)
+    reduced over the data-parallel replicas (lamina-reduce-replica-gradients),
+    each reduction starting as its gradient is final."""
+    options = (f"function={backward} results={','.join(map(str, results))} "
+               f"mean={str(mean).lower()} "
+               f"overlap={str(grid.overlaps()).lower()}")
+    try:
+        return module.transform(
+            pipeline=f"lamina-reduce-replica-gradients{{{options}}}")
+    except ValueError as error:
+        raise ScheduleError(f"the gradients cannot be reduced over the "
+                            f"data-parallel replicas: "
+                            f"{str(error).strip()}") from None
+
+
 class TrainingPair:
     """`@f_forward` and `@f_backward` of the scheduled program, compiled;
     `constants`: the argument indices that get no gradient (tensors that
-    do not require one), for which the backward computes nothing."""
+    do not require one), for which the backward computes nothing.
+    `replicas`: None, or (number of inputs, mean) on a grid with a data
+    axis, whose backward reduces the parameters' gradients over it."""
 
-    def __init__(self, scheduled, entry, pipeline, constants=()):
+    def __init__(self, scheduled, entry, pipeline, constants=(),
+                 replicas=None):
         if scheduled.world_size > 1:
             check_gradient_layouts(scheduled, constants)
         module = generate_backward(scheduled, entry, constants)
-        self.module = module
         try:
             info = module.training_entry(entry)
         except ValueError as error:
             raise ScheduleError(str(error)) from None
+        if replicas is not None:
+            num_inputs, mean = replicas
+            parameters = [index for index, argument in
+                          enumerate(info["gradients"])
+                          if argument >= num_inputs]
+            if parameters:
+                module = reduce_replica_gradients(
+                    module, info["backward"], parameters, mean)
+        self.module = module
         self.saved = info["saved"]
         self.gradients = info["gradients"]
         self.forward = _compile_function(module, info["forward"], pipeline)
@@ -430,8 +459,13 @@ class ProgramCall:
 
     `parameters_now()` gives the tensor of every parameter argument."""
 
-    def __init__(self, plain, imported, scheduled, pipeline, parameters_now):
+    def __init__(self, plain, imported, scheduled, pipeline, parameters_now,
+                 device_grid=None, replica_mean=True):
         self.plain = plain
+        # The grid the program runs on (None: every rank on the tensor
+        # axis), and how its data axis reduces gradients.
+        self.grid = device_grid
+        self.replica_mean = replica_mean
         self.imported = imported
         self.scheduled = scheduled
         self.pipeline = pipeline
@@ -475,9 +509,12 @@ class ProgramCall:
         the pass rejects raises the same ScheduleError each time)."""
         if constants not in self._pairs:
             try:
+                replicas = ((self.imported.num_inputs, self.replica_mean)
+                            if self.grid is not None and self.grid.dp > 1
+                            else None)
                 self._pairs[constants] = TrainingPair(
                     self.scheduled, self.imported.entry, self.pipeline,
-                    constants)
+                    constants, replicas)
             except ScheduleError as error:
                 self._pairs[constants] = str(error)
         pair = self._pairs[constants]
@@ -497,6 +534,7 @@ class ProgramCall:
 
     def _run(self, inputs, seed):
         """run() once the parameters were checked."""
+        grid.activate(self.grid)
         return self.plain.run(self.arguments(inputs, self.parameters, seed))
 
     def __call__(self, inputs, seed, keep):
@@ -505,6 +543,7 @@ class ProgramCall:
         `keep`: train mode, where the forward keeps the backward's saved
         values; else they are recomputed if a backward is asked for."""
         self.check_parameters()
+        grid.activate(self.grid)
         tensors = list(inputs) + self.distinct
         if not (torch.is_grad_enabled() and
                 any(t.requires_grad for t in tensors)):
@@ -528,6 +567,7 @@ class ProgramCall:
 
     def backward(self, ctx, saved, cotangents):
         """The gradients of the distinct tensors the Function took."""
+        grid.activate(self.grid)
         pair = self.pair(ctx.constants)
         tensors = ctx.saved_tensors
         inputs = tensors[:ctx.num_inputs]

@@ -191,8 +191,9 @@ def _register_blocks(compiled, sch, blocks):
             continue
         block = blocks.get(id(param))
         if block is None:
-            block = training.parameter_block(param, axis, _lamina.rank(),
-                                             sch.world_size, groups)
+            block = training.parameter_block(
+                param, axis, _lamina.rank() % sch.world_size,
+                sch.world_size, groups)
         training.set_parameter(compiled, full, block)
 
 
@@ -226,7 +227,7 @@ def build(sch, target=None, init_weights=True, example_inputs=None,
     distributed = sch.world_size > 1 and _lamina.world_size() > 1
     blocks = _materialise(sch.mod, init_weights,
                           shard_plan(sch) if distributed else None,
-                          _lamina.rank() if distributed else 0,
+                          _lamina.rank() % sch.world_size,
                           sch.world_size)
     native = sch.lamina_schedule
     if example_inputs is None and native.example_inputs is not None:

@@ -129,7 +129,9 @@ class Schedule:
 
     @property
     def rank(self):
-        return _lamina.rank()
+        # This rank's place among the schedule's ranks (the tensor axis,
+        # which varies fastest on a device grid).
+        return _lamina.rank() % self.world_size
 
     @property
     def lamina_schedule(self):

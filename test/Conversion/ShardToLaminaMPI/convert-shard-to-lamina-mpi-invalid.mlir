@@ -51,3 +51,11 @@ func.func @dynamic(%x: tensor<?x4xf32>) -> tensor<?x4xf32> {
   %0 = shard.all_reduce %x on @lamina_grid grid_axes = [0] : tensor<?x4xf32> -> tensor<?x4xf32>
   return %0 : tensor<?x4xf32>
 }
+
+// -----
+
+func.func @reduce_replicas_dynamic(%g: tensor<?xf32>) -> tensor<?xf32> {
+  // expected-error @+1 {{'lamina.reduce_replicas' op needs a statically shaped tensor operand}}
+  %r = lamina.reduce_replicas %g mean : tensor<?xf32>
+  return %r : tensor<?xf32>
+}

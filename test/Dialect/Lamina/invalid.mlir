@@ -708,3 +708,11 @@ func.func @as_written_elsewhere(%x: tensor<4xf32>) -> tensor<4xf32> {
   %0 = arith.addf %x, %x {lamina.as_written} : tensor<4xf32>
   return %0 : tensor<4xf32>
 }
+
+// -----
+
+func.func @reduce_replicas_of_integers(%x: tensor<4xi64>) -> tensor<4xi64> {
+  // expected-error @+1 {{'lamina.reduce_replicas' op operand #0 must be ranked tensor of 32-bit float or 64-bit float or 16-bit float or bfloat16 type values, but got 'tensor<4xi64>'}}
+  %0 = lamina.reduce_replicas %x : tensor<4xi64>
+  return %0 : tensor<4xi64>
+}

@@ -151,6 +151,13 @@ struct DropoutRules : Rules<DropoutRules, DropoutOp> {
   }
 };
 
+/// A reduction over the data axis keeps the tensor axis's layout.
+struct ReduceReplicasRules : Rules<ReduceReplicasRules, ReduceReplicasOp> {
+  LayoutOrError inferResultLayout(Operation *op, LayoutState &state) const {
+    return state.getLayout(cast<ReduceReplicasOp>(op).getInput());
+  }
+};
+
 /// Whether `sync` is an all-reduce of mode `mode` that a model's code
 /// calls (lamina.as_written): it sums whatever it is given.
 static bool isAllReduceAsWritten(SyncOp sync, SyncMode mode) {
@@ -453,6 +460,7 @@ void mlir::lamina::detail::registerLaminaLayoutModels(
     ActivationOp::attachInterface<ActivationRules>(*context);
     DropoutOp::attachInterface<DropoutRules>(*context);
     SyncOp::attachInterface<SyncRules>(*context);
+    ReduceReplicasOp::attachInterface<ReduceReplicasRules>(*context);
     FusedQKVOp::attachInterface<FusedQkvRules>(*context);
     LayerNormOp::attachInterface<LayerNormRules>(*context);
     SoftmaxOp::attachInterface<SoftmaxRules>(*context);

@@ -1,0 +1,220 @@
+"""Device grids on MPI ranks, run by test_grids.py under
+`mpirun.mpich -np W`: `python3 grid_on_ranks.py CHECK...`. Each data
+replica is called with its slice of one global batch; its parameters'
+gradients and its optimizer steps must equal one eager process's on the
+whole batch (the gradient of the global batch's mean loss). Prints
+"rank R: CHECK ok"."""
+
+import copy
+import sys
+
+import torch
+import torch.nn.functional as F
+
+import lamina
+from lamina.runtime.grid import Grid
+from test_gated_mlps import LlamaMLP
+from test_training import GPT2Block
+from training_on_ranks import MLP, inputs, llama_megatron, megatron, seeded
+
+TOL = dict(rtol=1e-5, atol=1e-5)
+RANK, WORLD = lamina.rank(), lamina.world_size()
+
+
+def replica_slice(batch, grid):
+    """This replica's rows of the global `batch` (axis 0)."""
+    rows = batch.shape[0] // grid.dp
+    return batch[grid.rank("dp") * rows:(grid.rank("dp") + 1) * rows]
+
+
+def tensor_block(full, local, grid):
+    """This rank's block of `full` on the tensor axis, matching `local`."""
+    for axis, (whole, part) in enumerate(zip(full.shape, local.shape)):
+        if whole != part:
+            assert whole == part * grid.tp, (full.shape, local.shape)
+            return full.narrow(axis, grid.rank("tp") * part, part)
+    return full
+
+
+def build_on_grid(model, sizes, example, schedule=None, **kwargs):
+    grid = Grid(**sizes)
+    sch = lamina.create_schedule(model, world_size=grid.tp,
+                                 example_inputs=(example,))
+    if schedule is not None:
+        schedule(sch)
+    return lamina.build(sch, (example,), grid=sizes, **kwargs), grid
+
+
+def assert_replica_gradients(make, sizes, schedule=None, shape=(8, 4, 32),
+                             scale=1.0, **kwargs):
+    """One backward of the mean squared error on this replica's slice: each
+    parameter's gradient (this rank's block on the tensor axis) equals
+    eager's on the global batch, times `scale`."""
+    model = seeded(make)
+    eager = copy.deepcopy(model)
+    batch, target = inputs(*shape, seed=1), inputs(*shape, seed=2)
+    grid = Grid(**sizes)
+    x = replica_slice(batch, grid)
+    compiled, grid = build_on_grid(model, sizes, x, schedule, **kwargs)
+    F.mse_loss(compiled(x), replica_slice(target, grid)).backward()
+    F.mse_loss(eager(batch), target).backward()
+    ours = dict(compiled.named_parameters())
+    for name, p in eager.named_parameters():
+        torch.testing.assert_close(
+            ours[name].grad, tensor_block(p.grad, ours[name], grid) * scale,
+            **TOL, msg=lambda m: f"{name}: {m}")
+    return compiled
+
+
+def assert_replica_steps(make, sizes, schedule=None, shape=(8, 4, 32),
+                         steps=5, compare_parameters=True):
+    """`steps` AdamW steps: each replica's loss on its slice equals the
+    eager model's (trained on the global batches) on that slice, and the
+    parameters stay equal (rtol 1e-4)."""
+    model = seeded(make)
+    eager = copy.deepcopy(model)
+    grid = Grid(**sizes)
+    batches = [inputs(*shape, seed=10 + i) for i in range(steps)]
+    targets = [inputs(*shape, seed=30 + i) for i in range(steps)]
+    compiled, grid = build_on_grid(model, sizes,
+                                   replica_slice(batches[0], grid), schedule)
+    ours = torch.optim.AdamW(compiled.parameters(), lr=1e-3)
+    theirs = torch.optim.AdamW(eager.parameters(), lr=1e-3)
+    for batch, target in zip(batches, targets):
+        x, t = replica_slice(batch, grid), replica_slice(target, grid)
+        ours.zero_grad()
+        theirs.zero_grad()
+        loss = F.mse_loss(compiled(x), t)
+        loss.backward()
+        F.mse_loss(eager(batch), target).backward()
+        with torch.no_grad():
+            expected = F.mse_loss(eager(x), t)
+        torch.testing.assert_close(loss.detach(), expected, rtol=1e-4, atol=0)
+        ours.step()
+        theirs.step()
+    if not compare_parameters:
+        return
+    own = dict(compiled.named_parameters())
+    for name, p in eager.named_parameters():
+        torch.testing.assert_close(own[name].detach(),
+                                   tensor_block(p.detach(), own[name], grid),
+                                   rtol=1e-4, atol=1e-6,
+                                   msg=lambda m: f"{name}: {m}")
+
+
+def mlp():
+    return MLP(p=0.0)
+
+
+def gpt_block():
+    block = GPT2Block()
+    with torch.no_grad():  # LayerNorms with non-trivial parameters
+        for ln in (block.ln_1, block.ln_2):
+            ln.weight.uniform_(0.5, 1.5)
+            ln.bias.uniform_(-0.5, 0.5)
+    return block
+
+
+def llama_mlp():
+    model = LlamaMLP(32, 64)
+    with torch.no_grad():
+        model.norm.weight.uniform_(0.5, 1.5)
+    return model
+
+
+def check_data_parallel_mlp():
+    assert_replica_gradients(mlp, {"dp": WORLD})
+    assert_replica_steps(mlp, {"dp": WORLD})
+
+
+def check_data_parallel_sum():
+    # Summed instead of averaged: D times the global batch's mean gradient.
+    assert_replica_gradients(mlp, {"dp": WORLD}, scale=WORLD,
+                             dp_gradients="sum")
+
+
+def check_data_parallel_gpt_block():
+    assert_replica_gradients(gpt_block, {"dp": WORLD})
+    # Losses only: the key bias's gradient is zero in exact arithmetic (the
+    # softmax ignores it), and Adam scales its rounding noise up to whole
+    # steps of either sign.
+    assert_replica_steps(gpt_block, {"dp": WORLD}, compare_parameters=False)
+
+
+def check_data_and_tensor_parallel_mlp():
+    sizes = {"dp": WORLD // 2, "tp": 2}
+    compiled = assert_replica_gradients(
+        mlp, sizes, lambda s: megatron(s, "fc_in", "fc_out"))
+    assert dict(compiled.named_parameters())["fc_in.weight"].shape == (32, 32)
+    assert_replica_steps(mlp, sizes, lambda s: megatron(s, "fc_in", "fc_out"))
+
+
+def check_data_and_tensor_parallel_llama_mlp():
+    sizes = {"dp": WORLD // 2, "tp": 2}
+    assert_replica_gradients(llama_mlp, sizes, llama_megatron)
+    assert_replica_steps(llama_mlp, sizes, llama_megatron)
+
+
+def check_data_and_tensor_parallel_gpt_block():
+    sizes = {"dp": WORLD // 2, "tp": 2}
+    assert_replica_gradients(gpt_block, sizes,
+                             lambda s: megatron(s, "mlp.fc1", "mlp.fc2"))
+
+
+def check_default_schedule_replayed_for_the_tensor_axis():
+    # A schedule left at the launched world's size compiles for the grid's
+    # tensor axis.
+    model = seeded(mlp)
+    eager = copy.deepcopy(model)
+    grid = Grid(dp=WORLD // 2, tp=2)
+    batch = inputs(8, 4, 32, seed=1)
+    x = replica_slice(batch, grid)
+    sch = lamina.create_schedule(model)
+    assert sch.world_size == WORLD
+    megatron(sch, "fc_in", "fc_out")
+    compiled = lamina.build(sch, (x,), grid=grid.sizes())
+    assert compiled.world_size == 2
+    compiled(x).square().mean().backward()
+    eager(batch).square().mean().backward()
+    own = dict(compiled.named_parameters())
+    for name, p in eager.named_parameters():
+        torch.testing.assert_close(own[name].grad,
+                                   tensor_block(p.grad, own[name], grid),
+                                   **TOL)
+
+
+def expect_error(call, *fragments):
+    try:
+        call()
+    except lamina.ScheduleError as error:
+        for fragment in fragments:
+            assert fragment in str(error), (fragment, str(error))
+    else:
+        raise AssertionError(f"no error naming {fragments}")
+
+
+def check_grid_errors():
+    model, x = mlp(), inputs(2, 4, 32)
+    sch = lamina.create_schedule(model, world_size=1)
+    expect_error(lambda: lamina.build(sch, (x,), grid={"dp": WORLD + 1}),
+                 f"dp={WORLD + 1} x pp=1 x tp=1 = {WORLD + 1} ranks",
+                 f"MPI world of {WORLD}")
+    expect_error(lambda: lamina.build(sch, (x,), grid={"data": WORLD}),
+                 "grid axes are 'dp', 'pp' and 'tp'", "'data'")
+    expect_error(lambda: lamina.build(sch, (x,), grid={"dp": 0}),
+                 "grid axis 'dp' must be a positive integer")
+    expect_error(lambda: lamina.build(sch, (x,), grid={"dp": WORLD},
+                                      dp_gradients="max"),
+                 "dp_gradients is 'mean' or 'sum'")
+    if WORLD == 2:
+        return  # (a schedule for 2 ranks is the launched world's: replayed)
+    two = lamina.create_schedule(model, world_size=2)
+    expect_error(lambda: lamina.build(two, (x,), grid={"dp": WORLD}),
+                 "the schedule is for 2 ranks but the grid's tensor axis has "
+                 "tp=1", "world_size=1")
+
+
+if __name__ == "__main__":
+    for check in sys.argv[1:]:
+        globals()[f"check_{check}"]()
+        print(f"rank {RANK}: {check} ok", flush=True)
