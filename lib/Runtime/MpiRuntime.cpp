@@ -12,6 +12,10 @@
 #include <cstring>
 #include <string>
 #include <vector>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
 
 #include "llvm/ADT/STLExtras.h"
 
@@ -245,23 +249,94 @@ void reduceScatter(int64_t r0, void *d0, int64_t r1, void *d1, int64_t axis) {
 // is final and completes before the backward returns
 //===----------------------------------------------------------------------===//
 
-/// The reductions over the data axis in flight; a handle is an index.
-std::vector<MPI_Request> pendingReductions;
+/// The reductions over the data axis in flight, and a thread that moves
+/// them on while the backward computes: MPICH advances non-blocking
+/// collectives only inside MPI calls, and the compiled backward makes none
+/// between a reduction's start and its wait. The thread tests the requests
+/// every kProgressInterval and sleeps in between, leaving the core to the
+/// computation; without MPI_THREAD_MULTIPLE, the starts alone move them on.
+class PendingReductions {
+public:
+  /// A handle for `request`.
+  int64_t add(MPI_Request request) {
+    std::lock_guard<std::mutex> lock(mutex);
+    requests.push_back(request);
+    ++open;
+    ++unwaited;
+    startThreadOnce();
+    progress.notify_one();
+    return int64_t(requests.size()) - 1;
+  }
+
+  /// Completes the request of `handle`.
+  void wait(int64_t handle) {
+    std::lock_guard<std::mutex> lock(mutex);
+    MPI_Request &request = requests[handle];
+    if (request != MPI_REQUEST_NULL) {
+      callMpi("MPI_Wait",
+              [&] { return MPI_Wait(&request, MPI_STATUS_IGNORE); });
+      --open;
+    }
+    if (--unwaited == 0)
+      requests.clear();
+  }
+
+  /// Tests every request in flight (the thread, or a start without it).
+  void testAll() {
+    for (MPI_Request &request : requests) {
+      if (request == MPI_REQUEST_NULL)
+        continue;
+      int done = 0;
+      check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test");
+      if (done)
+        --open;
+    }
+  }
+
+  /// testAll() when no thread does it.
+  void progressWithoutThread() {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (!threadStarted)
+      testAll();
+  }
+
+private:
+  static constexpr auto kProgressInterval = std::chrono::milliseconds(1);
+
+  void startThreadOnce() {
+    if (threadStarted || !mlir::lamina::mpi_world::threadsMayCall())
+      return;
+    threadStarted = true;
+    std::thread([this] {
+      std::unique_lock<std::mutex> lock(mutex);
+      for (;;) {
+        progress.wait(lock, [&] { return open > 0; });
+        testAll();
+        lock.unlock();
+        std::this_thread::sleep_for(kProgressInterval);
+        lock.lock();
+      }
+    }).detach();
+  }
+
+  std::mutex mutex;
+  std::condition_variable progress;
+  std::vector<MPI_Request> requests;
+  int64_t open = 0;     // requests not yet complete
+  int64_t unwaited = 0; // handles not yet waited for
+  bool threadStarted = false;
+};
+
+/// The process's reductions in flight (never destroyed: the thread may
+/// still wait on it at exit).
+PendingReductions &pendingReductions() {
+  static auto *pending = new PendingReductions;
+  return *pending;
+}
 
 /// Seconds spent waiting for them: the communication the backward's
 /// compute did not hide.
 double replicaWaitSeconds = 0;
-
-/// Lets the reductions in flight advance: MPICH moves non-blocking
-/// collectives on only inside MPI calls.
-void progressPendingReductions() {
-  for (MPI_Request &request : pendingReductions) {
-    if (request == MPI_REQUEST_NULL)
-      continue;
-    int done = 0;
-    check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test");
-  }
-}
 
 /// Starts summing `d0` over the data axis into `d1`; a handle for
 /// waitReplicaReduce, or -1 when it completed already (f16 and bf16 are
@@ -271,14 +346,13 @@ int64_t startReplicaReduce(int64_t r0, void *d0, int64_t r1, void *d1) {
   Buffer in(r0, d0, sizeof(typename T::Storage));
   Buffer out(r1, d1, sizeof(typename T::Storage));
   MPI_Comm replicas = communicator(MpiAxis::Data);
-  progressPendingReductions();
+  pendingReductions().progressWithoutThread();
   if constexpr (kNative<T>) {
     MPI_Request request = MPI_REQUEST_NULL;
     check(MPI_Iallreduce(in.data, out.data, int(in.numElements()), T::type(),
                          MPI_SUM, replicas, &request),
           "MPI_Iallreduce");
-    pendingReductions.push_back(request);
-    return int64_t(pendingReductions.size()) - 1;
+    return pendingReductions().add(request);
   } else {
     reduce<T>(in.data, out.data, in.numElements(), 0, MPI_SUM, replicas);
     return -1;
@@ -294,14 +368,8 @@ void waitReplicaReduce(int64_t handle, int64_t r0, void *d0, int64_t r1,
   Buffer out(r1, d1, sizeof(typename T::Storage));
   if (handle >= 0) {
     double start = MPI_Wtime();
-    callMpi("MPI_Wait", [&] {
-      return MPI_Wait(&pendingReductions[handle], MPI_STATUS_IGNORE);
-    });
+    pendingReductions().wait(handle);
     replicaWaitSeconds += MPI_Wtime() - start;
-    if (llvm::all_of(pendingReductions, [](MPI_Request request) {
-          return request == MPI_REQUEST_NULL;
-        }))
-      pendingReductions.clear();
   }
   if (!mean)
     return;

@@ -48,8 +48,10 @@ void mpi_world::ensureInitialized() {
   MPI_Initialized(&initialized);
   if (initialized)
     return;
+  // Threads: the progress thread of replica reductions calls MPI while
+  // the main thread does.
   int provided = 0;
-  MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
+  MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided);
   // Failures come back to the runtime's checks, which name a rank that
   // died, instead of ending the process inside MPI. (Communicators split
   // from the world inherit the handler.)
@@ -68,6 +70,13 @@ void mpi_world::ensureInitialized() {
           MPI_Finalize();
       },
       nullptr);
+}
+
+bool mpi_world::threadsMayCall() {
+  ensureInitialized();
+  int provided = MPI_THREAD_SINGLE;
+  MPI_Query_thread(&provided);
+  return provided == MPI_THREAD_MULTIPLE;
 }
 
 MPI_Comm mpi_world::communicator(MpiAxis axis) {

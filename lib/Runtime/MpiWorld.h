@@ -21,6 +21,9 @@ namespace mlir::lamina::mpi_world {
 /// finalises it at exit, unless the host initialised MPI itself.
 void ensureInitialized();
 
+/// Whether several threads may call MPI at once (MPI_THREAD_MULTIPLE).
+bool threadsMayCall();
+
 /// The communicator of `axis` in the grid in use (initialises MPI).
 MPI_Comm communicator(MpiAxis axis);
 

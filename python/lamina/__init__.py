@@ -25,7 +25,8 @@ those below it:
 4. :mod:`lamina.schedule` — :func:`create_schedule`, :class:`Schedule`:
    Slapo's primitives recorded as a ``transform.lamina`` script;
 5. :mod:`lamina.runtime` — :func:`build`, :func:`verify`, :func:`rank`,
-   :func:`world_size` (:mod:`lamina.runtime.build`), what makes a built
+   :func:`world_size` (:mod:`lamina.runtime.build`), device grids
+   (:class:`Grid`, :mod:`lamina.runtime.grid`), what makes a built
    model trainable (:mod:`lamina.training`), the dropout stream
    (:mod:`lamina.rng`, :func:`manual_seed`), GPU artefacts
    (:mod:`lamina.aot`);
@@ -42,6 +43,7 @@ from .importer import import_model
 from .schedule import Schedule, create_schedule
 from .runtime import aot, rng, training
 from .runtime.build import CompiledModule, build, rank, verify, world_size
+from .runtime.grid import Grid
 from .runtime.rng import initial_seed, manual_seed
 
 # The runtime's public modules keep their names: `import lamina.training`.
@@ -49,7 +51,7 @@ for _module in (aot, rng, training):
     sys.modules[f"{__name__}.{_module.__name__.rsplit('.', 1)[-1]}"] = _module
 
 __all__ = ["AllocationError", "CompileCacheWarning", "CompiledModule",
-           "InputError", "PreparedArguments", "Program",
+           "Grid", "InputError", "PreparedArguments", "Program",
            "Schedule", "ScheduleError", "UnsupportedOperationError", "aot",
            "build", "create_schedule", "import_model", "initial_seed", "lns",
            "lns_numpy", "manual_seed", "op", "philox", "rank", "rng", "tools",

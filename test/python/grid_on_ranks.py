@@ -12,7 +12,6 @@ import torch
 import torch.nn.functional as F
 
 import lamina
-from lamina.runtime.grid import Grid
 from test_gated_mlps import LlamaMLP
 from test_training import GPT2Block
 from training_on_ranks import MLP, inputs, llama_megatron, megatron, seeded
@@ -37,7 +36,8 @@ def tensor_block(full, local, grid):
 
 
 def build_on_grid(model, sizes, example, schedule=None, **kwargs):
-    grid = Grid(**sizes)
+    grid = lamina.Grid(**sizes)
+    # (A pipeline's stages are its own ranks: its schedule's size is 1.)
     sch = lamina.create_schedule(model, world_size=grid.tp,
                                  example_inputs=(example,))
     if schedule is not None:
@@ -53,7 +53,7 @@ def assert_replica_gradients(make, sizes, schedule=None, shape=(8, 4, 32),
     model = seeded(make)
     eager = copy.deepcopy(model)
     batch, target = inputs(*shape, seed=1), inputs(*shape, seed=2)
-    grid = Grid(**sizes)
+    grid = lamina.Grid(**sizes)
     x = replica_slice(batch, grid)
     compiled, grid = build_on_grid(model, sizes, x, schedule, **kwargs)
     F.mse_loss(compiled(x), replica_slice(target, grid)).backward()
@@ -73,7 +73,7 @@ def assert_replica_steps(make, sizes, schedule=None, shape=(8, 4, 32),
     parameters stay equal (rtol 1e-4)."""
     model = seeded(make)
     eager = copy.deepcopy(model)
-    grid = Grid(**sizes)
+    grid = lamina.Grid(**sizes)
     batches = [inputs(*shape, seed=10 + i) for i in range(steps)]
     targets = [inputs(*shape, seed=30 + i) for i in range(steps)]
     compiled, grid = build_on_grid(model, sizes,
@@ -161,12 +161,22 @@ def check_data_and_tensor_parallel_gpt_block():
                              lambda s: megatron(s, "mlp.fc1", "mlp.fc2"))
 
 
+def check_data_and_pipeline_parallel_mlp():
+    # Two stages on the pipeline axis, each replica's pipeline on its
+    # slice; every rank of a pipeline gets every gradient.
+    sizes = {"dp": WORLD // 2, "pp": 2}
+    cut = lambda s: s["fc_in"].cut_pipeline_stage()  # noqa: E731
+    compiled = assert_replica_gradients(mlp, sizes, cut)
+    assert compiled.world_size == 2
+    assert_replica_steps(mlp, sizes, cut)
+
+
 def check_default_schedule_replayed_for_the_tensor_axis():
     # A schedule left at the launched world's size compiles for the grid's
     # tensor axis.
     model = seeded(mlp)
     eager = copy.deepcopy(model)
-    grid = Grid(dp=WORLD // 2, tp=2)
+    grid = lamina.Grid(dp=WORLD // 2, tp=2)
     batch = inputs(8, 4, 32, seed=1)
     x = replica_slice(batch, grid)
     sch = lamina.create_schedule(model)

@@ -20,6 +20,7 @@ CHECKS = {
     4: ["grid_errors", "data_parallel_mlp", "data_and_tensor_parallel_mlp",
         "data_and_tensor_parallel_llama_mlp",
         "data_and_tensor_parallel_gpt_block",
+        "data_and_pipeline_parallel_mlp",
         "default_schedule_replayed_for_the_tensor_axis"],
 }
 

@@ -16,10 +16,10 @@ import pytest
 SCRIPT = pathlib.Path(__file__).with_name("rank_fault.py")
 
 
-def run_until_a_rank_dies(how, ranks):
+def run_until_a_rank_dies(how, ranks, mode=(), waited_in="MPI_Allreduce"):
     completed = subprocess.run(
-        ["mpirun.mpich", "-np", str(ranks), sys.executable, str(SCRIPT), how],
-        capture_output=True, text=True, timeout=120)
+        ["mpirun.mpich", "-np", str(ranks), sys.executable, str(SCRIPT), how,
+         *mode], capture_output=True, text=True, timeout=120)
     ended = time.time()
     output = completed.stdout + completed.stderr
     assert completed.returncode != 0, output
@@ -37,7 +37,7 @@ def run_until_a_rank_dies(how, ranks):
         assert (f"lamina MPI runtime: rank {rank} of {ranks}: rank {dead} "
                 f"(process {pid} on ") in completed.stderr, output
     reports = re.findall(r"rank \d+ of \d+: (rank \d+ \(process \d+) on .*\) "
-                         r"died while this rank waited in MPI_Allreduce",
+                         rf"died while this rank waited in {waited_in}",
                          completed.stderr)
     assert reports == [f"rank {dead} (process {pid}"] * dead, output
     return completed.stderr, dead, pid, output
@@ -66,3 +66,9 @@ def test_a_rank_exiting_with_a_failure_status_is_named():
     stderr, dead, pid, output = run_until_a_rank_dies("exit", 2)
     assert re.search(rf"lamina MPI runtime: rank {dead} of 2 \(process {pid} "
                      r"on .*\) exited with status 3\n", stderr), output
+
+
+def test_a_rank_dying_before_a_gradient_reduction_is_named():
+    # A device grid's data replicas wait for it on their data axis.
+    stderr, dead, _, output = run_until_a_rank_dies(
+        "kill", 2, ["data-parallel"], waited_in="MPI_Wait")

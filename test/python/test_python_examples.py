@@ -47,6 +47,16 @@ def test_train_mlp_on_two_ranks():
         assert f"rank {rank}: every step equals eager PyTorch" in out
 
 
+def test_train_on_a_grid_of_four_ranks():
+    out = run(["mpirun.mpich", "-np", "4", sys.executable, "train_grid.py"])
+    for rank in range(4):
+        assert f"rank {rank}: replica {rank // 2} of 2, tensor rank " \
+            f"{rank % 2} of 2" in out
+        assert f"rank {rank}, step 4: loss" in out
+        assert f"rank {rank}: every step equals eager PyTorch on the " \
+            "global batch" in out
+
+
 def test_slapo_schedule_trains_on_two_ranks():
     out = run(["mpirun.mpich", "-np", "2", sys.executable,
                "slapo_gpt_train.py"])

@@ -20,7 +20,7 @@ from ..schedule import Schedule
 from . import aot, state, training
 from .face import Face
 from .generation import Generation, model_max_length
-from .grid import Grid
+from .grid import Grid, activate as activate_grid
 from .progress import compiled, compiling, stage
 from .rng import next_dropout_key
 
@@ -557,6 +557,10 @@ def build(sch, example_inputs=None, target="cpu",
         raise ValueError("target='cuda' runs single-GPU programs; the "
                          f"schedule is for {sch.world_size} ranks")
     sch, sizes = _on_grid(sch, grid, dp_gradients, target)
+    if sizes is not None:
+        # Every rank builds: the world's split into the grid's axes is
+        # collective, so it happens here, not at a later call.
+        activate_grid(sizes)
     return CompiledModule(sch, example_inputs, pipeline, target, progress,
                           max_seq_len, sizes, dp_gradients == "mean")
 
