@@ -144,8 +144,8 @@ def ConvertShardToLaminaMPI : Pass<"convert-shard-to-lamina-mpi",
       the tensor-parallel axis);
     - `lamina.reduce_replicas` (a gradient's sum or mean over the
       data-parallel replicas) becomes `laminaMpiReplicaReduceStart_<type>`
-      where the op stands, which starts a non-blocking `MPI_Iallreduce` on
-      the data axis, and `laminaMpiReplicaReduceWait_<type>` right before
+      where the op stands, which starts a non-blocking `MPI_Iallreduce` (or,
+      with `to R`, `MPI_Ireduce` to replica R) on the data axis, and `laminaMpiReplicaReduceWait_<type>` right before
       the result's first use, which completes it (and divides by the number
       of replicas for a mean): the ops in between hide the communication;
     - `shard.grid` symbols are erased.

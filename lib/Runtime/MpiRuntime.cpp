@@ -338,32 +338,47 @@ PendingReductions &pendingReductions() {
 /// compute did not hide.
 double replicaWaitSeconds = 0;
 
-/// Starts summing `d0` over the data axis into `d1`; a handle for
-/// waitReplicaReduce, or -1 when it completed already (f16 and bf16 are
-/// summed in f32, at once).
+/// Starts summing `d0` over the data axis into `d1`, on every replica
+/// (`root` < 0) or on replica `root` only (the others' `d1` is zeros); a
+/// handle for waitReplicaReduce, or -1 when it completed already (f16 and
+/// bf16 are summed in f32, at once).
 template <typename T>
-int64_t startReplicaReduce(int64_t r0, void *d0, int64_t r1, void *d1) {
+int64_t startReplicaReduce(int64_t r0, void *d0, int64_t r1, void *d1,
+                           int64_t root) {
   Buffer in(r0, d0, sizeof(typename T::Storage));
   Buffer out(r1, d1, sizeof(typename T::Storage));
   MPI_Comm replicas = communicator(MpiAxis::Data);
   pendingReductions().progressWithoutThread();
+  bool receives = root < 0 || root == mlir::lamina::mpiAxisRank(MpiAxis::Data);
+  if (!receives)
+    std::memset(out.data, 0, out.numElements() * sizeof(typename T::Storage));
   if constexpr (kNative<T>) {
     MPI_Request request = MPI_REQUEST_NULL;
-    check(MPI_Iallreduce(in.data, out.data, int(in.numElements()), T::type(),
-                         MPI_SUM, replicas, &request),
-          "MPI_Iallreduce");
+    if (root < 0)
+      check(MPI_Iallreduce(in.data, out.data, int(in.numElements()),
+                           T::type(), MPI_SUM, replicas, &request),
+            "MPI_Iallreduce");
+    else
+      check(MPI_Ireduce(in.data, receives ? out.data : nullptr,
+                        int(in.numElements()), T::type(), MPI_SUM, int(root),
+                        replicas, &request),
+            "MPI_Ireduce");
     return pendingReductions().add(request);
   } else {
-    reduce<T>(in.data, out.data, in.numElements(), 0, MPI_SUM, replicas);
+    std::vector<typename T::Storage> sum(in.numElements());
+    reduce<T>(in.data, sum.data(), in.numElements(), 0, MPI_SUM, replicas);
+    if (receives)
+      std::memcpy(out.data, sum.data(), sum.size() * sizeof(sum[0]));
     return -1;
   }
 }
 
 /// Completes the reduction `handle` into `d1` (`d0`, its operand, is kept
-/// alive until here) and, with `mean`, divides by the number of replicas.
+/// alive until here) and, with `mean`, divides the sum by the number of
+/// replicas where it arrived (`root` as at the start).
 template <typename T>
 void waitReplicaReduce(int64_t handle, int64_t r0, void *d0, int64_t r1,
-                       void *d1, int64_t mean) {
+                       void *d1, int64_t root, int64_t mean) {
   (void)r0, (void)d0;
   Buffer out(r1, d1, sizeof(typename T::Storage));
   if (handle >= 0) {
@@ -371,7 +386,7 @@ void waitReplicaReduce(int64_t handle, int64_t r0, void *d0, int64_t r1,
     pendingReductions().wait(handle);
     replicaWaitSeconds += MPI_Wtime() - start;
   }
-  if (!mean)
+  if (!mean || (root >= 0 && root != mlir::lamina::mpiAxisRank(MpiAxis::Data)))
     return;
   auto replicas =
       static_cast<float>(mlir::lamina::mpiAxisSize(MpiAxis::Data));
@@ -416,14 +431,14 @@ LAMINA_MPI_DEFINE(i64, I64)
 #undef LAMINA_MPI_DEFINE
 
 #define LAMINA_MPI_DEFINE_REPLICAS(suffix, T)                                  \
-  int64_t laminaMpiReplicaReduceStart_##suffix(int64_t r0, void *d0,           \
-                                               int64_t r1, void *d1) {         \
-    return startReplicaReduce<T>(r0, d0, r1, d1);                              \
+  int64_t laminaMpiReplicaReduceStart_##suffix(                                \
+      int64_t r0, void *d0, int64_t r1, void *d1, int64_t root) {              \
+    return startReplicaReduce<T>(r0, d0, r1, d1, root);                        \
   }                                                                            \
   void laminaMpiReplicaReduceWait_##suffix(int64_t handle, int64_t r0,         \
                                            void *d0, int64_t r1, void *d1,     \
-                                           int64_t mean) {                     \
-    waitReplicaReduce<T>(handle, r0, d0, r1, d1, mean);                        \
+                                           int64_t root, int64_t mean) {       \
+    waitReplicaReduce<T>(handle, r0, d0, r1, d1, root, mean);                  \
   }
 LAMINA_MPI_DEFINE_REPLICAS(f32, F32)
 LAMINA_MPI_DEFINE_REPLICAS(f64, F64)
@@ -486,6 +501,22 @@ void mlir::lamina::mpiRecvBytes(void *data, int64_t bytes, int64_t source,
   callMpi("MPI_Recv", [&] {
     return MPI_Recv(data, int(bytes), MPI_BYTE, int(source), int(tag),
                     communicator(MpiAxis::Pipeline), MPI_STATUS_IGNORE);
+  });
+}
+
+void mlir::lamina::mpiAxisBroadcast(void *data, int64_t bytes, int64_t root,
+                                    MpiAxis axis) {
+  callMpi("MPI_Bcast", [&] {
+    return MPI_Bcast(data, int(bytes), MPI_BYTE, int(root),
+                     communicator(axis));
+  });
+}
+
+void mlir::lamina::mpiAxisReduce(double *data, int64_t count, MpiAxis axis,
+                                 bool maximum) {
+  callMpi("MPI_Allreduce", [&] {
+    return MPI_Allreduce(MPI_IN_PLACE, data, int(count), MPI_DOUBLE,
+                         maximum ? MPI_MAX : MPI_SUM, communicator(axis));
   });
 }
 

@@ -26,7 +26,8 @@ those below it:
    Slapo's primitives recorded as a ``transform.lamina`` script;
 5. :mod:`lamina.runtime` — :func:`build`, :func:`verify`, :func:`rank`,
    :func:`world_size` (:mod:`lamina.runtime.build`), device grids
-   (:class:`Grid`, :mod:`lamina.runtime.grid`), what makes a built
+   (:class:`Grid`, :mod:`lamina.runtime.grid`; ZeRO and global-norm
+   clipping over them, :mod:`lamina.optim`), what makes a built
    model trainable (:mod:`lamina.training`), the dropout stream
    (:mod:`lamina.rng`, :func:`manual_seed`), GPU artefacts
    (:mod:`lamina.aot`);
@@ -41,18 +42,18 @@ from .errors import (AllocationError, CompileCacheWarning, InputError,
 from . import lns, lns_numpy, op, philox, tools
 from .importer import import_model
 from .schedule import Schedule, create_schedule
-from .runtime import aot, rng, training
+from .runtime import aot, optim, rng, training
 from .runtime.build import CompiledModule, build, rank, verify, world_size
 from .runtime.grid import Grid
 from .runtime.rng import initial_seed, manual_seed
 
 # The runtime's public modules keep their names: `import lamina.training`.
-for _module in (aot, rng, training):
+for _module in (aot, optim, rng, training):
     sys.modules[f"{__name__}.{_module.__name__.rsplit('.', 1)[-1]}"] = _module
 
 __all__ = ["AllocationError", "CompileCacheWarning", "CompiledModule",
            "Grid", "InputError", "PreparedArguments", "Program",
            "Schedule", "ScheduleError", "UnsupportedOperationError", "aot",
            "build", "create_schedule", "import_model", "initial_seed", "lns",
-           "lns_numpy", "manual_seed", "op", "philox", "rank", "rng", "tools",
+           "lns_numpy", "manual_seed", "op", "optim", "philox", "rank", "rng", "tools",
            "training", "verify", "world_size"]

@@ -250,6 +250,18 @@ private:
 
 } // namespace
 
+/// The runtime's axis for a grid axis's name.
+static MpiAxis gridAxis(const std::string &name) {
+  if (name == "dp")
+    return MpiAxis::Data;
+  if (name == "pp")
+    return MpiAxis::Pipeline;
+  if (name == "tp")
+    return MpiAxis::Tensor;
+  throw py::value_error("grid axes are 'dp', 'pp' and 'tp'; got '" + name +
+                        "'");
+}
+
 PYBIND11_MODULE(_lamina, m) {
   m.doc() = "Lamina's compiler and runtime (C++), wrapped for the lamina "
             "package";
@@ -314,4 +326,28 @@ PYBIND11_MODULE(_lamina, m) {
         "run next (tp varies fastest); (0, 0, 0): no grid");
   m.def("replica_wait_seconds", &getMpiReplicaWaitSeconds,
         "seconds spent waiting for reductions over the data axis");
+  m.def(
+      "axis_broadcast",
+      [](py::array array, int64_t root, const std::string &axis) {
+        if (!(array.flags() & py::array::c_style) || !array.writeable())
+          throw py::value_error("axis_broadcast takes a writable "
+                                "C-contiguous array");
+        mpiAxisBroadcast(array.mutable_data(), array.nbytes(), root,
+                         gridAxis(axis));
+      },
+      py::arg("array"), py::arg("root"), py::arg("axis"),
+      "broadcast `array` in place from rank `root` of the grid axis `axis` "
+      "('dp', 'pp' or 'tp')");
+  m.def(
+      "axis_reduce",
+      [](py::array_t<double, py::array::c_style> array,
+         const std::string &axis, const std::string &op) {
+        if (op != "sum" && op != "max")
+          throw py::value_error("axis_reduce takes 'sum' or 'max'");
+        mpiAxisReduce(array.mutable_data(), array.size(), gridAxis(axis),
+                      op == "max");
+      },
+      py::arg("array"), py::arg("axis"), py::arg("op") = "sum",
+      "sum (or take the maximum of) a float64 array in place over the "
+      "ranks of the grid axis `axis`");
 }

@@ -193,6 +193,141 @@ def check_default_schedule_replayed_for_the_tensor_axis():
                                    **TOL)
 
 
+def state_bytes(optimizer):
+    """The bytes of the tensors in `optimizer`'s state."""
+    return sum(t.numel() * t.element_size() for state in
+               optimizer.state.values() for t in state.values()
+               if isinstance(t, torch.Tensor))
+
+
+def owns(zero, parameter):
+    return any(parameter is p for p in zero.owned_parameters())
+
+
+def zero_steps(stage, steps=4):
+    """ZeRO with AdamW on dp replicas of the Megatron MLP (tp 2 on 4 ranks):
+    losses, parameters and (consolidated) optimizer state equal one eager
+    process's AdamW on the global batches; this replica holds about 1/D of
+    the state; a restored checkpoint steps on identically."""
+    tp = 2 if WORLD == 4 else 1
+    sizes = {"dp": WORLD // tp, "tp": tp}
+    schedule = (lambda s: megatron(s, "fc_in", "fc_out")) if tp > 1 else None
+    model = seeded(mlp)
+    eager = copy.deepcopy(model)
+    grid = lamina.Grid(**sizes)
+    batches = [inputs(8, 4, 32, seed=10 + i) for i in range(steps + 2)]
+    targets = [inputs(8, 4, 32, seed=30 + i) for i in range(steps + 2)]
+    compiled, grid = build_on_grid(model, sizes,
+                                   replica_slice(batches[0], grid), schedule)
+    ours = lamina.optim.ZeroRedundancyOptimizer(
+        compiled.parameters(), optimizer_class=torch.optim.AdamW, lr=1e-3,
+        weight_decay=0.01, stage=stage)
+    theirs = torch.optim.AdamW(eager.parameters(), lr=1e-3,
+                               weight_decay=0.01)
+    own = dict(compiled.named_parameters())
+    names = {id(p): n for n, p in own.items()}
+
+    def step(batch, target, check=True):
+        x, t = replica_slice(batch, grid), replica_slice(target, grid)
+        ours.zero_grad()
+        theirs.zero_grad()
+        loss = F.mse_loss(compiled(x), t)
+        loss.backward()
+        F.mse_loss(eager(batch), target).backward()
+        for name, p in eager.named_parameters():
+            mine = own[name]
+            if stage == 2 and not owns(ours, mine):
+                assert mine.grad is None, name  # reduced to its owner
+            else:
+                torch.testing.assert_close(
+                    mine.grad, tensor_block(p.grad, mine, grid), **TOL)
+        ours.step()
+        theirs.step()
+        for name, p in eager.named_parameters():
+            torch.testing.assert_close(
+                own[name].detach(), tensor_block(p.detach(), own[name], grid),
+                rtol=1e-4, atol=1e-6, msg=lambda m: f"{name}: {m}")
+
+    for batch, target in zip(batches[:steps], targets):
+        step(batch, target)
+    # About 1/D of the state here: AdamW's two moments of the parameters
+    # this replica owns, every parameter owned once.
+    owned = ours.owned_parameters()
+    assert state_bytes(ours.optim) == 2 * sum(
+        p.numel() * p.element_size() for p in owned) + 4 * len(owned)
+    total = sum(p.numel() for p in compiled.parameters())
+    assert sum(p.numel() for p in owned) <= total // grid.dp + 64 * 32
+    # The whole state, gathered on each replica in turn, equals eager's.
+    for replica in range(grid.dp):
+        ours.consolidate_state_dict(to=replica)
+    full = ours.state_dict()
+    reference = theirs.state_dict()
+    order = [n for n, _ in compiled.named_parameters()]
+    for index, name in enumerate(order):
+        for key in ("exp_avg", "exp_avg_sq"):
+            expected = reference["state"][
+                [n for n, _ in eager.named_parameters()].index(name)][key]
+            torch.testing.assert_close(
+                full["state"][index][key],
+                tensor_block(expected, own[name], grid), rtol=1e-4, atol=1e-7)
+    # Restored into a fresh optimizer, training goes on identically.
+    ours = lamina.optim.ZeroRedundancyOptimizer(
+        compiled.parameters(), optimizer_class=torch.optim.AdamW, lr=0.5,
+        stage=stage)
+    ours.load_state_dict(full)
+    assert ours.param_groups[0]["lr"] == 1e-3
+    for batch, target in zip(batches[steps:], targets[steps:]):
+        step(batch, target)
+
+
+def check_zero_stage_1():
+    zero_steps(stage=1)
+
+
+def check_zero_stage_2():
+    zero_steps(stage=2)
+
+
+def check_global_norm_clipping():
+    # On DP x TP: the norm of the whole model's gradient, each element once
+    # (tensor blocks summed over the tensor axis), and the same scaling of
+    # every gradient as torch.nn.utils.clip_grad_norm_ on one process.
+    for stage in (None, 2):
+        tp = 2 if WORLD == 4 else 1
+        sizes = {"dp": WORLD // tp, "tp": tp}
+        schedule = (lambda s: megatron(s, "fc_in", "fc_out")) if tp > 1 \
+            else None
+        model = seeded(mlp)
+        eager = copy.deepcopy(model)
+        grid = lamina.Grid(**sizes)
+        batch = inputs(8, 4, 32, seed=1)
+        compiled, grid = build_on_grid(model, sizes,
+                                       replica_slice(batch, grid), schedule)
+        if stage:
+            zero = lamina.optim.ZeroRedundancyOptimizer(
+                compiled.parameters(), optimizer_class=torch.optim.SGD,
+                lr=0.1, stage=stage)
+        compiled(replica_slice(batch, grid)).square().mean().backward()
+        eager(batch).square().mean().backward()
+        for norm_type in (2.0, float("inf")):
+            expected = torch.nn.utils.clip_grad_norm_(
+                eager.parameters(), max_norm=1e9, norm_type=norm_type)
+            total = lamina.optim.clip_grad_norm_(
+                compiled.parameters(), max_norm=1e9, norm_type=norm_type)
+            torch.testing.assert_close(total, expected,
+                                       rtol=1e-5, atol=0)
+        expected = torch.nn.utils.clip_grad_norm_(eager.parameters(), 0.01)
+        lamina.optim.clip_grad_norm_(compiled.parameters(), 0.01)
+        own = dict(compiled.named_parameters())
+        for name, p in eager.named_parameters():
+            if own[name].grad is None:
+                assert stage == 2 and not owns(zero, own[name])
+                continue
+            torch.testing.assert_close(own[name].grad,
+                                       tensor_block(p.grad, own[name], grid),
+                                       **TOL)
+
+
 def expect_error(call, *fragments):
     try:
         call()

@@ -336,19 +336,25 @@ def Lamina_ReduceReplicasOp
     The sum of the operand over the ranks of the device grid's data axis
     (`mean`: divided by their number), each replica holding its own value
     of the same shape: a parameter's gradient of the replica's batch
-    becomes the gradient of the global batch. The layout on the tensor
+    becomes the gradient of the global batch. With `to R`, the sum arrives
+    on replica R only (ZeRO stage 2: the replica that owns the parameter's
+    optimizer state); the others' result is zeros. The layout on the tensor
     axis is the operand's. Lowered to a non-blocking reduction that starts
     where the op stands and completes before the result's first use, so
     that the computation in between hides it (convert-shard-to-lamina-mpi).
 
     ```mlir
     %g = lamina.reduce_replicas %dw mean : tensor<64x32xf32>
+    %h = lamina.reduce_replicas %db mean to 1 : tensor<32xf32>
     ```
   }];
   let arguments = (ins RankedTensorOf<[F32, F64, F16, BF16]>:$input,
-                   UnitAttr:$mean);
+                   UnitAttr:$mean,
+                   OptionalAttr<ConfinedAttr<I64Attr, [IntNonNegative]>>:$root);
   let results = (outs RankedTensorOf<[F32, F64, F16, BF16]>:$result);
-  let assemblyFormat = "$input (`mean` $mean^)? attr-dict `:` type($input)";
+  let assemblyFormat = [{
+    $input (`mean` $mean^)? (`to` $root^)? attr-dict `:` type($input)
+  }];
 }
 
 def Lamina_SoftmaxOp : Lamina_Op<"softmax", [SameOperandsAndResultType]> {

@@ -109,7 +109,9 @@ def LaminaReduceReplicaGradients
     the rest of the backward. `mean` (the default) divides by the number of
     replicas, as DistributedDataParallel does: each replica's gradient of
     its batch's mean loss becomes the gradient of the global batch's mean
-    loss. A result that is not a float tensor is an error.
+    loss. With `roots`, each sum goes to the replica named for its result
+    only (the owner of the parameter's optimizer state under ZeRO stage 2).
+    A result that is not a float tensor is an error.
 
     ```mlir
     %dw = lamina.matmul "fc" %dyT, %x : ...
@@ -123,6 +125,9 @@ def LaminaReduceReplicaGradients
            "the function whose results are reduced">,
     ListOption<"results", "results", "int64_t",
                "the results to reduce (indices)">,
+    ListOption<"roots", "roots", "int64_t",
+               "per result, the replica the sum goes to (ZeRO stage 2), or "
+               "-1 for every replica; empty: every replica for all">,
     Option<"mean", "mean", "bool", /*default=*/"true",
            "divide the sums by the number of replicas">,
     Option<"overlap", "overlap", "bool", /*default=*/"true",

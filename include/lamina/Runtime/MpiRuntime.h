@@ -34,13 +34,15 @@ LAMINA_MPI_DECLARE(i64)
 #undef LAMINA_MPI_DECLARE
 
 // Sums over the data-parallel axis, started and completed apart
-// (lamina.reduce_replicas): Start returns a handle for Wait, which divides
-// by the number of replicas when `mean` is set.
+// (lamina.reduce_replicas): Start returns a handle for Wait; the sum
+// arrives on every replica (root < 0) or on replica `root` alone (the
+// others get zeros); Wait divides it by the number of replicas when `mean`
+// is set.
 #define LAMINA_MPI_DECLARE_REPLICAS(suffix)                                    \
   int64_t laminaMpiReplicaReduceStart_##suffix(int64_t, void *, int64_t,       \
-                                               void *);                        \
+                                               void *, int64_t);               \
   void laminaMpiReplicaReduceWait_##suffix(int64_t, int64_t, void *, int64_t,  \
-                                           void *, int64_t);
+                                           void *, int64_t, int64_t);
 LAMINA_MPI_DECLARE_REPLICAS(f32)
 LAMINA_MPI_DECLARE_REPLICAS(f64)
 LAMINA_MPI_DECLARE_REPLICAS(f16)
@@ -75,6 +77,15 @@ void mpiUseGrid(int64_t data, int64_t pipeline, int64_t tensor);
 /// This process's rank on `axis` of the grid in use, and the axis's size.
 int64_t mpiAxisRank(MpiAxis axis);
 int64_t mpiAxisSize(MpiAxis axis);
+
+/// Broadcasts `bytes` at `data` from rank `root` of `axis` to its other
+/// ranks (the host's own transfers: ZeRO's updated parameters).
+void mpiAxisBroadcast(void *data, int64_t bytes, int64_t root, MpiAxis axis);
+
+/// Sums (or, with `maximum`, takes the maximum of) `count` doubles at
+/// `data` over the ranks of `axis`, in place (the host's own reductions:
+/// gradient norms).
+void mpiAxisReduce(double *data, int64_t count, MpiAxis axis, bool maximum);
 
 /// This process's rank in the MPI world, and the world's size.
 int64_t mpiWorldRank();

@@ -139,9 +139,11 @@ static LogicalResult lowerReduceReplicas(ReduceReplicasOp op,
   OpBuilder b(op);
   Value result = runtime.allocate(b, loc, type);
   Value unrankedResult = runtime.unranked(b, loc, result);
+  Value root = arith::ConstantIntOp::create(
+      b, loc, op.getRoot() ? int64_t(*op.getRoot()) : -1, 64);
   Value handle = runtime.call(
       b, loc, ("laminaMpiReplicaReduceStart_" + suffix).str(),
-      {runtime.readBuffer(b, loc, op.getInput()), unrankedResult},
+      {runtime.readBuffer(b, loc, op.getInput()), unrankedResult, root},
       b.getI64Type());
   Block *block = op->getBlock();
   Operation *firstUse = block->getTerminator();
@@ -152,7 +154,7 @@ static LogicalResult lowerReduceReplicas(ReduceReplicasOp op,
   b.setInsertionPoint(firstUse);
   runtime.call(b, loc, ("laminaMpiReplicaReduceWait_" + suffix).str(),
                {handle, runtime.readBuffer(b, loc, op.getInput()),
-                unrankedResult,
+                unrankedResult, root,
                 arith::ConstantIntOp::create(b, loc, op.getMean() ? 1 : 0,
                                              64)});
   op.getResult().replaceAllUsesWith(

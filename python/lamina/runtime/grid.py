@@ -83,6 +83,11 @@ class Grid:
 _in_use = None
 
 
+def in_use():
+    """The Grid in use (None: none)."""
+    return _in_use
+
+
 def activate(grid):
     """Puts `grid` (a Grid, or None) in use for the programs run next: the
     MPI runtime splits the world's communicators once per grid shape."""

@@ -30,6 +30,7 @@ from ..lns.graph import accumulate
 from ..lns.layers import LNSModule, register_lns_codes
 from ..lns.tensor import lnstensor
 from . import grid, progress
+from .optim import OWNER
 from .face import Face
 
 
@@ -348,13 +349,16 @@ def generate_backward(scheduled, entry, constants=()):
                             f"{str(error).strip()}") from None
 
 
-def reduce_replica_gradients(module, backward, results, mean):
+def reduce_replica_gradients(module, backward, results, mean, roots=()):
     """`module` with the `results` of `backward` (parameter gradients)
     reduced over the data-parallel replicas (lamina-reduce-replica-gradients),
-    each reduction starting as its gradient is final."""
+    each reduction starting as its gradient is final; `roots`: per result,
+    the replica it goes to (-1: every replica)."""
     options = (f"function={backward} results={','.join(map(str, results))} "
                f"mean={str(mean).lower()} "
                f"overlap={str(grid.overlaps()).lower()}")
+    if roots:
+        options += f" roots={','.join(map(str, roots))}"
     try:
         return module.transform(
             pipeline=f"lamina-reduce-replica-gradients{{{options}}}")
@@ -368,8 +372,9 @@ class TrainingPair:
     """`@f_forward` and `@f_backward` of the scheduled program, compiled;
     `constants`: the argument indices that get no gradient (tensors that
     do not require one), for which the backward computes nothing.
-    `replicas`: None, or (number of inputs, mean) on a grid with a data
-    axis, whose backward reduces the parameters' gradients over it."""
+    `replicas`: None, or (number of inputs, mean, owners) on a grid with a
+    data axis, whose backward reduces the parameters' gradients over it
+    (to every replica, or per parameter argument to its owner)."""
 
     def __init__(self, scheduled, entry, pipeline, constants=(),
                  replicas=None):
@@ -381,13 +386,17 @@ class TrainingPair:
         except ValueError as error:
             raise ScheduleError(str(error)) from None
         if replicas is not None:
-            num_inputs, mean = replicas
+            num_inputs, mean, owners = replicas
             parameters = [index for index, argument in
                           enumerate(info["gradients"])
-                          if argument >= num_inputs]
+                          if num_inputs <= argument < num_inputs +
+                          len(owners)]
+            roots = [owners[info["gradients"][index] - num_inputs]
+                     for index in parameters]
             if parameters:
                 module = reduce_replica_gradients(
-                    module, info["backward"], parameters, mean)
+                    module, info["backward"], parameters, mean,
+                    roots if any(r >= 0 for r in roots) else ())
         self.module = module
         self.saved = info["saved"]
         self.gradients = info["gradients"]
@@ -503,21 +512,36 @@ class ProgramCall:
         return tuple(i for i, t in enumerate(tensors)
                      if not (isinstance(t, torch.Tensor) and t.requires_grad))
 
+    def _reduced_here(self, parameter):
+        """Whether `parameter`'s reduced gradient arrives on this replica
+        (everywhere, unless a ZeRO stage-2 optimizer owns it elsewhere)."""
+        owner = getattr(parameter, OWNER, -1)
+        return owner < 0 or self.grid is None or \
+            owner == self.grid.rank("dp")
+
+    def _replica_owners(self):
+        """Per parameter argument, the data replica its gradient is reduced
+        to (a ZeRO stage-2 optimizer's owner), or -1 for every replica."""
+        return tuple(getattr(p, OWNER, -1) for p in self.parameters)
+
     def pair(self, constants=()):
         """The compiled forward / backward pair for the arguments held
-        `constants` (compiled on first use, at most once per set; a program
-        the pass rejects raises the same ScheduleError each time)."""
-        if constants not in self._pairs:
+        `constants` (compiled on first use, at most once per set and set of
+        gradient owners; a program the pass rejects raises the same
+        ScheduleError each time)."""
+        data_parallel = self.grid is not None and self.grid.dp > 1
+        owners = self._replica_owners() if data_parallel else ()
+        key = (constants, owners)
+        if key not in self._pairs:
             try:
-                replicas = ((self.imported.num_inputs, self.replica_mean)
-                            if self.grid is not None and self.grid.dp > 1
-                            else None)
-                self._pairs[constants] = TrainingPair(
+                replicas = ((self.imported.num_inputs, self.replica_mean,
+                             owners) if data_parallel else None)
+                self._pairs[key] = TrainingPair(
                     self.scheduled, self.imported.entry, self.pipeline,
                     constants, replicas)
             except ScheduleError as error:
-                self._pairs[constants] = str(error)
-        pair = self._pairs[constants]
+                self._pairs[key] = str(error)
+        pair = self._pairs[key]
         if isinstance(pair, str):
             raise ScheduleError(pair)
         return pair
@@ -589,6 +613,9 @@ class ProgramCall:
                 continue
             if not ctx.needs_input_grad[1 + slot]:
                 continue
+            if slot >= ctx.num_inputs and not self._reduced_here(
+                    self.distinct[slot - ctx.num_inputs]):
+                continue  # ZeRO stage 2: reduced to its owner only
             if slot >= ctx.num_inputs and getattr(
                     self.distinct[slot - ctx.num_inputs], "_lns_base", None):
                 # LNS codes: added to earlier calls' in LNS, as lamina.lns

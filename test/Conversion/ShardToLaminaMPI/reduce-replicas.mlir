@@ -1,8 +1,8 @@
 // RUN: lamina-opt %s --convert-shard-to-lamina-mpi | FileCheck %s
 
-// CHECK-DAG: func.func private @laminaMpiReplicaReduceStart_f32(memref<*xf32>, memref<*xf32>) -> i64
-// CHECK-DAG: func.func private @laminaMpiReplicaReduceWait_f32(i64, memref<*xf32>, memref<*xf32>, i64)
-// CHECK-DAG: func.func private @laminaMpiReplicaReduceStart_bf16(memref<*xbf16>, memref<*xbf16>) -> i64
+// CHECK-DAG: func.func private @laminaMpiReplicaReduceStart_f32(memref<*xf32>, memref<*xf32>, i64) -> i64
+// CHECK-DAG: func.func private @laminaMpiReplicaReduceWait_f32(i64, memref<*xf32>, memref<*xf32>, i64, i64)
+// CHECK-DAG: func.func private @laminaMpiReplicaReduceStart_bf16(memref<*xbf16>, memref<*xbf16>, i64) -> i64
 
 // The reduction starts where the op stands; the work before the result's
 // first use (the exp) overlaps it; the wait reads the operand's buffer
@@ -11,14 +11,15 @@
 // CHECK-SAME: (%[[G:.+]]: tensor<8xf32>, %[[X:.+]]: tensor<8xf32>)
 // CHECK: %[[OUT:.+]] = memref.alloc() : memref<8xf32>
 // CHECK: %[[OUTU:.+]] = memref.cast %[[OUT]] : memref<8xf32> to memref<*xf32>
+// CHECK: %[[EVERY:.+]] = arith.constant -1 : i64
 // CHECK: %[[IN:.+]] = bufferization.to_buffer %[[G]] read_only
 // CHECK: %[[INU:.+]] = memref.cast %[[IN]]
-// CHECK: %[[H:.+]] = call @laminaMpiReplicaReduceStart_f32(%[[INU]], %[[OUTU]]) : (memref<*xf32>, memref<*xf32>) -> i64
+// CHECK: %[[H:.+]] = call @laminaMpiReplicaReduceStart_f32(%[[INU]], %[[OUTU]], %[[EVERY]]) : (memref<*xf32>, memref<*xf32>, i64) -> i64
 // CHECK: %[[E:.+]] = math.exp %[[X]]
 // CHECK: %[[AGAIN:.+]] = bufferization.to_buffer %[[G]] read_only
 // CHECK: %[[AGAINU:.+]] = memref.cast %[[AGAIN]]
 // CHECK: %[[MEAN:.+]] = arith.constant 1 : i64
-// CHECK: call @laminaMpiReplicaReduceWait_f32(%[[H]], %[[AGAINU]], %[[OUTU]], %[[MEAN]])
+// CHECK: call @laminaMpiReplicaReduceWait_f32(%[[H]], %[[AGAINU]], %[[OUTU]], %[[EVERY]], %[[MEAN]])
 // CHECK: %[[R:.+]] = bufferization.to_tensor %[[OUT]] restrict writable
 // CHECK: %[[S:.+]] = arith.addf %[[R]], %[[E]]
 // CHECK: return %[[S]], %[[R]]
@@ -29,14 +30,16 @@ func.func @overlapped(%g: tensor<8xf32>, %x: tensor<8xf32>) -> (tensor<8xf32>, t
   return %s, %r : tensor<8xf32>, tensor<8xf32>
 }
 
-// A sum (no mean) of bf16 gradients, waited for at the return.
+// A sum (no mean) of bf16 gradients to replica 1 (ZeRO stage 2), waited
+// for at the return.
 // CHECK-LABEL: func.func @sum_at_return
-// CHECK: call @laminaMpiReplicaReduceStart_bf16
+// CHECK: %[[ROOT:.+]] = arith.constant 1 : i64
+// CHECK: call @laminaMpiReplicaReduceStart_bf16(%{{.+}}, %{{.+}}, %[[ROOT]])
 // CHECK: %[[SUM:.+]] = arith.constant 0 : i64
-// CHECK: call @laminaMpiReplicaReduceWait_bf16(%{{.+}}, %{{.+}}, %{{.+}}, %[[SUM]])
+// CHECK: call @laminaMpiReplicaReduceWait_bf16(%{{.+}}, %{{.+}}, %{{.+}}, %[[ROOT]], %[[SUM]])
 // CHECK-NEXT: %[[R:.+]] = bufferization.to_tensor
 // CHECK-NEXT: return %[[R]]
 func.func @sum_at_return(%g: tensor<2x4xbf16>) -> tensor<2x4xbf16> {
-  %r = lamina.reduce_replicas %g : tensor<2x4xbf16>
+  %r = lamina.reduce_replicas %g to 1 : tensor<2x4xbf16>
   return %r : tensor<2x4xbf16>
 }

@@ -716,3 +716,11 @@ func.func @reduce_replicas_of_integers(%x: tensor<4xi64>) -> tensor<4xi64> {
   %0 = lamina.reduce_replicas %x : tensor<4xi64>
   return %0 : tensor<4xi64>
 }
+
+// -----
+
+func.func @reduce_replicas_to_a_negative_replica(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'lamina.reduce_replicas' op attribute 'root' failed to satisfy constraint: 64-bit signless integer attribute whose value is non-negative}}
+  %0 = lamina.reduce_replicas %x to -1 : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}

@@ -19,3 +19,4 @@ func.func @f_backward(%x: tensor<4xf32>) -> tensor<4xf32> {
 module {
   func.func private @f_backward(tensor<4xf32>) -> tensor<4xf32>
 }
+

@@ -1,6 +1,7 @@
 // RUN: lamina-opt %s --lamina-reduce-replica-gradients="function=f_backward results=1,2" | FileCheck %s
 // RUN: lamina-opt %s --lamina-reduce-replica-gradients="function=f_backward results=1 mean=false overlap=false" | FileCheck %s --check-prefix=END
 // RUN: lamina-opt %s --lamina-reduce-replica-gradients="function=f_backward results=1,2" --lamina-partition | FileCheck %s --check-prefix=PART
+// RUN: lamina-opt %s --lamina-reduce-replica-gradients="function=f_backward results=1,2 roots=1,0" | FileCheck %s --check-prefix=ROOTS
 
 // The weight's gradient is reduced right after its matmul, before the
 // input's gradient is computed; a value returned twice is reduced once.
@@ -25,6 +26,13 @@
 // PART-SAME: -> (tensor<4x8xf32>, tensor<8x8xf32> {lamina.layout = #lamina.layout<S(0)>}, tensor<8x8xf32> {lamina.layout = #lamina.layout<S(0)>})
 // PART: %[[DW:.+]] = lamina.matmul "fc" %arg0, %arg1 : (tensor<8x4xf32>, tensor<8x4xf32>) -> tensor<8x8xf32>
 // PART-NEXT: lamina.reduce_replicas %[[DW]] mean : tensor<8x8xf32>
+// ZeRO stage 2: each sum goes to its owner; one value for two owners is
+// reduced twice.
+// ROOTS-LABEL: func.func @f_backward
+// ROOTS: %[[DW:.+]] = lamina.matmul "fc" %arg0, %arg1
+// ROOTS-NEXT: %[[R0:.+]] = lamina.reduce_replicas %[[DW]] mean to 0 : tensor<16x8xf32>
+// ROOTS-NEXT: %[[R1:.+]] = lamina.reduce_replicas %[[DW]] mean to 1 : tensor<16x8xf32>
+// ROOTS: return %{{.+}}, %[[R1]], %[[R0]]
 module attributes {lamina.world_size = 2 : i64} {
   func.func @f_backward(%dyT: tensor<16x4xf32> {lamina.layout = #lamina.layout<S(0)>},
                         %xT: tensor<8x4xf32>,

@@ -31,9 +31,16 @@ struct LaminaReduceReplicaGradientsPass
       return signalPassFailure();
     }
     Operation *terminator = function.getBody().back().getTerminator();
-    // One reduction per value, however many results return it.
-    DenseMap<Value, Value> reduced;
-    for (int64_t index : results) {
+    if (!roots.empty() && roots.size() != results.size()) {
+      function.emitError("lamina-reduce-replica-gradients takes one root per "
+                         "result (")
+          << results.size() << " results, " << roots.size() << " roots)";
+      return signalPassFailure();
+    }
+    // One reduction per value and root, however many results return it.
+    DenseMap<std::pair<Value, int64_t>, Value> reduced;
+    for (auto [position, index] : llvm::enumerate(results)) {
+      int64_t root = roots.empty() ? -1 : roots[position];
       if (index < 0 || index >= int64_t(terminator->getNumOperands())) {
         function.emitError("has no result ")
             << index << " to reduce over replicas";
@@ -48,7 +55,7 @@ struct LaminaReduceReplicaGradientsPass
                "gradient's sum is an LNS addition)";
         return signalPassFailure();
       }
-      Value &sum = reduced[gradient];
+      Value &sum = reduced[{gradient, root}];
       if (!sum) {
         OpBuilder b(function.getContext());
         if (!overlap)
@@ -57,7 +64,9 @@ struct LaminaReduceReplicaGradientsPass
           b.setInsertionPointAfter(producer);
         else
           b.setInsertionPointToStart(&function.getBody().front());
-        sum = ReduceReplicasOp::create(b, gradient.getLoc(), gradient, mean);
+        sum = ReduceReplicasOp::create(
+            b, gradient.getLoc(), gradient, mean,
+            root < 0 ? IntegerAttr() : b.getI64IntegerAttr(root));
       }
       terminator->setOperand(index, sum);
     }
