@@ -13,13 +13,11 @@ from ..errors import ScheduleError
 from ..runtime import build as native_build
 from ..runtime import rng, training
 from .block_init import BlockInit, WholeTensorNeeded, block_indices
+from .framework_dialect.deepspeed import engine as deepspeed_engine
 from .layers import layer_tensor
 from .schedule import Schedule
 
 # The module (lamina.build the attribute is its function).
-
-_FRAMEWORKS = ("deepspeed", "megatron")
-
 
 @contextlib.contextmanager
 def init_empty_weights(enable=True):
@@ -203,20 +201,32 @@ def build(sch, target=None, init_weights=True, example_inputs=None,
     (compiled at its first call, or for `example_inputs`, and again per
     input shape) with this rank's parameter blocks and autograd; the
     optimizer is None (target=None), as Slapo's build without a framework
-    dialect returns."""
+    dialect returns.
+
+    target="deepspeed" (with `config`, DeepSpeed's configuration, and
+    optionally `topology` and `loss_fn`): the model on the device grid the
+    topology names, returned as an engine with DeepSpeed's training methods
+    and the optimizer the configuration names
+    (framework_dialect/deepspeed/engine.py, docs/grids.md)."""
     if not isinstance(sch, Schedule):
         raise ScheduleError("build takes a schedule (slapo.create_schedule)")
     if sch.parent is not None:
         raise ScheduleError("build takes the top schedule")
-    if target in _FRAMEWORKS:
-        raise ScheduleError(f"build(target={target!r}): Lamina runs the "
-                            "model itself; the DeepSpeed and Megatron "
-                            "engines are not available")
-    if target not in (None, "cpu", "cuda"):
+    if target == "megatron":
+        raise ScheduleError("build(target='megatron'): Lamina runs the model "
+                            "itself; Megatron's engine is not available "
+                            "(target='deepspeed' takes DeepSpeed's topology "
+                            "and configuration)")
+    if target not in (None, "cpu", "cuda", "deepspeed"):
         raise ScheduleError(f"build: unknown target {target!r}")
-    unknown = set(kwargs) - {"pipeline"}
+    allowed = {"pipeline"} | ({"topology", "config", "loss_fn"}
+                              if target == "deepspeed" else set())
+    unknown = set(kwargs) - allowed
     if unknown:
         raise ScheduleError(f"build got unknown arguments {sorted(unknown)}")
+    if target == "deepspeed" and "config" not in kwargs:
+        raise ScheduleError("build(target='deepspeed') takes DeepSpeed's "
+                            "configuration: config={...}")
     for path, why in sch.metadata.untraced_cuts.items():
         raise ScheduleError(f"cut_pipeline_stage on '{path}': Lamina finds "
                             "the layers that end the stage by tracing the "
@@ -232,8 +242,18 @@ def build(sch, target=None, init_weights=True, example_inputs=None,
     native = sch.lamina_schedule
     if example_inputs is None and native.example_inputs is not None:
         example_inputs = native.example_inputs
+    sizes = config = None
+    if target == "deepspeed":
+        sizes = deepspeed_engine.grid_of(kwargs.get("topology"),
+                                         _lamina.world_size(),
+                                         sch.world_size)
+        config = deepspeed_engine.Config(kwargs["config"], sizes.get("dp", 1))
     compiled = native_build.build(
-        native, example_inputs, target=target or "cpu",
-        pipeline=kwargs.get("pipeline", "lamina-cpu-pipeline"))
+        native, example_inputs,
+        target="cpu" if target == "deepspeed" else target or "cpu",
+        pipeline=kwargs.get("pipeline", "lamina-cpu-pipeline"), grid=sizes)
     _register_blocks(compiled, sch, blocks)
+    if target == "deepspeed":
+        return deepspeed_engine.make_engine(compiled, compiled.grid, config,
+                                            kwargs.get("loss_fn"))
     return compiled, None

@@ -119,7 +119,9 @@ def test_meta_weights_without_initialiser_are_rejected():
 
 def test_build_rejections():
     sch = slapo.create_schedule(MLP())
-    with pytest.raises(ScheduleError, match="DeepSpeed and Megatron"):
+    with pytest.raises(ScheduleError, match="Megatron's engine"):
+        slapo.build(sch, target="megatron")
+    with pytest.raises(ScheduleError, match="DeepSpeed's configuration"):
         slapo.build(sch, target="deepspeed")
     with pytest.raises(ScheduleError, match="unknown target"):
         slapo.build(sch, target="tpu")

@@ -1,5 +1,6 @@
-"""DeepSpeed's side of a pipeline partition."""
+"""DeepSpeed's side of Slapo: a pipeline partition's tied weights, and the
+engine build(target="deepspeed") returns."""
 
-from . import pipeline
+from . import engine, pipeline
 
-__all__ = ["pipeline"]
+__all__ = ["engine", "pipeline"]
