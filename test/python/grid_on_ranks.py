@@ -436,6 +436,11 @@ def check_grid_errors():
     expect_error(lambda: lamina.build(sch, (x,), grid={"dp": WORLD},
                                       dp_gradients="max"),
                  "dp_gradients is 'mean' or 'sum'")
+    sharded = lamina.create_schedule(model)
+    megatron(sharded, "fc_in", "fc_out")
+    expect_error(lambda: lamina.build(sharded, (x,), grid={"dp": WORLD}),
+                 "the schedule shards or syncs values over ranks, but the "
+                 "grid's tensor axis has tp=1")
     if WORLD == 2:
         return  # (a schedule for 2 ranks is the launched world's: replayed)
     two = lamina.create_schedule(model, world_size=2)

@@ -3,6 +3,7 @@ ranks."""
 
 import contextlib
 import pathlib
+import re
 import subprocess
 import tempfile
 
@@ -505,6 +506,12 @@ def _on_grid(sch, grid_sizes, dp_gradients, target):
                             f"{dp_gradients!r}")
     if target != "cpu":
         raise ScheduleError("device grids run on target='cpu'")
+    if sizes.tp == 1 and re.search(r"transform\.lamina\.(shard|sync) ",
+                                   sch.transform_script()):
+        raise ScheduleError(
+            f"the schedule shards or syncs values over ranks, but the grid's "
+            f"tensor axis has tp=1 (dp={sizes.dp}, pp={sizes.pp}): give the "
+            f"tensor axis the schedule's ranks, or leave shard and sync out")
     if sch.world_size != sizes.tp:
         if sch.world_size != world_size():
             raise ScheduleError(
