@@ -739,10 +739,29 @@ JitProgram::update(PreparedArguments &prepared,
   return repack ? pack(prepared) : llvm::Error::success();
 }
 
+llvm::Expected<std::vector<std::optional<HostTensor>>>
+JitProgram::runStage(const PreparedArguments &args) {
+  if (!args.stageArguments.empty())
+    return runPipeline(args, /*stageLocal=*/true);
+  llvm::Expected<std::vector<HostTensor>> outputs = run(args);
+  if (!outputs)
+    return outputs.takeError();
+  return std::vector<std::optional<HostTensor>>(
+      std::make_move_iterator(outputs->begin()),
+      std::make_move_iterator(outputs->end()));
+}
+
 llvm::Expected<std::vector<HostTensor>>
 JitProgram::run(const PreparedArguments &args) {
-  if (!args.stageArguments.empty())
-    return runPipeline(args);
+  if (!args.stageArguments.empty()) {
+    auto results = runPipeline(args, /*stageLocal=*/false);
+    if (!results)
+      return results.takeError();
+    std::vector<HostTensor> whole;
+    for (std::optional<HostTensor> &result : *results)
+      whole.push_back(std::move(*result));
+    return whole;
+  }
   // The program writes every element of its results.
   std::vector<HostTensor> outputs;
   for (const ArgumentSpec &spec : results) {

@@ -3,7 +3,10 @@
 // A pipelined entry (lamina-split-pipeline-stages) on as many ranks as it
 // has stages: rank i packs and runs stage i, receives the values earlier
 // stages send it and sends what later stages need; the rank holding each
-// result broadcasts it, so every rank returns the whole results.
+// result broadcasts it, so every rank returns the whole results. Run stage
+// by stage (runStage), a rank returns what it computed or received, and its
+// sends complete later: ranks may then run the stages of different calls
+// in different orders (1F1B schedules).
 //
 //===----------------------------------------------------------------------===//
 
@@ -63,8 +66,8 @@ static int64_t messageTag(int64_t call, int64_t index) {
   return call * 1024 + index;
 }
 
-llvm::Expected<std::vector<HostTensor>>
-JitProgram::runPipeline(const PreparedArguments &args) {
+llvm::Expected<std::vector<std::optional<HostTensor>>>
+JitProgram::runPipeline(const PreparedArguments &args, bool stageLocal) {
   int64_t rank = getRank();
   // Values this rank computed or received, by (call, result index).
   std::map<std::pair<int64_t, int64_t>, HostTensor> values;
@@ -107,15 +110,34 @@ JitProgram::runPipeline(const PreparedArguments &args) {
           if (source.call == int64_t(callIndex) &&
               source.index == int64_t(index) && later.rank != rank)
             destinations.insert(later.rank);
-      for (int64_t destination : destinations)
-        mpiSendBytes(output.bytes.data(), output.bytes.size(), destination,
-                     messageTag(callIndex, index));
+      for (int64_t destination : destinations) {
+        if (stageLocal)
+          mpiSendBytesDeferred(output.bytes.data(), output.bytes.size(),
+                               destination, messageTag(callIndex, index),
+                               output.bytes.getOwner());
+        else
+          mpiSendBytes(output.bytes.data(), output.bytes.size(), destination,
+                       messageTag(callIndex, index));
+      }
       values[{int64_t(callIndex), int64_t(index)}] = std::move(output);
     }
   }
+  // Stage by stage: the results this rank computed or received.
+  std::vector<std::optional<HostTensor>> results;
+  if (stageLocal) {
+    for (const ValueSource &source : resultSources) {
+      auto found = values.find({source.call, source.index});
+      if (found == values.end())
+        results.push_back(std::nullopt);
+      else if (stageCalls[source.call].rank == rank)
+        results.push_back(found->second.view());
+      else // received into a prepared argument, which the next call reuses
+        results.push_back(found->second.clone());
+    }
+    return results;
+  }
   // Every rank returns the whole results, broadcast by the rank holding
   // each.
-  std::vector<HostTensor> results;
   for (auto [source, spec] : llvm::zip_equal(resultSources, this->results)) {
     llvm::Expected<HostTensor> allocated =
         HostTensor::zeros(spec.kind, spec.shape);
@@ -134,4 +156,13 @@ JitProgram::runPipeline(const PreparedArguments &args) {
     results.push_back(std::move(result));
   }
   return results;
+}
+
+std::vector<int64_t> JitProgram::getResultStages() const {
+  std::vector<int64_t> stages;
+  for (const ValueSource &source : resultSources)
+    stages.push_back(source.call < 0 ? -1 : stageCalls[source.call].rank);
+  if (stageCalls.empty())
+    stages.assign(results.size(), -1);
+  return stages;
 }

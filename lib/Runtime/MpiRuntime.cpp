@@ -12,6 +12,7 @@
 #include <cstring>
 #include <string>
 #include <vector>
+#include <memory>
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
@@ -23,7 +24,6 @@ namespace {
 
 using mlir::lamina::MpiAxis;
 using mlir::lamina::mpi_world::communicator;
-using mlir::lamina::mpi_world::ensureInitialized;
 
 [[noreturn]] void fail(const char *message) {
   std::fprintf(stderr, "lamina MPI runtime: %s\n", message);
@@ -249,13 +249,13 @@ void reduceScatter(int64_t r0, void *d0, int64_t r1, void *d1, int64_t axis) {
 // is final and completes before the backward returns
 //===----------------------------------------------------------------------===//
 
-/// The reductions over the data axis in flight, and a thread that moves
-/// them on while the backward computes: MPICH advances non-blocking
-/// collectives only inside MPI calls, and the compiled backward makes none
-/// between a reduction's start and its wait. The thread tests the requests
+/// The reductions over the data axis and the deferred pipeline sends in
+/// flight, and a thread that moves them on while the program computes:
+/// MPICH advances non-blocking operations only inside MPI calls, and
+/// compiled code makes none between an operation's start and its end. The thread tests the requests
 /// every kProgressInterval and sleeps in between, leaving the core to the
 /// computation; without MPI_THREAD_MULTIPLE, the starts alone move them on.
-class PendingReductions {
+class PendingRequests {
 public:
   /// A handle for `request`.
   int64_t add(MPI_Request request) {
@@ -281,16 +281,36 @@ public:
       requests.clear();
   }
 
-  /// Tests every request in flight (the thread, or a start without it).
-  void testAll() {
-    for (MPI_Request &request : requests) {
+  /// A send whose buffer `keepAlive` holds until it completes.
+  void addSend(MPI_Request request, std::shared_ptr<void> keepAlive) {
+    std::lock_guard<std::mutex> lock(mutex);
+    sends.emplace_back(request, std::move(keepAlive));
+    ++open;
+    startThreadOnce();
+    progress.notify_one();
+  }
+
+  /// Completes every deferred send.
+  void completeSends() {
+    std::lock_guard<std::mutex> lock(mutex);
+    for (auto &[request, keepAlive] : sends) {
       if (request == MPI_REQUEST_NULL)
         continue;
-      int done = 0;
-      check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test");
-      if (done)
-        --open;
+      callMpi("MPI_Wait",
+              [&] { return MPI_Wait(&request, MPI_STATUS_IGNORE); });
+      --open;
     }
+    sends.clear();
+  }
+
+  /// Tests every request in flight (the thread, or a start without it);
+  /// completed sends release their buffers.
+  void testAll() {
+    for (MPI_Request &request : requests)
+      test(request);
+    for (auto &[request, keepAlive] : sends)
+      if (test(request))
+        keepAlive.reset();
   }
 
   /// testAll() when no thread does it.
@@ -301,6 +321,17 @@ public:
   }
 
 private:
+  /// Tests `request`; whether it completed now.
+  bool test(MPI_Request &request) {
+    if (request == MPI_REQUEST_NULL)
+      return false;
+    int done = 0;
+    check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test");
+    if (done)
+      --open;
+    return done;
+  }
+
   static constexpr auto kProgressInterval = std::chrono::milliseconds(1);
 
   void startThreadOnce() {
@@ -322,15 +353,16 @@ private:
   std::mutex mutex;
   std::condition_variable progress;
   std::vector<MPI_Request> requests;
-  int64_t open = 0;     // requests not yet complete
+  std::vector<std::pair<MPI_Request, std::shared_ptr<void>>> sends;
+  int64_t open = 0;     // requests and sends not yet complete
   int64_t unwaited = 0; // handles not yet waited for
   bool threadStarted = false;
 };
 
 /// The process's reductions in flight (never destroyed: the thread may
 /// still wait on it at exit).
-PendingReductions &pendingReductions() {
-  static auto *pending = new PendingReductions;
+PendingRequests &pendingRequests() {
+  static auto *pending = new PendingRequests;
   return *pending;
 }
 
@@ -348,7 +380,7 @@ int64_t startReplicaReduce(int64_t r0, void *d0, int64_t r1, void *d1,
   Buffer in(r0, d0, sizeof(typename T::Storage));
   Buffer out(r1, d1, sizeof(typename T::Storage));
   MPI_Comm replicas = communicator(MpiAxis::Data);
-  pendingReductions().progressWithoutThread();
+  pendingRequests().progressWithoutThread();
   bool receives = root < 0 || root == mlir::lamina::mpiAxisRank(MpiAxis::Data);
   if (!receives)
     std::memset(out.data, 0, out.numElements() * sizeof(typename T::Storage));
@@ -363,7 +395,7 @@ int64_t startReplicaReduce(int64_t r0, void *d0, int64_t r1, void *d1,
                         int(in.numElements()), T::type(), MPI_SUM, int(root),
                         replicas, &request),
             "MPI_Ireduce");
-    return pendingReductions().add(request);
+    return pendingRequests().add(request);
   } else {
     std::vector<typename T::Storage> sum(in.numElements());
     reduce<T>(in.data, sum.data(), in.numElements(), 0, MPI_SUM, replicas);
@@ -383,7 +415,7 @@ void waitReplicaReduce(int64_t handle, int64_t r0, void *d0, int64_t r1,
   Buffer out(r1, d1, sizeof(typename T::Storage));
   if (handle >= 0) {
     double start = MPI_Wtime();
-    pendingReductions().wait(handle);
+    pendingRequests().wait(handle);
     replicaWaitSeconds += MPI_Wtime() - start;
   }
   if (!mean || (root >= 0 && root != mlir::lamina::mpiAxisRank(MpiAxis::Data)))
@@ -494,6 +526,20 @@ void mlir::lamina::mpiSendBytes(const void *data, int64_t bytes,
     return MPI_Send(data, int(bytes), MPI_BYTE, int(destination), int(tag),
                     communicator(MpiAxis::Pipeline));
   });
+}
+
+void mlir::lamina::mpiSendBytesDeferred(const void *data, int64_t bytes,
+                                        int64_t destination, int64_t tag,
+                                        std::shared_ptr<void> keepAlive) {
+  MPI_Request request = MPI_REQUEST_NULL;
+  check(MPI_Isend(data, int(bytes), MPI_BYTE, int(destination), int(tag),
+                  communicator(MpiAxis::Pipeline), &request),
+        "MPI_Isend");
+  pendingRequests().addSend(request, std::move(keepAlive));
+}
+
+void mlir::lamina::mpiCompleteDeferredSends() {
+  pendingRequests().completeSends();
 }
 
 void mlir::lamina::mpiRecvBytes(void *data, int64_t bytes, int64_t source,

@@ -200,22 +200,45 @@ public:
     }();
     if (!outputs)
       raise(outputs.takeError());
-    // Each array takes over its result's bytes: no copy.
     std::vector<py::array> arrays;
-    for (HostTensor &output : *outputs) {
-      auto *owner = new std::shared_ptr<void>(output.bytes.getOwner());
-      py::capsule base(owner, [](void *p) {
-        delete static_cast<std::shared_ptr<void> *>(p);
-      });
-      arrays.emplace_back(dtypeOf(output.kind),
-                          std::vector<py::ssize_t>(output.shape.begin(),
-                                                   output.shape.end()),
-                          output.bytes.data(), base);
-    }
+    for (HostTensor &output : *outputs)
+      arrays.push_back(asArray(output));
     return arrays;
   }
 
+  /// This rank's stages of a pipelined entry alone: the results it computed
+  /// or received, None for the others (JitProgram::runStage).
+  py::list
+  runStage(const std::shared_ptr<JitProgram::PreparedArguments> &prepared) {
+    llvm::Expected<std::vector<std::optional<HostTensor>>> outputs = [&] {
+      py::gil_scoped_release release;
+      return program->runStage(*prepared);
+    }();
+    if (!outputs)
+      raise(outputs.takeError());
+    py::list arrays;
+    for (std::optional<HostTensor> &output : *outputs)
+      arrays.append(output ? py::object(asArray(*output)) : py::none());
+    return arrays;
+  }
+
+  std::vector<int64_t> resultStages() const {
+    return program->getResultStages();
+  }
+
 private:
+  /// `output` as an array that takes over its bytes: no copy.
+  static py::array asArray(HostTensor &output) {
+    auto *owner = new std::shared_ptr<void>(output.bytes.getOwner());
+    py::capsule base(owner, [](void *p) {
+      delete static_cast<std::shared_ptr<void> *>(p);
+    });
+    return py::array(dtypeOf(output.kind),
+                     std::vector<py::ssize_t>(output.shape.begin(),
+                                              output.shape.end()),
+                     output.bytes.data(), base);
+  }
+
   /// Argument `index` as a host tensor of the element kind it must have.
   HostTensor hostTensor(size_t index, const py::array &given) const {
     const ArgumentSpec &spec = program->getInputs()[index];
@@ -313,7 +336,14 @@ PYBIND11_MODULE(_lamina, m) {
                              "what the compile reported without failing "
                              "(a damaged compile cache entry)")
       .def("run", &Program::run, py::arg("prepared"),
-           "call the function; returns its results as NumPy arrays");
+           "call the function; returns its results as NumPy arrays")
+      .def("run_stage", &Program::runStage, py::arg("prepared"),
+           "run this rank's stages of a pipelined function alone: the "
+           "results it computed or received, None for the others; its sends "
+           "complete later (complete_deferred_sends)")
+      .def_property_readonly("result_stages", &Program::resultStages,
+                             "per result, the rank of the pipeline stage "
+                             "computing it (-1: not pipelined)");
 
   python::populateIrModuleBindings(m);
   python::populateScheduleSessionBindings(m);
@@ -326,6 +356,8 @@ PYBIND11_MODULE(_lamina, m) {
         "run next (tp varies fastest); (0, 0, 0): no grid");
   m.def("replica_wait_seconds", &getMpiReplicaWaitSeconds,
         "seconds spent waiting for reductions over the data axis");
+  m.def("complete_deferred_sends", &mpiCompleteDeferredSends,
+        "wait for the sends of stage-by-stage pipeline runs");
   m.def(
       "axis_broadcast",
       [](py::array array, int64_t root, const std::string &axis) {

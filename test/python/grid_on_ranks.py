@@ -171,6 +171,49 @@ def check_data_and_pipeline_parallel_mlp():
     assert_replica_steps(mlp, sizes, cut)
 
 
+def check_pipeline_one_f_one_b():
+    # A batch of 8 rows as 4 micro-batches through two stages in the 1F1B
+    # order (each replica its slice): the loss and gradients of the whole
+    # batch's mean loss, every gradient on every rank, at most P - p
+    # micro-batches' saved values held on stage p; then 3 SGD steps.
+    sizes = {"dp": WORLD // 2, "pp": 2}
+    grid = lamina.Grid(**sizes)
+    model = seeded(mlp)
+    eager = copy.deepcopy(model)
+    batches = [(inputs(8 * grid.dp, 4, 32, seed=80 + i),
+                inputs(8 * grid.dp, 4, 32, seed=90 + i)) for i in range(3)]
+    x0 = replica_slice(batches[0][0], grid)[:2]
+    sch = lamina.create_schedule(model, world_size=1, example_inputs=(x0,))
+    sch["fc_in"].cut_pipeline_stage()
+    compiled = lamina.build(sch, (x0,), grid=sizes)
+    ours = torch.optim.SGD(compiled.parameters(), lr=0.05, momentum=0.9)
+    theirs = torch.optim.SGD(eager.parameters(), lr=0.05, momentum=0.9)
+    for step, (batch, target) in enumerate(batches):
+        ours.zero_grad()
+        theirs.zero_grad()
+        loss = compiled.train_batch(replica_slice(batch, grid),
+                                    replica_slice(target, grid), F.mse_loss,
+                                    microbatches=4)
+        expected = F.mse_loss(eager(batch), target)
+        expected.backward()
+        torch.testing.assert_close(loss, expected.detach(), rtol=1e-5,
+                                   atol=0)
+        own = dict(compiled.named_parameters())
+        for name, p in eager.named_parameters():
+            torch.testing.assert_close(own[name].grad, p.grad, **TOL,
+                                       msg=lambda m: f"{name}: {m}")
+        report = compiled._state["batch_report"]
+        assert report.peak_in_flight == grid.pp - grid.rank("pp"), \
+            report.peak_in_flight
+        ours.step()
+        theirs.step()
+    # Misfits are named.
+    expect_error(lambda: compiled.train_batch(
+        replica_slice(batches[0][0], grid), replica_slice(batches[0][1], grid),
+        F.mse_loss, microbatches=3),
+        "does not split into 3 equal micro-batches")
+
+
 def check_default_schedule_replayed_for_the_tensor_axis():
     # A schedule left at the launched world's size compiles for the grid's
     # tensor axis.

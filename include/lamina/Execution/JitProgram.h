@@ -11,6 +11,7 @@
 #include "mlir/Support/Timing.h"
 
 #include <memory>
+#include <optional>
 
 namespace mlir {
 namespace lamina {
@@ -124,6 +125,18 @@ public:
   /// rank returns the whole results.
   llvm::Expected<std::vector<HostTensor>> run(const PreparedArguments &args);
 
+  /// Runs this rank's stages of a pipelined entry alone: the results it
+  /// computed or received (nullopt for the others), and its sends left to
+  /// complete while later calls run (mpiCompleteDeferredSends), so that
+  /// ranks may interleave the stages of several calls in their own orders
+  /// (1F1B). Any other entry runs as `run` does.
+  llvm::Expected<std::vector<std::optional<HostTensor>>>
+  runStage(const PreparedArguments &args);
+
+  /// Per result, the rank whose stage computes it (-1 for an entry that is
+  /// not pipelined).
+  std::vector<int64_t> getResultStages() const;
+
 private:
   JitProgram() = default;
 
@@ -178,8 +191,9 @@ private:
   /// Packs the weights from the first `inputs.size()` tensors of
   /// `prepared`, replacing any packed before.
   llvm::Error pack(PreparedArguments &prepared);
-  llvm::Expected<std::vector<HostTensor>>
-  runPipeline(const PreparedArguments &args);
+  /// run / runStage of a pipelined entry (`stageLocal`: runStage).
+  llvm::Expected<std::vector<std::optional<HostTensor>>>
+  runPipeline(const PreparedArguments &args, bool stageLocal);
 
   /// The entry's stage calls, in order, when it is a pipeline.
   std::vector<StageCall> stageCalls;

@@ -14,6 +14,7 @@
 #include "llvm/ADT/ArrayRef.h"
 
 #include <cstdint>
+#include <memory>
 #include <utility>
 
 extern "C" {
@@ -96,6 +97,14 @@ int64_t mpiWorldSize();
 void mpiSendBytes(const void *data, int64_t bytes, int64_t destination,
                   int64_t tag);
 void mpiRecvBytes(void *data, int64_t bytes, int64_t source, int64_t tag);
+
+/// A send of raw bytes that completes later (its buffer held by
+/// `keepAlive` until then): a rank may go on to other stages' work while
+/// the receiver is busy. mpiCompleteDeferredSends waits for all of them.
+void mpiSendBytesDeferred(const void *data, int64_t bytes,
+                          int64_t destination, int64_t tag,
+                          std::shared_ptr<void> keepAlive);
+void mpiCompleteDeferredSends();
 void mpiBroadcastBytes(void *data, int64_t bytes, int64_t root);
 
 } // namespace mlir::lamina

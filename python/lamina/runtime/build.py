@@ -19,6 +19,7 @@ from ..lns.graph import clear_gradient
 from ..lns.layers import lns_parameter_groups
 from ..schedule import Schedule
 from . import aot, state, training
+from . import microbatches as microbatches_module
 from .face import Face
 from .generation import Generation, model_max_length
 from .grid import Grid, activate as activate_grid
@@ -150,6 +151,24 @@ class _CompiledCuda:
 
     def result_shard_axes(self):
         return [None] * len(self.results)
+
+
+def _micro_batches(inputs, labels, count):
+    """[(inputs, labels)] of `count` equal slices along axis 0."""
+    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+        raise ScheduleError(f"microbatches must be a positive integer, got "
+                            f"{count!r}")
+    rows = [torch.as_tensor(x).shape[0] for x in inputs] + [
+        torch.as_tensor(labels).shape[0]]
+    if len(set(rows)) != 1 or rows[0] % count:
+        raise ScheduleError(
+            f"a batch of {rows[0]} rows (axis 0 of the inputs and labels: "
+            f"{rows}) does not split into {count} equal micro-batches")
+    size = rows[0] // count
+    return [(tuple(torch.as_tensor(x)[i * size:(i + 1) * size]
+                   for x in inputs),
+             torch.as_tensor(labels)[i * size:(i + 1) * size])
+            for i in range(count)]
 
 
 def _is_array(x):
@@ -405,6 +424,42 @@ class CompiledModule(Face, nn.Module):
         results = list(results)
         compiled.imported.apply_side_effects(self.schedule.model, results)
         return compiled.imported.restructure(results)
+
+    def train_batch(self, inputs, labels, loss_fn, microbatches=1):
+        """One training batch: `inputs` (a tensor or a tuple of them) and
+        `labels` split into `microbatches` equal micro-batches along axis 0,
+        each one's `loss_fn(results, labels)` divided by their number and
+        differentiated, the gradients added to the parameters' `.grad` (the
+        gradient of the batch's mean loss); returns the mean loss (over the
+        data replicas too). A program cut into pipeline stages runs them in
+        the 1F1B order (runtime/microbatches.py, docs/grids.md); any other
+        runs the micro-batches one after another."""
+        if not isinstance(inputs, (tuple, list)):
+            inputs = (inputs,)
+        return self.train_micro_batches(
+            _micro_batches(inputs, labels, microbatches), loss_fn)
+
+    def train_micro_batches(self, splits, loss_fn):
+        """train_batch on micro-batches given as [(inputs tuple, labels)],
+        all of one shape."""
+        compiled = self._compile(splits[0][0])
+        pipeline = self.grid if self.grid is not None else Grid(
+            pp=world_size())
+        if "transform.lamina.cut_pipeline_stage" in \
+                self.schedule.transform_script() and pipeline.pp > 1:
+            loss, self._state["batch_report"] = microbatches_module.train_batch(
+                compiled.call, splits, loss_fn, pipeline)
+            return loss
+        total = 0.0
+        for micro_inputs, micro_labels in splits:
+            loss = loss_fn(self(*micro_inputs), micro_labels)
+            (loss / len(splits)).backward()
+            total += float(loss.detach())
+        mean = np.array([total / len(splits)])
+        if self.grid is not None and self.grid.dp > 1:
+            _lamina.axis_reduce(mean, "dp", "sum")
+            mean /= self.grid.dp
+        return torch.tensor(float(mean[0]))
 
     def _apply(self, fn, *args, **kwargs):
         """`to()`, `half()`, `cuda()`, ... keep the parameters as compiled:

@@ -101,6 +101,17 @@ class CachedProgram:
     def run(self, arguments):
         """The results (NumPy arrays) on `arguments`: torch tensors, NumPy
         arrays and int seeds."""
+        return self.program.run(self._prepare(arguments))
+
+    def run_stage(self, arguments):
+        """This rank's stages of a pipelined program alone on `arguments`:
+        the results it computed or received, None for the others
+        (runtime/microbatches.py)."""
+        return self.program.run_stage(self._prepare(arguments))
+
+    def _prepare(self, arguments):
+        """The prepared arguments for `arguments`, reusing the last call's
+        where they are the same tensors."""
         if self._kinds is None:
             self._kinds = [kind for kind, _ in self.program.inputs]
         keys = [_argument_key(a) for a in arguments]
@@ -125,7 +136,7 @@ class CachedProgram:
         # Held so that no other tensor takes their storage's address.
         self._held = [a.detach() for a in arguments
                       if isinstance(a, torch.Tensor)]
-        return self.program.run(self._prepared)
+        return self._prepared
 
 
 def as_tensor(array):

@@ -13,7 +13,6 @@ import logging
 import torch
 from torch import nn
 
-from .... import _lamina
 from ....errors import ScheduleError
 from ....runtime.optim import ZeroRedundancyOptimizer, clip_grad_norm_
 
@@ -176,8 +175,8 @@ class DeepSpeedEngine(nn.Module):
     scales the loss by 1/gradient_accumulation_steps, `step` clips by the
     global norm and steps the optimizer at each accumulation boundary, and
     `train_batch` runs the accumulation steps' micro-batches of
-    `data_iter` through `loss_fn` and returns their mean loss (over the
-    data replicas too)."""
+    `data_iter` through `loss_fn` (a pipeline's stages in the 1F1B order)
+    and returns their mean loss (over the data replicas too)."""
 
     def __init__(self, module, optimizer, config, grid, loss_fn=None):
         super().__init__()
@@ -228,24 +227,20 @@ class DeepSpeedEngine(nn.Module):
             raise ScheduleError("train_batch takes data_iter")
         if self.loss_fn is None:
             raise ScheduleError("train_batch needs build(..., loss_fn=...)")
-        total = 0.0
+        splits = []
         for _ in range(self.config.accumulation):
             inputs, labels = next(data_iter)
             if not isinstance(inputs, (list, tuple)):
                 inputs = (inputs,)
-            loss = self.loss_fn(self(*inputs), labels)
-            self.backward(loss)
-            self.step()
-            total += float(loss.detach())
-        mean = torch.tensor([total / self.config.accumulation],
-                            dtype=torch.float64)
-        if self.mpu.get_data_parallel_world_size() > 1:
-            _lamina.axis_reduce(mean.numpy(), "dp", "sum")
-            mean /= self.mpu.get_data_parallel_world_size()
+            splits.append((tuple(inputs), labels))
+        # (A pipeline runs them in the 1F1B order.)
+        mean = self.module.train_micro_batches(splits, self.loss_fn)
+        self.micro_steps += self.config.accumulation - 1
+        self.step()
         if self.global_steps % self.config.steps_per_print == 0:
             _LOG.info("steps: %d loss: %.6f", self.global_steps,
-                      float(mean[0]))
-        return torch.tensor(float(mean[0]))
+                      float(mean))
+        return mean
 
 
 def make_engine(compiled, grid, config, loss_fn):
