@@ -352,11 +352,19 @@ llvm::Error JitProgram::readWeightPacking(ModuleOp module) {
                          numbers.asArrayRef().end());
       packSourcesKnown = true;
     }
-  module->removeAttr(LaminaDialect::kWeightPackingSourcesAttrName);
-  for (StageCall &stage : stageCalls)
+  for (StageCall &stage : stageCalls) {
     if (llvm::Error error =
             readPackedWeights(plan, stage.function, stage.packedWeights))
       return error;
+    if (auto sources = module->getAttrOfType<DictionaryAttr>(
+            LaminaDialect::kWeightPackingSourcesAttrName))
+      if (auto numbers = sources.getAs<DenseI64ArrayAttr>(stage.function)) {
+        stage.packSources.assign(numbers.asArrayRef().begin(),
+                                 numbers.asArrayRef().end());
+        stage.packSourcesKnown = true;
+      }
+  }
+  module->removeAttr(LaminaDialect::kWeightPackingSourcesAttrName);
   module->removeAttr(LaminaDialect::kWeightPackingAttrName);
   return llvm::Error::success();
 }
@@ -715,9 +723,7 @@ llvm::Error
 JitProgram::update(PreparedArguments &prepared,
                    std::vector<std::pair<size_t, HostTensor>> args) {
   if (!prepared.stageArguments.empty())
-    return createStringError(std::errc::invalid_argument,
-                             "the arguments of a pipeline split over ranks "
-                             "are prepared again, not updated");
+    return updatePipeline(prepared, std::move(args));
   bool repack = false;
   for (auto &[index, arg] : args) {
     if (index >= inputs.size())

@@ -42,23 +42,67 @@ JitProgram::preparePipeline(llvm::ArrayRef<HostTensor> args) {
         return slot.takeError();
       stageArgs.push_back(std::move(*slot));
     }
-    std::vector<HostTensor> packed;
-    for (const ArgumentSpec &spec : stage.packedWeights) {
-      llvm::Expected<HostTensor> weight =
-          HostTensor::zeros(spec.kind, spec.shape);
-      if (!weight)
-        return weight.takeError();
-      packed.push_back(std::move(*weight));
-    }
-    if (!packed.empty())
-      if (llvm::Error error = invoke(stage.function + "_pack_weights",
-                                     stageArgs, stage.inputs, packed))
-        return std::move(error);
-    for (HostTensor &weight : packed)
-      stageArgs.push_back(std::move(weight));
+    if (llvm::Error error = packStage(stage, stageArgs))
+      return std::move(error);
     prepared.stageArguments.push_back(std::move(stageArgs));
   }
   return prepared;
+}
+
+llvm::Error JitProgram::packStage(const StageCall &stage,
+                                  std::vector<HostTensor> &stageArgs) {
+  stageArgs.resize(stage.inputs.size());
+  std::vector<HostTensor> packed;
+  for (const ArgumentSpec &spec : stage.packedWeights) {
+    llvm::Expected<HostTensor> weight =
+        HostTensor::zeros(spec.kind, spec.shape);
+    if (!weight)
+      return weight.takeError();
+    packed.push_back(std::move(*weight));
+  }
+  if (!packed.empty())
+    if (llvm::Error error = invoke(stage.function + "_pack_weights",
+                                   stageArgs, stage.inputs, packed))
+      return error;
+  for (HostTensor &weight : packed)
+    stageArgs.push_back(std::move(weight));
+  return llvm::Error::success();
+}
+
+llvm::Error
+JitProgram::updatePipeline(PreparedArguments &prepared,
+                           std::vector<std::pair<size_t, HostTensor>> args) {
+  int64_t rank = getRank();
+  for (auto &[index, arg] : args) {
+    if (index >= inputs.size())
+      return createStringError(std::errc::invalid_argument,
+                               "@%s takes %zu inputs, argument %zu given",
+                               entry.c_str(), inputs.size(), index);
+    bool block = false;
+    if (llvm::Error error = checkArgument(index, arg, block))
+      return error;
+  }
+  for (auto [callIndex, stage] : llvm::enumerate(stageCalls)) {
+    if (stage.rank != rank)
+      continue;
+    std::vector<HostTensor> &stageArgs = prepared.stageArguments[callIndex];
+    bool repack = false;
+    for (auto [position, source] : llvm::enumerate(stage.operands)) {
+      if (source.call >= 0)
+        continue;
+      for (auto &[index, arg] : args) {
+        if (int64_t(index) != source.index)
+          continue;
+        stageArgs[position] = arg.clone();
+        repack |= !stage.packSourcesKnown ||
+                  llvm::is_contained(stage.packSources, int64_t(position));
+      }
+    }
+    if (repack && !stage.packedWeights.empty())
+      if (llvm::Error error = packStage(stage, stageArgs))
+        return error;
+  }
+  return llvm::Error::success();
 }
 
 /// The message tag of result `index` of stage call `call`.

@@ -332,7 +332,8 @@ private:
     return done;
   }
 
-  static constexpr auto kProgressInterval = std::chrono::milliseconds(1);
+  static constexpr auto kProgressInterval = std::chrono::microseconds(1000);
+  static constexpr auto kSendInterval = std::chrono::microseconds(20);
 
   void startThreadOnce() {
     if (threadStarted || !mlir::lamina::mpi_world::threadsMayCall())
@@ -343,8 +344,16 @@ private:
       for (;;) {
         progress.wait(lock, [&] { return open > 0; });
         testAll();
+        // A large send moves in many small steps, each waiting for the
+        // receiver: pending sends are tested more often.
+        auto interval = llvm::any_of(sends,
+                                     [](const auto &send) {
+                                       return send.first != MPI_REQUEST_NULL;
+                                     })
+                            ? kSendInterval
+                            : kProgressInterval;
         lock.unlock();
-        std::this_thread::sleep_for(kProgressInterval);
+        std::this_thread::sleep_for(interval);
         lock.lock();
       }
     }).detach();

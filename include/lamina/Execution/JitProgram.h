@@ -166,6 +166,9 @@ private:
     int64_t rank = 0;
     llvm::SmallVector<ValueSource> operands;
     llvm::SmallVector<ArgumentSpec> inputs, results, packedWeights;
+    /// The operands `<function>_pack_weights` reads (any, unless known).
+    llvm::SmallVector<int64_t> packSources;
+    bool packSourcesKnown = false;
   };
   /// The steps of `compile`, in order.
   llvm::Error describeSignature(func::FuncOp function, bool partitioned);
@@ -184,6 +187,15 @@ private:
 
   llvm::Expected<PreparedArguments>
   preparePipeline(llvm::ArrayRef<HostTensor> args);
+  /// update() of a pipeline's prepared stages: each of this rank's stages
+  /// takes the new arguments it reads, and packs its weights again only if
+  /// its packing reads one of them.
+  llvm::Error updatePipeline(PreparedArguments &prepared,
+                             std::vector<std::pair<size_t, HostTensor>> args);
+  /// Packs stage `stage`'s weights from the first `stage.inputs.size()`
+  /// tensors of `stageArgs`, replacing any packed before.
+  llvm::Error packStage(const StageCall &stage,
+                        std::vector<HostTensor> &stageArgs);
   /// Checks argument `index` against the signature; sets `isBlock` when it
   /// is this rank's block of a sharded argument rather than the whole.
   llvm::Error checkArgument(size_t index, const HostTensor &arg,

@@ -16,6 +16,8 @@ ranks, so that every rank holds every gradient, as after a backward of the
 whole pipeline, and a torch optimizer steps the same on every rank.
 """
 
+import time
+
 import numpy as np
 import torch
 
@@ -50,13 +52,17 @@ def _nbytes(results):
 
 class Report:
     """What a 1F1B batch did on this rank: the losses (last stage), the
-    largest number of micro-batches whose saved values it held at once, and
-    the bytes of those values at that point."""
+    largest number of micro-batches whose saved values it held at once and
+    the bytes of those values at that point, the seconds of the 1F1B
+    schedule itself and of the gradients' exchange between stages after
+    it."""
 
     def __init__(self):
         self.losses = {}
         self.peak_in_flight = 0
         self.peak_saved_bytes = 0
+        self.schedule_seconds = 0.0
+        self.exchange_seconds = 0.0
 
 
 def train_batch(call, microbatches, loss_fn, grid):
@@ -79,6 +85,7 @@ def train_batch(call, microbatches, loss_fn, grid):
              for _ in range(count)]
     report = Report()
     saved, gradients = {}, {}
+    start = time.perf_counter()
     for kind, m in one_f_one_b(stage, stages, count):
         arguments = call.arguments(inputs[m], call.parameters, seeds[m])
         if kind == "F":
@@ -104,10 +111,17 @@ def train_batch(call, microbatches, loss_fn, grid):
                   for i, v in enumerate(values)]
         grads = backward.run_stage(arguments + values + cotangents)
         for index, gradient in enumerate(grads):
-            if gradient is not None:
-                gradients.setdefault(index, []).append(gradient)
+            if gradient is None:
+                continue
+            if index in gradients:  # summed in place as they come
+                np.add(gradients[index], gradient, out=gradients[index])
+            else:
+                gradients[index] = gradient
     _lamina.complete_deferred_sends()
+    report.schedule_seconds = time.perf_counter() - start
     _add_gradients(call, pair, backward, gradients, len(inputs[0]), grid)
+    report.exchange_seconds = (time.perf_counter() - start -
+                               report.schedule_seconds)
     return _mean_loss(report, count, grid), report
 
 
@@ -139,7 +153,8 @@ def _mean_loss(report, count, grid):
 
 
 def _add_gradients(call, pair, backward, gradients, num_inputs, grid):
-    """Adds the micro-batches' summed parameter gradients to `.grad` on
+    """Adds the micro-batches' summed parameter gradients (`gradients`, by
+    backward result) to `.grad` on
     every rank of the pipeline: each from the rank of the stage that
     computed it."""
     stage_of = backward.program.result_stages
@@ -148,10 +163,9 @@ def _add_gradients(call, pair, backward, gradients, num_inputs, grid):
         slot = argument - num_inputs
         if not 0 <= slot < len(call.parameters):
             continue
-        parts = gradients.get(index)
-        total = (np.sum(parts, axis=0) if parts and len(parts) > 1 else
-                 parts[0] if parts else _zeros(specs[index]))
-        total = np.ascontiguousarray(total)
+        total = gradients.get(index)
+        if total is None:
+            total = _zeros(specs[index])
         if grid.pp > 1 and stage_of[index] >= 0:
             _lamina.axis_broadcast(total.reshape(-1).view(np.uint8),
                                    stage_of[index], "pp")

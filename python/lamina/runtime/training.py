@@ -130,7 +130,8 @@ class CachedProgram:
                 try:
                     self.program.update(self._prepared, changed)
                 except ValueError:
-                    # Stages split over ranks are prepared whole.
+                    # An argument the program cannot take in place: all
+                    # are prepared again.
                     self._prepared = prepare(self.program, arrays())
         self._keys = keys
         # Held so that no other tensor takes their storage's address.

@@ -28,3 +28,21 @@ func.func @block(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>) -> tensor<4x8xf32> {
   %r = arith.addf %s, %x : tensor<4x8xf32>
   return %r : tensor<4x8xf32>
 }
+
+// A value the return uses is a result of the stage computing it, taken from
+// there by the caller: %g0 leaves stage 0 once, for stage 1 and the return.
+// CHECK-LABEL: func.func @gradients_stage0
+// CHECK-SAME: -> tensor<4x8xf32>
+// CHECK: %[[G0:.+]] = lamina.linear "a"
+// CHECK: return %[[G0]] : tensor<4x8xf32>
+// CHECK-LABEL: func.func @gradients_stage1
+// CHECK-SAME: -> tensor<4x8xf32>
+// CHECK-LABEL: func.func @gradients(
+// CHECK: %[[S0:.+]] = call @gradients_stage0
+// CHECK: %[[S1:.+]] = call @gradients_stage1(%[[S0]],
+// CHECK: return %[[S0]], %[[S1]]
+func.func @gradients(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>) {
+  %g0 = lamina.linear "a" %x, %w {lamina.pipeline_cut} : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  %g1 = lamina.linear "b" %g0, %w : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  return %g0, %g1 : tensor<4x8xf32>, tensor<4x8xf32>
+}

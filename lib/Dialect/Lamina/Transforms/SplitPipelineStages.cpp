@@ -39,8 +39,10 @@ static LogicalResult splitFunction(func::FuncOp function) {
   // Values each stage receives: the function arguments it uses (each stage
   // takes its own from the caller: the weights of a stage never travel
   // through other stages) and results of earlier stages; values each stage
-  // sends: those any later stage (or the return) uses, including the ones
-  // it only passes through, so that stages talk to their neighbours only.
+  // sends: those any later stage uses, including the ones it only passes
+  // through, so that stages talk to their neighbours only. A value the
+  // return uses is a result of the stage computing it: the caller takes it
+  // from there (a backward's gradients stay on their stage's rank).
   size_t count = stages.size();
   SmallVector<llvm::SetVector<Value>> inputs(count), outputs(count);
   auto definingStage = [&](Value value) -> int64_t {
@@ -50,6 +52,11 @@ static LogicalResult splitFunction(func::FuncOp function) {
   };
   auto use = [&](Value value, int64_t user) {
     int64_t definer = definingStage(value);
+    if (user == static_cast<int64_t>(count)) { // the return
+      if (definer >= 0)
+        outputs[definer].insert(value);
+      return;
+    }
     if (definer < 0) {
       if (user < static_cast<int64_t>(count))
         inputs[user].insert(value);
