@@ -278,22 +278,22 @@ llvm::Error JitProgram::describePipelineStages(func::FuncOp function) {
   SmallVector<func::CallOp> calls = getStageCalls(function);
   if (calls.empty())
     return llvm::Error::success();
-  if (llvm::any_of(inputs,
-                   [](const ArgumentSpec &spec) { return spec.shardAxis; }))
-    return createStringError(std::errc::not_supported,
-                             "@%s shards values and is split into pipeline "
-                             "stages; tensor parallelism inside pipeline "
-                             "stages is not supported",
-                             entry.c_str());
-  int64_t declared = worldSize;
-  worldSize = calls.size();
-  if (declared > 1 && declared != worldSize)
-    return createStringError(std::errc::invalid_argument,
-                             "@%s has %zu pipeline stages but the module "
-                             "declares %lld ranks; a pipeline runs one stage "
-                             "per rank",
-                             entry.c_str(), calls.size(),
-                             static_cast<long long>(declared));
+  stageCount = calls.size();
+  // Tensor parallelism inside the stages: the stages were cut from the
+  // partitioned program, and the module's ranks are each stage's tensor
+  // axis. Otherwise the module declares (at most) one rank per stage.
+  bool shards = llvm::any_of(
+      inputs, [](const ArgumentSpec &spec) { return spec.shardAxis; });
+  if (!shards) {
+    if (worldSize > 1 && worldSize != stageCount)
+      return createStringError(std::errc::invalid_argument,
+                               "@%s has %zu pipeline stages but the module "
+                               "declares %lld ranks; a pipeline runs one "
+                               "stage per rank",
+                               entry.c_str(), calls.size(),
+                               static_cast<long long>(worldSize));
+    worldSize = 1;
+  }
   DenseMap<Value, ValueSource> sources;
   for (BlockArgument argument : function.getArguments())
     sources[argument] = {-1, argument.getArgNumber()};
@@ -325,6 +325,17 @@ llvm::Error JitProgram::describePipelineStages(func::FuncOp function) {
   for (Value value : function.getBody().front().getTerminator()->getOperands())
     resultSources.push_back(sources.lookup(value));
   return llvm::Error::success();
+}
+
+/// Whether an op of `module` ends a pipeline stage.
+static bool hasPipelineCuts(ModuleOp module) {
+  return module
+      .walk([](Operation *op) {
+        return op->hasAttr(LaminaDialect::kPipelineCutAttrName)
+                   ? WalkResult::interrupt()
+                   : WalkResult::advance();
+      })
+      .wasInterrupted();
 }
 
 /// Whether the compiled `module` calls Lamina's MPI runtime.
@@ -492,6 +503,14 @@ JitProgram::compile(OwningOpRef<ModuleOp> module, StringRef entry,
     return std::move(error);
   // The signature the host sees is read before compiling, on the whole
   // (or partitioned) program.
+  // Tensor parallelism inside pipeline stages: the stages are cut from
+  // the partitioned program, each with its collectives.
+  if (mlir::lamina::getWorldSize(*module).value_or(1) > 1 &&
+      !isPartitioned(*module) && hasPipelineCuts(*module))
+    if (llvm::Error error = runPassPipeline(
+            *module, "builtin.module(lamina-decompose,lamina-partition)",
+            &timing))
+      return std::move(error);
   if (llvm::Error error =
           runPassPipeline(*module, kHostPreparePipeline, &timing))
     return std::move(error);
@@ -570,18 +589,24 @@ struct Descriptor {
 };
 } // namespace
 
-/// A pipeline's stages run on the pipeline axis of the grid in use, a
-/// partitioned program's shards on its tensor axis.
-static MpiAxis programAxis(bool pipelined) {
-  return pipelined ? MpiAxis::Pipeline : MpiAxis::Tensor;
+int64_t JitProgram::getTensorRank() const {
+  return worldSize > 1 ? mpiAxisRank(MpiAxis::Tensor) : 0;
+}
+
+int64_t JitProgram::getStageRank() const {
+  return stageCount > 1 ? mpiAxisRank(MpiAxis::Pipeline) : 0;
+}
+
+int64_t JitProgram::getActiveStageCount() const {
+  return stageCount > 1 ? mpiAxisSize(MpiAxis::Pipeline) : 1;
 }
 
 int64_t JitProgram::getRank() const {
-  return worldSize > 1 ? mpiAxisRank(programAxis(!stageCalls.empty())) : 0;
+  return worldSize > 1 ? getTensorRank() : getStageRank();
 }
 
 int64_t JitProgram::getActiveWorldSize() const {
-  return worldSize > 1 ? mpiAxisSize(programAxis(!stageCalls.empty())) : 1;
+  return worldSize > 1 ? mpiAxisSize(MpiAxis::Tensor) : getActiveStageCount();
 }
 
 llvm::SmallVector<int64_t>
@@ -592,32 +617,42 @@ JitProgram::getLocalShape(const ArgumentSpec &spec) const {
   return shape;
 }
 
-llvm::Error JitProgram::checkWorld() const {
-  if (worldSize == 1)
-    return llvm::Error::success();
-  int64_t actual = getActiveWorldSize();
-  if (actual == worldSize)
+/// Fails unless the grid's `axis` ("tensor", "pipeline") has `expected`
+/// ranks (`actual`).
+static llvm::Error checkAxis(llvm::StringRef entry, const char *axis,
+                             int64_t expected, int64_t actual) {
+  if (actual == expected)
     return llvm::Error::success();
   if (actual != mpiWorldSize())
     return createStringError(
         std::errc::invalid_argument,
-        "@%s is built for %lld ranks but the grid's %s axis has %lld",
-        entry.c_str(), static_cast<long long>(worldSize),
-        stageCalls.empty() ? "tensor" : "pipeline",
+        "@%s is built for %lld ranks on the %s axis but the grid's %s axis "
+        "has %lld",
+        entry.str().c_str(), static_cast<long long>(expected), axis, axis,
         static_cast<long long>(actual));
   return createStringError(
       std::errc::invalid_argument,
       "@%s is built for %lld ranks but runs in an MPI world of %lld; launch "
       "it with `mpirun.mpich -np %lld` (Lamina uses MPICH: another MPI's "
       "launcher starts independent worlds of one rank)",
-      entry.c_str(), static_cast<long long>(worldSize),
-      static_cast<long long>(actual), static_cast<long long>(worldSize));
+      entry.str().c_str(), static_cast<long long>(expected),
+      static_cast<long long>(actual), static_cast<long long>(expected));
+}
+
+llvm::Error JitProgram::checkWorld() const {
+  if (worldSize > 1)
+    if (llvm::Error error = checkAxis(entry, "tensor", worldSize,
+                                      mpiAxisSize(MpiAxis::Tensor)))
+      return error;
+  if (stageCount > 1)
+    return checkAxis(entry, "pipeline", stageCount, getActiveStageCount());
+  return llvm::Error::success();
 }
 
 llvm::Expected<JitProgram::PreparedArguments>
 JitProgram::prepare(std::vector<HostTensor> args) {
   // A pipeline runs one stage per rank, or every stage in a world of one.
-  bool wholePipelineHere = !stageCalls.empty() && getActiveWorldSize() == 1;
+  bool wholePipelineHere = !stageCalls.empty() && getActiveStageCount() == 1;
   if (!wholePipelineHere)
     if (llvm::Error error = checkWorld())
       return std::move(error);
@@ -635,10 +670,10 @@ JitProgram::prepare(std::vector<HostTensor> args) {
     isBlock[index] = block;
   }
   if (!stageCalls.empty() && !wholePipelineHere)
-    return preparePipeline(args);
+    return preparePipeline(args, isBlock);
   // Each rank takes its block of every sharded argument.
   PreparedArguments prepared;
-  int64_t rank = wholePipelineHere ? 0 : getRank();
+  int64_t rank = getTensorRank();
   for (auto [arg, spec, block] : llvm::zip_equal(args, inputs, isBlock))
     prepared.tensors.push_back(spec.shardAxis && !block
                                    ? arg.getBlock(*spec.shardAxis, rank,
@@ -652,7 +687,7 @@ JitProgram::prepare(std::vector<HostTensor> args) {
 llvm::Error JitProgram::checkArgument(size_t index, const HostTensor &arg,
                                       bool &isBlock) const {
   const ArgumentSpec &spec = inputs[index];
-  isBlock = spec.shardAxis && worldSize > 1 && stageCalls.empty() &&
+  isBlock = spec.shardAxis && worldSize > 1 &&
             llvm::ArrayRef(arg.shape) == llvm::ArrayRef(getLocalShape(spec));
   if (arg.kind != spec.kind)
     return createStringError(std::errc::invalid_argument,
@@ -735,8 +770,8 @@ JitProgram::update(PreparedArguments &prepared,
       return error;
     const ArgumentSpec &spec = inputs[index];
     prepared.tensors[index] =
-        spec.shardAxis && !block && stageCalls.empty()
-            ? arg.getBlock(*spec.shardAxis, getRank(), worldSize,
+        spec.shardAxis && !block
+            ? arg.getBlock(*spec.shardAxis, getTensorRank(), worldSize,
                            spec.shardGroups)
             : std::move(arg);
     repack |= !packSourcesKnown ||

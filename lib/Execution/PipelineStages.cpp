@@ -20,10 +20,22 @@ using namespace mlir;
 using namespace mlir::lamina;
 using llvm::createStringError;
 
+/// `arg` as stage argument `spec` takes it: this rank's block of a sharded
+/// argument given whole (tensor parallelism inside the stages).
+HostTensor JitProgram::stageArgument(const HostTensor &arg, size_t index,
+                                     bool isBlock) const {
+  const ArgumentSpec &spec = inputs[index];
+  if (spec.shardAxis && !isBlock && worldSize > 1)
+    return arg.getBlock(*spec.shardAxis, getTensorRank(), worldSize,
+                        spec.shardGroups);
+  return arg.clone();
+}
+
 llvm::Expected<JitProgram::PreparedArguments>
-JitProgram::preparePipeline(llvm::ArrayRef<HostTensor> args) {
+JitProgram::preparePipeline(llvm::ArrayRef<HostTensor> args,
+                            llvm::ArrayRef<bool> isBlock) {
   PreparedArguments prepared;
-  int64_t rank = getRank();
+  int64_t rank = getStageRank();
   for (const StageCall &stage : stageCalls) {
     std::vector<HostTensor> stageArgs;
     if (stage.rank != rank) {
@@ -34,7 +46,8 @@ JitProgram::preparePipeline(llvm::ArrayRef<HostTensor> args) {
     // (packing reads weights only).
     for (auto [source, spec] : llvm::zip_equal(stage.operands, stage.inputs)) {
       if (source.call < 0) {
-        stageArgs.push_back(args[source.index].clone());
+        stageArgs.push_back(stageArgument(args[source.index], source.index,
+                                          isBlock[source.index]));
         continue;
       }
       llvm::Expected<HostTensor> slot = HostTensor::zeros(spec.kind, spec.shape);
@@ -72,7 +85,8 @@ llvm::Error JitProgram::packStage(const StageCall &stage,
 llvm::Error
 JitProgram::updatePipeline(PreparedArguments &prepared,
                            std::vector<std::pair<size_t, HostTensor>> args) {
-  int64_t rank = getRank();
+  int64_t rank = getStageRank();
+  SmallVector<bool> isBlock;
   for (auto &[index, arg] : args) {
     if (index >= inputs.size())
       return createStringError(std::errc::invalid_argument,
@@ -81,6 +95,7 @@ JitProgram::updatePipeline(PreparedArguments &prepared,
     bool block = false;
     if (llvm::Error error = checkArgument(index, arg, block))
       return error;
+    isBlock.push_back(block);
   }
   for (auto [callIndex, stage] : llvm::enumerate(stageCalls)) {
     if (stage.rank != rank)
@@ -90,10 +105,11 @@ JitProgram::updatePipeline(PreparedArguments &prepared,
     for (auto [position, source] : llvm::enumerate(stage.operands)) {
       if (source.call >= 0)
         continue;
-      for (auto &[index, arg] : args) {
+      for (auto [given, block] : llvm::zip_equal(args, isBlock)) {
+        auto &[index, arg] = given;
         if (int64_t(index) != source.index)
           continue;
-        stageArgs[position] = arg.clone();
+        stageArgs[position] = stageArgument(arg, index, block);
         repack |= !stage.packSourcesKnown ||
                   llvm::is_contained(stage.packSources, int64_t(position));
       }
@@ -112,7 +128,7 @@ static int64_t messageTag(int64_t call, int64_t index) {
 
 llvm::Expected<std::vector<std::optional<HostTensor>>>
 JitProgram::runPipeline(const PreparedArguments &args, bool stageLocal) {
-  int64_t rank = getRank();
+  int64_t rank = getStageRank();
   // Values this rank computed or received, by (call, result index).
   std::map<std::pair<int64_t, int64_t>, HostTensor> values;
   for (auto [callIndex, stage] : llvm::enumerate(stageCalls)) {
@@ -184,7 +200,7 @@ JitProgram::runPipeline(const PreparedArguments &args, bool stageLocal) {
   // each.
   for (auto [source, spec] : llvm::zip_equal(resultSources, this->results)) {
     llvm::Expected<HostTensor> allocated =
-        HostTensor::zeros(spec.kind, spec.shape);
+        HostTensor::zeros(spec.kind, getLocalShape(spec));
     if (!allocated)
       return allocated.takeError();
     HostTensor result = std::move(*allocated);

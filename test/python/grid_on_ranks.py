@@ -214,6 +214,40 @@ def check_pipeline_one_f_one_b():
         "does not split into 3 equal micro-batches")
 
 
+def check_tensor_parallel_pipeline_stages():
+    # Two stages, each Megatron-sharded over its two tensor ranks (PP2 x TP2
+    # on 4 ranks, DP2 x PP2 x TP2 on 8): gradients and 1F1B batches
+    # against eager.
+    sizes = {"dp": WORLD // 4, "pp": 2, "tp": 2}
+
+    def schedule(sch):
+        megatron(sch, "fc_in", "fc_out")
+        sch["fc_in"].cut_pipeline_stage()
+    compiled = assert_replica_gradients(mlp, sizes, schedule)
+    assert dict(compiled.named_parameters())["fc_in.weight"].shape == (32, 32)
+    assert_replica_steps(mlp, sizes, schedule)
+    grid = lamina.Grid(**sizes)
+    model = seeded(mlp)
+    eager = copy.deepcopy(model)
+    batch, target = inputs(8 * grid.dp, 4, 32, seed=5), \
+        inputs(8 * grid.dp, 4, 32, seed=6)
+    x = replica_slice(batch, grid)
+    sch = lamina.create_schedule(model, world_size=2,
+                                 example_inputs=(x[:2],))
+    schedule(sch)
+    compiled = lamina.build(sch, (x[:2],), grid=sizes)
+    loss = compiled.train_batch(x, replica_slice(target, grid), F.mse_loss,
+                                microbatches=4)
+    expected = F.mse_loss(eager(batch), target)
+    expected.backward()
+    torch.testing.assert_close(loss, expected.detach(), rtol=1e-5, atol=0)
+    own = dict(compiled.named_parameters())
+    for name, p in eager.named_parameters():
+        torch.testing.assert_close(own[name].grad,
+                                   tensor_block(p.grad, own[name], grid),
+                                   **TOL, msg=lambda m: f"{name}: {m}")
+
+
 def check_default_schedule_replayed_for_the_tensor_axis():
     # A schedule left at the launched world's size compiles for the grid's
     # tensor axis.

@@ -1,4 +1,4 @@
-"""Device grids (data × tensor parallel) on 2 and 4 MPI ranks
+"""Device grids (data × pipeline × tensor parallel) on 2, 4 and 8 MPI ranks
 (grid_on_ranks.py under mpirun.mpich): each data replica trains on its
 slice of a global batch, and its gradients (this rank's blocks on the
 tensor axis) and AdamW steps equal one eager process's on the whole batch —
@@ -11,7 +11,8 @@ build(target="deepspeed") with DeepSpeed's topology and configuration
 (engine/backward/step with ZeRO-1, and a pipeline's train_batch), against
 eager; a batch's micro-batches through two pipeline stages in the
 1F1B order (loss, gradients and SGD steps against eager, at most P − p
-micro-batches in flight on stage p)."""
+micro-batches in flight on stage p); stages Megatron-sharded on the
+tensor axis (PP2 × TP2, and DP2 × PP2 × TP2 on 8 ranks)."""
 
 import pathlib
 
@@ -33,7 +34,9 @@ CHECKS = {
         "data_and_pipeline_parallel_mlp", "zero_stage_1", "zero_stage_2",
         "global_norm_clipping", "deepspeed_engine_steps",
         "deepspeed_pipeline_train_batch", "pipeline_one_f_one_b",
+        "tensor_parallel_pipeline_stages",
         "default_schedule_replayed_for_the_tensor_axis"],
+    8: ["tensor_parallel_pipeline_stages"],
 }
 
 

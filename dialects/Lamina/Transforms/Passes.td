@@ -185,8 +185,9 @@ def LaminaGenerateBackward : Pass<"lamina-generate-backward",
     backward of as many stages in reverse order: a cut follows the last op
     differentiating each forward stage, and `lamina.pipeline_reversed` on
     `@f_backward` has lamina-split-pipeline-stages run its stage i of N on
-    rank N - 1 - i, where the forward's stage N - 1 - i ran. Tensor
-    parallelism inside pipeline stages is rejected.
+    rank N - 1 - i, where the forward's stage N - 1 - i ran. A sharded
+    program with cuts (tensor parallelism inside the stages) is partitioned
+    with its cuts first, and each rank's backward gets the same stages.
 
     ```mlir
     func.func @f(%x: tensor<4x8xf32>, %w: tensor<16x8xf32>) -> tensor<4x16xf32> {

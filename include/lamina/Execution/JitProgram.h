@@ -69,12 +69,14 @@ public:
   llvm::ArrayRef<ArgumentSpec> getInputs() const { return inputs; }
   llvm::ArrayRef<ArgumentSpec> getResults() const { return results; }
 
-  /// The number of MPI ranks the program is built for (1: no MPI).
-  int64_t getWorldSize() const { return worldSize; }
-  /// This process's rank (0 in a program of one rank).
+  /// The number of MPI ranks the program is built for (1: no MPI): the
+  /// ranks its values are sharded over (the tensor axis), or else its
+  /// pipeline stages.
+  int64_t getWorldSize() const { return worldSize > 1 ? worldSize : stageCount; }
+  /// This process's rank among those (0 in a program of one rank).
   int64_t getRank() const;
-  /// The size of the MPI world this process runs in (1 for a program that
-  /// does not use MPI). A pipelined program also runs whole in a world of 1.
+  /// The size of the axis this process runs on (1 for a program that does
+  /// not use MPI). A pipelined program also runs whole in a world of 1.
   int64_t getActiveWorldSize() const;
   /// The shape this rank holds of a value described by `spec`.
   llvm::SmallVector<int64_t> getLocalShape(const ArgumentSpec &spec) const;
@@ -186,7 +188,12 @@ private:
   llvm::Error loadCached(MLIRContext *context, const CacheEntry &cached);
 
   llvm::Expected<PreparedArguments>
-  preparePipeline(llvm::ArrayRef<HostTensor> args);
+  preparePipeline(llvm::ArrayRef<HostTensor> args,
+                  llvm::ArrayRef<bool> isBlock);
+  /// Entry argument `index` as a stage takes it (`isBlock`: given as this
+  /// rank's block of a sharded argument).
+  HostTensor stageArgument(const HostTensor &arg, size_t index,
+                           bool isBlock) const;
   /// update() of a pipeline's prepared stages: each of this rank's stages
   /// takes the new arguments it reads, and packs its weights again only if
   /// its packing reads one of them.
@@ -211,7 +218,15 @@ private:
   std::vector<StageCall> stageCalls;
   llvm::SmallVector<ValueSource> resultSources;
 
+  /// The ranks sharded values span (the tensor axis), and the pipeline's
+  /// stages (one per rank of the pipeline axis).
   int64_t worldSize = 1;
+  int64_t stageCount = 1;
+  /// This process's rank on the tensor axis and on the pipeline axis, and
+  /// the sizes of those axes in the grid in use.
+  int64_t getTensorRank() const;
+  int64_t getStageRank() const;
+  int64_t getActiveStageCount() const;
   llvm::SmallVector<ArgumentSpec> inputs;
   llvm::SmallVector<ArgumentSpec> results;
   /// The arguments `<entry>_pack_weights` reads (any of them, unless

@@ -164,8 +164,12 @@ def _add_gradients(call, pair, backward, gradients, num_inputs, grid):
         if not 0 <= slot < len(call.parameters):
             continue
         total = gradients.get(index)
-        if total is None:
-            total = _zeros(specs[index])
+        if total is None:  # another stage's: this rank's block of it
+            kind, shape, axis = specs[index]
+            shape = list(shape)
+            if axis is not None:
+                shape[axis] //= backward.program.world_size
+            total = _zeros((kind, shape))
         if grid.pp > 1 and stage_of[index] >= 0:
             _lamina.axis_broadcast(total.reshape(-1).view(np.uint8),
                                    stage_of[index], "pp")

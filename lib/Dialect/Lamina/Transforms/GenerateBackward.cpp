@@ -352,19 +352,6 @@ static bool shardsValues(func::FuncOp function) {
   return found.wasInterrupted();
 }
 
-/// The first op of `function` that ends a pipeline stage, if any.
-static Operation *findPipelineCut(func::FuncOp function) {
-  Operation *cut = nullptr;
-  function.walk([&](Operation *op) {
-    if (op->hasAttr(LaminaDialect::kPipelineCutAttrName)) {
-      cut = op;
-      return WalkResult::interrupt();
-    }
-    return WalkResult::advance();
-  });
-  return cut;
-}
-
 namespace {
 /// What the backward of a sharded program needs to know of the program
 /// before partitioning: the layout each argument is declared with and its
@@ -499,12 +486,6 @@ struct LaminaGenerateBackwardPass
     std::optional<ShardedArguments> sharded;
     if (std::optional<int64_t> worldSize = getWorldSize(module);
         worldSize && *worldSize > 1 && shardsValues(target)) {
-      if (Operation *cut = findPipelineCut(target)) {
-        cut->emitOpError("ends a pipeline stage of a sharded program: "
-                         "tensor parallelism inside pipeline stages is not "
-                         "supported");
-        return signalPassFailure();
-      }
       if (isPartitioned(module)) {
         target.emitOpError("is already partitioned; lamina-generate-backward "
                            "takes the sharded program before lamina-partition "
