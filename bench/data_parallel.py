@@ -22,14 +22,11 @@ usage: bench/data_parallel.py [--rounds 3] [--steps 5] [--warmup 5]
 
 import argparse
 import datetime
-import os
 import pathlib
 import statistics
-import subprocess
-import sys
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
-BUILD = pathlib.Path(os.environ.get("LAMINA_BUILD_DIR", ROOT / "build"))
+from ranks import GPT2_MLP, run_pinned
+
 HIDDEN, INTER = 1024, 4096
 
 STEP = r"""
@@ -41,15 +38,7 @@ from lamina import _lamina
 torch.set_num_threads(1)
 tokens, steps, warmup = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
 
-class MLP(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.fc1 = nn.Linear(%(hidden)d, %(inter)d)
-        self.act = nn.GELU(approximate="tanh")
-        self.fc2 = nn.Linear(%(inter)d, %(hidden)d)
-    def forward(self, x):
-        return x + self.fc2(self.act(self.fc1(x)))
-
+%(mlp)s
 torch.manual_seed(0)
 model = MLP()
 ranks = lamina.world_size()
@@ -77,20 +66,13 @@ for _ in range(steps):
                  - waited)
 if lamina.rank() == 0:
     print(statistics.median(times), statistics.median(waits))
-""" % {"hidden": HIDDEN, "inter": INTER}
+""" % {"mlp": GPT2_MLP % {"hidden": HIDDEN, "inter": INTER},
+       "hidden": HIDDEN}
 
 
 def run(ranks, tokens, steps, warmup, overlap=True):
-    env = dict(os.environ, OMP_NUM_THREADS="1",
-               PYTHONPATH=str(BUILD / "python"),
-               LAMINA_OVERLAP="1" if overlap else "0")
-    script = [sys.executable, "-c", STEP, str(tokens), str(steps),
-              str(warmup)]
-    command = (["mpirun.mpich", "-np", str(ranks), "-bind-to", "core",
-                *script] if ranks > 1 else ["taskset", "-c", "0", *script])
-    out = subprocess.run(command, env=env, check=True, capture_output=True,
-                         text=True).stdout
-    step, wait = out.strip().splitlines()[-1].split()
+    step, wait = run_pinned(STEP, (tokens, steps, warmup), ranks,
+                            {"LAMINA_OVERLAP": "1" if overlap else "0"})
     return float(step), float(wait)
 
 

@@ -21,14 +21,11 @@ usage: bench/pipeline_bubble.py [--rounds 3] [--steps 5] [--warmup 3]
 
 import argparse
 import datetime
-import os
 import pathlib
 import statistics
-import subprocess
-import sys
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
-BUILD = pathlib.Path(os.environ.get("LAMINA_BUILD_DIR", ROOT / "build"))
+from ranks import GPT2_MLP, run_pinned
+
 HIDDEN, INTER, TOKENS = 1024, 4096, 128
 COUNTS = [1, 4, 8]
 
@@ -41,15 +38,7 @@ import lamina
 torch.set_num_threads(1)
 count, steps, warmup = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
 
-class MLP(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.fc1 = nn.Linear(%(hidden)d, %(inter)d)
-        self.act = nn.GELU(approximate="tanh")
-        self.fc2 = nn.Linear(%(inter)d, %(hidden)d)
-    def forward(self, x):
-        return x + self.fc2(self.act(self.fc1(x)))
-
+%(mlp)s
 torch.manual_seed(0)
 model = MLP()
 x = torch.randn(%(tokens)d * count, %(hidden)d)
@@ -76,19 +65,12 @@ for _ in range(steps):
     schedules.append(report.schedule_seconds if report else times[-1])
 if lamina.rank() == 0:
     print(statistics.median(times), statistics.median(schedules))
-""" % {"hidden": HIDDEN, "inter": INTER, "tokens": TOKENS}
+""" % {"mlp": GPT2_MLP % {"hidden": HIDDEN, "inter": INTER},
+       "hidden": HIDDEN, "tokens": TOKENS}
 
 
 def run(ranks, count, steps, warmup):
-    env = dict(os.environ, OMP_NUM_THREADS="1",
-               PYTHONPATH=str(BUILD / "python"))
-    script = [sys.executable, "-c", STEP, str(count), str(steps),
-              str(warmup)]
-    command = (["mpirun.mpich", "-np", str(ranks), "-bind-to", "core",
-                *script] if ranks > 1 else ["taskset", "-c", "0", *script])
-    out = subprocess.run(command, env=env, check=True, capture_output=True,
-                         text=True).stdout
-    batch, schedule = out.strip().splitlines()[-1].split()
+    batch, schedule = run_pinned(STEP, (count, steps, warmup), ranks)
     return float(batch), float(schedule)
 
 

@@ -17,14 +17,11 @@ usage: bench/zero.py [--rounds 3] [--steps 5] [--warmup 3] [--output FILE]
 
 import argparse
 import datetime
-import os
 import pathlib
 import statistics
-import subprocess
-import sys
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
-BUILD = pathlib.Path(os.environ.get("LAMINA_BUILD_DIR", ROOT / "build"))
+from ranks import GPT2_MLP, run_pinned
+
 HIDDEN, INTER, TOKENS = 1024, 4096, 512
 
 STEP = r"""
@@ -35,15 +32,7 @@ import lamina
 torch.set_num_threads(1)
 stage, steps, warmup = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
 
-class MLP(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.fc1 = nn.Linear(%(hidden)d, %(inter)d)
-        self.act = nn.GELU(approximate="tanh")
-        self.fc2 = nn.Linear(%(inter)d, %(hidden)d)
-    def forward(self, x):
-        return x + self.fc2(self.act(self.fc1(x)))
-
+%(mlp)s
 torch.manual_seed(0)
 model = MLP()
 x = torch.randn(%(tokens)d, %(hidden)d,
@@ -75,17 +64,12 @@ nbytes = sum(t.numel() * t.element_size() for s in state().values()
              for t in s.values() if isinstance(t, torch.Tensor))
 if lamina.rank() == 0:
     print(statistics.median(times), nbytes)
-""" % {"hidden": HIDDEN, "inter": INTER, "tokens": TOKENS}
+""" % {"mlp": GPT2_MLP % {"hidden": HIDDEN, "inter": INTER},
+       "hidden": HIDDEN, "tokens": TOKENS}
 
 
 def run(stage, steps, warmup):
-    env = dict(os.environ, OMP_NUM_THREADS="1",
-               PYTHONPATH=str(BUILD / "python"))
-    out = subprocess.run(
-        ["mpirun.mpich", "-np", "2", "-bind-to", "core", sys.executable,
-         "-c", STEP, str(stage), str(steps), str(warmup)],
-        env=env, check=True, capture_output=True, text=True).stdout
-    seconds, nbytes = out.strip().splitlines()[-1].split()
+    seconds, nbytes = run_pinned(STEP, (stage, steps, warmup), 2)
     return float(seconds), int(nbytes)
 
 

@@ -65,6 +65,9 @@ class Schedule:
         self.world_size = world_size
         self.paths = self._module_paths()
         self._ops = []
+        # The primitives applied, by name (shard, sync, cut_pipeline_stage,
+        # ...): what building on a device grid asks of a schedule.
+        self.primitives = set()
         self._handles = 0
         self._imported = None
         self._session = None
@@ -200,6 +203,7 @@ class Schedule:
         all-gather ending sequence parallelism."""
         self._record_lines([_sync_text(mode, sync_op_or_fn, kwargs)
                             .format(h="%root")])
+        self.primitives.add("sync")
         return self
 
     # -- recording -----------------------------------------------------------
@@ -273,9 +277,11 @@ class SubSchedule:
         self.selector = selector
         self.paths = paths
 
-    def _op(self, text):
+    def _op(self, text, primitive=None):
         self.schedule._record(self.selector,
                               lambda h: [text.format(h=h)])
+        if primitive:
+            self.schedule.primitives.add(primitive)
         return self
 
     def shard(self, tensor_name, axis, groups=1):
@@ -291,14 +297,14 @@ class SubSchedule:
                                 f"got {groups!r}")
         grouped = f" groups {groups}" if groups != 1 else ""
         return self._op(f"transform.lamina.shard {{h}} {_string(name)} axis "
-                        f"{int(axis)}{grouped} : !transform.any_op")
+                        f"{int(axis)}{grouped} : !transform.any_op", "shard")
 
     def sync(self, mode, sync_op_or_fn, **kwargs):
         """Adds a sync point: mode in fwd_pre / fwd_post / bwd_post, op in
         all_reduce / all_gather / reduce_scatter / scatter (kwargs: axis,
         tensor_parallel_output_grad)."""
         text = _sync_text(mode, sync_op_or_fn, kwargs)
-        return self._op(text)
+        return self._op(text, "sync")
 
     def decompose(self):
         """nn.Linear → LinearWithSeparateBias."""
@@ -376,7 +382,7 @@ class SubSchedule:
 
     def cut_pipeline_stage(self):
         return self._op("transform.lamina.cut_pipeline_stage {h} : "
-                        "!transform.any_op")
+                        "!transform.any_op", "cut_pipeline_stage")
 
     def fork_rng(self):
         return self._op("transform.lamina.fork_rng {h} : !transform.any_op")

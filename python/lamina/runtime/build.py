@@ -3,7 +3,6 @@ ranks."""
 
 import contextlib
 import pathlib
-import re
 import subprocess
 import tempfile
 
@@ -445,8 +444,8 @@ class CompiledModule(Face, nn.Module):
         compiled = self._compile(splits[0][0])
         pipeline = self.grid if self.grid is not None else Grid(
             pp=world_size())
-        if "transform.lamina.cut_pipeline_stage" in \
-                self.schedule.transform_script() and pipeline.pp > 1:
+        if "cut_pipeline_stage" in self.schedule.primitives and \
+                pipeline.pp > 1:
             loss, self._state["batch_report"] = microbatches_module.train_batch(
                 compiled.call, splits, loss_fn, pipeline)
             return loss
@@ -561,8 +560,7 @@ def _on_grid(sch, grid_sizes, dp_gradients, target):
                             f"{dp_gradients!r}")
     if target != "cpu":
         raise ScheduleError("device grids run on target='cpu'")
-    if sizes.tp == 1 and re.search(r"transform\.lamina\.(shard|sync) ",
-                                   sch.transform_script()):
+    if sizes.tp == 1 and {"shard", "sync"} & sch.primitives:
         raise ScheduleError(
             f"the schedule shards or syncs values over ranks, but the grid's "
             f"tensor axis has tp=1 (dp={sizes.dp}, pp={sizes.pp}): give the "
@@ -636,6 +634,7 @@ class _Replay:
     def __init__(self, schedule, world_size=None):
         self.model = schedule.model
         self.world_size = world_size or schedule.world_size
+        self.primitives = schedule.primitives
         self.script = schedule.transform_script()
         self.imported = None
         self.example_inputs = None
