@@ -338,6 +338,14 @@ static bool hasPipelineCuts(ModuleOp module) {
       .wasInterrupted();
 }
 
+/// Whether `function` takes a value sharded over ranks.
+static bool shardsArguments(func::FuncOp function) {
+  return function &&
+         llvm::any_of(function.getArguments(), [](BlockArgument argument) {
+           return shardAxisOf(getDeclaredLayout(argument)).has_value();
+         });
+}
+
 /// Whether the compiled `module` calls Lamina's MPI runtime.
 static bool callsMpiRuntime(ModuleOp module) {
   llvm::StringSet<> runtime;
@@ -506,7 +514,8 @@ JitProgram::compile(OwningOpRef<ModuleOp> module, StringRef entry,
   // Tensor parallelism inside pipeline stages: the stages are cut from
   // the partitioned program, each with its collectives.
   if (mlir::lamina::getWorldSize(*module).value_or(1) > 1 &&
-      !isPartitioned(*module) && hasPipelineCuts(*module))
+      !isPartitioned(*module) && hasPipelineCuts(*module) &&
+      shardsArguments(module->lookupSymbol<func::FuncOp>(entry)))
     if (llvm::Error error = runPassPipeline(
             *module, "builtin.module(lamina-decompose,lamina-partition)",
             &timing))
