@@ -35,6 +35,16 @@ def tensor_block(full, local, grid):
     return full
 
 
+def assert_gradient_blocks(compiled, eager, grid, scale=1.0):
+    """Each of `compiled`'s parameter gradients is its block on the tensor
+    axis of `eager`'s (times `scale`)."""
+    own = dict(compiled.named_parameters())
+    for name, p in eager.named_parameters():
+        torch.testing.assert_close(
+            own[name].grad, tensor_block(p.grad, own[name], grid) * scale,
+            **TOL, msg=lambda m: f"{name}: {m}")
+
+
 def build_on_grid(model, sizes, example, schedule=None, **kwargs):
     grid = lamina.Grid(**sizes)
     # (A pipeline's stages are its own ranks: its schedule's size is 1.)
@@ -58,11 +68,7 @@ def assert_replica_gradients(make, sizes, schedule=None, shape=(8, 4, 32),
     compiled, grid = build_on_grid(model, sizes, x, schedule, **kwargs)
     F.mse_loss(compiled(x), replica_slice(target, grid)).backward()
     F.mse_loss(eager(batch), target).backward()
-    ours = dict(compiled.named_parameters())
-    for name, p in eager.named_parameters():
-        torch.testing.assert_close(
-            ours[name].grad, tensor_block(p.grad, ours[name], grid) * scale,
-            **TOL, msg=lambda m: f"{name}: {m}")
+    assert_gradient_blocks(compiled, eager, grid, scale)
     return compiled
 
 
@@ -198,10 +204,7 @@ def check_pipeline_one_f_one_b():
         expected.backward()
         torch.testing.assert_close(loss, expected.detach(), rtol=1e-5,
                                    atol=0)
-        own = dict(compiled.named_parameters())
-        for name, p in eager.named_parameters():
-            torch.testing.assert_close(own[name].grad, p.grad, **TOL,
-                                       msg=lambda m: f"{name}: {m}")
+        assert_gradient_blocks(compiled, eager, grid)
         report = compiled._state["batch_report"]
         assert report.peak_in_flight == grid.pp - grid.rank("pp"), \
             report.peak_in_flight
@@ -241,11 +244,7 @@ def check_tensor_parallel_pipeline_stages():
     expected = F.mse_loss(eager(batch), target)
     expected.backward()
     torch.testing.assert_close(loss, expected.detach(), rtol=1e-5, atol=0)
-    own = dict(compiled.named_parameters())
-    for name, p in eager.named_parameters():
-        torch.testing.assert_close(own[name].grad,
-                                   tensor_block(p.grad, own[name], grid),
-                                   **TOL, msg=lambda m: f"{name}: {m}")
+    assert_gradient_blocks(compiled, eager, grid)
 
 
 def check_default_schedule_replayed_for_the_tensor_axis():
@@ -263,11 +262,7 @@ def check_default_schedule_replayed_for_the_tensor_axis():
     assert compiled.world_size == 2
     compiled(x).square().mean().backward()
     eager(batch).square().mean().backward()
-    own = dict(compiled.named_parameters())
-    for name, p in eager.named_parameters():
-        torch.testing.assert_close(own[name].grad,
-                                   tensor_block(p.grad, own[name], grid),
-                                   **TOL)
+    assert_gradient_blocks(compiled, eager, grid)
 
 
 def state_bytes(optimizer):
