@@ -247,6 +247,50 @@ def check_tensor_parallel_pipeline_stages():
     assert_gradient_blocks(compiled, eager, grid)
 
 
+def check_llama_model_on_a_grid():
+    # The LLaMA-2 model of llama_model.py (RoPE, grouped-query attention,
+    # SwiGLU, tied embeddings, the loss it stores) Megatron-parallel on the
+    # tensor axis of DP x TP: each replica's loss on its sequences, the
+    # gradients at the first step and 3 AdamW steps against eager on the
+    # global batch (its schedule, at the launched world's size, replayed
+    # for the tensor axis).
+    from llama_on_ranks import ARGS, megatron as llama_megatron_model, twins
+    sizes = {"dp": WORLD // 2, "tp": 2}
+    grid = lamina.Grid(**sizes)
+    model, twin = twins()
+
+    def global_batch(seed):
+        generator = torch.Generator().manual_seed(seed)
+        tokens = torch.randint(0, ARGS.vocab_size, (2 * grid.dp, 12),
+                               generator=generator)
+        targets = torch.roll(tokens, -1, 1)
+        targets[:, -1] = -1  # the same number of targets on every replica
+        return tokens, targets
+
+    tokens, targets = global_batch(1)
+    mine = lambda t: replica_slice(t, grid)  # noqa: E731
+    built = lamina.build(llama_megatron_model(model),
+                         (mine(tokens), mine(targets)), grid=sizes)
+    ours = torch.optim.AdamW(built.parameters(), lr=1e-2)
+    theirs = torch.optim.AdamW(twin.parameters(), lr=1e-2)
+    for step in range(3):
+        tokens, targets = global_batch(10 + step)
+        built(mine(tokens), mine(targets))
+        loss = built.last_loss
+        loss.backward()
+        with torch.no_grad():
+            twin(mine(tokens), mine(targets))
+            want = twin.last_loss
+        twin(tokens, targets)
+        twin.last_loss.backward()
+        torch.testing.assert_close(loss, want, rtol=1e-5, atol=1e-6,
+                                   msg=lambda m: f"step {step}: {m}")
+        if step == 0:
+            assert_gradient_blocks(built, twin, grid)
+        ours.step(), theirs.step()
+        ours.zero_grad(), theirs.zero_grad()
+
+
 def check_default_schedule_replayed_for_the_tensor_axis():
     # A schedule left at the launched world's size compiles for the grid's
     # tensor axis.

@@ -12,7 +12,8 @@ build(target="deepspeed") with DeepSpeed's topology and configuration
 eager; a batch's micro-batches through two pipeline stages in the
 1F1B order (loss, gradients and SGD steps against eager, at most P − p
 micro-batches in flight on stage p); stages Megatron-sharded on the
-tensor axis (PP2 × TP2, and DP2 × PP2 × TP2 on 8 ranks)."""
+tensor axis (PP2 × TP2, and DP2 × PP2 × TP2 on 8 ranks); the LLaMA-2
+model of llama_model.py on DP2 × TP2."""
 
 import pathlib
 
@@ -34,7 +35,7 @@ CHECKS = {
         "data_and_pipeline_parallel_mlp", "zero_stage_1", "zero_stage_2",
         "global_norm_clipping", "deepspeed_engine_steps",
         "deepspeed_pipeline_train_batch", "pipeline_one_f_one_b",
-        "tensor_parallel_pipeline_stages",
+        "tensor_parallel_pipeline_stages", "llama_model_on_a_grid",
         "default_schedule_replayed_for_the_tensor_axis"],
     8: ["tensor_parallel_pipeline_stages"],
 }
