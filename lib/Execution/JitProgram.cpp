@@ -766,17 +766,14 @@ llvm::Error JitProgram::repack(PreparedArguments &prepared) {
 llvm::Error
 JitProgram::update(PreparedArguments &prepared,
                    std::vector<std::pair<size_t, HostTensor>> args) {
+  SmallVector<bool> isBlock;
+  if (llvm::Error error = checkUpdatedArguments(args, isBlock))
+    return error;
   if (!prepared.stageArguments.empty())
-    return updatePipeline(prepared, std::move(args));
+    return updatePipeline(prepared, std::move(args), isBlock);
   bool repack = false;
-  for (auto &[index, arg] : args) {
-    if (index >= inputs.size())
-      return createStringError(std::errc::invalid_argument,
-                               "@%s takes %zu inputs, argument %zu given",
-                               entry.c_str(), inputs.size(), index);
-    bool block = false;
-    if (llvm::Error error = checkArgument(index, arg, block))
-      return error;
+  for (auto [given, block] : llvm::zip_equal(args, isBlock)) {
+    auto &[index, arg] = given;
     const ArgumentSpec &spec = inputs[index];
     prepared.tensors[index] =
         spec.shardAxis && !block
@@ -787,6 +784,22 @@ JitProgram::update(PreparedArguments &prepared,
               llvm::is_contained(packSources, static_cast<int64_t>(index));
   }
   return repack ? pack(prepared) : llvm::Error::success();
+}
+
+llvm::Error JitProgram::checkUpdatedArguments(
+    llvm::ArrayRef<std::pair<size_t, HostTensor>> args,
+    SmallVectorImpl<bool> &isBlock) const {
+  for (const auto &[index, arg] : args) {
+    if (index >= inputs.size())
+      return createStringError(std::errc::invalid_argument,
+                               "@%s takes %zu inputs, argument %zu given",
+                               entry.c_str(), inputs.size(), index);
+    bool block = false;
+    if (llvm::Error error = checkArgument(index, arg, block))
+      return error;
+    isBlock.push_back(block);
+  }
+  return llvm::Error::success();
 }
 
 llvm::Expected<std::vector<std::optional<HostTensor>>>

@@ -84,19 +84,9 @@ llvm::Error JitProgram::packStage(const StageCall &stage,
 
 llvm::Error
 JitProgram::updatePipeline(PreparedArguments &prepared,
-                           std::vector<std::pair<size_t, HostTensor>> args) {
+                           std::vector<std::pair<size_t, HostTensor>> args,
+                           llvm::ArrayRef<bool> isBlock) {
   int64_t rank = getStageRank();
-  SmallVector<bool> isBlock;
-  for (auto &[index, arg] : args) {
-    if (index >= inputs.size())
-      return createStringError(std::errc::invalid_argument,
-                               "@%s takes %zu inputs, argument %zu given",
-                               entry.c_str(), inputs.size(), index);
-    bool block = false;
-    if (llvm::Error error = checkArgument(index, arg, block))
-      return error;
-    isBlock.push_back(block);
-  }
   for (auto [callIndex, stage] : llvm::enumerate(stageCalls)) {
     if (stage.rank != rank)
       continue;

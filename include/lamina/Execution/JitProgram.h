@@ -198,7 +198,13 @@ private:
   /// takes the new arguments it reads, and packs its weights again only if
   /// its packing reads one of them.
   llvm::Error updatePipeline(PreparedArguments &prepared,
-                             std::vector<std::pair<size_t, HostTensor>> args);
+                             std::vector<std::pair<size_t, HostTensor>> args,
+                             llvm::ArrayRef<bool> isBlock);
+  /// Checks the arguments of an update against the signature; `isBlock`
+  /// gets, per argument, whether it is this rank's block of a sharded one.
+  llvm::Error
+  checkUpdatedArguments(llvm::ArrayRef<std::pair<size_t, HostTensor>> args,
+                        llvm::SmallVectorImpl<bool> &isBlock) const;
   /// Packs stage `stage`'s weights from the first `stage.inputs.size()`
   /// tensors of `stageArgs`, replacing any packed before.
   llvm::Error packStage(const StageCall &stage,
