@@ -202,7 +202,8 @@ JitProgram::runPipeline(const PreparedArguments &args, bool stageLocal) {
       return createStringError(std::errc::not_supported,
                                "a pipelined entry returns one of its "
                                "arguments unchanged");
-    mpiBroadcastBytes(result.bytes.data(), result.bytes.size(), owner);
+    mpiAxisBroadcast(result.bytes.data(), result.bytes.size(), owner,
+                     MpiAxis::Pipeline);
     results.push_back(std::move(result));
   }
   return results;

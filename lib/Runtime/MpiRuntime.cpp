@@ -9,14 +9,14 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
-#include <string>
-#include <vector>
-#include <memory>
 #include <chrono>
 #include <condition_variable>
+#include <cstring>
+#include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "llvm/ADT/STLExtras.h"
 
@@ -243,17 +243,18 @@ void reduceScatter(int64_t r0, void *d0, int64_t r1, void *d1, int64_t axis) {
   reduce<T>(blocks.data(), out.data, in.numElements(), perRank);
 }
 
-
 //===----------------------------------------------------------------------===//
-// Gradients of data-parallel replicas: each reduction starts as its gradient
-// is final and completes before the backward returns
+// Operations in flight: gradient reductions over the data axis, which start
+// as each gradient is final and complete before the backward returns, and
+// pipeline sends that complete while the sender goes on
 //===----------------------------------------------------------------------===//
 
 /// The reductions over the data axis and the deferred pipeline sends in
 /// flight, and a thread that moves them on while the program computes:
 /// MPICH advances non-blocking operations only inside MPI calls, and
-/// compiled code makes none between an operation's start and its end. The thread tests the requests
-/// every kProgressInterval and sleeps in between, leaving the core to the
+/// compiled code makes none between an operation's start and its end. The
+/// thread tests the requests every kProgressInterval (kSendInterval while a
+/// send is pending) and sleeps in between, leaving the core to the
 /// computation; without MPI_THREAD_MULTIPLE, the starts alone move them on.
 class PendingRequests {
 public:
@@ -293,7 +294,8 @@ public:
   /// Completes every deferred send.
   void completeSends() {
     std::lock_guard<std::mutex> lock(mutex);
-    for (auto &[request, keepAlive] : sends) {
+    for (auto &send : sends) {
+      MPI_Request &request = send.first;
       if (request == MPI_REQUEST_NULL)
         continue;
       callMpi("MPI_Wait",
@@ -406,10 +408,12 @@ int64_t startReplicaReduce(int64_t r0, void *d0, int64_t r1, void *d1,
             "MPI_Ireduce");
     return pendingRequests().add(request);
   } else {
-    std::vector<typename T::Storage> sum(in.numElements());
-    reduce<T>(in.data, sum.data(), in.numElements(), 0, MPI_SUM, replicas);
-    if (receives)
-      std::memcpy(out.data, sum.data(), sum.size() * sizeof(sum[0]));
+    // Summed in f32 by every replica; kept where it arrives.
+    std::vector<typename T::Storage> discarded(receives ? 0
+                                                         : in.numElements());
+    reduce<T>(in.data,
+              receives ? static_cast<void *>(out.data) : discarded.data(),
+              in.numElements(), 0, MPI_SUM, replicas);
     return -1;
   }
 }
@@ -572,11 +576,5 @@ void mlir::lamina::mpiAxisReduce(double *data, int64_t count, MpiAxis axis,
   callMpi("MPI_Allreduce", [&] {
     return MPI_Allreduce(MPI_IN_PLACE, data, int(count), MPI_DOUBLE,
                          maximum ? MPI_MAX : MPI_SUM, communicator(axis));
-  });
-}
-
-void mlir::lamina::mpiBroadcastBytes(void *data, int64_t bytes, int64_t root) {
-  callMpi("MPI_Bcast", [&] {
-    return MPI_Bcast(data, int(bytes), MPI_BYTE, int(root), communicator(MpiAxis::Pipeline));
   });
 }

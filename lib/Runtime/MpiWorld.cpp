@@ -15,7 +15,11 @@ namespace {
 /// The communicators of one grid, by MpiAxis.
 using Axes = std::array<MPI_Comm, 3>;
 
-Axes inUse = {MPI_COMM_SELF, MPI_COMM_WORLD, MPI_COMM_WORLD};
+/// Without a grid: every rank on the tensor and pipeline axes, each its
+/// own data replica.
+Axes noGrid() { return {MPI_COMM_SELF, MPI_COMM_WORLD, MPI_COMM_WORLD}; }
+
+Axes inUse = noGrid();
 
 /// Grids split so far, by (data, pipeline, tensor) sizes: a split is
 /// collective, so each shape is split once and kept.
@@ -88,7 +92,7 @@ void mlir::lamina::mpiUseGrid(int64_t data, int64_t pipeline,
                               int64_t tensor) {
   mpi_world::ensureInitialized();
   if (data == 0 && pipeline == 0 && tensor == 0) {
-    inUse = {MPI_COMM_SELF, MPI_COMM_WORLD, MPI_COMM_WORLD};
+    inUse = noGrid();
     return;
   }
   if (data < 1 || pipeline < 1 || tensor < 1 ||

@@ -80,7 +80,8 @@ int64_t mpiAxisRank(MpiAxis axis);
 int64_t mpiAxisSize(MpiAxis axis);
 
 /// Broadcasts `bytes` at `data` from rank `root` of `axis` to its other
-/// ranks (the host's own transfers: ZeRO's updated parameters).
+/// ranks (a pipeline's results from their stage, ZeRO's updated
+/// parameters from their owner).
 void mpiAxisBroadcast(void *data, int64_t bytes, int64_t root, MpiAxis axis);
 
 /// Sums (or, with `maximum`, takes the maximum of) `count` doubles at
@@ -105,7 +106,6 @@ void mpiSendBytesDeferred(const void *data, int64_t bytes,
                           int64_t destination, int64_t tag,
                           std::shared_ptr<void> keepAlive);
 void mpiCompleteDeferredSends();
-void mpiBroadcastBytes(void *data, int64_t bytes, int64_t root);
 
 } // namespace mlir::lamina
 

@@ -21,7 +21,7 @@ from . import aot, state, training
 from . import microbatches as microbatches_module
 from .face import Face
 from .generation import Generation, model_max_length
-from .grid import Grid, activate as activate_grid
+from .grid import Grid, activate as activate_grid, mean_over_replicas
 from .progress import compiled, compiling, stage
 from .rng import next_dropout_key
 
@@ -454,11 +454,8 @@ class CompiledModule(Face, nn.Module):
             loss = loss_fn(self(*micro_inputs), micro_labels)
             (loss / len(splits)).backward()
             total += float(loss.detach())
-        mean = np.array([total / len(splits)])
-        if self.grid is not None and self.grid.dp > 1:
-            _lamina.axis_reduce(mean, "dp", "sum")
-            mean /= self.grid.dp
-        return torch.tensor(float(mean[0]))
+        return torch.tensor(mean_over_replicas(total / len(splits),
+                                               self.grid))
 
     def _apply(self, fn, *args, **kwargs):
         """`to()`, `half()`, `cuda()`, ... keep the parameters as compiled:

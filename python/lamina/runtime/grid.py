@@ -13,6 +13,8 @@ parameters' gradients over the data axis.
 
 import os
 
+import numpy as np
+
 from .. import _lamina
 from ..errors import ScheduleError
 
@@ -99,6 +101,16 @@ def activate(grid):
     else:
         _lamina.use_grid(grid.dp, grid.pp, grid.tp)
     _in_use = grid
+
+
+def mean_over_replicas(value, grid):
+    """`value` (a float) averaged over `grid`'s data replicas (every
+    replica calls this)."""
+    mean = np.array([value], dtype=np.float64)
+    if grid is not None and grid.dp > 1:
+        _lamina.axis_reduce(mean, "dp", "sum")
+        mean /= grid.dp
+    return float(mean[0])
 
 
 def overlaps():

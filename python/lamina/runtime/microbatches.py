@@ -83,6 +83,9 @@ def train_batch(call, microbatches, loss_fn, grid):
     num_results = call.imported.num_results
     seeds = [next_dropout_key() if call.imported.has_seed else None
              for _ in range(count)]
+    # The backward takes the call's arguments, then the saved values, then
+    # one cotangent per result.
+    backward_inputs = backward.program.inputs
     report = Report()
     saved, gradients = {}, {}
     start = time.perf_counter()
@@ -97,18 +100,17 @@ def train_batch(call, microbatches, loss_fn, grid):
             continue
         results = saved.pop(m)
         outputs, values = results[:num_results], results[num_results:]
-        specs = backward.program.inputs
-        offset = len(arguments)
-        cotangents = [_zeros(specs[offset + len(values) + i])
-                      for i in range(num_results)]
+        specs = backward_inputs[len(arguments):]
         if all(o is not None for o in outputs):
             cotangents = _loss_cotangents(call, outputs, microbatches[m][1],
                                           loss_fn, count, report, m)
         elif any(o is not None for o in outputs):
             raise ScheduleError("train_batch needs every result of the model "
                                 "on its last pipeline stage")
-        values = [v if v is not None else _zeros(specs[offset + i])
-                  for i, v in enumerate(values)]
+        else:  # not the last stage: its backward starts from a later one's
+            cotangents = [_zeros(spec) for spec in specs[len(values):]]
+        values = [v if v is not None else _zeros(spec)
+                  for v, spec in zip(values, specs)]
         grads = backward.run_stage(arguments + values + cotangents)
         for index, gradient in enumerate(grads):
             if gradient is None:
@@ -146,17 +148,13 @@ def _mean_loss(report, count, grid):
     mean = np.array([sum(report.losses.values()) / count], dtype=np.float64)
     if grid.pp > 1:
         _lamina.axis_broadcast(mean, grid.pp - 1, "pp")
-    if grid.dp > 1:
-        _lamina.axis_reduce(mean, "dp", "sum")
-        mean /= grid.dp
-    return torch.tensor(float(mean[0]))
+    return torch.tensor(grids.mean_over_replicas(float(mean[0]), grid))
 
 
 def _add_gradients(call, pair, backward, gradients, num_inputs, grid):
     """Adds the micro-batches' summed parameter gradients (`gradients`, by
-    backward result) to `.grad` on
-    every rank of the pipeline: each from the rank of the stage that
-    computed it."""
+    backward result) to `.grad` on every rank of the pipeline: each from
+    the rank of the stage that computed it."""
     stage_of = backward.program.result_stages
     specs = backward.program.results
     for index, argument in enumerate(pair.gradients):

@@ -101,33 +101,29 @@ class ZeroRedundancyOptimizer(torch.optim.Optimizer):
         self.optimizer_class = optimizer_class
         self.replica, self.replicas = _data_axis()
         self._all = [p for group in self.param_groups for p in group["params"]]
-        self._owners = _owners(self._all, self.replicas)
-        for parameter, owner in zip(self._all, self._owners):
-            if stage == 2 and self.replicas > 1:
+        owners = _owners(self._all, self.replicas)
+        # Per replica, the indices (in self._all) of the parameters it owns.
+        self._owned = [[i for i, o in enumerate(owners) if o == replica]
+                       for replica in range(self.replicas)]
+        if stage == 2 and self.replicas > 1:
+            for parameter, owner in zip(self._all, owners):
                 setattr(parameter, OWNER, owner)
+        mine = {id(p) for p in self.owned_parameters()}
         self._local_groups = []  # (index in param_groups, local group)
         for index, group in enumerate(self.param_groups):
-            mine = [p for p in group["params"] if self._owner(p) ==
-                    self.replica]
-            if mine:
+            local = [p for p in group["params"] if id(p) in mine]
+            if local:
                 self._local_groups.append(
-                    (index, dict(group, params=mine)))
+                    (index, dict(group, params=local)))
         # The local optimizer (None on a replica that owns no parameter).
         self.optim = (optimizer_class([g for _, g in self._local_groups],
                                       **defaults)
                       if self._local_groups else None)
         self._consolidated = None
 
-    def _owner(self, parameter):
-        for candidate, owner in zip(self._all, self._owners):
-            if candidate is parameter:
-                return owner
-        raise KeyError("not a parameter of this optimizer")
-
     def owned_parameters(self):
         """The parameters whose optimizer state this replica holds."""
-        return [p for p, o in zip(self._all, self._owners)
-                if o == self.replica]
+        return [self._all[i] for i in self._owned[self.replica]]
 
     def _sync_hyperparameters(self):
         """Hyperparameters set on `param_groups` (a learning-rate schedule)
@@ -153,11 +149,9 @@ class ZeroRedundancyOptimizer(torch.optim.Optimizer):
         if self.optim is not None:
             self.optim.step()
         if self.replicas > 1:
-            for replica in range(self.replicas):
-                owned = [p for p, o in zip(self._all, self._owners)
-                         if o == replica]
+            for replica, owned in enumerate(self._owned):
                 if owned:
-                    _broadcast(owned, replica)
+                    _broadcast([self._all[i] for i in owned], replica)
         return loss
 
     def consolidate_state_dict(self, to=0):
@@ -171,13 +165,13 @@ class ZeroRedundancyOptimizer(torch.optim.Optimizer):
                      _broadcast_object(local, replica))
             if local is None:
                 continue
-            owned = [i for i, o in enumerate(self._owners) if o == replica]
             for position, state in local["state"].items():
-                full_state[owned[position]] = state
+                full_state[self._owned[replica][position]] = state
+        index = {id(p): i for i, p in enumerate(self._all)}
         groups = []
         for group in self.param_groups:
             entry = {k: v for k, v in group.items() if k != "params"}
-            entry["params"] = [_index(self._all, p) for p in group["params"]]
+            entry["params"] = [index[id(p)] for p in group["params"]]
             groups.append(entry)
         if self.replica == to:
             self._consolidated = {"state": full_state,
@@ -204,24 +198,13 @@ class ZeroRedundancyOptimizer(torch.optim.Optimizer):
         self._sync_hyperparameters()
         if self.optim is None:
             return
-        owned = [i for i, o in enumerate(self._owners) if o == self.replica]
+        # (The local state dict carries the hyperparameters just synced.)
         local = self.optim.state_dict()
         local["state"] = {position: state_dict["state"][index]
-                          for position, index in enumerate(owned)
+                          for position, index in
+                          enumerate(self._owned[self.replica])
                           if index in state_dict["state"]}
-        for local_group, (index, _) in zip(local["param_groups"],
-                                           self._local_groups):
-            for key, value in state_dict["param_groups"][index].items():
-                if key != "params":
-                    local_group[key] = value
         self.optim.load_state_dict(local)
-
-
-def _index(parameters, parameter):
-    for index, candidate in enumerate(parameters):
-        if candidate is parameter:
-            return index
-    raise KeyError("not a parameter of this optimizer")
 
 
 def _counted_here(parameter, place):
