@@ -4,8 +4,8 @@ pipeline option is another entry; a damaged entry is reported as a
 CompileCacheWarning, removed and compiled again; processes storing the same
 entry at once leave a whole one; LAMINA_CACHE=0 turns it off."""
 
+import os
 import pathlib
-import re
 import subprocess
 import sys
 import warnings
@@ -191,27 +191,32 @@ with torch.no_grad():
     built = lamina.build(sch, (x,), progress=True)
     y = built(x)
     torch.testing.assert_close(y, model(x))
-print("rank", lamina.rank(), "sum", round(y.sum().item(), 5), flush=True)
+# mpirun may interleave the ranks' stdout mid-line: each rank writes a file
+import os, pathlib
+out = pathlib.Path(os.environ["LAMINA_TEST_SUMS"]) / f"rank{lamina.rank()}"
+out.write_text(f"{y.sum().item():.5f}")
 """
 
 
-def test_ranks_share_one_entry_of_a_sharded_program(cache):
+def test_ranks_share_one_entry_of_a_sharded_program(cache, tmp_path):
     """Two MPI ranks compile the same partitioned program (with packed
     weights and MPI calls) and store it at once; a second run of both
     loads it and computes the same."""
-    def run_ranks():
-        return subprocess.run(
+    def run_ranks(name):
+        sums = tmp_path / name
+        sums.mkdir()
+        run = subprocess.run(
             ["mpirun.mpich", "-np", "2", sys.executable, "-c", RANKS_SCRIPT],
-            capture_output=True, text=True, timeout=600, check=True)
+            capture_output=True, text=True, timeout=600, check=True,
+            env={**os.environ, "LAMINA_TEST_SUMS": str(sums)})
+        run.sums = sorted(f.read_text() for f in sums.iterdir())
+        return run
 
-    first, second = run_ranks(), run_ranks()
+    first, second = run_ranks("first"), run_ranks("second")
     assert "from the compile cache" not in first.stderr
     assert second.stderr.count("(1 of 1 programs from the compile cache)") \
         == 2, second.stderr
     assert "Warning" not in second.stderr
-    def sums(output):  # the ranks' lines may interleave
-        return sorted(re.findall(r"sum (-?[0-9.]+)", output))
-
-    assert len(sums(first.stdout)) == 2
-    assert sums(first.stdout) == sums(second.stdout)
+    assert len(first.sums) == 2
+    assert first.sums == second.sums
     assert len(entries(cache)) == 1
