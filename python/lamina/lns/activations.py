@@ -6,10 +6,10 @@ kernels.
 Functions of one variable the reference evaluates in floating point (tanh,
 sigmoid, logsigmoid, exp, log) decode the codes, apply torch's float64
 function and encode the result, as the reference does; exp is the
-reference's power of e (the float32 e encoded, its exponent scaled by the
-decoded operand and truncated). Where the reference's gradient is clearly
-wrong, the fixed rule is used and its docstring says so (docs/lns.md lists
-them).
+reference's power of e (e in torch's default dtype, encoded, its exponent
+scaled by the decoded operand and truncated). Where the reference is
+clearly wrong, the fixed rule is used and its docstring says so
+(docs/lns.md lists them).
 """
 
 import warnings
@@ -25,8 +25,6 @@ from .tensor import LNSTensor, rand
 
 # The code of +1.0 (c1) in every base.
 ONE = np.int64(0)
-# The reference's e: torch.exp(torch.tensor(1.0)), a float32.
-E_FLOAT32 = float(torch.exp(torch.tensor(1.0)))
 SELU_ALPHA = 1.6732632423543772848170429916717
 SELU_SCALE = 1.0507009873554804934193349852946
 
@@ -52,10 +50,17 @@ def _through_float(function, x, base):
     return K.encode(function(values).numpy(), **base.kw())
 
 
+def reference_e():
+    """The reference's e: torch.exp(torch.tensor(1.0)), in torch's default
+    dtype when called (float32 unless changed; its code differs from
+    float64 e's for f = 22 and f >= 25)."""
+    return float(torch.exp(torch.tensor(1.0)))
+
+
 def exp_codes(x, base):
-    """e ** x as the reference computes it: the exponent of enc(e) (the
-    float32 e) times the decoded x, truncated, sign bit clear."""
-    e = constant(E_FLOAT32, base) & -2
+    """e ** x as the reference computes it: the exponent of enc(e) (see
+    reference_e) times the decoded x, truncated, sign bit clear."""
+    e = constant(reference_e(), base) & -2
     scaled = np.float64(e) * np.asarray(K.decode(x, **base.kw()))
     return np.trunc(scaled).astype(np.int64) & -2
 
