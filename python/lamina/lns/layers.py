@@ -304,3 +304,23 @@ class LNSLazyLinear(LNSLinear):
         if self.weight is None and codes is not None:
             self._materialize(codes.shape[-1], codes.device, initialise=False)
         super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
+
+
+class LNSIdentity(LNSModule):
+    """torch.nn.Identity among LNS layers: returns its input; arguments
+    are accepted and ignored, as torch's are."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__()
+
+    def forward(self, input):  # noqa: A002 - torch's name
+        return input
+
+
+# The other LNS layers live in their own modules; they are named here too,
+# where the reference has them (xlnstorch.layers). These modules import
+# this one, so the import comes last.
+from .bilinear import LNSBilinear  # noqa: E402,F401
+from .convolution import LNSConv1d, LNSConv2d, LNSConv3d  # noqa: E402,F401
+from .dropout import (LNSDropout, LNSDropout1d, LNSDropout2d,  # noqa: E402,F401
+                      LNSDropout3d)
