@@ -109,7 +109,10 @@ class Div(_Function):
     def forward(ctx, x, y, base):
         ctx.base = base
         ctx.save_for_backward(x, y)
-        return tensor(K.div(codes(x), codes(y), **base.kw()))
+        # A zero divisor gives the formula's code, as the reference does;
+        # the backward keeps the spec's error (training spec §5.8).
+        return tensor(K.div(codes(x), codes(y), **base.kw(),
+                            zero_divisor="formula"))
 
     @staticmethod
     def backward(ctx, g):
@@ -194,11 +197,7 @@ class Matmul(_Function):
     def forward(ctx, a, b, base):
         ctx.base = base
         ctx.save_for_backward(a, b)
-        a2, b2 = _promote(codes(a), codes(b))
-        out = K.matmul(a2, b2, **base.kw())
-        shape = (out.shape[:-2] + (out.shape[-2:-1] if a.ndim > 1 else ())
-                 + (out.shape[-1:] if b.ndim > 1 else ()))
-        return tensor(out.reshape(shape))
+        return tensor(K.matmul(codes(a), codes(b), **base.kw()))
 
     @staticmethod
     def backward(ctx, g):
@@ -206,10 +205,12 @@ class Matmul(_Function):
         kw = ctx.base.kw()
         a2, b2 = _promote(codes(a), codes(b))
         g2 = codes(g)
+        # The unit axes of the promoted operands, N's first: a vector·vector
+        # product's 0-d g becomes (1, 1).
+        if b.ndim == 1:
+            g2 = g2[..., None]
         if a.ndim == 1:
             g2 = np.expand_dims(g2, -2)
-        if b.ndim == 1:
-            g2 = np.expand_dims(g2, -1)
         batch = np.broadcast_shapes(a2.shape[:-2], b2.shape[:-2])
         a_full = np.ascontiguousarray(
             np.broadcast_to(a2, batch + a2.shape[-2:]))
@@ -361,7 +362,8 @@ class Reciprocal(_Function):
     @staticmethod
     def forward(ctx, x, base):
         ctx.base = base
-        out = K.div(np.zeros(x.shape, np.int64), codes(x), **base.kw())
+        out = K.div(np.zeros(x.shape, np.int64), codes(x), **base.kw(),
+                    zero_divisor="formula")
         ctx.out = out
         return tensor(out)
 

@@ -77,26 +77,31 @@ def run_backward(root, seed, retain_graph=None, create_graph=False,
 
 
 def accumulate(leaf, received):
-    """Adds gradient `received` to `leaf.grad`: in LNS, after the
-    gradients of earlier backward calls, for an LNS leaf."""
+    """Adds gradient `received` to `leaf.grad`: for an LNS leaf, `.grad`
+    becomes the LNS sum, in call order, of every gradient it received since
+    its last clear_gradient (the zero_grad of an LNS optimizer, an
+    LNSModule or a compiled model), whatever `.grad` held in between, as
+    the reference's hooks compute it: a torch optimizer's zero_grad (None,
+    or zeros in place) does not forget them, so the next `.grad` adds them
+    again."""
     base = getattr(leaf, "_lns_base", None)
     if base is None:  # not an LNS leaf: torch's own rule
         leaf.grad = received if leaf.grad is None else leaf.grad + received
         return
-    incoming = getattr(leaf, "_lns_incoming", None)
     received = received.detach().clone()
-    if leaf.grad is None:
+    incoming = getattr(leaf, "_lns_incoming", None)
+    total = getattr(leaf, "_lns_total", None)
+    if not incoming or total is None:
         incoming, total = [], codes(received)
     else:
-        if incoming is None or leaf.grad is not getattr(leaf, "_lns_total",
-                                                        None):
-            incoming = [leaf.grad.detach()]  # set by someone else: kept
-        # The fold over `incoming` is a left fold: the previous total plus
-        # this call's gradient is the same sum, one addition per call.
-        total = K.add(codes(leaf.grad), codes(received), **base.kw())
+        # `incoming` is summed by a left fold: the previous total plus this
+        # call's gradient is the same sum, one addition per call.
+        total = K.add(codes(total), codes(received), **base.kw())
     incoming.append(received)
     leaf._lns_incoming = incoming
-    leaf.grad = leaf._lns_total = tensor(total)
+    leaf._lns_total = tensor(total)
+    # .grad is its own tensor: zeroing it in place keeps the sum.
+    leaf.grad = tensor(total)
 
 
 def clear_gradient(leaf, set_to_none=True):
@@ -119,4 +124,3 @@ def clear_gradient(leaf, set_to_none=True):
         leaf.grad = None
     else:
         leaf.grad = torch.full_like(leaf.grad, float(ZERO))
-        leaf._lns_total = leaf.grad

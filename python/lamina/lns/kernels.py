@@ -63,10 +63,18 @@ def _call(source, *arrays):
     return results[0] if len(results) == 1 else tuple(results)
 
 
+def _host(array):
+    """A torch tensor (codes that may carry autograd) as a NumPy array of
+    its values, detached; anything else unchanged."""
+    if hasattr(array, "detach") and hasattr(array, "numpy"):
+        return array.detach().cpu().numpy()
+    return array
+
+
 def _contiguous(array, dtype):
     """A C-contiguous copy only when needed; unlike np.ascontiguousarray,
-    0-d arrays stay 0-d."""
-    array = np.asarray(array, dtype=dtype)
+    0-d arrays stay 0-d. Torch tensors are read detached."""
+    array = np.asarray(_host(array), dtype=dtype)
     return array if array.flags.c_contiguous else array.copy()
 
 
@@ -229,11 +237,19 @@ def mul(x, y, f=None, b=None, y_f=None, y_b=None):
     return _binary("mul", x, y, f, b, y_f, y_b, "ideal")
 
 
-def div(x, y, f=None, b=None, y_f=None, y_b=None):
-    """x / y; a zero in y raises ZeroDivisionError (the spec's error; the
-    IR's lns.div does not check at run time, see its documentation)."""
+_ZERO_DIVISORS = ("raise", "formula")
+
+
+def div(x, y, f=None, b=None, y_f=None, y_b=None, *, zero_divisor="raise"):
+    """x / y. A zero in y raises ZeroDivisionError by default (the spec's
+    error); with zero_divisor="formula" it gives the division formula's
+    code (x − y + 1) ^ 1 instead, as the IR's lns.div does at run time and
+    the xlnstorch reference returns (a zero dividend stays zero)."""
+    if zero_divisor not in _ZERO_DIVISORS:
+        raise ValueError(f"zero_divisor must be 'raise' or 'formula', got "
+                         f"{zero_divisor!r}")
     zeros = (_codes(y) | 1) == _ZERO
-    if zeros.any():
+    if zero_divisor == "raise" and zeros.any():
         index = tuple(int(i) for i in np.argwhere(zeros)[0]) \
             if zeros.ndim else ()
         raise ZeroDivisionError(f"LNS division by zero (the divisor is zero "
@@ -286,8 +302,25 @@ def sum(codes, axis=None, f=None, b=None, sbdb="ideal",  # noqa: A001
 
 
 def matmul(a, c, f=None, b=None, c_f=None, c_b=None, sbdb="ideal"):
-    """a[..., M, K] · c[..., K, N], sequential over K, batch broadcast."""
+    """a[..., M, K] · c[..., K, N], sequential over K, batch broadcast.
+    1-D operands follow torch.matmul: a (K,) is taken as (1, K) and c (K,)
+    as (K, 1), and the added dim is removed from the result."""
     a, c = _codes(a), _codes(c)
+    if a.ndim == 0 or c.ndim == 0:
+        raise ValueError(f"matmul takes operands of at least one dimension, "
+                         f"got shapes {a.shape} and {c.shape}")
+    if a.shape[-1] != c.shape[-2 if c.ndim > 1 else 0]:
+        raise ValueError(f"matmul: the inner dimensions differ, shapes "
+                         f"{a.shape} and {c.shape}")
+    if a.ndim == 1 or c.ndim == 1:
+        product = matmul(a[None, :] if a.ndim == 1 else a,
+                         c[:, None] if c.ndim == 1 else c, f, b, c_f, c_b,
+                         sbdb)
+        if a.ndim == 1:
+            product = product[..., 0, :]
+        if c.ndim == 1:
+            product = product[..., 0]
+        return _contiguous(product, np.int64)
     batch = np.broadcast_shapes(a.shape[:-2], c.shape[:-2])
     out_shape = tuple(batch) + (a.shape[-2], c.shape[-1])
     ta = _tensor(a.shape, _num(f, b))

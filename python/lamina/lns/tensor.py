@@ -106,8 +106,8 @@ class LNSTensor:
         return len(self._lns)
 
     def __repr__(self):
-        return (f"LNSTensor(value={self.value.tolist()}, "
-                f"base={self._base.value!r})")
+        # The reference's format: the decoded values as a torch tensor.
+        return f"LNSTensor(value={self.value}, base={self._base.value!r})"
 
     # -- autograd -------------------------------------------------------
 
@@ -181,6 +181,47 @@ class LNSTensor:
             raise TypeError("LNS codes stay float64; decode with .value "
                             "for floats")
         return self._moved(moved)
+
+    # -- writing codes in place (parameters under torch.no_grad()) -------
+
+    def _codes_of(self, source):
+        """`source` as codes in this tensor's base: an LNSTensor converted,
+        values (a tensor, array or number) encoded."""
+        return lnstensor(source, b=self._base).lns
+
+    def copy_(self, src, non_blocking=False):
+        """Writes `src` (an LNSTensor, in any base, or values to encode in
+        this base) into these codes in place, broadcast as torch's copy_;
+        on an LNS parameter, the next forward computes with them."""
+        self._lns.copy_(self._codes_of(src), non_blocking=non_blocking)
+        return self
+
+    def fill_(self, value):
+        """Every element set to `value` (a number or a one-element LNS
+        tensor) in place."""
+        codes = self._codes_of(value)
+        if codes.numel() != 1:
+            raise ValueError(f"fill_ takes one value, got a tensor of shape "
+                             f"{tuple(codes.shape)}")
+        self._lns.fill_(codes.reshape(()).item())
+        return self
+
+    def zero_(self):
+        """Every element set to the zero code Z in place."""
+        self._lns.fill_(float(ZERO))
+        return self
+
+    @property
+    def data(self):
+        """The codes without autograd, sharing their storage (torch's
+        .data)."""
+        return LNSTensor(self._lns.data, self._base)
+
+    @data.setter
+    def data(self, source):
+        # Replaces the codes' storage as torch's `.data =` does: on an LNS
+        # parameter, the Parameter itself holds the new codes.
+        self._lns.data = self._codes_of(source).detach()
 
     # -- torch functions and operators ----------------------------------
 
@@ -319,9 +360,21 @@ class LNSTensor:
         return torch.minimum(self, other)
 
 
+def _detached(data):
+    """Nested lists and tuples with their torch tensors as NumPy arrays
+    (read detached: values that carry autograd are taken as they are)."""
+    if torch.is_tensor(data):
+        return data.detach().cpu().numpy()
+    if isinstance(data, (list, tuple)):
+        return [_detached(item) for item in data]
+    return data
+
+
 def _as_float64(data):
     if torch.is_tensor(data):
         return data.detach().to(torch.float64)
+    if isinstance(data, (list, tuple)):
+        data = _detached(data)
     if isinstance(data, (numbers.Number, np.ndarray, np.generic, list,
                          tuple)):
         return torch.as_tensor(np.asarray(data, dtype=np.float64))
