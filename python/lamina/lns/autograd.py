@@ -437,3 +437,53 @@ class Extremum(_Function):
         gy = np.where(equal, half, np.where(y_wins, g, ZERO))
         return (tensor(reduce_to(gx, ctx.x.shape, ctx.base)),
                 tensor(reduce_to(gy, ctx.y.shape, ctx.base)), None, None)
+
+
+def values(x, base):
+    """Codes → float64 values as the reference decodes them, sign ·
+    torch.pow(b, e): operations that hand values to torch's float functions
+    use it to stay bit-exact (the decode kernel can differ in the last
+    bit)."""
+    c = torch.from_numpy(codes(x))
+    sign = torch.where((c & 1).bool(), torch.tensor(-1.0, dtype=torch.float64),
+                       torch.tensor(1.0, dtype=torch.float64))
+    decoded = sign * torch.pow(base.tensor(), (c >> 1).to(torch.float64))
+    return torch.where((c | 1) == ZERO, torch.tensor(0.0, dtype=torch.float64),
+                       decoded)
+
+
+def real_power(x, n, base):
+    """Codes x ** n for an exponent tensor n broadcast with x. A floating n
+    scales the exponent, truncated toward zero and made even: the result is
+    positive (the reference's rule); an integer n is powi per element.
+    Zero stays Z, as in powi (spec fix)."""
+    x, n = np.broadcast_arrays(np.asarray(x, dtype=np.int64), n)
+    if n.dtype.kind == "f":
+        scaled = ((x & -2).astype(np.float64) * n).astype(np.int64) & -2
+        return np.where(is_zero(x), ZERO, scaled)
+    out = np.empty(x.shape, np.int64)
+    for exponent in np.unique(n):
+        chosen = n == exponent
+        out[chosen] = K.powi(x, int(exponent), **base.kw())[chosen]
+    return out
+
+
+class RealPow(_Function):
+    """x ** n for an exponent tensor n (float64 or int64, not an LNS
+    operand); gx = mul(g, mul(x ** (n - 1), enc(n))), reduced to x's shape
+    where x was broadcast."""
+
+    @staticmethod
+    def forward(ctx, x, n, base):
+        ctx.base, ctx.n = base, n.detach().numpy()
+        ctx.save_for_backward(x)
+        return tensor(real_power(codes(x), ctx.n, base))
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        kw, n = ctx.base.kw(), ctx.n
+        slope = K.mul(real_power(codes(x), n - 1, ctx.base),
+                      K.encode(n.astype(np.float64), **kw), **kw)
+        gx = K.mul(codes(g), slope, **kw)
+        return tensor(reduce_to(gx, x.shape, ctx.base)), None, None

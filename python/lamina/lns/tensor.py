@@ -292,11 +292,11 @@ class LNSTensor:
 
     __hash__ = object.__hash__
 
-    def add(self, other):
-        return torch.add(self, other)
+    def add(self, other, *, alpha=1):
+        return torch.add(self, other, alpha=alpha)
 
-    def sub(self, other):
-        return torch.sub(self, other)
+    def sub(self, other, *, alpha=1):
+        return torch.sub(self, other, alpha=alpha)
 
     def mul(self, other):
         return torch.mul(self, other)
@@ -325,9 +325,14 @@ class LNSTensor:
     def relu(self):
         return torch.relu(self)
 
+    def tanh(self):
+        return torch.tanh(self)
+
+    def sigmoid(self):
+        return torch.sigmoid(self)
+
     def sum(self, dim=None, keepdim=False):
-        return torch.sum(self, dim=dim, keepdim=keepdim) if dim is not None \
-            else torch.sum(self)
+        return torch.sum(self, dim=dim, keepdim=keepdim)
 
     def matmul(self, other):
         return torch.matmul(self, other)
@@ -358,6 +363,91 @@ class LNSTensor:
 
     def minimum(self, other):
         return torch.minimum(self, other)
+
+    def isclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+        return torch.isclose(self, other, rtol=rtol, atol=atol,
+                             equal_nan=equal_nan)
+
+    def allclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+        return torch.allclose(self, other, rtol=rtol, atol=atol,
+                              equal_nan=equal_nan)
+
+    def any(self, dim=None, keepdim=False):
+        return torch.any(self, dim=dim, keepdim=keepdim)
+
+    def all(self, dim=None, keepdim=False):
+        return torch.all(self, dim=dim, keepdim=keepdim)
+
+    def isin(self, test_elements, *, assume_unique=False, invert=False):
+        return torch.isin(self, test_elements, assume_unique=assume_unique,
+                          invert=invert)
+
+    def sort(self, dim=-1, descending=False, stable=False):
+        return torch.sort(self, dim=dim, descending=descending, stable=stable)
+
+    def argsort(self, dim=-1, descending=False, stable=False):
+        return torch.argsort(self, dim=dim, descending=descending,
+                             stable=stable)
+
+    def kthvalue(self, k, dim=-1, keepdim=False):
+        return torch.kthvalue(self, k, dim=dim, keepdim=keepdim)
+
+    def sign(self):
+        return torch.sign(self)
+
+    def positive(self):
+        return torch.positive(self)
+
+    def exp(self):
+        return torch.exp(self)
+
+    def log(self):
+        return torch.log(self)
+
+    # -- in place: the tensor takes the result's codes (and graph) --------
+
+    def _becomes(self, result):
+        self._lns = result.lns
+        return self
+
+    def add_(self, other, *, alpha=1):
+        return self._becomes(torch.add(self, other, alpha=alpha))
+
+    def sub_(self, other, *, alpha=1):
+        return self._becomes(torch.sub(self, other, alpha=alpha))
+
+    def mul_(self, other):
+        return self._becomes(torch.mul(self, other))
+
+    def div_(self, other):
+        return self._becomes(torch.div(self, other))
+
+    def pow_(self, exponent):
+        return self._becomes(torch.pow(self, exponent))
+
+    def neg_(self):
+        return self._becomes(torch.neg(self))
+
+    def abs_(self):
+        return self._becomes(torch.abs(self))
+
+    def sqrt_(self):
+        return self._becomes(torch.sqrt(self))
+
+    def square_(self):
+        return self._becomes(torch.square(self))
+
+    def reciprocal_(self):
+        return self._becomes(torch.reciprocal(self))
+
+    def sign_(self):
+        return self._becomes(torch.sign(self))
+
+    @staticmethod
+    def get_internal_tensor(fp_value, base):
+        """The codes of value(s) `fp_value` in `base` (a 0-d tensor, float
+        or Base), for code-level operations."""
+        return lnstensor(fp_value, b=base).lns
 
 
 def _detached(data):
@@ -404,6 +494,10 @@ def lnstensor(data, from_lns=False, requires_grad=False, f=None, b=None):
             packed = _as_float64(data)
         result = LNSTensor(packed, base)
     else:
+        # Values that require a gradient give a leaf that requires one (the
+        # reference's rule); their float history is not kept.
+        requires_grad = requires_grad or (torch.is_tensor(data)
+                                          and data.requires_grad)
         values = _as_float64(data)
         result = LNSTensor(tensor(K.encode(values.numpy(), **base.kw())),
                            base)
@@ -462,3 +556,31 @@ def randn(*size, f=None, b=None, requires_grad=False, generator=None):
     values = torch.randn(_shape(size), generator=generator,
                          dtype=torch.float64)
     return lnstensor(values, f=f, b=b, requires_grad=requires_grad)
+
+
+def _random_like(draw, input, f, b, requires_grad):  # noqa: A002
+    """Values drawn by torch's `draw` (rand_like / randn_like) in the shape
+    of `input` (an LNSTensor, whose base is the default, or a tensor),
+    encoded."""
+    if isinstance(input, LNSTensor):
+        base = _like_base(input, f, b)
+        input = input.lns  # noqa: A001
+    elif torch.is_tensor(input):
+        base = Base.of(f=f, b=b)
+    else:
+        raise TypeError(f"expected an LNSTensor or a torch.Tensor, got "
+                        f"{type(input).__name__}")
+    values = draw(input.detach(), dtype=torch.float64)
+    return lnstensor(values, b=base, requires_grad=requires_grad)
+
+
+def rand_like(input, *, f=None, b=None, requires_grad=False):  # noqa: A002
+    """Uniform [0, 1) values (torch's generator) in the shape of `input`,
+    encoded in its base (or f / b)."""
+    return _random_like(torch.rand_like, input, f, b, requires_grad)
+
+
+def randn_like(input, *, f=None, b=None, requires_grad=False):  # noqa: A002
+    """Standard normal values (torch's generator) in the shape of `input`,
+    encoded in its base (or f / b)."""
+    return _random_like(torch.randn_like, input, f, b, requires_grad)
