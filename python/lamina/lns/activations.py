@@ -20,6 +20,7 @@ import torch.nn.functional as F
 
 from . import kernels as K
 from .autograd import ZERO, _Function, codes, constant, tensor
+from .elementwise import exp_codes
 from .functional import _align, _first_base, _result, implements
 from .tensor import LNSTensor, rand
 
@@ -48,21 +49,6 @@ def _through_float(function, x, base):
     route for tanh, sigmoid, logsigmoid and log)."""
     values = torch.from_numpy(np.asarray(K.decode(x, **base.kw())))
     return K.encode(function(values).numpy(), **base.kw())
-
-
-def reference_e():
-    """The reference's e: torch.exp(torch.tensor(1.0)), in torch's default
-    dtype when called (float32 unless changed; its code differs from
-    float64 e's for f = 22 and f >= 25)."""
-    return float(torch.exp(torch.tensor(1.0)))
-
-
-def exp_codes(x, base):
-    """e ** x as the reference computes it: the exponent of enc(e) (see
-    reference_e) times the decoded x, truncated, sign bit clear."""
-    e = constant(reference_e(), base) & -2
-    scaled = np.float64(e) * np.asarray(K.decode(x, **base.kw()))
-    return np.trunc(scaled).astype(np.int64) & -2
 
 
 def log_codes(x, base):

@@ -3,8 +3,6 @@
 reference computes them (exp as a power of e's code, log through torch's
 float log of the reference's decoded values)."""
 
-import math
-
 import numpy as np
 import torch
 
@@ -69,11 +67,22 @@ def positive(input):  # noqa: A002 - torch's name
 # -- exp ----------------------------------------------------------------
 
 
-def e_code(base):
-    """The code of e in `base` (the reference encodes e from torch's
-    default dtype: float64 gives this code; under float32 it differs for
-    f = 22 and f >= 25)."""
-    return int(K.encode(np.float64(math.e), **base.kw()))
+def reference_e():
+    """The reference's e: torch.exp(torch.tensor(1.0)), in torch's default
+    dtype when called (float32 unless changed; its code differs from
+    float64 e's for f = 22 and f >= 25)."""
+    return float(torch.exp(torch.tensor(1.0)))
+
+
+def exp_codes(x, base):
+    """e ** x for codes `x`, as the reference computes it: the exponent of
+    enc(e) (see reference_e) times the decoded x in double, truncated, sign
+    bit clear. A result beyond the codes' range raises OverflowError."""
+    e = np.float64(int(A.constant(reference_e(), base)) & -2)
+    product = e * np.asarray(K.decode(x, **base.kw()))
+    if not np.all(np.abs(product) < 2.0 ** 53):
+        raise OverflowError("LNS exp of a value beyond the range of LNS codes")
+    return np.trunc(product).astype(np.int64) & -2
 
 
 class Exp(A._Function):
@@ -83,8 +92,7 @@ class Exp(A._Function):
     @staticmethod
     def forward(ctx, x, base):
         ctx.base = base
-        power = A.values(x, base).numpy()
-        out = (np.float64(e_code(base)) * power).astype(np.int64) & -2
+        out = exp_codes(A.codes(x), base)
         ctx.out = out
         return A.tensor(out)
 
@@ -142,4 +150,4 @@ def log(input, *, out=None):  # noqa: A002 - torch's name
     return _result(Log.apply(x, base), base, "log", (x,))
 
 
-__all__ = ["sign", "positive", "exp", "log", "e_code"]
+__all__ = ["sign", "positive", "exp", "log", "exp_codes", "reference_e"]

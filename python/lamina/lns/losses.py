@@ -28,6 +28,7 @@ import torch.nn.functional as F
 
 from . import kernels as K
 from .autograd import ZERO, codes, constant, is_zero, reduce_to, tensor
+from .elementwise import exp_codes
 from .functional import _align, _first_base, _result, implements
 
 # Codes of +1.0 and -1.0 in every base.
@@ -60,17 +61,6 @@ def _log(x, base, loss):
     logs = torch.log(torch.from_numpy(np.array(values))).numpy()
     logs = np.where(values == 0.0, LOG_OF_ZERO, logs)
     return K.encode(logs, **base.kw())
-
-
-def _exp(x, base, loss):
-    """e ** x as the reference's pow of enc(e) by the float value of x: the
-    exponent of enc(e) (e rounded to float32, as torch.exp(tensor(1.0)))
-    times x in double, truncated, made even."""
-    e_code = int(constant(float(torch.exp(torch.tensor(1.0))), base))
-    product = np.float64(e_code & -2) * K.decode(x, **base.kw())
-    if not np.all(np.abs(product) < 2.0 ** 53):
-        raise OverflowError(f"{loss}: exp of a value beyond the LNS range")
-    return np.trunc(product).astype(np.int64) & -2
 
 
 def _sigmoid(x, base):
@@ -330,7 +320,7 @@ class _PoissonNllLoss(_Loss):
         kw = base.kw()
         x, y, eps = arrays
         if self.log_input:
-            loss = K.sub(_exp(x, base, self.name), K.mul(y, x, **kw), **kw)
+            loss = K.sub(exp_codes(x, base), K.mul(y, x, **kw), **kw)
         else:
             log_x = _log(K.add(x, eps, **kw), base, self.name)
             loss = K.sub(x, K.mul(y, log_x, **kw), **kw)
@@ -351,7 +341,7 @@ class _PoissonNllLoss(_Loss):
         kw = base.kw()
         x, y, eps = arrays
         if self.log_input:
-            gx = K.sub(_exp(x, base, self.name), y, **kw)
+            gx = K.sub(exp_codes(x, base), y, **kw)
             gy = np.asarray(x) ^ 1
         else:
             shifted = K.add(x, eps, **kw)
@@ -395,7 +385,7 @@ class _KlDiv(_Loss):
         kw = base.kw()
         x, y = arrays
         if self.log_target:
-            return K.mul(_exp(y, base, self.name), K.sub(y, x, **kw), **kw)
+            return K.mul(exp_codes(y, base), K.sub(y, x, **kw), **kw)
         return K.mul(y, K.sub(_log(y, base, self.name), x, **kw), **kw)
 
     def divisor(self, arrays, shape, base):
@@ -407,7 +397,7 @@ class _KlDiv(_Loss):
         kw = base.kw()
         x, y = arrays
         if self.log_target:
-            exp_y = _exp(y, base, self.name)
+            exp_y = exp_codes(y, base)
             gx = exp_y ^ 1
             gy = K.mul(exp_y, K.add(K.sub(y, x, **kw), C1, **kw), **kw) \
                 if needs[1] else None
