@@ -134,6 +134,28 @@ def LaminaCpuTileAndVectorize : Pass<"lamina-cpu-tile-and-vectorize",
                            "::mlir::vector::VectorDialect"];
 }
 
+def LaminaCpuBf16DotProducts : Pass<"lamina-cpu-bf16-dot-products",
+                                     "::mlir::ModuleOp"> {
+  let summary = "Lower bf16 contractions over pairs of k to AVX512-BF16 "
+                "dot products";
+  let description = [{
+    After `lamina-cpu-tile-and-vectorize` and bufferization, each
+    contraction of a bf16 matmul packed in pairs of k
+    (`convert-lamina-to-linalg{bf16-pairs}`: x read as `[M, K/2, 2]`, W as
+    `[N/16, K/2, 16, 2]`) takes its operands' widening to f32 as its own,
+    is unrolled to one row, one block of 16 features and one pair of k, and
+    becomes `x86vector.avx512.dot` (`vdpbf16ps`: the row's pair broadcast
+    to every 32-bit lane, times the 16 features' pairs, added to 16 f32
+    accumulators) through upstream x86vector's packed-type dot-product
+    patterns. A contraction those patterns decline stays as it was, and
+    `lamina-cpu-lower-vectors` lowers it to FMAs on widened operands: the
+    same result, more slowly. `lamina-cpu-pipeline{bf16=dot}` runs this pass;
+    the JIT must then target a CPU with AVX512-BF16.
+  }];
+  let dependentDialects = ["::mlir::vector::VectorDialect",
+                           "::mlir::x86vector::X86VectorDialect"];
+}
+
 def LaminaCpuLowerVectors : Pass<"lamina-cpu-lower-vectors",
                                   "::mlir::ModuleOp"> {
   let summary = "Lower vector contractions and transfers for AVX2";

@@ -47,6 +47,13 @@ def ConvertLaminaToLinalg : Pass<"convert-lamina-to-linalg"> {
     reads its `P` rows' elements of one `k` as one contiguous run, where
     the materialized transpose would cost a pass over `T` and the strided
     reads of `T` in place one TLB miss per `k`.
+
+    With `bf16-pairs` as well, a matmul whose operands are bf16 and whose
+    depth `K` is even packs them in pairs of consecutive `k`, the layout of
+    AVX512-BF16's `vdpbf16ps` (a dot product of two bf16 pairs per f32
+    lane): `Wp[N/B, K/2, B, 2]`, `Xp[M/P, K/2, P, 2]`, and `x[M, K]` read
+    as `[M, K/2, 2]` (the same memory). The generic then has two reduction
+    loops, `(m, n1, n0, k2, p)` or `(m1, m0, n1, n0, k2, p)`.
   }];
   let options = [
     Option<"weightBlock", "weight-block", "int64_t", /*default=*/"0",
@@ -55,6 +62,9 @@ def ConvertLaminaToLinalg : Pass<"convert-lamina-to-linalg"> {
     Option<"rowPanel", "row-panel", "int64_t", /*default=*/"0",
            "pack a transposed matmul input into panels of this many rows "
            "(0: read it as it is; needs weight-block)">,
+    Option<"bf16Pairs", "bf16-pairs", "bool", /*default=*/"false",
+           "pack bf16 matmul operands in pairs of consecutive k as well "
+           "(AVX512-BF16's layout; needs weight-block)">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",

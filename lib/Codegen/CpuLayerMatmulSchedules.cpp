@@ -33,13 +33,22 @@ static constexpr int64_t kChunkBytes = 256 * 1024;
 static constexpr int64_t kPrefetchDistanceBytes = 4096;
 
 /// The packed matmul: a generic over (m, n1, n0, k), or over
-/// (m1, m0, n1, n0, k) when its input is packed in panels of m0 rows.
+/// (m1, m0, n1, n0, k) when its input is packed in panels of m0 rows; k is
+/// (k2, p) when bf16 operands are packed in pairs of k.
 static linalg::GenericOp getPackedMatmul(Operation *op) {
   auto generic = dyn_cast_or_null<linalg::GenericOp>(op);
-  if (!generic || !hasStage(generic, "matmul") ||
-      (generic.getNumLoops() != 4 && generic.getNumLoops() != 5))
+  if (!generic || !hasStage(generic, "matmul"))
+    return {};
+  unsigned parallel = generic.getNumParallelLoops();
+  if ((parallel != 3 && parallel != 4) ||
+      generic.getNumReductionLoops() > 2)
     return {};
   return generic;
+}
+
+/// Whether a packed matmul's k is split in pairs (k2, p).
+static bool isPaired(linalg::GenericOp matmul) {
+  return matmul.getNumReductionLoops() == 2;
 }
 
 /// The size of a matmul's x elements (4 for a type without a bit width).
@@ -159,10 +168,11 @@ static std::optional<TilePlan> planTiles(int64_t m, int64_t n1, int64_t k,
 namespace {
 /// Where a schedule's tiles of rows and blocks of 16 features go among its
 /// target's loops: (m, n1, n0[, k]), or (m1, m0, n1, n0, k) with rows in
-/// panels of m0.
+/// panels of m0; k is (k2, p) with `pairs`.
 struct LoopLayout {
   unsigned numLoops = 4;
   int64_t rowPanel = 0; // 0: the rows are one loop
+  bool pairs = false;   // the matmul's k is split in pairs (k2, p)
 
   SmallVector<int64_t> tile(int64_t rows, int64_t blocks) const {
     SmallVector<int64_t> sizes(numLoops, 0);
@@ -177,10 +187,10 @@ struct LoopLayout {
       return {2, 0, 1};
     return {1, 0};
   }
-  /// The matmul's k, its last loop, in steps of `k`.
+  /// The matmul's k (k2 with pairs, its pairs' p untiled) in steps of `k`.
   SmallVector<int64_t> kTile(int64_t k) const {
-    SmallVector<int64_t> sizes(rowPanel ? 5 : 4, 0);
-    sizes.back() = k;
+    SmallVector<int64_t> sizes((rowPanel ? 5 : 4) + (pairs ? 1 : 0), 0);
+    sizes[sizes.size() - (pairs ? 2 : 1)] = k;
     return sizes;
   }
 };
@@ -247,6 +257,8 @@ static OpSchedule buildChunkedSchedule(unsigned index, const TilePlan &plan,
       fuseStep(group, target, layout.tile(0, plan.registerBlocks), {});
   std::string nest = "%" + group + "_loops#0";
   LoopLayout matmulLayout;
+  matmulLayout.pairs = layout.pairs;
+  matmulLayout.numLoops += layout.pairs ? 1 : 0;
   SmallVector<int64_t> rowTile = matmulLayout.tile(plan.registerRows, 0);
   SmallVector<int64_t> epilogueRowTile = layout.tile(plan.registerRows, 0);
   script += llvm::formatv(
@@ -358,8 +370,9 @@ cpu::buildLayerMatmulSchedule(unsigned index, const LayerMatmul &target,
     return std::nullopt;
   LoopLayout layout;
   layout.numLoops = target.targetIsMatmul ? matmul.getNumLoops() : 3;
+  layout.pairs = isPaired(matmul);
   int64_t rows = ranges[0], blocks = ranges[1], depth = ranges[3];
-  if (matmul.getNumLoops() == 5) {
+  if (matmul.getNumParallelLoops() == 4) {
     layout.rowPanel = ranges[1];
     rows = ranges[0] * ranges[1];
     blocks = ranges[2];
@@ -367,7 +380,8 @@ cpu::buildLayerMatmulSchedule(unsigned index, const LayerMatmul &target,
   }
   // With threads, each runs the plan on its part of the blocks.
   int64_t parts = threads > 1 && blocks % threads == 0 ? threads : 1;
-  int64_t inputBytes = getInputBytes(matmul);
+  // A pair of k is one step of the tiles' k: twice the elements.
+  int64_t inputBytes = getInputBytes(matmul) * (layout.pairs ? 2 : 1);
   std::optional<TilePlan> plan =
       planTiles(rows, blocks / parts, depth, inputBytes, wide);
   if (!plan && parts > 1) {

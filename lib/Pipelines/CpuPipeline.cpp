@@ -33,10 +33,19 @@ static unsigned hostVectorBits() {
                                                                    : 256;
 }
 
+/// Whether the host executes AVX512-BF16's dot products (vdpbf16ps).
+static bool hostHasBf16DotProducts() {
+  return llvm::sys::getHostCPUFeatures().lookup("avx512bf16");
+}
+
 void mlir::lamina::buildLaminaCpuPipeline(OpPassManager &pm,
                                           const CpuPipelineOptions &options) {
   unsigned vectorBits =
       options.vectorBits ? unsigned(options.vectorBits) : hostVectorBits();
+  bool bf16Dots =
+      vectorBits == 512 &&
+      (options.bf16 == Bf16Matmuls::Dot ||
+       (options.bf16 == Bf16Matmuls::Host && hostHasBf16DotProducts()));
   // Layers → one rank's program → fused linear ops → linalg; collectives →
   // MPI runtime calls.
   pm.addPass(createLaminaDecompose());
@@ -46,6 +55,7 @@ void mlir::lamina::buildLaminaCpuPipeline(OpPassManager &pm,
   ConvertLaminaToLinalgOptions toLinalg;
   toLinalg.weightBlock = kWeightBlock;
   toLinalg.rowPanel = vectorBits == 512 ? 8 : 4; // the register tile's rows
+  toLinalg.bf16Pairs = bf16Dots;
   pm.addPass(createConvertLaminaToLinalg(toLinalg));
   pm.addPass(createConvertShardToLaminaMPI());
   if (options.lnsTables)
@@ -101,6 +111,8 @@ void mlir::lamina::buildLaminaCpuPipeline(OpPassManager &pm,
   }
 
   // Vectors → 1-D AVX2 vectors, loops → LLVM.
+  if (bf16Dots)
+    pm.addPass(createLaminaCpuBf16DotProducts());
   pm.addPass(createLaminaCpuLowerVectors());
   pm.addPass(createConvertVectorToSCFPass(
       VectorTransferToSCFOptions().enableFullUnroll()));
@@ -122,7 +134,9 @@ void mlir::lamina::buildLaminaCpuPipeline(OpPassManager &pm,
   expand.includeBf16 = true;
   pm.addPass(arith::createArithExpandOpsPass(expand));
   pm.addPass(createFinalizeMemRefToLLVMConversionPass());
-  pm.addPass(createConvertVectorToLLVMPass());
+  ConvertVectorToLLVMPassOptions vectorToLLVM;
+  vectorToLLVM.x86Vector = bf16Dots;
+  pm.addPass(createConvertVectorToLLVMPass(vectorToLLVM));
   pm.addPass(createConvertMathToLLVMPass());
   pm.addPass(createArithToLLVMConversionPass());
   pm.addPass(createConvertIndexToLLVMPass());

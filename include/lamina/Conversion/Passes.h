@@ -23,6 +23,9 @@ struct MatmulPacking {
   /// A transposed input (the backward's dW = dyᵀ·x) in panels of this many
   /// rows; with `weightBlock` only.
   int64_t rowPanel = 0;
+  /// bf16 operands packed in pairs of consecutive k as well (`[N/B, K/2, B,
+  /// 2]`), the layout of AVX512-BF16's dot product; with `weightBlock` only.
+  bool bf16Pairs = false;
 };
 
 /// Patterns lowering every lamina op to linalg, tensor, arith and lns.

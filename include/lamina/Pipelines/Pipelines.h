@@ -15,6 +15,13 @@ namespace mlir {
 class OpPassManager;
 namespace lamina {
 
+/// How a CPU pipeline multiplies bf16 layer matmuls.
+enum class Bf16Matmuls {
+  Host,  ///< Dot where the host has AVX512-BF16, else Widen.
+  Dot,   ///< AVX512-BF16's vdpbf16ps on operands packed in pairs of k.
+  Widen, ///< Operands widened to f32, then FMAs.
+};
+
 struct CpuPipelineOptions : public PassPipelineOptions<CpuPipelineOptions> {
   Option<bool> fuseEpilogues{
       *this, "fuse-epilogues",
@@ -35,6 +42,18 @@ struct CpuPipelineOptions : public PassPipelineOptions<CpuPipelineOptions> {
       llvm::cl::desc("vector width of the generated code (256: AVX2, 512: "
                      "AVX-512); 0: the host CPU's"),
       llvm::cl::init(0)};
+  Option<Bf16Matmuls> bf16{
+      *this, "bf16",
+      llvm::cl::desc("how bf16 layer matmuls multiply (dot needs 512-bit "
+                     "vectors and a CPU with AVX512-BF16 to run)"),
+      llvm::cl::values(
+          clEnumValN(Bf16Matmuls::Host, "host",
+                     "dot where the host CPU has AVX512-BF16, else widen"),
+          clEnumValN(Bf16Matmuls::Dot, "dot",
+                     "vdpbf16ps on operands packed in pairs of k"),
+          clEnumValN(Bf16Matmuls::Widen, "widen",
+                     "operands widened to f32, then FMAs")),
+      llvm::cl::init(Bf16Matmuls::Host)};
   Option<bool> outlineLoopNests{
       *this, "outline-loop-nests",
       llvm::cl::desc("one LLVM function per top-level loop nest, so that "

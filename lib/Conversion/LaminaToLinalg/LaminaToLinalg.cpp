@@ -267,28 +267,50 @@ static Value buildMatmul(OpBuilder &b, Location loc, Value input,
   return matmul.getResult(0);
 }
 
-/// W[N, K] packed into Wp[N/B, K, B]. A weight that is the transpose of
-/// T[K, N] (the backward's dx = dy·W, dW = dyᵀ·x) is packed from T itself:
-/// Wp[n1, k, n0] = T[k, n1·B + n0] moves rows of B contiguous elements, and
-/// the transpose is left unused.
+/// W[N, K] packed into Wp[N/B, K, B], or with `pairs` into
+/// Wp[N/B, K/2, B, 2] (Wp[n1, k2, n0, p] = W[n1·B + n0, 2·k2 + p]). A weight
+/// that is the transpose of T[K, N] (the backward's dx = dy·W,
+/// dW = dyᵀ·x) is packed from T itself: Wp[n1, k, n0] = T[k, n1·B + n0]
+/// moves rows of B contiguous elements, and the transpose is left unused.
 static Value packWeight(OpBuilder &b, Location loc, Value weight,
-                        int64_t block) {
+                        int64_t block, bool pairs) {
   auto weightType = cast<RankedTensorType>(weight.getType());
   int64_t n = weightType.getDimSize(0), k = weightType.getDimSize(1);
-  Value init = tensor::EmptyOp::create(
-      b, loc, ArrayRef<int64_t>{n / block, k, block},
-      weightType.getElementType());
-  OpFoldResult tile = b.getIndexAttr(block);
+  SmallVector<int64_t> shape = {n / block, k, block};
+  SmallVector<OpFoldResult> tiles = {b.getIndexAttr(block)};
+  if (pairs) {
+    shape = {n / block, k / 2, block, 2};
+    tiles.push_back(b.getIndexAttr(2));
+  }
+  Value init =
+      tensor::EmptyOp::create(b, loc, shape, weightType.getElementType());
   auto transpose = weight.getDefiningOp<linalg::TransposeOp>();
   if (transpose && transpose.getPermutation() == ArrayRef<int64_t>{1, 0})
-    return linalg::PackOp::create(b, loc, transpose.getInput(), init,
-                                  /*innerDimsPos=*/{1}, {tile},
-                                  /*paddingValue=*/std::nullopt,
-                                  /*outerDimsPerm=*/{1, 0})
+    return linalg::PackOp::create(
+               b, loc, transpose.getInput(), init,
+               /*innerDimsPos=*/pairs ? SmallVector<int64_t>{1, 0}
+                                      : SmallVector<int64_t>{1},
+               tiles, /*paddingValue=*/std::nullopt, /*outerDimsPerm=*/{1, 0})
         .getResult();
-  return linalg::PackOp::create(b, loc, weight, init, /*innerDimsPos=*/{0},
-                                {tile})
+  return linalg::PackOp::create(b, loc, weight, init,
+                                /*innerDimsPos=*/pairs
+                                    ? SmallVector<int64_t>{0, 1}
+                                    : SmallVector<int64_t>{0},
+                                tiles)
       .getResult();
+}
+
+/// Whether a packed matmul of x[..., K] by `weight` packs its operands in
+/// pairs of k: bf16 operands, an even K of at least two pairs (one pair
+/// would leave a unit k loop, which the tiles never make), and
+/// `packing.bf16Pairs`.
+static bool packsPairs(Value input, Value weight, MatmulPacking packing) {
+  auto inputType = cast<RankedTensorType>(input.getType());
+  auto weightType = cast<RankedTensorType>(weight.getType());
+  int64_t k = weightType.getDimSize(1);
+  return packing.bf16Pairs && inputType.getElementType().isBF16() &&
+         weightType.getElementType().isBF16() && !ShapedType::isDynamic(k) &&
+         k >= 4 && k % 2 == 0;
 }
 
 /// The body of a packed matmul: acc + x·w, widened to the accumulator's
@@ -305,13 +327,16 @@ static void buildMultiplyAdd(OpBuilder &b, Location loc, ValueRange args,
 }
 
 /// The packed matmul's generic: `maps` over its loops, all parallel but the
-/// last (k), tagged as the matmul stage.
+/// last (k), or the last two (k2, p) with `pairs`, tagged as the matmul
+/// stage.
 static Value buildPackedMatmulGeneric(OpBuilder &b, Location loc,
                                       ValueRange inputs, Value acc,
-                                      ArrayRef<AffineMap> maps, Type accElt) {
-  SmallVector<utils::IteratorType> iterators(maps.front().getNumDims() - 1,
-                                             utils::IteratorType::parallel);
-  iterators.push_back(utils::IteratorType::reduction);
+                                      ArrayRef<AffineMap> maps, Type accElt,
+                                      bool pairs) {
+  unsigned reductions = pairs ? 2 : 1;
+  SmallVector<utils::IteratorType> iterators(
+      maps.front().getNumDims() - reductions, utils::IteratorType::parallel);
+  iterators.append(reductions, utils::IteratorType::reduction);
   auto matmul = linalg::GenericOp::create(
       b, loc, acc.getType(), inputs, ValueRange{acc}, maps, iterators,
       [&](OpBuilder &nb, Location nloc, ValueRange args) {
@@ -322,27 +347,45 @@ static Value buildPackedMatmulGeneric(OpBuilder &b, Location loc,
 }
 
 /// x[..., K]·W[N, K]ᵀ with W packed into Wp[N/B, K, B]: a [M, N/B, B]
-/// accumulator, the same memory as row-major [M, N].
+/// accumulator, the same memory as row-major [M, N]. With `pairs`, x is read
+/// as [M, K/2, 2] and W packed into Wp[N/B, K/2, B, 2].
 static Value buildBlockedMatmul(OpBuilder &b, Location loc, Value input,
-                                Value weight, Type accElt, int64_t block) {
+                                Value weight, Type accElt, int64_t block,
+                                bool pairs) {
   Value rows = flattenRows(b, loc, input);
   auto weightType = cast<RankedTensorType>(weight.getType());
-  int64_t n = weightType.getDimSize(0);
-  Value packed = packWeight(b, loc, weight, block);
+  int64_t n = weightType.getDimSize(0), k = weightType.getDimSize(1);
+  Value packed = packWeight(b, loc, weight, block, pairs);
+  OpFoldResult m = tensor::getMixedSize(b, loc, rows, 0);
 
-  Value acc = buildZeroAccumulator(b, loc,
-                                   {tensor::getMixedSize(b, loc, rows, 0),
-                                    b.getIndexAttr(n / block),
-                                    b.getIndexAttr(block)},
-                                   accElt);
+  Value acc = buildZeroAccumulator(
+      b, loc, {m, b.getIndexAttr(n / block), b.getIndexAttr(block)}, accElt);
 
   MLIRContext *context = b.getContext();
-  AffineExpr m, n1, n0, kk;
-  bindDims(context, m, n1, n0, kk);
-  SmallVector<AffineMap> maps = {AffineMap::get(4, 0, {m, kk}, context),
+  if (pairs) {
+    auto rowsType = cast<RankedTensorType>(rows.getType());
+    rows = tensor::ExpandShapeOp::create(
+        b, loc,
+        RankedTensorType::get({rowsType.getDimSize(0), k / 2, 2},
+                              rowsType.getElementType()),
+        rows, ArrayRef<ReassociationIndices>{{0}, {1, 2}},
+        ArrayRef<OpFoldResult>{m, b.getIndexAttr(k / 2), b.getIndexAttr(2)});
+    AffineExpr m, n1, n0, k2, p;
+    bindDims(context, m, n1, n0, k2, p);
+    SmallVector<AffineMap> maps = {
+        AffineMap::get(5, 0, {m, k2, p}, context),
+        AffineMap::get(5, 0, {n1, k2, n0, p}, context),
+        AffineMap::get(5, 0, {m, n1, n0}, context)};
+    return buildPackedMatmulGeneric(b, loc, {rows, packed}, acc, maps, accElt,
+                                    /*pairs=*/true);
+  }
+  AffineExpr mm, n1, n0, kk;
+  bindDims(context, mm, n1, n0, kk);
+  SmallVector<AffineMap> maps = {AffineMap::get(4, 0, {mm, kk}, context),
                                  AffineMap::get(4, 0, {n1, kk, n0}, context),
-                                 AffineMap::get(4, 0, {m, n1, n0}, context)};
-  return buildPackedMatmulGeneric(b, loc, {rows, packed}, acc, maps, accElt);
+                                 AffineMap::get(4, 0, {mm, n1, n0}, context)};
+  return buildPackedMatmulGeneric(b, loc, {rows, packed}, acc, maps, accElt,
+                                  /*pairs=*/false);
 }
 
 /// The source T[K, M] of an input x = Tᵀ that can be packed in panels of
@@ -362,23 +405,33 @@ static Value getPanelSource(Value input, int64_t panel) {
 /// Tᵀ·W[N, K]ᵀ for T[K, M], with Tᵀ packed into Xp[M/P, K, P]
 /// (Xp[m1, k, m0] = T[k, m1·P + m0], rows of P contiguous elements moved
 /// from T) and W into Wp[N/B, K, B]: a generic over (m1, m0, n1, n0, k)
-/// whose [M/P, P, N/B, B] accumulator is returned as [M, N/B, B].
+/// whose [M/P, P, N/B, B] accumulator is returned as [M, N/B, B]. With
+/// `pairs`, Xp[M/P, K/2, P, 2] and Wp[N/B, K/2, B, 2], over
+/// (m1, m0, n1, n0, k2, p).
 static Value buildPanelMatmul(OpBuilder &b, Location loc, Value source,
                               Value weight, Type accElt,
-                              MatmulPacking packing) {
+                              MatmulPacking packing, bool pairs) {
   auto sourceType = cast<RankedTensorType>(source.getType());
   int64_t k = sourceType.getDimSize(0), m = sourceType.getDimSize(1);
   int64_t n = cast<RankedTensorType>(weight.getType()).getDimSize(0);
   int64_t panel = packing.rowPanel, block = packing.weightBlock;
-  Value panels = linalg::PackOp::create(
-                     b, loc, source,
-                     tensor::EmptyOp::create(
-                         b, loc, ArrayRef<int64_t>{m / panel, k, panel},
-                         sourceType.getElementType()),
-                     /*innerDimsPos=*/{1}, {b.getIndexAttr(panel)},
-                     /*paddingValue=*/std::nullopt, /*outerDimsPerm=*/{1, 0})
-                     .getResult();
-  Value packed = packWeight(b, loc, weight, block);
+  SmallVector<int64_t> panelsShape = {m / panel, k, panel};
+  SmallVector<int64_t> innerDims = {1};
+  SmallVector<OpFoldResult> tiles = {b.getIndexAttr(panel)};
+  if (pairs) {
+    panelsShape = {m / panel, k / 2, panel, 2};
+    innerDims = {1, 0};
+    tiles.push_back(b.getIndexAttr(2));
+  }
+  Value panels =
+      linalg::PackOp::create(
+          b, loc, source,
+          tensor::EmptyOp::create(b, loc, panelsShape,
+                                  sourceType.getElementType()),
+          innerDims, tiles, /*paddingValue=*/std::nullopt,
+          /*outerDimsPerm=*/{1, 0})
+          .getResult();
+  Value packed = packWeight(b, loc, weight, block, pairs);
   Value acc = buildZeroAccumulator(
       b, loc,
       {b.getIndexAttr(m / panel), b.getIndexAttr(panel),
@@ -386,14 +439,22 @@ static Value buildPanelMatmul(OpBuilder &b, Location loc, Value source,
       accElt);
 
   MLIRContext *context = b.getContext();
-  AffineExpr m1, m0, n1, n0, kk;
-  bindDims(context, m1, m0, n1, n0, kk);
-  SmallVector<AffineMap> maps = {
-      AffineMap::get(5, 0, {m1, kk, m0}, context),
-      AffineMap::get(5, 0, {n1, kk, n0}, context),
-      AffineMap::get(5, 0, {m1, m0, n1, n0}, context)};
-  Value matmul =
-      buildPackedMatmulGeneric(b, loc, {panels, packed}, acc, maps, accElt);
+  SmallVector<AffineMap> maps;
+  if (pairs) {
+    AffineExpr m1, m0, n1, n0, k2, p;
+    bindDims(context, m1, m0, n1, n0, k2, p);
+    maps = {AffineMap::get(6, 0, {m1, k2, m0, p}, context),
+            AffineMap::get(6, 0, {n1, k2, n0, p}, context),
+            AffineMap::get(6, 0, {m1, m0, n1, n0}, context)};
+  } else {
+    AffineExpr m1, m0, n1, n0, kk;
+    bindDims(context, m1, m0, n1, n0, kk);
+    maps = {AffineMap::get(5, 0, {m1, kk, m0}, context),
+            AffineMap::get(5, 0, {n1, kk, n0}, context),
+            AffineMap::get(5, 0, {m1, m0, n1, n0}, context)};
+  }
+  Value matmul = buildPackedMatmulGeneric(b, loc, {panels, packed}, acc, maps,
+                                          accElt, pairs);
   return tensor::CollapseShapeOp::create(
       b, loc, matmul,
       ArrayRef<ReassociationIndices>{{0, 1}, {2}, {3}});
@@ -421,11 +482,12 @@ static Value buildFloatLinear(OpBuilder &b, Location loc, Value input,
   Value panelSource;
   if (blocked && steps.empty() && accElt == resultType.getElementType())
     panelSource = getPanelSource(input, packing.rowPanel);
+  bool pairs = blocked && packsPairs(input, weight, packing);
   Value acc =
       panelSource ? buildPanelMatmul(b, loc, panelSource, weight, accElt,
-                                     packing)
+                                     packing, pairs)
       : blocked   ? buildBlockedMatmul(b, loc, input, weight, accElt,
-                                       weightBlock)
+                                       weightBlock, pairs)
                   : buildMatmul(b, loc, input, weight, accElt);
   if (blocked && hasGroupedKeepMask(acc, steps.draw()))
     steps.keepMask = buildBlockedKeepMask(b, loc, acc, steps.draw());
@@ -689,7 +751,7 @@ struct ConvertLaminaToLinalgPass
     // The backward's activation derivatives join the matmuls producing
     // their cotangents first.
     RewritePatternSet fusion(&getContext());
-    MatmulPacking packing{weightBlock, rowPanel};
+    MatmulPacking packing{weightBlock, rowPanel, bf16Pairs};
     populateActivationGradFusionPatterns(fusion, packing);
     if (failed(applyPatternsGreedily(root, std::move(fusion))))
       return signalPassFailure();
