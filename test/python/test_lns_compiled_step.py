@@ -138,7 +138,8 @@ def test_fan_out_does_not_compile_either():
 
 def test_compile_step_checks_its_arguments():
     net, sgd = _net_and_sgd()
-    with pytest.raises(lns.CompileError, match="LNSSGD or LNSAdam"):
+    with pytest.raises(lns.CompileError, match="takes an LNS optimizer "
+                       "\\(lamina.lns.optim\\), got SGD"):
         lns.compile_step(net, F.mse_loss,
                          torch.optim.SGD(net.parameters(), lr=0.1), _inputs())
     with pytest.raises(lns.CompileError, match="LNS tensors as example"):
@@ -155,6 +156,30 @@ def test_compile_step_checks_its_arguments():
     adam = lns.LNSAdam(net[0].lns_parameters(), eps=0.0)
     with pytest.raises(lns.CompileError, match="needs eps > 0"):
         lns.compile_step(net, F.mse_loss, adam, _inputs())(*_inputs())
+
+
+def test_a_torch_zero_grad_after_a_compiled_step_keeps_the_sum():
+    # A torch optimizer zeroing .grad in place must not zero the stored
+    # LNS sum: the next backward adds its gradient to the compiled step's,
+    # as after an eager step.
+    torch.manual_seed(5)
+    net, sgd = _net_and_sgd()
+    twin = copy.deepcopy(net)
+    twin_sgd = lns.LNSSGD(twin[0].lns_parameters(), lr=0.1)
+    x, t = _inputs()
+    lns.compile_step(net, F.mse_loss, sgd, (x, t))(x, t)
+    twin_sgd.zero_grad()
+    F.mse_loss(twin(x), t).backward()
+    twin_sgd.step()
+    floats = torch.optim.SGD(list(net.parameters()) +
+                             list(twin.parameters()), lr=0.0)
+    floats.zero_grad(set_to_none=False)
+    for model in (net, twin):
+        F.mse_loss(model(x), t).backward()
+    for a, b in zip(net[0].lns_parameters(), twin[0].lns_parameters()):
+        grad, expected = a["params"][0].grad, b["params"][0].grad
+        assert torch.equal(grad, expected)
+        assert not torch.equal(grad, torch.zeros_like(grad))
 
 
 def test_hyper_parameters_change_without_recompiling():

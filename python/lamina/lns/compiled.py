@@ -16,6 +16,7 @@ from . import kernels as K
 from . import trace
 from .autograd import codes, is_zero
 from .optim import LNSOptimizer, _group_base
+from .optim.optimizer import code
 from .tensor import LNSTensor
 
 
@@ -179,8 +180,9 @@ class CompiledStep:
 
     def __init__(self, model, loss_fn, optimizer, example_inputs):
         if not isinstance(optimizer, LNSOptimizer):
-            raise CompileError("compile_step takes an LNSSGD or LNSAdam "
-                               "optimizer")
+            raise CompileError(f"compile_step takes an LNS optimizer "
+                               f"(lamina.lns.optim), got "
+                               f"{type(optimizer).__name__}")
         self.model, self.loss_fn, self.optimizer = model, loss_fn, optimizer
         self.entries = [(p, _group_base(group), group)
                         for group in optimizer.param_groups
@@ -198,6 +200,10 @@ class CompiledStep:
             raise CompileError(f"the loss cannot be differentiated: "
                                f"{str(error).strip()}") from None
         self._programs = {}
+        # An update the IR arithmetic cannot write fails here, not at the
+        # first call; the source is kept for that call.
+        variant = self._variant()
+        self._sources = {variant: self._module(variant)}
 
     # -- the loss function ------------------------------------------------
 
@@ -242,12 +248,21 @@ class CompiledStep:
     def _program(self, variant):
         compiled = self._programs.get(variant)
         if compiled is None:
-            source, updates = self._module(variant)
+            source, updates = self._sources.pop(variant, None) or \
+                self._module(variant)
             compiled = (Program(source, "step"), updates)
             self._programs[variant] = compiled
         return compiled
 
     def _module(self, variant):
+        try:
+            return self._write_module(variant)
+        except NotImplementedError as error:
+            raise CompileError(f"{type(self.optimizer).__name__} does not "
+                               f"compile into an LNS training step: {error}"
+                               ) from None
+
+    def _write_module(self, variant):
         differentiated = str(self.differentiated)
         saved = self.differentiated.result_types("loss_forward")
         gradients = self.differentiated.result_types("loss_backward")
@@ -322,8 +337,11 @@ class CompiledStep:
             for (p, _, _), update, new, grad in zip(self.entries, updates,
                                                     new_params, grads):
                 p.copy_(torch.from_numpy(np.asarray(new, np.float64)))
-                p.grad = torch.from_numpy(np.asarray(grad, np.float64))
-                p._lns_incoming, p._lns_total = [p.grad], p.grad
+                total = torch.from_numpy(np.asarray(grad, np.float64))
+                # .grad is its own tensor (as graph.accumulate makes it): a
+                # torch optimizer zeroing it in place keeps the sum.
+                p._lns_incoming, p._lns_total = [total], total
+                p.grad = total.clone()
                 written = len(update.new_state_names)
                 optimizer.store(optimizer.state[p], dict(
                     zip(update.new_state_names, new_states[:written])))
@@ -338,7 +356,7 @@ class _IrArithmetic:
 
     _OPS = {"add": "lns.add", "sub": "lns.sub", "mul": "lns.mul",
             "div": "lns.div", "sqrt": "lns.sqrt", "maximum": "lns.max",
-            "neg": "lns.neg"}
+            "minimum": "lns.min", "abs": "lns.abs", "neg": "lns.neg"}
 
     def __init__(self, lines, prefix, type_):
         self.lines, self.prefix, self.type = lines, prefix, type_
@@ -404,13 +422,15 @@ class _UpdateProgram:
         """The state and hyper-parameter arrays of this call, in the order
         `emit` declared them."""
         state = optimizer.state[p]
+        # Every update that reads eps divides by a term that eps keeps
+        # above zero; the compiled division does not check its divisor
+        # (the eager one raises), so eps = 0 is refused before the step.
+        if "eps" in self.hyper_names and is_zero(code(group, "eps", base)):
+            raise CompileError(f"the compiled {type(optimizer).__name__} "
+                               f"step needs eps > 0: its denominator would "
+                               f"be zero for a zero gradient, which the "
+                               f"compiled code does not check")
         hyper = optimizer.hyper_codes(group, base, state)
-        if plan.kind == "adam" and "eps" in self.hyper_names and \
-                is_zero(hyper["eps"]):
-            raise CompileError("the compiled Adam step needs eps > 0: its "
-                               "denominator would be zero for a zero "
-                               "gradient, which the compiled code does not "
-                               "check")
         current = optimizer.initial_state(plan, p)
         current.update({name: codes(state[name]) for name in plan.state_in
                         if name in state})
@@ -425,8 +445,9 @@ def compile_step(model, loss_fn, optimizer, example_inputs):
     `loss_fn(model(*inputs[:-1]), inputs[-1])` must be a scalar LNS loss
     computed by Lamina's LNS functions (linear, relu, element-wise
     arithmetic of equal shapes, powers, sums, matmul of matrices,
-    mse_loss); `optimizer` an LNSSGD or LNSAdam over the model's LNS
-    parameters. Returns a :class:`CompiledStep`; calling it with inputs of
+    mse_loss); `optimizer` an LNS optimizer (lamina.lns.optim) over the
+    model's LNS parameters — every one compiles except LNSRprop, whose
+    update selects by comparisons the lns dialect cannot express. Returns a :class:`CompiledStep`; calling it with inputs of
     the example shapes and bases is one zero_grad / backward / step,
     bit-identical with the eager path. Raises CompileError naming what does
     not compile."""
