@@ -2,6 +2,7 @@
 compiled kernels against the NumPy spec, lazy shapes, and the same layers
 imported into lamina IR and built."""
 
+import pathlib
 import warnings
 
 import numpy as np
@@ -208,3 +209,31 @@ def test_from_linear_encodes_a_float_layer():
                                   layer(x).detach().numpy())
     with pytest.raises(TypeError, match="takes an nn.Linear"):
         lns.LNSLinear.from_linear(layer)
+
+
+INIT_GOLDEN = (pathlib.Path(__file__).resolve().parents[1] / "data" /
+               "lns-golden-ops" / "layers")
+
+
+@pytest.mark.parametrize("name", ["init_linear_f23", "init_linear_nobias_f23",
+                                  "init_linear_f10", "init_linear_b1p0007",
+                                  "init_lazy_linear_f23"])
+def test_initial_codes_are_the_references(name):
+    # The reference draws (rand·2 − 1)·√k in LNS arithmetic, weight first:
+    # under one seed the layers start from its codes.
+    d = np.load(INIT_GOLDEN / f"{name}.npz", allow_pickle=False)
+    f = int(d["f"])
+    base = {"weight_f": f} if f >= 0 else {"weight_b": float(d["b"])}
+    n_in, n_out = int(d["in_features"]), int(d["out_features"])
+    bias = bool(d["has_bias"])
+    torch.manual_seed(int(d["seed"]))
+    if str(d["op"]) == "LNSLazyLinear":
+        layer = lns.LNSLazyLinear(n_out, bias=bias, **base)
+        layer(lns.lnstensor(torch.ones(2, n_in), f=f))
+    else:
+        layer = lns.LNSLinear(n_in, n_out, bias=bias, **base)
+    assert np.array_equal(layer.weight.codes.numpy(), d["weight"])
+    if bias:
+        assert np.array_equal(layer.bias.codes.numpy(), d["bias"])
+    else:
+        assert layer.bias is None

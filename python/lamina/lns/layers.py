@@ -195,9 +195,10 @@ class LNSLinear(LNSModule):
     result decoded to the input's dtype, as the compiled model computes
     it; its backward crosses the same boundary (the float cotangent
     encoded, the input's gradient decoded), the parameters' gradients in
-    LNS. Weights and bias start uniform in (−√k, √k),
-    k = 1 / in_features, encoded in ``weight_f``/``weight_b`` (default
-    f = 23) and ``bias_f``/``bias_b`` (default: the weight's base).
+    LNS. Weights and bias start as the reference draws them,
+    (u·2 − 1)·√k with u uniform in [0, 1) and k = 1 / in_features, every
+    step an LNS operation in ``weight_f``/``weight_b`` (default f = 23)
+    and ``bias_f``/``bias_b`` (default: the weight's base).
     """
 
     def __init__(self, in_features, out_features, bias=True, device=None,
@@ -241,23 +242,27 @@ class LNSLinear(LNSModule):
         return layer
 
     def _materialize(self, in_features, device=None, initialise=True):
-        """Creates the parameters: uniform in (−√k, √k), or zeros that a
-        state dict is about to overwrite (no random numbers drawn)."""
+        """Creates the parameters as the reference draws them, (u·2 − 1)·√k
+        in LNS arithmetic, weight then bias (so that a seed gives its
+        codes), or zeros that a state dict is about to overwrite (no random
+        numbers drawn)."""
+        # Imported here: convolution builds on this module's LNSModule.
+        from .convolution import reference_uniform
         self.in_features = in_features
-        bound = 1.0 / math.sqrt(in_features) if in_features else 0.0
+        sqrt_k = (1.0 / in_features) ** 0.5 if in_features else 0.0
 
-        def uniform(*shape):
-            values = torch.zeros(*shape, dtype=torch.float64, device=device)
-            return nn.init.uniform_(values, -bound, bound) if initialise \
-                else values
+        def initial(shape, base):
+            if initialise:
+                return reference_uniform(shape, sqrt_k, base, device)
+            return lnstensor(torch.zeros(*shape, dtype=torch.float64,
+                                         device=device), **base.kw())
 
         self.register_parameter(
-            "weight", lnstensor(uniform(self.out_features, in_features),
-                                **self._weight_base.kw()))
+            "weight", initial((self.out_features, in_features),
+                              self._weight_base))
         if self._has_bias:
             self.register_parameter(
-                "bias", lnstensor(uniform(self.out_features),
-                                  **self._bias_base.kw()))
+                "bias", initial((self.out_features,), self._bias_base))
         else:
             self.__dict__["bias"] = None
 
