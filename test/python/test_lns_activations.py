@@ -209,6 +209,8 @@ def test_tensor_methods_and_deprecated_functional_forms():
     (lambda x: F.hardtanh(x, -0.4, 0.4), lambda x: F.hardtanh_(x, -0.4, 0.4)),
     (lambda x: F.elu(x, 0.5), lambda x: F.elu_(x, 0.5)),
     (torch.relu, F.relu_),
+    (torch.relu, lambda x: F.relu(x, inplace=True)),
+    (torch.relu, lambda x: nn.ReLU(inplace=True)(x)),
     (lambda x: F.rrelu(x), F.rrelu_),
     (F.relu6, lambda x: F.relu6(x, inplace=True)),
     (F.selu, lambda x: F.selu(x, inplace=True)),
@@ -223,6 +225,16 @@ def test_in_place_variants_update_their_input(call, inplace_call):
     result = inplace_call(x)
     assert result is x
     assert torch.equal(x.codes, expected.codes)
+
+
+def test_relu_in_place_keeps_the_autograd_history():
+    a = lns.lnstensor([-2.0, 0.5, 3.0], f=12, requires_grad=True)
+    h = a * 2.0
+    out = F.relu(h, inplace=True)
+    assert out is h
+    torch.sum(out).backward()
+    assert torch.equal(a.grad.codes,
+                       lns.lnstensor([0.0, 2.0, 2.0], f=12).codes)
 
 
 def test_rrelu_training_draws_slopes_within_bounds_from_torch():

@@ -136,8 +136,14 @@ def neg(x):
 
 @implements(torch.relu, F.relu)
 def relu(x, inplace=False):
-    return _result(A.Relu.apply(x.lns, x.lns_base), x.lns_base, "relu",
-                   (x.lns,))
+    result = _result(A.Relu.apply(x.lns, x.lns_base), x.lns_base, "relu",
+                     (x.lns,))
+    if not inplace:
+        return result
+    # In place as the activations' in-place variants: x takes the result's
+    # codes and autograd history.
+    x._lns = result.lns
+    return x
 
 
 @implements(torch.square, lns_operation=on_codes(A.Square))
