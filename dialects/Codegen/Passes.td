@@ -51,7 +51,8 @@ def LaminaHoistWeightPacking : Pass<"lamina-hoist-weight-packing",
     4096×1024 weight against 10 ms for an M = 16 call), so it must not run
     per call. For every public function `@f` not called within the module
     whose body packs arguments
-    (`linalg.pack` of a block argument), this pass creates
+    (`linalg.pack` of a block argument, or of its element-wise cast: an
+    autocast f32 weight truncated to bf16), this pass creates
     `@f_pack_weights`, taking `@f`'s arguments and returning the packed
     weights, and gives `@f` one extra trailing argument per packed weight in
     place of the packing. The module attribute `lamina.weight_packing` maps

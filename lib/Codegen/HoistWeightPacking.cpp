@@ -3,6 +3,7 @@
 #include "lamina/Codegen/Passes.h"
 #include "lamina/Lamina/IR/Lamina.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -18,12 +19,39 @@ namespace mlir::lamina {
 using namespace mlir;
 using namespace mlir::lamina;
 
-/// Packs of a function argument into a fresh tensor: the weight packing
-/// that can run once, before any call.
+/// The element-wise cast of one tensor into a fresh one that `value` is
+/// (an autocast weight's truncation to bf16), or null.
+static linalg::GenericOp getCast(Value value) {
+  auto generic = value.getDefiningOp<linalg::GenericOp>();
+  if (!generic || generic.getNumDpsInputs() != 1 ||
+      generic.getNumDpsInits() != 1 ||
+      !generic.getDpsInits()[0].getDefiningOp<tensor::EmptyOp>() ||
+      generic.getNumParallelLoops() != generic.getNumLoops() ||
+      !llvm::all_of(generic.getIndexingMapsArray(),
+                    [](AffineMap map) { return map.isIdentity(); }))
+    return {};
+  Block &body = generic.getRegion().front();
+  if (body.getOperations().size() != 2 ||
+      !isa<arith::TruncFOp, arith::ExtFOp>(body.front()) ||
+      body.front().getOperand(0) != body.getArgument(0))
+    return {};
+  return generic;
+}
+
+/// The function argument packed by `pack`, directly or through a cast.
+static BlockArgument getPackedArgument(linalg::PackOp pack) {
+  Value source = pack.getSource();
+  if (linalg::GenericOp cast = getCast(source))
+    source = cast.getDpsInputs()[0];
+  return dyn_cast<BlockArgument>(source);
+}
+
+/// Packs of a function argument (or of its cast) into a fresh tensor: the
+/// weight packing that can run once, before any call.
 static SmallVector<linalg::PackOp> findArgumentPacks(func::FuncOp function) {
   SmallVector<linalg::PackOp> packs;
   function.walk([&](linalg::PackOp pack) {
-    auto source = dyn_cast<BlockArgument>(pack.getSource());
+    BlockArgument source = getPackedArgument(pack);
     if (source && source.getOwner() == &function.getBody().front() &&
         pack.getDest().getDefiningOp<tensor::EmptyOp>() &&
         !pack.getPaddingValue() && pack.getDestType().hasStaticShape())
@@ -88,6 +116,10 @@ struct LaminaHoistWeightPackingPass
       mapping.map(function.getArguments(), body->getArguments());
       SmallVector<Value> packed;
       for (linalg::PackOp pack : packs) {
+        if (linalg::GenericOp cast = getCast(pack.getSource())) {
+          builder.clone(*cast.getDpsInits()[0].getDefiningOp(), mapping);
+          builder.clone(*cast, mapping);
+        }
         builder.clone(*pack.getDest().getDefiningOp(), mapping);
         packed.push_back(builder.clone(*pack, mapping)->getResult(0));
       }
@@ -99,7 +131,8 @@ struct LaminaHoistWeightPackingPass
       function.getAllArgAttrs(argAttrs);
       SmallVector<int64_t> sourceNumbers;
       for (linalg::PackOp pack : packs) {
-        auto source = cast<BlockArgument>(pack.getSource());
+        BlockArgument source = getPackedArgument(pack);
+        linalg::GenericOp cast = getCast(pack.getSource());
         sourceNumbers.push_back(source.getArgNumber());
         argAttrs.push_back(argAttrs[source.getArgNumber()]);
         BlockArgument argument =
@@ -109,6 +142,12 @@ struct LaminaHoistWeightPackingPass
         pack.erase();
         if (dest->use_empty())
           dest->erase();
+        if (cast && cast->use_empty()) {
+          Operation *castDest = cast.getDpsInits()[0].getDefiningOp();
+          cast.erase();
+          if (castDest->use_empty())
+            castDest->erase();
+        }
       }
       function.setFunctionType(builder.getFunctionType(
           entry.getArgumentTypes(), function.getResultTypes()));

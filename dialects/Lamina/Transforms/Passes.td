@@ -97,6 +97,43 @@ def LaminaSplitPipelineStages : Pass<"lamina-split-pipeline-stages",
   let dependentDialects = ["::mlir::func::FuncDialect"];
 }
 
+def LaminaAutocast : Pass<"lamina-autocast"> {
+  let summary = "Layer matmuls in bf16 with f32 master weights, as "
+                "torch.autocast computes them";
+  let description = [{
+    `torch.autocast("cpu", dtype=torch.bfloat16)` runs its lower-precision
+    ops (linear, matmul) on operands cast to bf16 and keeps parameters in
+    f32. This pass does the same to every layer matmul whose float tensors
+    are all f32 (the linear family, `fused_qkv`, `lamina.matmul`): its
+    operands are `arith.truncf`'d to `element` (round to nearest even, as
+    torch's cast), it computes in that type with f32 accumulation and its
+    epilogue in f32, and rounds its results to it, as the eager op does;
+    each result is `arith.extf`'d back to f32 for the ops after it, which
+    compute in f32 (PyTorch's fp32 ops: softmax, norms, losses; and at
+    least the eager precision of the others). A truncation of such a
+    widening (one layer feeding the next) folds away.
+
+    ```mlir
+    %y = lamina.linear "fc" %x, %w : (tensor<4x8xf32>, tensor<16x8xf32>) -> tensor<4x16xf32>
+    // becomes
+    %xb = arith.truncf %x : tensor<4x8xf32> to tensor<4x8xbf16>
+    %wb = arith.truncf %w : tensor<16x8xf32> to tensor<16x8xbf16>
+    %yb = lamina.linear "fc" %xb, %wb : (tensor<4x8xbf16>, tensor<16x8xbf16>) -> tensor<4x16xbf16>
+    %y = arith.extf %yb : tensor<4x16xbf16> to tensor<4x16xf32>
+    ```
+
+    Reverse-mode differentiation of the result (lamina-generate-backward)
+    runs the backward's matmuls in bf16 too and gives f32 gradients to the
+    f32 parameters through the casts' rules, as eager autocast does.
+    Attention's batched matmuls (`linalg.batch_matmul`) stay f32.
+  }];
+  let options = [
+    Option<"element", "element", "std::string", /*default=*/"\"bf16\"",
+           "the lower precision: bf16 or f16">,
+  ];
+  let dependentDialects = ["::mlir::arith::ArithDialect"];
+}
+
 def LaminaReduceReplicaGradients
     : Pass<"lamina-reduce-replica-gradients", "::mlir::ModuleOp"> {
   let summary = "Data parallelism: the gradients of a backward reduced over "
