@@ -17,7 +17,7 @@ from ..importer.model import result_tensors
 from ..lns.graph import clear_gradient
 from ..lns.layers import lns_parameter_groups
 from ..schedule import Schedule
-from . import aot, state, training
+from . import aot, precision as precision_module, state, training
 from . import microbatches as microbatches_module
 from .face import Face
 from .generation import Generation, model_max_length
@@ -237,9 +237,11 @@ class CompiledModule(Face, nn.Module):
 
     def __init__(self, schedule, example_inputs, pipeline, target="cpu",
                  progress=None, max_seq_len=None, device_grid=None,
-                 replica_mean=True):
+                 replica_mean=True, precision=None):
         super().__init__()
         self.schedule = schedule
+        # build's precision; None follows torch.autocast (runtime/precision.py).
+        self._precision = precision
         # The grid the programs run on (runtime/grid.py), or None.
         self.grid = device_grid
         self._replica_mean = replica_mean
@@ -312,10 +314,14 @@ class CompiledModule(Face, nn.Module):
             raise ScheduleError(str(error)) from None
 
     def _compile(self, inputs):
-        key = (tuple(_input_key(x) for x in inputs), self.training)
+        element = precision_module.of_call(self._precision)
+        key = (tuple(_input_key(x) for x in inputs), self.training, element)
         shapes, programs = self._state["shapes"], self._state["programs"]
         if key not in shapes:
-            imported, scheduled = self._trace(inputs, self.training)
+            with precision_module.tracing_in_f32():
+                imported, scheduled = self._trace(inputs, self.training)
+            if element is not None and self.target == "cpu":
+                scheduled = precision_module.lowered(scheduled, element)
             # Modes that import alike share one program.
             text = str(scheduled)
             if text not in programs:
@@ -576,7 +582,7 @@ def _on_grid(sch, grid_sizes, dp_gradients, target):
 
 def build(sch, example_inputs=None, target="cpu",
           pipeline="lamina-cpu-pipeline", progress=None, max_seq_len=None,
-          grid=None, dp_gradients="mean"):
+          grid=None, dp_gradients="mean", precision=None):
     """Compiles the scheduled model for the shapes of `example_inputs`
     (None: at the first call, for its shapes).
 
@@ -604,6 +610,13 @@ def build(sch, example_inputs=None, target="cpu",
     reduces every parameter's gradient over them as soon as it is final:
     `dp_gradients` "mean" (DistributedDataParallel's gradient of the global
     batch's mean loss) or "sum". None: every rank on the tensor axis.
+
+    `precision`: "bf16" computes the layers' matmuls as
+    ``torch.autocast("cpu", dtype=torch.bfloat16)`` does (operands cast to
+    bf16, f32 accumulation, results rounded to bf16; the other ops, the
+    parameters and their gradients stay f32; on AVX512-BF16 CPUs as
+    vdpbf16ps); None (the default) does so for calls made inside such a
+    ``torch.autocast`` region; "f32" never (docs/training.md).
     """
     if not isinstance(sch, Schedule):
         raise TypeError("build takes a schedule (lamina.create_schedule)")
@@ -613,13 +626,15 @@ def build(sch, example_inputs=None, target="cpu",
     if target == "cuda" and sch.world_size != 1:
         raise ValueError("target='cuda' runs single-GPU programs; the "
                          f"schedule is for {sch.world_size} ranks")
+    precision_module.check(precision, target)
     sch, sizes = _on_grid(sch, grid, dp_gradients, target)
     if sizes is not None:
         # Every rank builds: the world's split into the grid's axes is
         # collective, so it happens here, not at a later call.
         activate_grid(sizes)
     return CompiledModule(sch, example_inputs, pipeline, target, progress,
-                          max_seq_len, sizes, dp_gradients == "mean")
+                          max_seq_len, sizes, dp_gradients == "mean",
+                          precision)
 
 
 class _Replay:

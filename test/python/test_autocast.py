@@ -1,0 +1,165 @@
+"""Mixed precision as torch.autocast (docs/training.md): a model called in
+``torch.autocast("cpu", dtype=torch.bfloat16)`` (or built with
+``precision="bf16"``) computes its layer matmuls in bf16 with f32
+accumulation, keeps f32 master parameters and gets f32 gradients, against
+eager autocast and the f32 model.
+
+Bounds. u = 2^-8 is bf16's unit roundoff. Each value rounded to bf16 on the
+way to a result contributes at most u of its magnitude, carried through the
+products that use it (|GELU'| < 1.13); f32 accumulation adds far less.
+Eager autocast and Lamina round at the same matmul operands and results
+(eager also rounds GELU's output, Lamina applies GELU before its one
+rounding), so both lie within that first-order bound of the exact f32
+computation, and each other within twice it."""
+
+import copy
+
+import pytest
+import torch
+from torch import nn
+
+import lamina
+
+U = 2.0 ** -8
+GELU_SLOPE = 1.13
+
+
+class MLP(nn.Module):
+    def __init__(self, width=128, hidden=512):
+        super().__init__()
+        self.fc1 = nn.Linear(width, hidden)
+        self.act = nn.GELU(approximate="tanh")
+        self.fc2 = nn.Linear(hidden, width)
+
+    def forward(self, x):
+        return self.fc2(self.act(self.fc1(x)))
+
+
+def model_and_twin(seed=0):
+    torch.manual_seed(seed)
+    model = MLP()
+    return model, copy.deepcopy(model)
+
+
+def forward_bound(model, x):
+    """First-order bound on |y − y_f32| when x, W1, b1, the hidden layer
+    (twice: eager rounds before and after GELU), W2 and y are rounded to
+    bf16 (u each)."""
+    w1, b1 = model.fc1.weight.abs(), model.fc1.bias.abs()
+    w2 = model.fc2.weight.abs()
+    z = model.fc1(x)
+    h = model.act(z).abs()
+    z_error = U * (2 * x.abs() @ w1.T + b1) + U * z.abs()
+    h_error = GELU_SLOPE * z_error + 2 * U * h
+    y = model(x).abs()
+    return (h_error @ w2.T + U * (h @ w2.T) + U * model.fc2.bias.abs()
+            + U * y).detach()
+
+
+def test_forward_matches_eager_autocast_and_f32():
+    model, twin = model_and_twin()
+    x = torch.randn(64, 128)
+    built = lamina.build(lamina.create_schedule(model))
+    with torch.no_grad():
+        bound = forward_bound(twin, x)
+        exact = twin(x)
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            got = built(x)
+            eager = twin(x)
+    assert got.dtype == torch.float32   # bf16 values, returned widened
+    assert torch.equal(got, got.to(torch.bfloat16).float())
+    assert ((got - exact).abs() <= bound).all()
+    assert ((got - eager.float()).abs() <= 2 * bound).all()
+    # The bound is not vacuous: bf16 really moved the result.
+    assert (got != exact).any()
+
+
+def test_precision_bf16_is_the_autocast_program_and_f32_opts_out():
+    model, twin = model_and_twin(1)
+    x = torch.randn(16, 128)
+    with torch.no_grad():
+        always = lamina.build(lamina.create_schedule(model), precision="bf16")
+        plain = lamina.build(lamina.create_schedule(twin))
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            inside = plain(x)
+        assert torch.equal(always(x), inside)
+        never = lamina.build(lamina.create_schedule(copy.deepcopy(twin)),
+                             precision="f32")
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            opted_out = never(x)
+        torch.testing.assert_close(opted_out, twin(x), rtol=1e-5, atol=1e-5)
+        # Outside the region the autocast-following module is f32 again.
+        torch.testing.assert_close(plain(x), twin(x), rtol=1e-5, atol=1e-5)
+
+
+def gradient_bounds(model, x):
+    """First-order bounds on the gradients of mean(y²): each factor of a
+    gradient's products carries the roundings on its way (dy: y's and the
+    loss's; h: as in forward_bound; dz: dy's, W2's, dh's, and GELU's
+    derivative at a rounded z), the result one more; `c` counts them."""
+    z = model.fc1(x)
+    h = model.act(z)
+    y = model.fc2(h)
+    dy = (2 * y / y.numel()).abs()
+    dh = dy @ model.fc2.weight.abs()
+    dz = GELU_SLOPE * dh
+    c2, c1 = 8, 16
+    return {
+        "fc2.weight": c2 * U * (dy.T @ h.abs()),
+        "fc2.bias": c2 * U * dy.sum(0),
+        "fc1.weight": c1 * U * (dz.T @ x.abs()),
+        "fc1.bias": c1 * U * dz.sum(0),
+    }
+
+
+def test_gradients_reach_the_f32_parameters_within_bf16_bounds():
+    model, twin = model_and_twin(2)
+    x = torch.randn(64, 128)
+    built = lamina.build(lamina.create_schedule(model))
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        built(x).pow(2).mean().backward()
+        twin(x).float().pow(2).mean().backward()
+    bounds = {name: b.detach() for name, b in
+              gradient_bounds(copy.deepcopy(model), x).items()}
+    for name, parameter in built.named_parameters():
+        assert parameter.dtype == torch.float32
+        assert parameter.grad.dtype == torch.float32
+        eager = dict(twin.named_parameters())[name].grad
+        assert ((parameter.grad - eager).abs() <= 2 * bounds[name]).all(), \
+            name
+
+
+def test_adamw_steps_under_autocast_follow_eager_autocast():
+    """Five AdamW steps on f32 master weights: the losses stay within the
+    forward bound's relative size of eager autocast's (AdamW's steps are
+    lr-sized whatever the gradient's rounding)."""
+    model, twin = model_and_twin(3)
+    x, target = torch.randn(32, 128), torch.randn(32, 128)
+    built = lamina.build(lamina.create_schedule(model))
+    runs = []
+    for module in (built, twin):
+        optimizer = torch.optim.AdamW(module.parameters(), lr=1e-3)
+        losses = []
+        for _ in range(5):
+            optimizer.zero_grad()
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                loss = (module(x).float() - target).pow(2).mean()
+            loss.backward()
+            optimizer.step()
+            losses.append(loss.item())
+        runs.append(losses)
+    assert runs[0][-1] < runs[0][0]
+    for ours, eager in zip(*runs):
+        assert abs(ours - eager) <= 16 * U * eager
+    assert all(p.dtype == torch.float32 for p in built.parameters())
+
+
+@pytest.mark.parametrize("kwargs,message", [
+    ({"precision": "fp8"}, "precision must be None, 'bf16' or 'f32'"),
+    ({"precision": "bf16", "target": "cuda"}, "precision='bf16' is for "
+                                              "target='cpu'"),
+])
+def test_bad_precisions_are_named(kwargs, message):
+    model, _ = model_and_twin()
+    with pytest.raises(ValueError, match=message):
+        lamina.build(lamina.create_schedule(model), **kwargs)
