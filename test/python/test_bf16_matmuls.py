@@ -51,6 +51,24 @@ def test_matmul_in_f32(tmp_path, mode, m, k, n):
                   + 2.0**-24 * np.abs(exact))
 
 
+def test_two_threads_share_the_blocks(tmp_path):
+    """threads=2: each thread runs the dot products of its half of the
+    blocks of features; the same bound as one thread."""
+    rng = np.random.default_rng(9)
+    m, k, n = 512, 256, 128
+    x, x64 = to_bits(randn(rng, m, k), "bf16")
+    w, w64 = to_bits(randn(rng, n, k), "bf16")
+    b, b64 = to_bits(randn(rng, n), "bf16")
+    ir = linear_layer("linear", (m, k), n, element="bf16",
+                      result_element="f32")
+    (y,) = run_ir(ir, [x, w, b], tmp_path,
+                  pipeline="lamina-cpu-pipeline{vector-bits=512 bf16=dot "
+                           "threads=2}", extra_args=["--threads=2"])
+    exact = x64 @ w64.T + b64
+    assert np.all(np.abs(y - exact) <= accumulation_bound(x64, w64)
+                  + 2.0**-24 * np.abs(exact))
+
+
 @pytest.mark.parametrize("mode", MODES)
 def test_fused_gelu_layer_in_bf16(tmp_path, mode):
     """The epilogue (bias, GELU) on the f32 accumulator, rounded to bf16

@@ -39,12 +39,18 @@ def bias_corrections(base, state, hyper, optimizer):
     return hyper
 
 
-def adam_moments(a, plan, w, g, hyper, state):
-    """Adam's moments and step from the direction g: (new parameter,
-    new state)."""
+def moments(a, g, hyper, state):
+    """The Adam family's first and second moments after direction g."""
     m = moving_average(a, state("exp_avg"), g, hyper("beta1"), hyper("omb1"))
     v = moving_average(a, state("exp_avg_sq"), a.mul(g, g), hyper("beta2"),
                        hyper("omb2"))
+    return m, v
+
+
+def adam_moments(a, plan, w, g, hyper, state):
+    """Adam's moments and step from the direction g: (new parameter,
+    new state)."""
+    m, v = moments(a, g, hyper, state)
     new_state = {"exp_avg": m, "exp_avg_sq": v}
     mhat = a.div(m, hyper("bc1"))
     if plan.amsgrad:

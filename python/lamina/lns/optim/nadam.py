@@ -2,10 +2,10 @@
 in LNS."""
 
 from ..autograd import codes
-from .adam import check_adam_family
+from .adam import check_adam_family, moments
 from .optimizer import (ONE, HostArithmetic, LNSOptimizer, _Plan, as_state,
                         check, code, decayed, hyper_parameters,
-                        moving_average, nonzero, number, zeros_like)
+                        nonzero, number, zeros_like)
 
 _STATE = ("exp_avg", "exp_avg_sq")
 
@@ -74,10 +74,7 @@ class LNSNAdam(LNSOptimizer):
     @staticmethod
     def update(a, plan, w, g, hyper, state):
         w, g = decayed(a, plan, w, g, hyper)
-        m = moving_average(a, state("exp_avg"), g, hyper("beta1"),
-                           hyper("omb1"))
-        v = moving_average(a, state("exp_avg_sq"), a.mul(g, g),
-                           hyper("beta2"), hyper("omb2"))
+        m, v = moments(a, g, hyper, state)
         mhat = a.add(a.div(a.mul(hyper("mu_next"), m),
                            hyper("one_minus_next_product")),
                      a.div(a.mul(hyper("one_minus_mu"), g),

@@ -1,8 +1,8 @@
 """LNSRAdam: torch.optim.RAdam's algorithm (rectified Adam) in LNS."""
 
-from .adam import check_adam_family
+from .adam import check_adam_family, moments
 from .optimizer import (ONE, HostArithmetic, LNSOptimizer, _Plan, code,
-                        decayed, hyper_parameters, moving_average, nonzero,
+                        decayed, hyper_parameters, nonzero,
                         zeros_like)
 
 _STATE = ("exp_avg", "exp_avg_sq")
@@ -88,10 +88,7 @@ class LNSRAdam(LNSOptimizer):
     @staticmethod
     def update(a, plan, w, g, hyper, state):
         w, g = decayed(a, plan, w, g, hyper)
-        m = moving_average(a, state("exp_avg"), g, hyper("beta1"),
-                           hyper("omb1"))
-        v = moving_average(a, state("exp_avg_sq"), a.mul(g, g),
-                           hyper("beta2"), hyper("omb2"))
+        m, v = moments(a, g, hyper, state)
         mhat = a.div(m, hyper("bc1"))
         if plan.rectified:
             adaptive = a.div(hyper("sqrt_bc2"),
