@@ -143,34 +143,37 @@ def forward_matmul(work, m, k, n):
         f'  %y = lamina.linear "fc" %x, %w : ({x}, {w}) -> {y}', y)
 
 
-def transpose(name, source, rows, cols):
+def transpose(name, source, rows, cols, element="f32"):
     """`%name` = the [cols, rows] transpose of `%source` [rows, cols]."""
-    return (f"  %{name}_init = tensor.empty() : tensor<{cols}x{rows}xf32>\n"
+    return (f"  %{name}_init = tensor.empty() : tensor<{cols}x{rows}x{element}>\n"
             f"  %{name} = linalg.transpose ins(%{source} : "
-            f"tensor<{rows}x{cols}xf32>) outs(%{name}_init : "
-            f"tensor<{cols}x{rows}xf32>) permutation = [1, 0]\n")
+            f"tensor<{rows}x{cols}x{element}>) outs(%{name}_init : "
+            f"tensor<{cols}x{rows}x{element}>) permutation = [1, 0]\n")
 
 
-def backward_dx(work, t, k, n):
-    """dX [t, k] = dY [t, n] · W [n, k], as the backward writes it."""
-    dy, w, dx = (f"tensor<{t}x{n}xf32>", f"tensor<{n}x{k}xf32>",
+def backward_dx(work, t, k, n, element="f32"):
+    """dX [t, k] = dY [t, n] · W [n, k], as the backward writes it (f32
+    products of `element` operands)."""
+    dy, w, dx = (f"tensor<{t}x{n}x{element}>", f"tensor<{n}x{k}x{element}>",
                  f"tensor<{t}x{k}xf32>")
-    body = transpose("wt", "w", n, k) + (
-        f'  %y = lamina.matmul "fc" %dy, %wt : ({dy}, tensor<{k}x{n}xf32>) '
-        f"-> {dx}")
-    return matmul_program(work, f"dx_{t}_{k}_{n}", [("dy", dy), ("w", w)],
-                          body, dx)
+    body = transpose("wt", "w", n, k, element) + (
+        f'  %y = lamina.matmul "fc" %dy, %wt : ({dy}, '
+        f"tensor<{k}x{n}x{element}>) -> {dx}")
+    return matmul_program(work, f"dx_{element}_{t}_{k}_{n}",
+                          [("dy", dy), ("w", w)], body, dx)
 
 
-def backward_dw(work, t, k, n):
-    """dW [n, k] = dY [t, n]ᵀ · X [t, k], as the backward writes it."""
-    dy, x, dw = (f"tensor<{t}x{n}xf32>", f"tensor<{t}x{k}xf32>",
+def backward_dw(work, t, k, n, element="f32"):
+    """dW [n, k] = dY [t, n]ᵀ · X [t, k], as the backward writes it (f32
+    products of `element` operands)."""
+    dy, x, dw = (f"tensor<{t}x{n}x{element}>", f"tensor<{t}x{k}x{element}>",
                  f"tensor<{n}x{k}xf32>")
-    body = transpose("dyt", "dy", t, n) + transpose("xt", "x", t, k) + (
-        f'  %y = lamina.matmul "fc" %dyt, %xt : (tensor<{n}x{t}xf32>, '
-        f"tensor<{k}x{t}xf32>) -> {dw}")
-    return matmul_program(work, f"dw_{t}_{k}_{n}", [("dy", dy), ("x", x)],
-                          body, dw)
+    body = transpose("dyt", "dy", t, n, element) + transpose(
+        "xt", "x", t, k, element) + (
+        f'  %y = lamina.matmul "fc" %dyt, %xt : (tensor<{n}x{t}x{element}>, '
+        f"tensor<{k}x{t}x{element}>) -> {dw}")
+    return matmul_program(work, f"dw_{element}_{t}_{k}_{n}",
+                          [("dy", dy), ("x", x)], body, dw)
 
 
 def repeats_for(flops):
