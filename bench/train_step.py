@@ -17,7 +17,12 @@ either contender is still growing (a step faulted in tens of MiB of fresh
 pages, an eighth of the compiled step's time at 2048 tokens), which is not
 what training runs at.
 
-usage: bench/train_step.py [--rounds 3] [--steps 10] [--warmup 10]
+With --bf16, the MLP's steps also run under torch.autocast("cpu",
+dtype=torch.bfloat16) for both contenders (f32 master weights, bf16
+matmuls; Lamina's on AVX512-BF16's vdpbf16ps where the CPU has it, eager
+PyTorch's through oneDNN), as extra rows of the same run.
+
+usage: bench/train_step.py [--rounds 3] [--steps 10] [--warmup 10] [--bf16]
                            [--output bench/results/train_step.md]
 """
 
@@ -87,9 +92,9 @@ import statistics, sys, time
 import torch
 from torch import nn
 torch.set_num_threads(1)
-model_name, tokens, steps, contender, warmup = (
+model_name, tokens, steps, contender, warmup, bf16 = (
     sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4],
-    int(sys.argv[5]))
+    int(sys.argv[5]), sys.argv[6] == "1")
 
 %(model)s
 torch.manual_seed(0)
@@ -102,7 +107,8 @@ optimizer = torch.optim.SGD(model.parameters(), lr=1e-3, momentum=0.9)
 
 def step():
     optimizer.zero_grad()
-    loss = model(x).square().mean()
+    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+        loss = model(x).float().square().mean()
     loss.backward()
     optimizer.step()
     return loss
@@ -160,32 +166,40 @@ def main():
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--warmup", type=int, default=10)
     parser.add_argument("--output", type=pathlib.Path)
+    parser.add_argument("--bf16", action="store_true",
+                        help="also the MLP's steps under bf16 autocast")
     args = parser.parse_args()
 
     blas_env = openblas_env(os.environ)
     rows = []
-    cases = [("mlp", tokens, f"MLP, {tokens} tokens") for tokens in TOKENS]
+    cases = [("mlp", tokens, f"MLP, {tokens} tokens", 0)
+             for tokens in TOKENS]
     cases.append(("block", 0, "block, {} × {} tokens, hidden {}".format(
-        *BLOCK_SHAPE)))
-    for model, tokens, label in cases:
+        *BLOCK_SHAPE), 0))
+    if args.bf16:
+        cases += [("mlp", tokens, f"MLP, {tokens} tokens, bf16 autocast", 1)
+                  for tokens in TOKENS]
+    for model, tokens, label, bf16 in cases:
         eager, compiled = [], []
         for _ in range(args.rounds):
             eager.append(run(STEP, [model, tokens, args.steps, "eager",
-                                    args.warmup], blas_env))
+                                    args.warmup, bf16], blas_env))
             compiled.append(run(STEP, [model, tokens, args.steps, "lamina",
-                                       args.warmup], blas_env))
-        plain = int(run(SAVED, [model, tokens, 0], blas_env))
-        checkpointed = int(run(SAVED, [model, tokens, 1], blas_env))
+                                       args.warmup, bf16], blas_env))
+        saved = ["–", "–"]   # the f32 program's only
+        if not bf16:
+            saved = [f"{int(run(SAVED, [model, tokens, c], blas_env)) / 2**20:.1f}"
+                     for c in (0, 1)]
         e, c = statistics.median(eager), statistics.median(compiled)
         rows.append(f"| {label} | {e * 1e3:.1f} | {c * 1e3:.1f} | "
-                    f"{e / c:.2f}× | {plain / 2**20:.1f} | "
-                    f"{checkpointed / 2**20:.1f} |")
+                    f"{e / c:.2f}× | {saved[0]} | {saved[1]} |")
         print(rows[-1], flush=True)
 
     command = "/usr/bin/python3 bench/train_step.py " + " ".join(
         f"--{k} {v}" for k, v in (("rounds", args.rounds),
                                   ("steps", args.steps),
-                                  ("warmup", args.warmup)))
+                                  ("warmup", args.warmup))) + (
+        " --bf16" if args.bf16 else "")
     table = "\n".join([
         "# One training step: GPT-2 MLP and block, compiled vs eager (fp32, "
         "one thread)",
@@ -201,7 +215,9 @@ def main():
         "over rounds of per-process medians; eager PyTorch runs on "
         f"{openblas_kernels(blas_env)}. "
         "Saved: the bytes the compiled forward keeps for the backward, "
-        "without and with `checkpoint()` on fc1.",
+        "without and with `checkpoint()` on fc1. bf16 autocast rows: both "
+        "contenders' steps in `torch.autocast(\"cpu\", dtype=torch.bfloat16)` "
+        "(f32 master weights; eager's bf16 matmuls through oneDNN).",
         "",
         "| model | eager ms | Lamina ms | speedup | saved MiB | saved MiB, "
         "fc1 checkpointed |",
