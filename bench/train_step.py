@@ -201,8 +201,8 @@ def main():
                                   ("warmup", args.warmup))) + (
         " --bf16" if args.bf16 else "")
     table = "\n".join([
-        "# One training step: GPT-2 MLP and block, compiled vs eager (fp32, "
-        "one thread)",
+        "# One training step: GPT-2 MLP and block, compiled vs eager (fp32"
+        + (" and bf16 autocast" if args.bf16 else "") + ", one thread)",
         "",
         f"Command: `{command}` ({datetime.date.today()}, one core pinned per "
         "process).",
