@@ -37,6 +37,13 @@ struct PairedDims {
   unsigned features, pair;
 };
 
+/// `operand` before its widening, if it is one.
+static Value getUnwidened(Value operand) {
+  if (auto extend = operand.getDefiningOp<arith::ExtFOp>())
+    return extend.getIn();
+  return operand;
+}
+
 /// The dims of `op` if it is a contraction of bf16 operands (widened or
 /// not) into f32 over pairs of k, else nothing.
 static std::optional<PairedDims> getPairedDims(vector::ContractionOp op) {
@@ -46,12 +53,10 @@ static std::optional<PairedDims> getPairedDims(vector::ContractionOp op) {
   if (!accType || !accType.getElementType().isF32() ||
       accType.getShape().back() != kLanes)
     return std::nullopt;
-  auto narrowType = [](Value operand) {
-    if (auto extend = operand.getDefiningOp<arith::ExtFOp>())
-      operand = extend.getIn();
-    return getElementTypeOrSelf(operand.getType());
+  auto isBF16 = [](Value operand) {
+    return getElementTypeOrSelf(getUnwidened(operand).getType()).isBF16();
   };
-  if (!narrowType(op.getLhs()).isBF16() || !narrowType(op.getRhs()).isBF16())
+  if (!isBF16(op.getLhs()) || !isBF16(op.getRhs()))
     return std::nullopt;
   SmallVector<int64_t> bounds;
   op.getIterationBounds(bounds);
@@ -176,11 +181,8 @@ struct PairedContractionToDot : OpRewritePattern<vector::ContractionOp> {
       return failure();
     SmallVector<int64_t> bounds;
     op.getIterationBounds(bounds);
-    for (auto [dim, bound] : llvm::enumerate(bounds))
-      if (bound != (dim == dims->features ? kLanes
-                    : dim == dims->pair   ? 2
-                                          : 1))
-        return rewriter.notifyMatchFailure(op, "not one dot product's shape");
+    if (bounds != *getDotProductShape(op))
+      return rewriter.notifyMatchFailure(op, "not one dot product's shape");
     SmallVector<AffineMap> maps = op.getIndexingMapsArray();
     // W's 16 features × 2 must lie feature-major (the packed weight's
     // order); x may repeat along the features (a broadcast not folded).
@@ -189,12 +191,7 @@ struct PairedContractionToDot : OpRewritePattern<vector::ContractionOp> {
     if (!rhsFeatures || !rhsPair || *rhsFeatures > *rhsPair)
       return rewriter.notifyMatchFailure(op, "W's pairs not feature-major");
 
-    auto narrow = [&](Value operand) -> Value {
-      if (auto extend = operand.getDefiningOp<arith::ExtFOp>())
-        return extend.getIn();
-      return operand;
-    };
-    Value x = narrow(op.getLhs());
+    Value x = getUnwidened(op.getLhs()), w = getUnwidened(op.getRhs());
     std::optional<unsigned> xFeatures = getResultOf(maps[0], dims->features);
     if (xFeatures && !isBroadcastAlong(x, *xFeatures))
       return rewriter.notifyMatchFailure(op, "x varies along the features");
@@ -203,9 +200,9 @@ struct PairedContractionToDot : OpRewritePattern<vector::ContractionOp> {
     Value lhs = xFeatures ? Value() : loadContiguously(rewriter, loc, x);
     if (!lhs)
       lhs = flattenOperand(rewriter, loc, x, xFeatures);
-    Value rhs = loadContiguously(rewriter, loc, narrow(op.getRhs()));
+    Value rhs = loadContiguously(rewriter, loc, w);
     if (!rhs)
-      rhs = flattenOperand(rewriter, loc, narrow(op.getRhs()), std::nullopt);
+      rhs = flattenOperand(rewriter, loc, w, std::nullopt);
     Value acc = flattenOperand(rewriter, loc, op.getAcc(), std::nullopt);
     // x's pair as one 32-bit lane, in every lane.
     Type i32 = rewriter.getI32Type();
@@ -233,18 +230,21 @@ struct WidenBf16Contraction : OpRewritePattern<vector::ContractionOp> {
 
   LogicalResult matchAndRewrite(vector::ContractionOp op,
                                 PatternRewriter &rewriter) const override {
+    auto isBF16 = [](Value operand) {
+      return getElementTypeOrSelf(operand.getType()).isBF16();
+    };
+    auto accType = dyn_cast<VectorType>(op.getAccType());
+    if (!accType || !accType.getElementType().isF32() ||
+        (!isBF16(op.getLhs()) && !isBF16(op.getRhs())))
+      return failure();
     auto widen = [&](Value operand) -> Value {
-      auto type = cast<VectorType>(operand.getType());
-      if (!type.getElementType().isBF16())
+      if (!isBF16(operand))
         return operand;
+      auto type = cast<VectorType>(operand.getType());
       return arith::ExtFOp::create(rewriter, op.getLoc(),
                                    type.clone(rewriter.getF32Type()), operand);
     };
-    auto accType = dyn_cast<VectorType>(op.getAccType());
     Value lhs = widen(op.getLhs()), rhs = widen(op.getRhs());
-    if (!accType || !accType.getElementType().isF32() ||
-        (lhs == op.getLhs() && rhs == op.getRhs()))
-      return failure();
     rewriter.modifyOpInPlace(op, [&] {
       op.getLhsMutable().assign(lhs);
       op.getRhsMutable().assign(rhs);

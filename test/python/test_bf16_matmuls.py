@@ -40,6 +40,26 @@ def accumulation_bound(a64, b64):
     return (k + 1) * 2.0**-24 * (np.abs(a64) @ np.abs(b64).T)
 
 
+def layer_inputs(rng, m, k, n):
+    """x [m, k], W [n, k], b [n] rounded to bf16: (bits, float64 values)
+    each."""
+    return [to_bits(randn(rng, *shape), "bf16")
+            for shape in ((m, k), (n, k), (n,))]
+
+
+def check_layer_in_f32(tmp_path, m, k, n, rng, pipeline_text, extra_args=()):
+    """x·Wᵀ + b of bf16 inputs with f32 results, within the accumulation
+    bound of the float64 product."""
+    (x, x64), (w, w64), (b, b64) = layer_inputs(rng, m, k, n)
+    ir = linear_layer("linear", (m, k), n, element="bf16",
+                      result_element="f32")
+    (y,) = run_ir(ir, [x, w, b], tmp_path, pipeline=pipeline_text,
+                  extra_args=extra_args)
+    exact = x64 @ w64.T + b64
+    assert np.all(np.abs(y - exact) <= accumulation_bound(x64, w64)
+                  + 2.0**-24 * np.abs(exact))
+
+
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("m,k,n", [
     (64, 256, 128),   # register tiles of 8 rows × 2 blocks, k in steps
@@ -50,16 +70,8 @@ def accumulation_bound(a64, b64):
     (8, 6, 32),       # three pairs of k, unrolled whole
 ])
 def test_matmul_in_f32(tmp_path, mode, m, k, n):
-    rng = np.random.default_rng(m + k + n)
-    x, x64 = to_bits(randn(rng, m, k), "bf16")
-    w, w64 = to_bits(randn(rng, n, k), "bf16")
-    b, b64 = to_bits(randn(rng, n), "bf16")
-    ir = linear_layer("linear", (m, k), n, element="bf16",
-                      result_element="f32")
-    (y,) = run_ir(ir, [x, w, b], tmp_path, pipeline=pipeline(mode))
-    exact = x64 @ w64.T + b64
-    assert np.all(np.abs(y - exact) <= accumulation_bound(x64, w64)
-                  + 2.0**-24 * np.abs(exact))
+    check_layer_in_f32(tmp_path, m, k, n, np.random.default_rng(m + k + n),
+                       pipeline(mode))
 
 
 @pytest.mark.skipif(not host_has_bf16_dot_products(),
@@ -67,19 +79,9 @@ def test_matmul_in_f32(tmp_path, mode, m, k, n):
 def test_two_threads_share_the_blocks(tmp_path):
     """threads=2: each thread runs the dot products of its half of the
     blocks of features; the same bound as one thread."""
-    rng = np.random.default_rng(9)
-    m, k, n = 512, 256, 128
-    x, x64 = to_bits(randn(rng, m, k), "bf16")
-    w, w64 = to_bits(randn(rng, n, k), "bf16")
-    b, b64 = to_bits(randn(rng, n), "bf16")
-    ir = linear_layer("linear", (m, k), n, element="bf16",
-                      result_element="f32")
-    (y,) = run_ir(ir, [x, w, b], tmp_path,
-                  pipeline="lamina-cpu-pipeline{vector-bits=512 bf16=dot "
-                           "threads=2}", extra_args=["--threads=2"])
-    exact = x64 @ w64.T + b64
-    assert np.all(np.abs(y - exact) <= accumulation_bound(x64, w64)
-                  + 2.0**-24 * np.abs(exact))
+    check_layer_in_f32(tmp_path, 512, 256, 128, np.random.default_rng(9),
+                       "lamina-cpu-pipeline{vector-bits=512 bf16=dot "
+                       "threads=2}", extra_args=["--threads=2"])
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -87,11 +89,9 @@ def test_fused_gelu_layer_in_bf16(tmp_path, mode):
     """The epilogue (bias, GELU) on the f32 accumulator, rounded to bf16
     once: within bf16's half ulp (2^-8 relative) of the exact layer, plus
     the accumulation bound through GELU (|GELU'| < 1.13)."""
-    rng = np.random.default_rng(3)
     m, k, n = 64, 256, 128
-    x, x64 = to_bits(randn(rng, m, k), "bf16")
-    w, w64 = to_bits(randn(rng, n, k), "bf16")
-    b, b64 = to_bits(randn(rng, n), "bf16")
+    (x, x64), (w, w64), (b, b64) = layer_inputs(np.random.default_rng(3),
+                                                m, k, n)
     ir = linear_layer("linear_act", (m, k), n, element="bf16",
                       attrs="activation gelu_tanh")
     (y,) = run_ir(ir, [x, w, b], tmp_path, pipeline=pipeline(mode))
