@@ -58,6 +58,7 @@ void mlir::lamina::buildLaminaCpuPipeline(OpPassManager &pm,
   toLinalg.bf16Pairs = bf16Dots;
   pm.addPass(createConvertLaminaToLinalg(toLinalg));
   pm.addPass(createConvertShardToLaminaMPI());
+  pm.addPass(lns::createLaminaLnsDecompose());
   if (options.lnsTables)
     pm.addPass(lns::createLaminaLnsTables());
   ConvertLnsToArithOptions lnsToArith;

@@ -52,4 +52,19 @@ def Lns_ComparePredicateAttr : EnumAttr<Lns_Dialect, Lns_ComparePredicateEnum,
                 "`ge` (the reference's order)";
 }
 
+def Lns_ReduceNone : I32EnumAttrCase<"none", 0>;
+def Lns_ReduceMean : I32EnumAttrCase<"mean", 1>;
+def Lns_ReduceSum : I32EnumAttrCase<"sum", 2>;
+def Lns_LossReductionEnum : I32EnumAttr<"LossReduction",
+    "how a loss reduces its per-sample terms",
+    [Lns_ReduceNone, Lns_ReduceMean, Lns_ReduceSum]> {
+  let genSpecializedAttr = 0;
+  let cppNamespace = "::mlir::lamina::lns";
+}
+def Lns_LossReductionAttr : EnumAttr<Lns_Dialect, Lns_LossReductionEnum,
+                                     "reduction"> {
+  let summary = "a loss's reduction: `none` (per sample), `mean` or `sum` "
+                "(sequential, as torch.nn.functional names them)";
+}
+
 #endif // LAMINA_LNS_ATTRS_TD

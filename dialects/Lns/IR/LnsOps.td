@@ -392,4 +392,6 @@ def Lns_LinearOp : Lns_Op<"linear"> {
   let hasVerifier = 1;
 }
 
+include "Lns/IR/LnsNetworkOps.td"
+
 #endif // LAMINA_LNS_OPS_TD

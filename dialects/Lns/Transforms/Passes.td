@@ -24,4 +24,33 @@ def LaminaLnsTables : Pass<"lamina-lns-tables"> {
   }];
 }
 
+def LaminaLnsDecompose : Pass<"lamina-lns-decompose"> {
+  let summary = "Expand lns softmax, log_softmax, nll_loss and conv2d";
+  let description = [{
+    Rewrites the composite ops of a small LNS network into lns arithmetic,
+    linalg and tensor ops that convert-lns-to-arith lowers, keeping the
+    reference's order of additions: softmax and log_softmax into lns.exp,
+    a sequential lns.sum broadcast back, and lns.div / lns.log with lns.sub;
+    nll_loss and its gradient into a tensor.generate picking each sample's
+    class and a sequential sum (divided by the code of the kept count for a
+    mean); conv2d into Z padding, a window gather (one row per output
+    position, its terms in (c, kh, kw) order) and one lns.linear.
+    lamina-cpu-pipeline runs it before the choice of sbdb tables, so the
+    sums it creates take tables too.
+
+    ```mlir
+    %p = lns.softmax %x dim 1 : tensor<4x10x!lns.num<f = 23>>
+    // becomes
+    %e = lns.exp %x : tensor<4x10x!lns.num<f = 23>>
+    %s = lns.sum %e dims [1] : tensor<4x10x!lns.num<f = 23>> -> tensor<4x!lns.num<f = 23>>
+    %b = linalg.broadcast ins(%s : ...) outs(...) dimensions = [1]
+    %p = lns.div %e, %b : ...
+    ```
+  }];
+  let dependentDialects = ["mlir::arith::ArithDialect",
+                           "mlir::linalg::LinalgDialect",
+                           "mlir::scf::SCFDialect",
+                           "mlir::tensor::TensorDialect"];
+}
+
 #endif // LAMINA_LNS_TRANSFORMS_PASSES_TD

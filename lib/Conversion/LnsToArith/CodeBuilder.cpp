@@ -153,6 +153,49 @@ Value CodeBuilder::reluGrad(Value grad, Value output) {
   return select(anyZero, code(zeroCode()), grad);
 }
 
+Value CodeBuilder::leakyRelu(Value x, Value slope) {
+  Value negative = arith::TruncIOp::create(b, loc, shaped(b.getI1Type()),
+                                           arith::AndIOp::create(b, loc, x,
+                                                                 code(1)));
+  return select(negative, mul(x, slope), x);
+}
+
+Value CodeBuilder::leakyReluGrad(Value grad, Value x, Value slope) {
+  Value negative = arith::TruncIOp::create(b, loc, shaped(b.getI1Type()),
+                                           arith::AndIOp::create(b, loc, x,
+                                                                 code(1)));
+  Value leaky = arith::OrIOp::create(b, loc, negative, isZero(x));
+  return mul(grad, select(leaky, slope, code(0)));
+}
+
+/// The code of the reference's e, float32 e (torch.exp of a float32 one),
+/// in `type`'s base: the encode rule on the host.
+static int64_t referenceECode(NumType type) {
+  double e = static_cast<float>(2.718281828459045);
+  return static_cast<int64_t>(std::nearbyint(std::log(e) / type.getLogBase()))
+         << 1;
+}
+
+Value CodeBuilder::exp(Value x, NumType type) {
+  double limit = std::ldexp(1.0, 53);
+  Value product =
+      arith::MulFOp::create(b, loc, f64(static_cast<double>(referenceECode(type))),
+                            decode(x, type, b.getF64Type()));
+  product = arith::MinimumFOp::create(
+      b, loc, arith::MaximumFOp::create(b, loc, product, f64(-limit)),
+      f64(limit));
+  // fptosi truncates toward zero, as the reference's trunc.
+  Value exponent = arith::FPToSIOp::create(b, loc, shaped(b.getI64Type()),
+                                           product);
+  return arith::AndIOp::create(b, loc, exponent, i64(-2));
+}
+
+Value CodeBuilder::throughFloat(
+    Value x, NumType type,
+    function_ref<Value(OpBuilder &, Location, Value)> function) {
+  return encode(function(b, loc, decode(x, type, b.getF64Type())), type);
+}
+
 bool mlir::lamina::lns::isNarrowSbdb(NumType type) {
   // |sbdb| is largest at z = −1, opposite signs: 2·|log(1 − 1/b) / log b|.
   double largest = 2.0 * std::fabs(std::log(1.0 - 1.0 / type.getBase()) /

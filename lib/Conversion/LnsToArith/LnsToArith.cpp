@@ -234,6 +234,64 @@ struct ReluGradLowering : ElementwisePattern<ReluGradOp> {
     return c.reluGrad(a[0], a[1]);
   }
 };
+
+/// The functions the reference evaluates on the float value: decode, the
+/// f64 function, encode.
+template <typename Op>
+struct FloatFunctionLowering : ElementwisePattern<Op> {
+  using ElementwisePattern<Op>::ElementwisePattern;
+  virtual Value apply(OpBuilder &b, Location loc, Value x) const = 0;
+  Value compute(CodeBuilder &c, Op op, ValueRange a,
+                const SbdbTables *) const override {
+    return c.throughFloat(a[0], numType(op.getInput()),
+                          [&](OpBuilder &b, Location loc, Value x) {
+                            return apply(b, loc, x);
+                          });
+  }
+};
+struct LogLowering : FloatFunctionLowering<LogOp> {
+  using FloatFunctionLowering::FloatFunctionLowering;
+  Value apply(OpBuilder &b, Location loc, Value x) const override {
+    return math::LogOp::create(b, loc, x);
+  }
+};
+struct TanhLowering : FloatFunctionLowering<TanhOp> {
+  using FloatFunctionLowering::FloatFunctionLowering;
+  Value apply(OpBuilder &b, Location loc, Value x) const override {
+    return math::TanhOp::create(b, loc, x);
+  }
+};
+struct SigmoidLowering : FloatFunctionLowering<SigmoidOp> {
+  using FloatFunctionLowering::FloatFunctionLowering;
+  Value apply(OpBuilder &b, Location loc, Value x) const override {
+    // 1 / (1 + exp(-x)), as torch computes it.
+    Value one = arith::ConstantOp::create(b, loc, b.getF64FloatAttr(1.0));
+    Value e = math::ExpOp::create(b, loc, arith::NegFOp::create(b, loc, x));
+    return arith::DivFOp::create(b, loc, one,
+                                 arith::AddFOp::create(b, loc, one, e));
+  }
+};
+struct ExpLowering : ElementwisePattern<ExpOp> {
+  using ElementwisePattern::ElementwisePattern;
+  Value compute(CodeBuilder &c, ExpOp op, ValueRange a,
+                const SbdbTables *) const override {
+    return c.exp(a[0], numType(op.getInput()));
+  }
+};
+struct LeakyReluLowering : ElementwisePattern<LeakyReluOp> {
+  using ElementwisePattern::ElementwisePattern;
+  Value compute(CodeBuilder &c, LeakyReluOp, ValueRange a,
+                const SbdbTables *) const override {
+    return c.leakyRelu(a[0], a[1]);
+  }
+};
+struct LeakyReluGradLowering : ElementwisePattern<LeakyReluGradOp> {
+  using ElementwisePattern::ElementwisePattern;
+  Value compute(CodeBuilder &c, LeakyReluGradOp, ValueRange a,
+                const SbdbTables *) const override {
+    return c.leakyReluGrad(a[0], a[1], a[2]);
+  }
+};
 using DivLowering = BinaryLowering<DivOp, divCodes>;
 using AddLowering = BinaryLowering<AddOp, addCodes>;
 using SubLowering = BinaryLowering<SubOp, subCodes>;
@@ -665,6 +723,7 @@ void mlir::lamina::lns::populateLnsToArithConversionPatterns(
                EncodeLowering, DecodeLowering, ChangeBaseLowering,
                ConstantLowering, SumLowering, MatmulLowering,
                MaxLowering, MinLowering, CmpLowering, ReluLowering,
-               ReluGradLowering>(
+               ReluGradLowering, ExpLowering, LogLowering, TanhLowering,
+               SigmoidLowering, LeakyReluLowering, LeakyReluGradLowering>(
       converter, patterns.getContext());
 }

@@ -15,6 +15,7 @@ from .._lamina import Program
 from . import kernels as K
 from . import trace
 from .autograd import codes, is_zero
+from .elementwise import reference_e
 from .optim import LNSOptimizer, _group_base
 from .optim.optimizer import code
 from .tensor import LNSTensor
@@ -29,7 +30,16 @@ def _num(base):
 
 
 def _type(shape, base):
-    return "tensor<" + "".join(f"{s}x" for s in shape) + _num(base) + ">"
+    """An LNS tensor type, or (base None) one of class indices."""
+    element = "i64" if base is None else _num(base)
+    return "tensor<" + "".join(f"{s}x" for s in shape) + element + ">"
+
+
+def _is_indices(t):
+    """Whether step input `t` holds class indices (an integer tensor)."""
+    return torch.is_tensor(t) and not isinstance(t, LNSTensor) and \
+        not t.dtype.is_floating_point and not t.is_complex() and \
+        t.dtype != torch.bool
 
 
 class _Emitter:
@@ -41,6 +51,7 @@ class _Emitter:
         self.types = {}       # SSA name -> type
         self.shapes = {}      # SSA name -> shape
         self.lines = []
+        self.count = 0
         for name, tensor, base in arguments:
             self._define(tensor, name, tensor.shape, base)
 
@@ -51,7 +62,8 @@ class _Emitter:
         return name
 
     def _fresh(self, tensor, base):
-        return self._define(tensor, f"%v{len(self.lines)}", tensor.shape, base)
+        self.count += 1
+        return self._define(tensor, f"%v{self.count}", tensor.shape, base)
 
     def value(self, tensor, what, shape=None):
         """The SSA name of code tensor `tensor`; a constant (a number or
@@ -71,8 +83,9 @@ class _Emitter:
         values = codes(codes_tensor)
         if shape is not None:
             values = np.array(np.broadcast_to(values, shape))
-        name = self._define(codes_tensor, f"%v{len(self.lines)}",
-                            values.shape, base)
+        self.count += 1
+        name = self._define(codes_tensor, f"%v{self.count}", values.shape,
+                            base)
         self.lines.append(
             f"{name} = lns.constant dense<{_dense(values)}> : "
             f"{_i64(values.shape)} -> {self.types[name]}")
@@ -87,6 +100,11 @@ class _Emitter:
         shapes = [self.shapes[o] for o in operands]
         result = self._fresh(step.result, step.base)
         rtype = self.types[result]
+        if what in ("exp", "softmax", "log_softmax") and \
+                reference_e() != float(np.float32(np.e)):
+            raise CompileError(f"{what} compiles with the reference's float32 "
+                               f"e; torch's default dtype is "
+                               f"{torch.get_default_dtype()}")
         if what in ("add", "sub", "mul", "div"):
             if shapes[0] != shapes[1]:
                 raise CompileError(
@@ -95,9 +113,27 @@ class _Emitter:
                     f"operands one shape")
             self.lines.append(f"{result} = lns.{what} {operands[0]}, "
                               f"{operands[1]} : {types[0]}, {types[1]}")
-        elif what in ("neg", "relu"):
+        elif what in ("neg", "relu", "exp", "log", "tanh", "sigmoid"):
             self.lines.append(f"{result} = lns.{what} {operands[0]} : "
                               f"{types[0]}")
+        elif what == "leaky_relu":
+            self.lines.append(f"{result} = lns.leaky_relu {operands[0]}, "
+                              f"{operands[1]} : {types[0]}")
+        elif what in ("softmax", "log_softmax"):
+            self.lines.append(f"{result} = lns.{what} {operands[0]} dim "
+                              f"{step.attrs['dim']} : {types[0]}")
+        elif what == "reshape":
+            self._reshape(step, operands[0], shapes[0], shape, result)
+        elif what == "permute":
+            dims = ", ".join(map(str, step.attrs["dims"]))
+            self.lines += [
+                f"{result}_e = tensor.empty() : {rtype}",
+                f"{result} = linalg.transpose ins({operands[0]} : {types[0]}) "
+                f"outs({result}_e : {rtype}) permutation = [{dims}]"]
+        elif what == "nll_loss":
+            self._nll(step, operands, types, result, rtype)
+        elif what == "conv2d":
+            self._conv2d(step, operands, types, shapes, result, rtype)
         elif what == "powi":
             self.lines.append(f"{result} = lns.powi {operands[0]}, "
                               f"{step.attrs['exponent']} : {types[0]}")
@@ -131,6 +167,68 @@ class _Emitter:
             raise CompileError(f"{what} does not compile into an LNS "
                                f"training step; it runs eagerly only")
 
+    def _reshape(self, step, source, shape, target, result):
+        """A row-major reshape: collapsed to one dimension, expanded to the
+        target (the reshapes' reverse-mode rules move the gradient back);
+        one of the same shape is the source itself."""
+        if shape == target:
+            self.names[id(step.result)] = source
+            return
+        if 0 in (len(shape), len(target)):
+            raise CompileError(f"a reshape between {shape} and {target} "
+                               f"(a 0-d tensor) does not compile")
+        flat = _type((int(np.prod(shape)),), step.base)
+        value, value_type = source, self.types[source]
+        if len(shape) > 1:
+            value = result if len(target) == 1 else f"{result}_flat"
+            groups = ", ".join(map(str, range(len(shape))))
+            self.lines.append(f"{value} = tensor.collapse_shape {source} "
+                              f"[[{groups}]] : {value_type} into {flat}")
+        if len(target) > 1:
+            groups = ", ".join(map(str, range(len(target))))
+            sizes = ", ".join(map(str, target))
+            self.lines.append(f"{result} = tensor.expand_shape {value} "
+                              f"[[{groups}]] output_shape [{sizes}] : {flat} "
+                              f"into {self.types[result]}")
+
+    def _nll(self, step, operands, types, result, rtype):
+        if len(operands) != 1:
+            raise CompileError("nll_loss with class weights does not compile; "
+                               "weigh the loss outside the step")
+        target = self.names.get(id(step.attrs["target"]))
+        if target is None:
+            raise CompileError("nll_loss's target must be the step's last "
+                               "input itself (an integer tensor of class "
+                               "indices), not a tensor computed from it")
+        if len(self.shapes[operands[0]]) != 2:
+            raise CompileError(f"nll_loss of log-probabilities of shape "
+                               f"{self.shapes[operands[0]]} does not compile; "
+                               f"give them the shape [batch, classes]")
+        self.lines.append(
+            f"{result} = lns.nll_loss {operands[0]}, {target} reduction "
+            f"{step.attrs['reduction']} {{ignore_index = "
+            f"{step.attrs['ignore_index']} : i64}} : {types[0]}, "
+            f"{self.types[target]} -> {rtype}")
+
+    def _conv2d(self, step, operands, types, shapes, result, rtype):
+        attrs = step.attrs
+        if attrs["groups"] != 1:
+            raise CompileError(f"conv2d with groups={attrs['groups']} does "
+                               f"not compile; only groups=1 does")
+        if len(shapes[0]) != 4:
+            raise CompileError(f"conv2d of an input of shape {shapes[0]} does "
+                               f"not compile; give it a batch dimension")
+        low, high = attrs["padding"]
+
+        def listed(values):
+            return "[" + ", ".join(map(str, values)) + "]"
+        bias = f" bias {operands[2]}" if len(operands) == 3 else ""
+        self.lines.append(
+            f"{result} = lns.conv2d {operands[0]}, {operands[1]}{bias} "
+            f"strides {listed(attrs['stride'])} dilations "
+            f"{listed(attrs['dilation'])} pad_low {listed(low)} pad_high "
+            f"{listed(high)} : {', '.join(types)} -> {rtype}")
+
     def _mse(self, step, operands, types, shape, result):
         """mse_loss as sub, powi 2, a sequential sum and a division by
         enc(numel) (as many as the reduction takes): their reverse-mode
@@ -158,7 +256,19 @@ class _Emitter:
             f"{result} = lns.div {result}_s, {result}_n : {scalar}, {scalar}"]
 
 
-_ELEMENTWISE = ("add", "sub", "mul", "div")
+# Ops whose constant operands are broadcast to the result's shape.
+_ELEMENTWISE = ("add", "sub", "mul", "div", "leaky_relu")
+
+
+def _base_of(t):
+    """An input's base; None for class indices."""
+    return t.lns_base if isinstance(t, LNSTensor) else None
+
+
+def _step_value(t):
+    """What the recorded operations name an input by: its codes, or the
+    integer tensor itself."""
+    return t.lns if isinstance(t, LNSTensor) else t
 
 
 def _i64(shape):
@@ -187,11 +297,13 @@ class CompiledStep:
         self.entries = [(p, _group_base(group), group)
                         for group in optimizer.param_groups
                         for p in group["params"]]
-        if not all(isinstance(t, LNSTensor) for t in example_inputs):
-            raise CompileError("compile_step takes LNS tensors as example "
-                               "inputs (lamina.lns.lnstensor)")
+        if not all(isinstance(t, LNSTensor) or _is_indices(t)
+                   for t in example_inputs):
+            raise CompileError("compile_step takes LNS tensors "
+                               "(lamina.lns.lnstensor) and integer tensors of "
+                               "class indices as example inputs")
         self.shapes = [tuple(t.shape) for t in example_inputs]
-        self.bases = [t.lns_base for t in example_inputs]
+        self.bases = [_base_of(t) for t in example_inputs]
         self.loss_module = self._record(example_inputs)
         try:
             self.differentiated = _lamina.Module(self.loss_module).transform(
@@ -213,7 +325,8 @@ class CompiledStep:
             loss = self.loss_fn(self.model(*detached[:-1]), detached[-1])
         if not isinstance(loss, LNSTensor) or loss.ndim != 0:
             raise CompileError("the loss must be a scalar LNS tensor")
-        arguments = [(f"%in{i}", t.lns, t.lns_base)
+        self.loss_base = loss.lns_base
+        arguments = [(f"%in{i}", _step_value(t), _base_of(t))
                      for i, t in enumerate(detached)]
         arguments += [(f"%p{i}", p, base)
                       for i, (p, base, _) in enumerate(self.entries)]
@@ -271,7 +384,6 @@ class CompiledStep:
         params = [(f"%p{i}", _type(p.shape, base))
                   for i, (p, base, _) in enumerate(self.entries)]
         states, hypers, lines, results = [], [], [], []
-        n_in = len(inputs)
         all_args = ", ".join(n for n, _ in inputs + params)
         all_types = ", ".join(t for _, t in inputs + params)
         lines.append(f"%fw:{len(saved)} = func.call @loss_forward({all_args}) "
@@ -289,7 +401,7 @@ class CompiledStep:
         new_params, new_states, grads, updates = [], [], [], []
         for i, ((p, base, group), plan) in enumerate(zip(self.entries,
                                                          variant)):
-            grad = f"%g#{n_in + i}"
+            grad = f"%g#{len(gradients) - len(self.entries) + i}"
             grads.append((grad, params[i][1]))
             update = _UpdateProgram(i, p.shape, base, lines, states, hypers)
             p_new, state_out = update.emit(self.optimizer, plan,
@@ -312,14 +424,15 @@ class CompiledStep:
 
     def __call__(self, *inputs):
         if [tuple(t.shape) for t in inputs] != self.shapes or \
-                [t.lns_base for t in inputs] != self.bases:
+                [_base_of(t) for t in inputs] != self.bases:
             raise ValueError(f"the step was compiled for inputs of shapes "
                              f"{self.shapes}; got "
                              f"{[tuple(t.shape) for t in inputs]}")
         variant = self._variant()
         program, updates = self._program(variant)
         optimizer = self.optimizer
-        arrays = [codes(t.lns) for t in inputs]
+        arrays = [codes(t.lns) if isinstance(t, LNSTensor) else
+                  t.detach().cpu().numpy().astype(np.int64) for t in inputs]
         arrays += [codes(p) for p, _, _ in self.entries]
         state_arrays, hyper_arrays = [], []
         for (p, base, group), plan, update in zip(self.entries, variant,
@@ -347,7 +460,7 @@ class CompiledStep:
                     zip(update.new_state_names, new_states[:written])))
                 new_states = new_states[written:]
         return LNSTensor(torch.tensor(float(np.asarray(loss)),
-                                      dtype=torch.float64), self.bases[-1])
+                                      dtype=torch.float64), self.loss_base)
 
 
 class _IrArithmetic:

@@ -642,7 +642,27 @@ def nll_loss(input, target, weight=None, size_average=None,  # noqa: A002
         raise ValueError(f"nll_loss: weight must have one entry per class "
                          f"({classes}), got shape {tuple(w.shape)}")
     rule = _NllLoss(reduction, target=indices, ignore_index=ignore_index)
-    return _run(rule, base, [x, w], ignore_index=ignore_index)
+    return _run(rule, base, [x, w], ignore_index=ignore_index, target=target)
+
+
+@implements(F.cross_entropy)
+def cross_entropy(input, target, weight=None, size_average=None,  # noqa: A002
+                  ignore_index=-100, reduce=None, reduction="mean",
+                  label_smoothing=0.0):
+    """torch's definition for class indices: nll_loss of log_softmax over
+    the classes (dim 1, or 0 for one sample). The reference has no
+    cross_entropy; this composition is its documented equivalent (its
+    MNIST example pairs log_softmax with NLLLoss)."""
+    if label_smoothing:
+        raise ValueError("cross_entropy on LNS tensors takes no "
+                         "label_smoothing; smooth the targets and use "
+                         "kl_div instead")
+    if torch.is_tensor(target) and target.dtype.is_floating_point:
+        raise ValueError("cross_entropy on LNS tensors takes class indices "
+                         "(an integer tensor), not class probabilities")
+    dim = 0 if input.ndim == 1 else 1
+    return nll_loss(F.log_softmax(input, dim=dim), target, weight,
+                    size_average, ignore_index, reduce, reduction)
 
 
 @implements(F.poisson_nll_loss)
@@ -739,6 +759,7 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None,  # noqa: A002
 
 
 __all__ = ["binary_cross_entropy", "binary_cross_entropy_with_logits",
+           "cross_entropy",
            "gaussian_nll_loss", "hinge_embedding_loss", "huber_loss",
            "kl_div", "l1_loss", "margin_ranking_loss", "nll_loss",
            "poisson_nll_loss", "smooth_l1_loss", "LossFunction"]

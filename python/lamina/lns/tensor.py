@@ -14,6 +14,7 @@ import numpy as np
 import torch
 
 from . import kernels as K
+from . import trace
 from .autograd import ZERO, ChangeBase, codes, tensor
 from .base import DEFAULT_BASE, Base
 from .graph import run_backward
@@ -142,8 +143,17 @@ class LNSTensor:
 
     # -- shapes: codes are only moved, so torch's own autograd applies ----
 
-    def _moved(self, codes_tensor):
+    def _moved(self, codes_tensor, op="reshape", **attrs):
+        """The LNSTensor of moved codes, noted as `op` (a reshape keeps the
+        row-major order; a permute names its dims) while recording."""
+        recorder = trace.active()
+        if recorder is not None:
+            recorder.record(op, [self._lns], codes_tensor, self._base,
+                            **attrs)
         return LNSTensor(codes_tensor, self._base)
+
+    def _permuted(self, codes_tensor, dims):
+        return self._moved(codes_tensor, "permute", dims=tuple(dims))
 
     def view(self, *shape):
         return self._moved(self._lns.view(*shape))
@@ -152,10 +162,15 @@ class LNSTensor:
         return self._moved(self._lns.reshape(*shape))
 
     def transpose(self, dim0, dim1):
-        return self._moved(self._lns.transpose(dim0, dim1))
+        dims = list(range(self.ndim))
+        dims[dim0], dims[dim1] = dims[dim1], dims[dim0]
+        return self._permuted(self._lns.transpose(dim0, dim1), dims)
 
     def permute(self, *dims):
-        return self._moved(self._lns.permute(*dims))
+        if len(dims) == 1 and not isinstance(dims[0], int):
+            dims = tuple(dims[0])
+        dims = [d % max(self.ndim, 1) for d in dims]
+        return self._permuted(self._lns.permute(*dims), dims)
 
     def squeeze(self, dim=None):
         return self._moved(self._lns.squeeze() if dim is None

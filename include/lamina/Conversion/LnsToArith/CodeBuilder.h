@@ -92,6 +92,17 @@ public:
   Value minimum(Value x, Value y);
   Value relu(Value x);
   Value reluGrad(Value grad, Value output);
+  /// `(x & 1) ? mul(x, slope) : x`, and its backward
+  /// `mul(g, (x & 1) || isZero(x) ? slope : c1)`.
+  Value leakyRelu(Value x, Value slope);
+  Value leakyReluGrad(Value grad, Value x, Value slope);
+  /// e^x, the reference's way: trunc(c_e · decode(x)) & -2 with c_e the
+  /// code of float32 e (the product clamped to ±2^53).
+  Value exp(Value x, NumType type);
+  /// encode(function(decode(x))), `function` on f64.
+  Value throughFloat(
+      Value x, NumType type,
+      function_ref<Value(OpBuilder &, Location, Value)> function);
   /// Gaussian-log addition in `type`'s base: `ideal` mode, or `table` mode
   /// when `tables` holds the precomputed values.
   Value add(Value x, Value y, NumType type, const SbdbTables *tables = nullptr);

@@ -347,5 +347,6 @@ void mlir::lamina::registerReverseDifferentiationModels(
   registerUpstreamRules(registry);
   registerMathRules(registry);
   registerLnsRules(registry);
+  registerLnsNetworkRules(registry);
   registerCollectiveRules(registry);
 }

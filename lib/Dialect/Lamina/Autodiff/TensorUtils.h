@@ -23,6 +23,10 @@ void registerMathRules(DialectRegistry &registry);
 /// Attaches the rules of the lns ops (LnsRules.cpp).
 void registerLnsRules(DialectRegistry &registry);
 
+/// Attaches the rules of the lns activations, losses and convolutions
+/// (LnsNetworkRules.cpp).
+void registerLnsNetworkRules(DialectRegistry &registry);
+
 /// Attaches the rules of the collectives of partitioned programs
 /// (CollectiveRules.cpp).
 void registerCollectiveRules(DialectRegistry &registry);
