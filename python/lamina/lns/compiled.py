@@ -76,9 +76,9 @@ class _Emitter:
         if constant is None:
             raise CompileError(
                 f"an operand of {what} comes from an operation compile_step "
-                f"does not record (a reshape, transpose, indexing or a "
-                f"tensor made outside the model); only LNS operations of "
-                f"Lamina's functions compile")
+                f"does not record (indexing, concatenation or a tensor made "
+                f"outside the model); only LNS operations of Lamina's "
+                f"functions compile")
         codes_tensor, base = constant
         values = codes(codes_tensor)
         if shape is not None:
@@ -94,6 +94,9 @@ class _Emitter:
     def emit(self, step):
         what = step.op
         shape = tuple(step.result.shape)
+        if what == "nll_loss" and len(step.operands) != 1:
+            raise CompileError("nll_loss with class weights does not compile; "
+                               "weigh the loss outside the step")
         operands = [self.value(t, what, shape if what in _ELEMENTWISE
                                else None) for t in step.operands]
         types = [self.types[o] for o in operands]
@@ -192,9 +195,6 @@ class _Emitter:
                               f"into {self.types[result]}")
 
     def _nll(self, step, operands, types, result, rtype):
-        if len(operands) != 1:
-            raise CompileError("nll_loss with class weights does not compile; "
-                               "weigh the loss outside the step")
         target = self.names.get(id(step.attrs["target"]))
         if target is None:
             raise CompileError("nll_loss's target must be the step's last "

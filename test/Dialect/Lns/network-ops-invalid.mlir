@@ -171,7 +171,7 @@ func.func @conv_channels(%x: tensor<2x3x8x8x!f>, %w: tensor<4x2x3x3x!f>) -> tens
 // verifier streams it: tensor<4x'!lns.num<f = 23>'>.
 !f = !lns.num<f = 23>
 func.func @conv_bias_size(%x: tensor<2x1x8x8x!f>, %w: tensor<4x1x3x3x!f>, %b: tensor<3x!f>) -> tensor<2x4x6x6x!f> {
-  // expected-error @+1 {{'lns.conv2d' op bias must be a tensor<4x'!lns.num<f = 23>'>, got 'tensor<3x!lns.num<f = 23>>'}}
+  // expected-error @+1 {{'lns.conv2d' op bias must be 'tensor<4x!lns.num<f = 23>>', got 'tensor<3x!lns.num<f = 23>>'}}
   %0 = lns.conv2d %x, %w bias %b strides [1, 1] dilations [1, 1] pad_low [0, 0] pad_high [0, 0] : tensor<2x1x8x8x!f>, tensor<4x1x3x3x!f>, tensor<3x!f> -> tensor<2x4x6x6x!f>
   return %0 : tensor<2x4x6x6x!f>
 }
@@ -179,7 +179,7 @@ func.func @conv_bias_size(%x: tensor<2x1x8x8x!f>, %w: tensor<4x1x3x3x!f>, %b: te
 // -----
 
 func.func @conv_bias_type(%x: tensor<2x1x8x8x!lns.num<f = 23>>, %w: tensor<4x1x3x3x!lns.num<f = 23>>, %b: tensor<4x!lns.num<f = 10>>) -> tensor<2x4x6x6x!lns.num<f = 23>> {
-  // expected-error @+1 {{'lns.conv2d' op bias must be a tensor<4x'!lns.num<f = 23>'>, got 'tensor<4x!lns.num<f = 10>>'}}
+  // expected-error @+1 {{'lns.conv2d' op bias must be 'tensor<4x!lns.num<f = 23>>', got 'tensor<4x!lns.num<f = 10>>'}}
   %0 = lns.conv2d %x, %w bias %b strides [1, 1] dilations [1, 1] pad_low [0, 0] pad_high [0, 0] : tensor<2x1x8x8x!lns.num<f = 23>>, tensor<4x1x3x3x!lns.num<f = 23>>, tensor<4x!lns.num<f = 10>> -> tensor<2x4x6x6x!lns.num<f = 23>>
   return %0 : tensor<2x4x6x6x!lns.num<f = 23>>
 }
@@ -211,4 +211,23 @@ func.func @conv_result_type(%x: tensor<2x1x8x8x!lns.num<f = 23>>, %w: tensor<4x1
   // expected-error @+1 {{'lns.conv2d' op result must be 'tensor<2x4x6x6x!lns.num<f = 23>>', got 'tensor<2x4x6x6x!lns.num<f = 10>>'}}
   %0 = lns.conv2d %x, %w strides [1, 1] dilations [1, 1] pad_low [0, 0] pad_high [0, 0] : tensor<2x1x8x8x!lns.num<f = 23>>, tensor<4x1x3x3x!lns.num<f = 23>> -> tensor<2x4x6x6x!lns.num<f = 10>>
   return %0 : tensor<2x4x6x6x!lns.num<f = 10>>
+}
+
+// -----
+
+// The expansions build static shapes: dynamic ones are refused up front.
+!f = !lns.num<f = 23>
+func.func @softmax_dynamic(%x: tensor<?x10x!f>) -> tensor<?x10x!f> {
+  // expected-error @+1 {{'lns.softmax' op needs static shapes, got 'tensor<?x10x!lns.num<f = 23>>'}}
+  %0 = lns.softmax %x dim 1 : tensor<?x10x!f>
+  return %0 : tensor<?x10x!f>
+}
+
+// -----
+
+!f = !lns.num<f = 23>
+func.func @nll_dynamic(%x: tensor<?x10x!f>, %t: tensor<?xi64>) -> tensor<!f> {
+  // expected-error @+1 {{'lns.nll_loss' op needs static shapes, got 'tensor<?x10x!lns.num<f = 23>>'}}
+  %0 = lns.nll_loss %x, %t reduction mean : tensor<?x10x!f>, tensor<?xi64> -> tensor<!f>
+  return %0 : tensor<!f>
 }

@@ -9,8 +9,18 @@
 using namespace mlir;
 using namespace mlir::lamina::lns;
 
+// The expansions of lns-decompose build static shapes: every composite op
+// takes static shapes only.
+static LogicalResult verifyStatic(Operation *op, Type type) {
+  if (!cast<RankedTensorType>(type).hasStaticShape())
+    return op->emitOpError("needs static shapes, got ") << type;
+  return success();
+}
+
 static LogicalResult verifyNormalizedDim(Operation *op, Value input,
                                          int64_t dim) {
+  if (failed(verifyStatic(op, input.getType())))
+    return failure();
   int64_t rank = cast<RankedTensorType>(input.getType()).getRank();
   if (dim < 0 || dim >= rank)
     return op->emitOpError("dimension ")
@@ -36,6 +46,9 @@ LogicalResult LogSoftmaxOp::verify() {
 static LogicalResult verifyNll(Operation *op, RankedTensorType scores,
                                Value target, RankedTensorType reduced,
                                LossReduction reduction) {
+  if (failed(verifyStatic(op, scores)) ||
+      failed(verifyStatic(op, target.getType())))
+    return failure();
   if (scores.getRank() != 2)
     return op->emitOpError("takes log-probabilities of rank 2 [batch, "
                            "classes], got ")
@@ -81,8 +94,8 @@ LogicalResult Conv2DOp::verify() {
     return emitOpError("takes an input [N, C, H, W] and a weight "
                        "[F, C, KH, KW], got ")
            << input << " and " << weight;
-  if (!input.hasStaticShape() || !weight.hasStaticShape())
-    return emitOpError("needs static shapes");
+  if (failed(verifyStatic(*this, input)) || failed(verifyStatic(*this, weight)))
+    return failure();
   for (auto [name, values] :
        {std::pair<StringRef, ArrayRef<int64_t>>{"strides", getStrides()},
         {"dilations", getDilations()},
@@ -109,9 +122,9 @@ LogicalResult Conv2DOp::verify() {
   int64_t filters = weight.getDimSize(0);
   if (Value bias = getBias()) {
     auto biasType = cast<RankedTensorType>(bias.getType());
-    if (biasType != RankedTensorType::get({filters}, element))
-      return emitOpError("bias must be a tensor<")
-             << filters << "x" << element << ">, got " << biasType;
+    auto expected = RankedTensorType::get({filters}, element);
+    if (biasType != expected)
+      return emitOpError("bias must be ") << expected << ", got " << biasType;
   }
   SmallVector<int64_t> expected = {input.getDimSize(0), filters};
   for (int d = 0; d < 2; ++d) {
