@@ -250,3 +250,108 @@ def _linear_backward(x, w, g, f):
     gx = matmul(g, w, f)
     gw = matmul(np.ascontiguousarray(g.T), x, f)
     return gx, gw, sum_rows(g, f)
+
+
+# -- small networks: log_softmax, nll, convolutions (xlnstorch's MNIST) -----
+
+REFERENCE_E = float(np.float32(np.e))   # torch.exp of a float32 one
+
+
+def exp(x, f):
+    """e^x the reference's way: e's code times the value, truncated, even."""
+    e_code = np.float64(encode(REFERENCE_E, f) & -2)
+    return (np.trunc(e_code * decode(x, f)).astype(np.int64) & -2)
+
+
+def log(x, f):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return encode(np.log(decode(x, f)), f)
+
+
+def _sum_columns(x, f):
+    """The sequential sum over axis 1 of x[R, C], kept as [R, 1]."""
+    acc = x[:, 0]
+    for c in range(1, x.shape[1]):
+        acc = add(acc, x[:, c], f)
+    return acc[:, None]
+
+
+def log_softmax(x, f):
+    """Over the classes (axis 1) of x[B, C]."""
+    return sub(x, log(_sum_columns(exp(x, f), f), f), f)
+
+
+def log_softmax_backward(out, g, f):
+    return sub(g, mul(exp(out, f), _sum_columns(g, f)), f)
+
+
+def nll_mean(x, target, f):
+    """(loss, gradient of x) of nll_loss(mean) with every target kept, for
+    an upstream gradient of c1."""
+    rows = np.arange(x.shape[0])
+    count = encode(float(x.shape[0]), f)
+    loss = div(sum_all(neg(x[rows, target]), f), count)
+    grad = np.full(x.shape, ZERO, np.int64)
+    grad[rows, target] = div(np.int64(1), count)
+    return loss, grad
+
+
+def relu_grad(g, out):
+    return np.where(is_zero(out) | is_zero(g), ZERO, g)
+
+
+def _sgd_steps(params, grads, states, hp, f):
+    return [sgd_update(p, g, state, hp, f)
+            for p, g, state in zip(params, grads, states)]
+
+
+def conv2d_rows(x, kh, kw):
+    """x[N, C, H, W] → [N·OH·OW, C·KH·KW] (stride 1, no padding): one row
+    per output position, its terms in (c, kh, kw) order."""
+    n, c, h, w = x.shape
+    oh, ow = h - kh + 1, w - kw + 1
+    rows = np.empty((n, oh, ow, c, kh, kw), np.int64)
+    for i in range(kh):
+        for j in range(kw):
+            rows[..., i, j] = np.moveaxis(x[:, :, i:i + oh, j:j + ow], 1, 3)
+    return rows.reshape(n * oh * ow, c * kh * kw), (oh, ow)
+
+
+def mnist_mlp_step(x, target, params, states, hp, f):
+    """xlnstorch's MNIST example: LNSLinear(784, 100) → relu →
+    LNSLinear(100, 10) → relu → log_softmax → nll_loss, and sgd_update
+    with `hp` (`states` one dict per parameter, updated in place).
+    Returns (loss, new params)."""
+    w1, b1, w2, b2 = params
+    h = relu(linear(x, w1, b1, f))
+    y = relu(linear(h, w2, b2, f))
+    out = log_softmax(y, f)
+    loss, g_out = nll_mean(out, target, f)
+    g_y = relu_grad(log_softmax_backward(out, g_out, f), y)
+    gh = relu_grad(matmul(g_y, w2, f), h)
+    grads = [matmul(np.ascontiguousarray(gh.T), x, f), sum_rows(gh, f),
+             matmul(np.ascontiguousarray(g_y.T), h, f), sum_rows(g_y, f)]
+    return loss, _sgd_steps(params, grads, states, hp, f)
+
+
+def mnist_cnn_step(x, target, params, states, hp, f):
+    """LNSConv2d(1, C, K) → relu → flatten → LNSLinear → log_softmax →
+    nll_loss, and sgd_update as mnist_mlp_step. Returns (loss, new
+    params)."""
+    wc, bc, wf, bf = params
+    n = x.shape[0]
+    rows, (oh, ow) = conv2d_rows(x, wc.shape[2], wc.shape[3])
+    conv = linear(rows, wc.reshape(wc.shape[0], -1), bc, f)   # [N·OH·OW, C]
+    h_rows = relu(conv)
+    h = np.moveaxis(h_rows.reshape(n, oh, ow, -1), 3, 1).reshape(n, -1)
+    out = log_softmax(linear(h, wf, bf, f), f)
+    loss, g_out = nll_mean(out, target, f)
+    g_y = log_softmax_backward(out, g_out, f)
+    gh = matmul(g_y, wf, f)
+    g_conv = relu_grad(np.moveaxis(gh.reshape(n, -1, oh, ow), 1, 3)
+                       .reshape(n * oh * ow, -1), h_rows)
+    # Each filter over (n, oh, ow); each bias over the same positions.
+    g_wc = matmul(np.ascontiguousarray(g_conv.T), rows, f).reshape(wc.shape)
+    grads = [g_wc, sum_rows(g_conv, f),
+             matmul(np.ascontiguousarray(g_y.T), h, f), sum_rows(g_y, f)]
+    return loss, _sgd_steps(params, grads, states, hp, f)
