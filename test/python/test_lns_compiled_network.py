@@ -246,3 +246,43 @@ def test_activations_without_a_compiled_form_say_so():
     model = Mlp(F.softmin)
     with pytest.raises(lns.CompileError, match="softmin does not compile"):
         _compile(model, F.nll_loss, _batches(1, (4, 12), 5)[0])
+
+
+# -- the NumPy spec of these steps (the benchmark's baseline) -----------------
+
+def test_the_numpy_spec_steps_equal_the_compiled_steps():
+    """lamina.lns.numpy_spec's network steps, written independently in
+    NumPy, give the compiled step's codes."""
+    from lamina.lns import numpy_spec as spec
+
+    class SpecCnn(lns.LNSModule):
+        def __init__(self):
+            super().__init__()
+            self.conv = LNSConv2d(1, 2, 3, weight_f=F_BITS)
+            self.fc = lns.LNSLinear(2 * 4 * 4, 3, weight_f=F_BITS)
+
+        def forward(self, x):
+            h = F.relu(self.conv(x))
+            return F.log_softmax(self.fc(h.flatten(1)), dim=1)
+
+    torch.manual_seed(12)
+    model = SpecCnn()
+    params = [t.codes.numpy() for t in (model.conv.weight, model.conv.bias,
+                                        model.fc.weight, model.fc.bias)]
+    sgd = lns.LNSSGD(model.lns_parameters(), lr=0.1, momentum=0.9)
+    base = lns.Base(f=F_BITS)
+    hp = dict(lr=int(sgd.param_groups[0]["lr"].code_in(base)),
+              momentum=int(sgd.param_groups[0]["momentum"].code_in(base)),
+              dampening=spec.ZERO, weight_decay=spec.ZERO, nesterov=False,
+              maximize=False)
+    states = [{} for _ in params]
+    batches = _batches(2, (3, 1, 6, 6), 3, seed=13)
+    step = lns.compile_step(model, F.nll_loss, sgd, batches[0])
+    for x, t in batches:
+        loss = step(x, t)
+        spec_loss, params = spec.mnist_cnn_step(
+            x.codes.numpy(), t.numpy(), params, states, hp, F_BITS)
+        assert int(loss.codes) == int(spec_loss)
+        for tensor, codes in zip((model.conv.weight, model.conv.bias,
+                                  model.fc.weight, model.fc.bias), params):
+            assert torch.equal(tensor.codes, torch.from_numpy(codes).double())
