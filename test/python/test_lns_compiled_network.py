@@ -2,10 +2,14 @@
 activations, log_softmax / softmax with nll, cross entropy and mse losses,
 2-D convolutions, reshapes between them. Every compiled step is compared
 code for code with the eager path (zero_grad, backward, step), which the
-golden tests hold bit-identical with the reference."""
+golden tests hold bit-identical with the reference; the reference's own
+MNIST example loop is checked against its golden codes, eager and
+compiled."""
 
 import copy
+import pathlib
 
+import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
@@ -286,3 +290,70 @@ def test_the_numpy_spec_steps_equal_the_compiled_steps():
         for tensor, codes in zip((model.conv.weight, model.conv.bias,
                                   model.fc.weight, model.fc.bias), params):
             assert torch.equal(tensor.codes, torch.from_numpy(codes).double())
+
+
+# -- the reference's own loop -------------------------------------------------
+
+GOLDEN = pathlib.Path(__file__).resolve().parents[1] / "data" / \
+    "lns-golden-ops" / "training"
+
+
+class GoldenMlp(lns.LNSModule):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = lns.LNSLinear(64, 16)
+        self.fc2 = lns.LNSLinear(16, 10)
+
+    def forward(self, x):
+        x = x.view(-1, 64)
+        x = F.relu(self.fc1(x))
+        x = F.relu(self.fc2(x))
+        return F.log_softmax(x, dim=1)
+
+
+class GoldenCnn(lns.LNSModule):
+    def __init__(self):
+        super().__init__()
+        self.register_parameter("conv_weight",
+                                lns.lnstensor(torch.zeros(2, 1, 3, 3)))
+        self.register_parameter("conv_bias", lns.lnstensor(torch.zeros(2)))
+        self.fc = lns.LNSLinear(2 * 8 * 8, 10)
+
+    def forward(self, x):
+        h = F.relu(F.conv2d(x, self.conv_weight, self.conv_bias, padding=1))
+        return F.log_softmax(self.fc(h.view(h.shape[0], -1)), dim=1)
+
+
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
+@pytest.mark.parametrize("name,make", [("mnist_mlp", GoldenMlp),
+                                       ("cnn", GoldenCnn)])
+def test_the_reference_training_loop(name, make, compiled):
+    """xlnstorch's MNIST example loop, eager and compiled, against the
+    reference's codes after every step."""
+    golden = np.load(GOLDEN / f"{name}.npz", allow_pickle=False)
+    model = make()
+    parameters = dict(model.named_parameters())
+    names = str(golden["parameters"]).split()
+    assert sorted(names) == sorted(parameters)
+    with torch.no_grad():
+        for n in names:
+            parameters[n].copy_(torch.from_numpy(golden[f"{n}_0"]).double())
+    optimizer = lns.LNSSGD(model.parameter_groups(), lr=0.1, momentum=0.9)
+    loss_func = torch.nn.NLLLoss()
+    step = None
+    for s in range(int(golden["steps"])):
+        x = lns.lnstensor(torch.from_numpy(golden["images"][s]))
+        target = torch.from_numpy(golden["targets"][s])
+        if compiled:
+            step = step or lns.compile_step(model, loss_func, optimizer,
+                                            (x, target))
+            loss = step(x, target)
+        else:
+            optimizer.zero_grad()
+            loss = loss_func(model(x), target)
+            loss.backward()
+            optimizer.step()
+        assert int(loss.codes) == int(golden[f"loss_{s}"]), s
+        for n in names:
+            assert torch.equal(parameters[n].detach(), torch.from_numpy(
+                golden[f"{n}_{s + 1}"]).double()), (s, n)
