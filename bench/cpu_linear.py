@@ -272,6 +272,9 @@ def main():
     parser.add_argument("--shapes", default="all",
                         help="comma-separated indices into the fused layers' "
                              "shape list")
+    parser.add_argument("--bf16", action="store_true",
+                        help="also bf16 matmuls (bench/bf16_linear.py's "
+                             "sections), in the same run")
     args = parser.parse_args()
     shapes = SHAPES if args.shapes == "all" else [
         SHAPES[int(i)] for i in args.shapes.split(",")]
@@ -314,9 +317,14 @@ def main():
                                    blas_env):
             threaded.append(row)
             print(format_threads(row), flush=True)
+        bf16 = ""
+        if args.bf16:
+            import bf16_linear  # its runner is this module
+            bf16 = "\n" + bf16_linear.sections(work, args.rounds, blas_env)
 
     report = render(fused, matmuls, backward, threaded, peak, bandwidth, args,
-                    vector_bits, tile_ceiling, openblas_kernels(blas_env))
+                    vector_bits, tile_ceiling,
+                    openblas_kernels(blas_env)) + bf16
     pathlib.Path(args.output).write_text(report)
     print(f"\nwrote {args.output}")
 
@@ -386,7 +394,7 @@ def render(fused, matmuls, backward, threaded, peak, bandwidth, args,
             "matmul built from it.")
     return f"""# CPU linear layers: Lamina vs PyTorch eager and OpenBLAS (fp32)
 
-Command: `/usr/bin/python3 bench/cpu_linear.py --rounds {args.rounds}{shapes}`
+Command: `/usr/bin/python3 bench/cpu_linear.py --rounds {args.rounds}{shapes}{" --bf16" if args.bf16 else ""}`
 ({datetime.date.today()}, {os.cpu_count()} vCPUs, every one-thread process pinned with
 `taskset -c 1`, every two-thread process with `taskset -c 0-1`).
 

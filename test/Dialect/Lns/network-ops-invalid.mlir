@@ -231,3 +231,22 @@ func.func @nll_dynamic(%x: tensor<?x10x!f>, %t: tensor<?xi64>) -> tensor<!f> {
   %0 = lns.nll_loss %x, %t reduction mean : tensor<?x10x!f>, tensor<?xi64> -> tensor<!f>
   return %0 : tensor<!f>
 }
+
+// -----
+
+// Every sum of an expansion has a first term.
+!f = !lns.num<f = 23>
+func.func @log_softmax_empty(%x: tensor<4x0x!f>) -> tensor<4x0x!f> {
+  // expected-error @+1 {{'lns.log_softmax' op needs non-empty shapes, got 'tensor<4x0x!lns.num<f = 23>>'}}
+  %0 = lns.log_softmax %x dim 1 : tensor<4x0x!f>
+  return %0 : tensor<4x0x!f>
+}
+
+// -----
+
+!f = !lns.num<f = 23>
+func.func @conv_no_filters(%x: tensor<1x1x4x4x!f>, %w: tensor<0x1x3x3x!f>) -> tensor<1x0x2x2x!f> {
+  // expected-error @+1 {{'lns.conv2d' op needs non-empty shapes, got 'tensor<0x1x3x3x!lns.num<f = 23>>'}}
+  %0 = lns.conv2d %x, %w strides [1, 1] dilations [1, 1] pad_low [0, 0] pad_high [0, 0] : tensor<1x1x4x4x!f>, tensor<0x1x3x3x!f> -> tensor<1x0x2x2x!f>
+  return %0 : tensor<1x0x2x2x!f>
+}

@@ -9,11 +9,14 @@
 using namespace mlir;
 using namespace mlir::lamina::lns;
 
-// The expansions of lns-decompose build static shapes: every composite op
-// takes static shapes only.
+// The expansions of lns-decompose build static shapes, and their sums need
+// a first term: every composite op takes static, non-empty shapes.
 static LogicalResult verifyStatic(Operation *op, Type type) {
-  if (!cast<RankedTensorType>(type).hasStaticShape())
+  auto tensor = cast<RankedTensorType>(type);
+  if (!tensor.hasStaticShape())
     return op->emitOpError("needs static shapes, got ") << type;
+  if (tensor.getNumElements() == 0)
+    return op->emitOpError("needs non-empty shapes, got ") << type;
   return success();
 }
 

@@ -1,13 +1,13 @@
 """LNSAdadelta: torch.optim.Adadelta's algorithm in LNS."""
 
-from .optimizer import (ONE, HostArithmetic, LNSOptimizer, _Plan, check,
+from .optimizer import (HostArithmetic, ONE, ZeroStateOptimizer, _Plan, check,
                         code, direction, hyper_parameters, moving_average,
-                        nonzero, number, zeros_like)
+                        nonzero, number)
 
 _STATE = ("square_avg", "acc_delta")
 
 
-class LNSAdadelta(LNSOptimizer):
+class LNSAdadelta(ZeroStateOptimizer):
     """torch.optim.Adadelta's algorithm in LNS: v ← ρv + (1 − ρ)g²,
     Δ = √((u + ε) / (v + ε))·g, u ← ρu + (1 − ρ)Δ², θ ← θ − Δ·lr; L2
     weight decay added to g."""
@@ -33,9 +33,6 @@ class LNSAdadelta(LNSOptimizer):
                  for name in ("lr", "rho", "eps", "weight_decay")}
         hyper["omr"] = HostArithmetic(base).sub(ONE, hyper["rho"])
         return hyper
-
-    def initial_state(self, plan, p):
-        return {name: zeros_like(p) for name in plan.state_in}
 
     @staticmethod
     def update(a, plan, w, g, hyper, state):

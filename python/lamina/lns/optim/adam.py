@@ -1,9 +1,9 @@
 """LNSAdam and LNSAdamW: torch.optim.Adam's algorithm in LNS (LNS
 training spec §4), with L2 or decoupled weight decay."""
 
-from .optimizer import (ONE, HostArithmetic, LNSOptimizer, _Plan, check,
+from .optimizer import (HostArithmetic, ONE, ZeroStateOptimizer, _Plan, check,
                         code, direction, hyper_parameters, moving_average,
-                        nonzero, number, zeros_like)
+                        nonzero, number)
 
 _ADAM_STATE = ("exp_avg", "exp_avg_sq")
 
@@ -60,7 +60,7 @@ def adam_moments(a, plan, w, g, hyper, state):
     return a.sub(w, a.mul(hyper("lr"), a.div(mhat, denom))), new_state
 
 
-class LNSAdam(LNSOptimizer):
+class LNSAdam(ZeroStateOptimizer):
     """torch.optim.Adam's algorithm in LNS (spec §4, LNSAdam): L2 weight
     decay added to the gradient, AMSGrad optional."""
 
@@ -85,9 +85,6 @@ class LNSAdam(LNSOptimizer):
         hyper = {name: code(group, name, base)
                  for name in ("lr", "beta1", "beta2", "eps", "weight_decay")}
         return bias_corrections(base, state, hyper, self)
-
-    def initial_state(self, plan, p):
-        return {name: zeros_like(p) for name in plan.state_in}
 
     @staticmethod
     def update(a, plan, w, g, hyper, state):

@@ -2,14 +2,14 @@
 second moment) in LNS."""
 
 from .adam import check_adam_family
-from .optimizer import (ONE, HostArithmetic, LNSOptimizer, _Plan, code,
+from .optimizer import (HostArithmetic, ONE, ZeroStateOptimizer, _Plan, code,
                         direction, hyper_parameters, moving_average, needs,
-                        nonzero, zeros_like)
+                        nonzero)
 
 _STATE = ("exp_avg", "inf_norm")
 
 
-class LNSAdamax(LNSOptimizer):
+class LNSAdamax(ZeroStateOptimizer):
     """torch.optim.Adamax's algorithm in LNS, as the reference computes
     it: m ← β₁m + (1 − β₁)g, u ← max(β₂u, |g| + ε),
     θ ← θ − lr·(m / ((1 − β₁ᵗ)·u)); L2 weight decay added to g."""
@@ -37,9 +37,6 @@ class LNSAdamax(LNSOptimizer):
             h.sub(ONE, h.powi(hyper["beta1"], t)), f"1 - beta1^{t}")
         self.advance(state, step=t)
         return hyper
-
-    def initial_state(self, plan, p):
-        return {name: zeros_like(p) for name in plan.state_in}
 
     @staticmethod
     def update(a, plan, w, g, hyper, state):

@@ -3,14 +3,14 @@ in LNS."""
 
 from ..autograd import codes
 from .adam import check_adam_family, moments
-from .optimizer import (ONE, HostArithmetic, LNSOptimizer, _Plan, as_state,
-                        check, code, decayed, hyper_parameters,
-                        nonzero, number, zeros_like)
+from .optimizer import (HostArithmetic, ONE, ZeroStateOptimizer, _Plan,
+                        as_state, check, code, decayed, hyper_parameters,
+                        nonzero, number)
 
 _STATE = ("exp_avg", "exp_avg_sq")
 
 
-class LNSNAdam(LNSOptimizer):
+class LNSNAdam(ZeroStateOptimizer):
     """torch.optim.NAdam's algorithm in LNS, as the reference computes it:
     μₜ = β₁(1 − ½·0.96^(t·ψ)) (ψ = momentum_decay; the power with a float
     exponent is the reference's: the code times t·ψ, truncated), the
@@ -67,9 +67,6 @@ class LNSNAdam(LNSOptimizer):
             lr_decay=h.mul(hyper["lr"], hyper["weight_decay"]))
         self.advance(state, step=t, mu_product=as_state(product))
         return hyper
-
-    def initial_state(self, plan, p):
-        return {name: zeros_like(p) for name in plan.state_in}
 
     @staticmethod
     def update(a, plan, w, g, hyper, state):

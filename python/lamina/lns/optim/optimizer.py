@@ -331,3 +331,10 @@ def decayed(a, plan, w, g, hyper):
         else:
             g = a.add(g, a.mul(hyper("weight_decay"), w))
     return w, g
+
+
+class ZeroStateOptimizer(LNSOptimizer):
+    """An LNS optimizer whose state tensors all start as zero codes (Z)."""
+
+    def initial_state(self, plan, p):
+        return {name: zeros_like(p) for name in plan.state_in}

@@ -1,9 +1,8 @@
 """LNSRAdam: torch.optim.RAdam's algorithm (rectified Adam) in LNS."""
 
 from .adam import check_adam_family, moments
-from .optimizer import (ONE, HostArithmetic, LNSOptimizer, _Plan, code,
-                        decayed, hyper_parameters, nonzero,
-                        zeros_like)
+from .optimizer import (HostArithmetic, ONE, ZeroStateOptimizer, _Plan, code,
+                        decayed, hyper_parameters, nonzero)
 
 _STATE = ("exp_avg", "exp_avg_sq")
 
@@ -34,7 +33,7 @@ class _Rectification:
             denominator, "RAdam's rectification denominator")))
 
 
-class LNSRAdam(LNSOptimizer):
+class LNSRAdam(ZeroStateOptimizer):
     """torch.optim.RAdam's algorithm in LNS, as the reference computes it:
     m and v as Adam's, m̂ = m / (1 − β₁ᵗ), ρ∞ = 2 / (1 − β₂) − 1,
     ρₜ = ρ∞ − 2t·β₂ᵗ / (1 − β₂ᵗ); while ρₜ ≤ 5, θ ← θ − lr·m̂, after that
@@ -81,9 +80,6 @@ class LNSRAdam(LNSOptimizer):
                          r=rectification.factor(h))
         self.advance(state, step=t)
         return hyper
-
-    def initial_state(self, plan, p):
-        return {name: zeros_like(p) for name in plan.state_in}
 
     @staticmethod
     def update(a, plan, w, g, hyper, state):

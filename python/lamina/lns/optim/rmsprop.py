@@ -1,11 +1,11 @@
 """LNSRMSprop: torch.optim.RMSprop's algorithm in LNS."""
 
-from .optimizer import (ONE, HostArithmetic, LNSOptimizer, _Plan, check,
+from .optimizer import (HostArithmetic, ONE, ZeroStateOptimizer, _Plan, check,
                         code, direction, hyper_parameters, moving_average,
-                        nonzero, number, zeros_like)
+                        nonzero, number)
 
 
-class LNSRMSprop(LNSOptimizer):
+class LNSRMSprop(ZeroStateOptimizer):
     """torch.optim.RMSprop's algorithm in LNS: v ← αv + (1 − α)g², with
     `centered` v − ḡ² (ḡ ← αḡ + (1 − α)g) under the root,
     d = √v + ε, and θ ← θ − (g / d)·lr, or with momentum
@@ -43,9 +43,6 @@ class LNSRMSprop(LNSOptimizer):
                  ("lr", "alpha", "eps", "weight_decay", "momentum")}
         hyper["oma"] = HostArithmetic(base).sub(ONE, hyper["alpha"])
         return hyper
-
-    def initial_state(self, plan, p):
-        return {name: zeros_like(p) for name in plan.state_in}
 
     @staticmethod
     def update(a, plan, w, g, hyper, state):
