@@ -185,11 +185,12 @@ def repeats_for(flops):
 
 
 def lamina_time(path, repeats, pipeline, threads=1, repack=False):
-    """`repack`: every call packs its packed operands again."""
+    """`repack`: every call packs its packed operands again. The compile
+    cache is off: every round compiles (the compile column's time)."""
     out = run([tool("lamina-run"), str(path), "--random-inputs", "--seed=1",
                f"--repeat={repeats}", f"--pipeline={pipeline}"] +
               (["--repack"] if repack else []),
-              threads=threads)
+              env=dict(os.environ, LAMINA_CACHE="0"), threads=threads)
     median = float(re.search(r"median ([0-9.]+) ms", out).group(1)) / 1e3
     compile_ms = float(re.search(r"compilation .*: ([0-9.]+) ms", out).group(1))
     return median, compile_ms
