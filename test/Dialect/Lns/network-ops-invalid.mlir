@@ -250,3 +250,12 @@ func.func @conv_no_filters(%x: tensor<1x1x4x4x!f>, %w: tensor<0x1x3x3x!f>) -> te
   %0 = lns.conv2d %x, %w strides [1, 1] dilations [1, 1] pad_low [0, 0] pad_high [0, 0] : tensor<1x1x4x4x!f>, tensor<0x1x3x3x!f> -> tensor<1x0x2x2x!f>
   return %0 : tensor<1x0x2x2x!f>
 }
+
+// -----
+
+!f = !lns.num<f = 23>
+func.func @conv_huge_dilation(%x: tensor<1x1x4x4x!f>, %w: tensor<1x1x3x3x!f>) -> tensor<1x1x2x2x!f> {
+  // expected-error @+1 {{'lns.conv2d' op padded size or kernel reach overflows 64 bits in spatial dimension 0}}
+  %0 = lns.conv2d %x, %w strides [1, 1] dilations [9223372036854775807, 1] pad_low [0, 0] pad_high [0, 0] : tensor<1x1x4x4x!f>, tensor<1x1x3x3x!f> -> tensor<1x1x2x2x!f>
+  return %0 : tensor<1x1x2x2x!f>
+}

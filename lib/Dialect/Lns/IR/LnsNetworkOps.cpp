@@ -6,6 +6,8 @@
 
 #include "lamina/Lns/IR/Lns.h"
 
+#include "llvm/Support/CheckedArithmetic.h"
+
 using namespace mlir;
 using namespace mlir::lamina::lns;
 
@@ -131,13 +133,21 @@ LogicalResult Conv2DOp::verify() {
   }
   SmallVector<int64_t> expected = {input.getDimSize(0), filters};
   for (int d = 0; d < 2; ++d) {
-    int64_t padded = input.getDimSize(2 + d) + getPadLow()[d] + getPadHigh()[d];
-    int64_t reach = getDilations()[d] * (weight.getDimSize(2 + d) - 1) + 1;
-    if (reach > padded)
+    std::optional<int64_t> padded = llvm::checkedAdd(
+        input.getDimSize(2 + d), getPadLow()[d]);
+    if (padded)
+      padded = llvm::checkedAdd(*padded, getPadHigh()[d]);
+    std::optional<int64_t> reach = llvm::checkedMulAdd(
+        getDilations()[d], weight.getDimSize(2 + d) - 1, int64_t(1));
+    if (!padded || !reach)
+      return emitOpError("padded size or kernel reach overflows 64 bits in "
+                         "spatial dimension ")
+             << d;
+    if (*reach > *padded)
       return emitOpError("kernel reach ")
-             << reach << " exceeds the padded input size " << padded
+             << *reach << " exceeds the padded input size " << *padded
              << " in spatial dimension " << d;
-    expected.push_back((padded - reach) / getStrides()[d] + 1);
+    expected.push_back((*padded - *reach) / getStrides()[d] + 1);
   }
   auto result = getResult().getType();
   if (result != RankedTensorType::get(expected, element))
