@@ -141,11 +141,14 @@ Value CodeBuilder::minimum(Value x, Value y) {
   return select(greater(y, x), x, y);
 }
 
+Value CodeBuilder::isNegative(Value x) {
+  return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne,
+                               arith::AndIOp::create(b, loc, x, code(1)),
+                               code(0));
+}
+
 Value CodeBuilder::relu(Value x) {
-  Value negative = arith::CmpIOp::create(
-      b, loc, arith::CmpIPredicate::ne,
-      arith::AndIOp::create(b, loc, x, code(1)), code(0));
-  return select(negative, code(zeroCode()), x);
+  return select(isNegative(x), code(zeroCode()), x);
 }
 
 Value CodeBuilder::reluGrad(Value grad, Value output) {
@@ -154,26 +157,19 @@ Value CodeBuilder::reluGrad(Value grad, Value output) {
 }
 
 Value CodeBuilder::leakyRelu(Value x, Value slope) {
-  Value negative = arith::TruncIOp::create(b, loc, shaped(b.getI1Type()),
-                                           arith::AndIOp::create(b, loc, x,
-                                                                 code(1)));
-  return select(negative, mul(x, slope), x);
+  return select(isNegative(x), mul(x, slope), x);
 }
 
 Value CodeBuilder::leakyReluGrad(Value grad, Value x, Value slope) {
-  Value negative = arith::TruncIOp::create(b, loc, shaped(b.getI1Type()),
-                                           arith::AndIOp::create(b, loc, x,
-                                                                 code(1)));
-  Value leaky = arith::OrIOp::create(b, loc, negative, isZero(x));
+  Value leaky = arith::OrIOp::create(b, loc, isNegative(x), isZero(x));
   return mul(grad, select(leaky, slope, code(0)));
 }
 
 /// The code of the reference's e, float32 e (torch.exp of a float32 one),
 /// in `type`'s base: the encode rule on the host.
 static int64_t referenceECode(NumType type) {
-  double e = static_cast<float>(2.718281828459045);
-  return static_cast<int64_t>(std::nearbyint(std::log(e) / type.getLogBase()))
-         << 1;
+  return codes::encode(static_cast<float>(2.718281828459045),
+                       type.getLogBase());
 }
 
 Value CodeBuilder::exp(Value x, NumType type) {

@@ -440,8 +440,7 @@ class CompiledStep:
         variant = self._variant()
         program, updates = self._program(variant)
         optimizer = self.optimizer
-        arrays = [codes(t.lns) if isinstance(t, LNSTensor) else
-                  t.detach().cpu().numpy().astype(np.int64) for t in inputs]
+        arrays = [codes(_step_value(t)) for t in inputs]
         arrays += [codes(p) for p, _, _ in self.entries]
         state_arrays, hyper_arrays = [], []
         for (p, base, group), plan, update in zip(self.entries, variant,

@@ -57,7 +57,7 @@ def _align(base, x):
     if isinstance(x, LNSTensor):
         aligned = lnstensor(x, b=base)
         if aligned is not x:
-            _record("change_base", [x.lns], aligned.lns, base)
+            trace.record("change_base", [x.lns], aligned.lns, base)
         return aligned.lns
     if isinstance(x, (numbers.Number, torch.Tensor)) or hasattr(x, "__len__"):
         codes = lnstensor(x, b=base).lns
@@ -67,16 +67,10 @@ def _align(base, x):
     raise TypeError(f"cannot use {type(x).__name__} as an LNS operand")
 
 
-def _record(op, operands, result, base, **attrs):
-    recorder = trace.active()
-    if recorder is not None:
-        recorder.record(op, operands, result, base, **attrs)
-
-
 def _result(codes, base, op, operands, **attrs):
     """The LNSTensor of result `codes`, noted as `op` of `operands` while
     recording."""
-    _record(op, list(operands), codes, base, **attrs)
+    trace.record(op, list(operands), codes, base, **attrs)
     return LNSTensor(codes, base)
 
 

@@ -270,10 +270,7 @@ def log(x, f):
 
 def _sum_columns(x, f):
     """The sequential sum over axis 1 of x[R, C], kept as [R, 1]."""
-    acc = x[:, 0]
-    for c in range(1, x.shape[1]):
-        acc = add(acc, x[:, c], f)
-    return acc[:, None]
+    return sum_rows(np.ascontiguousarray(x.T), f)[:, None]
 
 
 def log_softmax(x, f):

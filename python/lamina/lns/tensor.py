@@ -146,10 +146,7 @@ class LNSTensor:
     def _moved(self, codes_tensor, op="reshape", **attrs):
         """The LNSTensor of moved codes, noted as `op` (a reshape keeps the
         row-major order; a permute names its dims) while recording."""
-        recorder = trace.active()
-        if recorder is not None:
-            recorder.record(op, [self._lns], codes_tensor, self._base,
-                            **attrs)
+        trace.record(op, [self._lns], codes_tensor, self._base, **attrs)
         return LNSTensor(codes_tensor, self._base)
 
     def _permuted(self, codes_tensor, dims):

@@ -40,6 +40,13 @@ def active():
     return _active[-1] if _active else None
 
 
+def record(op, operands, result, base, **attrs):
+    """Notes `op` with the recorder in effect, if any."""
+    recorder = active()
+    if recorder is not None:
+        recorder.record(op, operands, result, base, **attrs)
+
+
 @contextlib.contextmanager
 def recording():
     recorder = Recorder()

@@ -95,7 +95,7 @@ func.func @log(%x: !f) -> !f {
 // CHECK-LABEL: func.func @leaky_relu
 // CHECK-SAME: (%[[X:[^:]+]]: i64, %[[S:[^:]+]]: i64) -> i64
 // CHECK: %[[BIT:.+]] = arith.andi %[[X]], %{{.+}} : i64
-// CHECK-NEXT: %[[NEG:.+]] = arith.trunci %[[BIT]] : i64 to i1
+// CHECK: %[[NEG:.+]] = arith.cmpi ne, %[[BIT]], %{{.+}} : i64
 // CHECK: %[[SUM:.+]] = arith.addi %[[X]], %[[S]] : i64
 // CHECK: %[[PROD:.+]] = arith.select %{{.+}}, %c-9007199254740991_i64{{.*}}, %{{.+}} : i64
 // CHECK-NEXT: %[[Y:.+]] = arith.select %[[NEG]], %[[PROD]], %[[X]] : i64
@@ -111,7 +111,7 @@ func.func @leaky_relu(%x: !f, %s: !f) -> !f {
 // CHECK-LABEL: func.func @leaky_relu_grad
 // CHECK-SAME: (%[[G:[^:]+]]: i64, %[[X:[^:]+]]: i64, %[[S:[^:]+]]: i64) -> i64
 // CHECK: %[[BIT:.+]] = arith.andi %[[X]], %{{.+}} : i64
-// CHECK-NEXT: %[[NEG:.+]] = arith.trunci %[[BIT]] : i64 to i1
+// CHECK: %[[NEG:.+]] = arith.cmpi ne, %[[BIT]], %{{.+}} : i64
 // CHECK: %[[XO:.+]] = arith.ori %[[X]], %{{.+}} : i64
 // CHECK-NEXT: %[[ZC:.+]] = arith.constant -9007199254740991 : i64
 // CHECK-NEXT: %[[XZ:.+]] = arith.cmpi eq, %[[XO]], %[[ZC]] : i64

@@ -68,6 +68,8 @@ public:
 
   Value constantCode(int64_t code);
   Value isZero(Value code);
+  /// Whether the sign bit of `x` is set (Z included).
+  Value isNegative(Value x);
   /// max(x, y) + sbdb, with the zero and cancellation rules of `add`.
   Value combine(Value x, Value y, Value sbdb);
   /// A constant of `scalar`'s type, splat over the lanes if any.

@@ -8,6 +8,7 @@
 #ifndef LAMINA_LNS_IR_LNSCODES_H
 #define LAMINA_LNS_IR_LNSCODES_H
 
+#include <cmath>
 #include <cstdint>
 
 namespace mlir::lamina::lns::codes {
@@ -16,6 +17,16 @@ namespace mlir::lamina::lns::codes {
 constexpr int64_t kZero = -(int64_t(1) << 53) | 1;
 
 constexpr bool isZero(int64_t p) { return (p | 1) == kZero; }
+
+/// The code of a double on the host, the encode rule of the spec: zero is
+/// `kZero`, else `roundHalfEven(log|v| / logBase) << 1`, the sign in bit 0.
+inline int64_t encode(double v, double logBase) {
+  if (v == 0.0)
+    return kZero;
+  auto exponent =
+      static_cast<int64_t>(std::nearbyint(std::log(std::fabs(v)) / logBase));
+  return (exponent << 1) | (v < 0 ? 1 : 0);
+}
 
 // Arithmetic on codes wraps like the reference's int64 tensors; do it in
 // unsigned so that it is defined behaviour in C++.

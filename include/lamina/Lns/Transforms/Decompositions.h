@@ -32,8 +32,10 @@ struct Conv2DGeometry {
   static Conv2DGeometry of(Conv2DOp op);
 };
 
+/// The conv2d of `resultType` [N, F, OH, OW] (the verifier's output shape).
 Value buildConv2D(OpBuilder &b, Location loc, Value input, Value weight,
-                  Value bias, const Conv2DGeometry &geometry);
+                  Value bias, RankedTensorType resultType,
+                  const Conv2DGeometry &geometry);
 /// The gradient of conv2d's input [N, C, H, W] from the output's `grad`:
 /// each input position sums over the filters, then the kernel offsets.
 Value buildConv2DInputGrad(OpBuilder &b, Location loc, Value grad,

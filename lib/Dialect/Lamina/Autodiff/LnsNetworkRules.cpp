@@ -25,17 +25,6 @@ namespace {
 template <typename Model, typename Op>
 using Rule = ReverseDifferentiableOpInterface::ExternalModel<Model, Op>;
 
-/// c1 (code 0 in every base) with `like`'s type.
-Value oneLike(OpBuilder &b, Location loc, Value like) {
-  auto type = dyn_cast<RankedTensorType>(like.getType());
-  if (!type)
-    return lns::ConstantOp::create(b, loc, like.getType(),
-                                   b.getI64IntegerAttr(0));
-  auto codes = RankedTensorType::get(type.getShape(), b.getI64Type());
-  return lns::ConstantOp::create(
-      b, loc, type, DenseIntElementsAttr::get(codes, ArrayRef<int64_t>{0}));
-}
-
 Value mul(OpBuilder &b, Location loc, Value x, Value y) {
   return lns::MulOp::create(b, loc, x.getType(), x, y);
 }
@@ -76,7 +65,7 @@ struct TanhRule : Rule<TanhRule, lns::TanhOp> {
     Location loc = op->getLoc();
     Value out = state.getPrimal(op->getResult(0));
     dxs[0] = mul(b, loc, dys[0],
-                 sub(b, loc, oneLike(b, loc, out), mul(b, loc, out, out)));
+                 sub(b, loc, buildLnsConstantLike(b, loc, 1.0, out), mul(b, loc, out, out)));
     return success();
   }
 };
@@ -90,7 +79,7 @@ struct SigmoidRule : Rule<SigmoidRule, lns::SigmoidOp> {
     Location loc = op->getLoc();
     Value out = state.getPrimal(op->getResult(0));
     dxs[0] = mul(b, loc, dys[0],
-                 mul(b, loc, out, sub(b, loc, oneLike(b, loc, out), out)));
+                 mul(b, loc, out, sub(b, loc, buildLnsConstantLike(b, loc, 1.0, out), out)));
     return success();
   }
 };

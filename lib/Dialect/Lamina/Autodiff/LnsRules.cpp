@@ -20,8 +20,6 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/DialectRegistry.h"
 
-#include <cmath>
-
 using namespace mlir;
 using namespace mlir::lamina;
 using namespace mlir::lamina::autodiff;
@@ -46,17 +44,12 @@ Type withElementOf(Value value, Value like) {
       .clone(cast<ShapedType>(like.getType()).getElementType());
 }
 
-/// The code of a double `v` in the base of `like` (the encode rule:
-/// roundHalfEven(log|v| / log b), sign in bit 0), as a constant of `like`'s
-/// type: a splat for tensors.
-Value constantLike(OpBuilder &b, Location loc, double v, Value like) {
+} // namespace
+
+Value autodiff::buildLnsConstantLike(OpBuilder &b, Location loc, double v,
+                                     Value like) {
   lns::NumType num = lns::getLnsElementType(like.getType());
-  int64_t code = lns::codes::kZero;
-  if (v != 0.0) {
-    auto exponent = static_cast<int64_t>(
-        std::nearbyint(std::log(std::fabs(v)) / num.getLogBase()));
-    code = (exponent << 1) | (v < 0 ? 1 : 0);
-  }
+  int64_t code = lns::codes::encode(v, num.getLogBase());
   auto type = dyn_cast<RankedTensorType>(like.getType());
   if (!type)
     return lns::ConstantOp::create(b, loc, like.getType(),
@@ -65,6 +58,8 @@ Value constantLike(OpBuilder &b, Location loc, double v, Value like) {
   return lns::ConstantOp::create(
       b, loc, type, DenseIntElementsAttr::get(codes, ArrayRef<int64_t>{code}));
 }
+
+namespace {
 
 struct AddRule : Rule<AddRule, lns::AddOp> {
   LogicalResult buildVectorJacobianProduct(Operation *op, OpBuilder &b,
@@ -132,7 +127,7 @@ struct DivRule : Rule<DivRule, lns::DivOp> {
     Value square = lns::MulOp::create(b, loc, type, y, y);
     Value ratio = lns::DivOp::create(b, loc, type, x, square);
     Value flipped =
-        lns::MulOp::create(b, loc, type, ratio, constantLike(b, loc, -1.0, x));
+        lns::MulOp::create(b, loc, type, ratio, buildLnsConstantLike(b, loc, -1.0, x));
     dxs[1] = toType(b, loc, lns::MulOp::create(b, loc, type, dys[0], flipped),
                     div.getRhs().getType());
     return success();
@@ -164,7 +159,7 @@ struct PowIRule : Rule<PowIRule, lns::PowIOp> {
     Value x = state.getPrimal(powi.getInput());
     Value lower = lns::PowIOp::create(b, loc, type, x, n - 1);
     Value slope = lns::MulOp::create(
-        b, loc, type, constantLike(b, loc, static_cast<double>(n), x), lower);
+        b, loc, type, buildLnsConstantLike(b, loc, static_cast<double>(n), x), lower);
     dxs[0] = lns::MulOp::create(b, loc, type, dys[0], slope);
     return success();
   }

@@ -57,6 +57,10 @@ Value buildFlattenRows(OpBuilder &b, Location loc, Value value);
 /// Σ of `value` [..., N] over every dim but the last: [N].
 Value buildSumLeadingDims(OpBuilder &b, Location loc, Value value);
 
+/// The code of the double `v` in the base of `like` (the spec's encode
+/// rule), as a constant of `like`'s LNS type: a splat for tensors.
+Value buildLnsConstantLike(OpBuilder &b, Location loc, double v, Value like);
+
 /// The same Σ of LNS codes as the LNS training spec sums a bias gradient:
 /// one sequential lns.sum over the leading dims flattened (LnsRules.cpp).
 Value buildLnsSumLeadingDims(OpBuilder &b, Location loc, Value value);

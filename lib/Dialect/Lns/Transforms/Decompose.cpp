@@ -51,7 +51,7 @@ struct LaminaLnsDecomposePass
               .Case([&](Conv2DOp conv) {
                 return buildConv2D(rewriter, loc, conv.getInput(),
                                    conv.getWeight(), conv.getBias(),
-                                   Conv2DGeometry::of(conv));
+                                   conv.getType(), Conv2DGeometry::of(conv));
               });
       rewriter.replaceOp(op, expanded);
     }

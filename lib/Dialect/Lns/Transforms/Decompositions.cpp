@@ -76,15 +76,23 @@ Value lns::buildLogSoftmax(OpBuilder &b, Location loc, Value x, int64_t dim) {
 // Negative log-likelihood
 //===----------------------------------------------------------------------===//
 
-/// Whether sample `i`'s target is kept, and its class as an index.
-static std::pair<Value, Value> targetAt(OpBuilder &b, Location loc,
-                                        Value target, Value i,
-                                        int64_t ignoreIndex) {
+/// Whether sample `i`'s target is not `ignoreIndex`, and the target.
+static std::pair<Value, Value> keptTarget(OpBuilder &b, Location loc,
+                                          Value target, Value i,
+                                          int64_t ignoreIndex) {
   Value t = tensor::ExtractOp::create(b, loc, target, ValueRange{i});
   Value ignored = arith::ConstantOp::create(b, loc,
                                             b.getI64IntegerAttr(ignoreIndex));
-  Value kept =
-      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, t, ignored);
+  return {arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, t, ignored),
+          t};
+}
+
+/// Whether sample `i`'s target is kept, and its class as an index (0 for
+/// an ignored sample).
+static std::pair<Value, Value> targetAt(OpBuilder &b, Location loc,
+                                        Value target, Value i,
+                                        int64_t ignoreIndex) {
+  auto [kept, t] = keptTarget(b, loc, target, i, ignoreIndex);
   Value zero = arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(0));
   Value safe = arith::SelectOp::create(b, loc, kept, t, zero);
   return {kept, arith::IndexCastOp::create(b, loc, b.getIndexType(), safe)};
@@ -102,7 +110,7 @@ static Value keptCount(OpBuilder &b, Location loc, Value target,
   auto loop = scf::ForOp::create(
       b, loc, lower, upper, step, ValueRange{zero},
       [&](OpBuilder &nb, Location nloc, Value i, ValueRange count) {
-        Value kept = targetAt(nb, nloc, target, i, ignoreIndex).first;
+        Value kept = keptTarget(nb, nloc, target, i, ignoreIndex).first;
         Value one = arith::ExtUIOp::create(nb, nloc, nb.getI64Type(), kept);
         scf::YieldOp::create(
             nb, nloc, ValueRange{arith::AddIOp::create(nb, nloc, count[0], one)});
@@ -277,21 +285,17 @@ static Value flattenFilters(OpBuilder &b, Location loc, Value weight) {
 }
 
 Value lns::buildConv2D(OpBuilder &b, Location loc, Value input, Value weight,
-                       Value bias, const Conv2DGeometry &geometry) {
+                       Value bias, RankedTensorType resultType,
+                       const Conv2DGeometry &geometry) {
   RankedTensorType inputType = tensorType(input);
   RankedTensorType weightType = tensorType(weight);
-  SmallVector<int64_t, 2> kernel = spatial(weightType), outSize;
-  for (int s = 0; s < 2; ++s) {
-    int64_t padded = inputType.getDimSize(2 + s) + geometry.padLow[s] +
-                     geometry.padHigh[s];
-    int64_t reach = geometry.dilations[s] * (kernel[s] - 1) + 1;
-    outSize.push_back((padded - reach) / geometry.strides[s] + 1);
-  }
+  SmallVector<int64_t, 2> kernel = spatial(weightType);
+  SmallVector<int64_t, 2> outSize = spatial(resultType);
   Value rows = inputRows(b, loc, input, kernel, outSize, geometry);
   int64_t n = inputType.getDimSize(0), filters = weightType.getDimSize(0);
-  auto resultType = RankedTensorType::get(
+  auto rowsType = RankedTensorType::get(
       {n * outSize[0] * outSize[1], filters}, inputType.getElementType());
-  Value out = LinearOp::create(b, loc, resultType, rows,
+  Value out = LinearOp::create(b, loc, rowsType, rows,
                                flattenFilters(b, loc, weight), bias,
                                SbdbMode::ideal);
   return channelsFirst(b, loc, out, n, outSize);
