@@ -19,6 +19,16 @@ using namespace mlir::lamina;
 
 namespace mlir::lamina::cpu {
 
+/// Whether each operand is accessed at a projected permutation of the
+/// loops: upstream's vectorizer takes nothing else, so an op reading
+/// windows (a convolution gradient's `oh·s + kh`) or a turned kernel
+/// (`KH − 1 − kh`) stays a loop nest.
+static bool hasPermutationMaps(linalg::LinalgOp op) {
+  return llvm::all_of(op.getIndexingMapsArray(), [](AffineMap map) {
+    return map.isProjectedPermutation(/*allowZeroInResults=*/true);
+  });
+}
+
 /// The matmuls between layers (attention's scores and values: a
 /// `linalg.batch_matmul` per head, or a plain `linalg.matmul`), B read
 /// along N: register tiles of 4 rows × 16 columns (per batch), K in steps
@@ -85,7 +95,7 @@ OpSchedule buildBetweenLayersMatmulSchedule(unsigned index,
 /// (a vocabulary of 65, a hidden size of 76).
 std::optional<Tiles> planElementwise(linalg::GenericOp op) {
   if (!op.hasPureTensorSemantics() || op.getNumReductionLoops() != 0 ||
-      hasStage(op, "matmul"))
+      hasStage(op, "matmul") || !hasPermutationMaps(op))
     return std::nullopt;
   SmallVector<int64_t> ranges = op.getStaticLoopRanges();
   if (ranges.empty() || llvm::any_of(ranges, ShapedType::isDynamic) ||
@@ -122,6 +132,7 @@ std::optional<Tiles> planElementwise(linalg::GenericOp op) {
 std::optional<Tiles> planRowReduction(linalg::GenericOp op) {
   if (!op.hasPureTensorSemantics() || op.getNumDpsInits() != 1 ||
       op.getNumReductionLoops() != 1 || hasStage(op, "matmul") ||
+      !hasPermutationMaps(op) ||
       !op.getBody()->getOps<linalg::IndexOp>().empty())
     return std::nullopt;
   SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
@@ -198,6 +209,7 @@ bool hasExtract(Operation *op) {
 std::optional<Tiles> planColumnSum(linalg::LinalgOp op) {
   if (!isa<linalg::ReduceOp, linalg::GenericOp>(op) ||
       !op.hasPureTensorSemantics() || hasStage(op, "matmul") ||
+      !hasPermutationMaps(op) ||
       !op.getBlock()->getOps<linalg::IndexOp>().empty())
     return std::nullopt;
   SmallVector<int64_t> ranges = op.getStaticLoopRanges();

@@ -110,3 +110,37 @@ func.func @unit_transpose(%dy: tensor<256x1xf32>) -> tensor<1x256xf32> {
   %t = linalg.transpose ins(%dy : tensor<256x1xf32>) outs(%e : tensor<1x256xf32>) permutation = [1, 0]
   return %t : tensor<1x256xf32>
 }
+
+// -----
+
+// Ops that read at other than a projected permutation of their loops (a
+// convolution gradient's turned kernel, its windows) get no schedule:
+// upstream's vectorizer takes none of them, so they stay whole, and later
+// loop nests.
+// CHECK-LABEL: func.func @windowed_reads
+// CHECK-NOT: vector.
+// CHECK: linalg.generic {indexing_maps = [#{{.+}}, #{{.+}}], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]
+// CHECK-NOT: vector.
+// CHECK: return
+#turn = affine_map<(f, c, kh, kw) -> (f, c, 2 - kh, 2 - kw)>
+#same = affine_map<(f, c, kh, kw) -> (f, c, kh, kw)>
+#window = affine_map<(n, c, i, j, f, kh, kw) -> (n, f, i + kh, j + kw)>
+#kernel = affine_map<(n, c, i, j, f, kh, kw) -> (f, c, kh, kw)>
+#out = affine_map<(n, c, i, j, f, kh, kw) -> (n, c, i, j)>
+func.func @windowed_reads(%z: tensor<2x16x34x34xf32>, %w: tensor<16x8x3x3xf32>, %acc: tensor<2x8x32x32xf32>) -> tensor<2x8x32x32xf32> {
+  %e = tensor.empty() : tensor<16x8x3x3xf32>
+  %turned = linalg.generic {indexing_maps = [#turn, #same], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%w : tensor<16x8x3x3xf32>) outs(%e : tensor<16x8x3x3xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    linalg.yield %a : f32
+  } -> tensor<16x8x3x3xf32>
+  %dx = linalg.generic {indexing_maps = [#window, #kernel, #out], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]}
+      ins(%z, %turned : tensor<2x16x34x34xf32>, tensor<16x8x3x3xf32>) outs(%acc : tensor<2x8x32x32xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %p = arith.mulf %a, %b : f32
+    %s = arith.addf %p, %o : f32
+    linalg.yield %s : f32
+  } -> tensor<2x8x32x32xf32>
+  return %dx : tensor<2x8x32x32xf32>
+}

@@ -335,7 +335,9 @@ def decompose(sch):
 def fuse(sch, subgraph=None, compiler="TorchScript", name="FusedModule"):
     """Fuses this layer's epilogue chain (no subgraph), or the found
     vertical subgraph into one module that Lamina compiles as one program
-    region (compiler "TorchScript" or None: Lamina is the compiler)."""
+    region (compiler "TorchScript" or None: Lamina is the compiler). Without
+    a compiler, a chain of module calls becomes Slapo's nn.Sequential of
+    them (children 0, 1, …); any other subgraph a GraphModule of its own."""
     if compiler not in (None, "TorchScript", "lamina"):
         raise ScheduleError(f"fuse: unknown compiler {compiler!r}; Lamina "
                             "compiles the fused region itself")
@@ -349,7 +351,11 @@ def fuse(sch, subgraph=None, compiler="TorchScript", name="FusedModule"):
     if len(subgraph) != 1 or len(subgraph[0]) < 2:
         raise ScheduleError(f"fuse: only vertical fusion of one subgraph of "
                             f"two or more ops is supported, got {subgraph}")
-    region = subgraphs.wrap(sch, subgraph, name)
+    region = None
+    if compiler is None:
+        region = subgraphs.sequential(sch, subgraph, name)
+    if region is None:
+        region = subgraphs.wrap(sch, subgraph, name)
     sch.metadata.primitives["fuse"].append(region.path)
 
 

@@ -202,3 +202,29 @@ def wrap(sch, subgraph, name, wrapper=None):
     if wrapper is not None:
         region = wrapper(region)
     return replace(sch, region, [list(groups[0])], name, None, False)
+
+
+def sequential(sch, subgraph, name):
+    """Slapo's fuse without a compiler: the modules called by the one
+    vertical subgraph of `subgraph`, in order, as the children 0, 1, … of
+    an nn.Sequential subclass named `name`, called in its place. None when
+    a node of it is not a module call (the subgraph is then wrapped whole,
+    see `wrap`)."""
+    groups = _normalize(subgraph)
+    if len(groups) != 1:
+        raise ScheduleError(f"only one vertical subgraph can be fused into "
+                            f"{name}, got {len(groups)}")
+    parent = groups[0][0][0]
+    graph_module, _ = _owner(sch, parent)
+    nodes = [node for _, node in groups[0]]
+    if any(node.op != "call_module" for node in nodes):
+        return None
+    _check_closed(nodes)
+    # Each module takes its predecessor's result as its only argument.
+    for previous, node in zip(nodes, nodes[1:]):
+        if node.args != (previous,) or node.kwargs:
+            return None
+    fused_class = type(name, (nn.Sequential,), {})
+    fused = fused_class(*(graph_module.get_submodule(node.target)
+                          for node in nodes))
+    return replace(sch, fused, [list(groups[0])], name, None, False)

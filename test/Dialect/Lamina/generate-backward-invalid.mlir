@@ -144,3 +144,27 @@ func.func @main(%x: tensor<2x8xf32>, %c: tensor<2x4xf32>, %s: tensor<2x4xf32>) -
   %y = lamina.rope %x, %c, %s interleaved : tensor<2x8xf32>, tensor<2x4xf32>
   return %y : tensor<2x8xf32>
 }
+
+// -----
+
+// A convolution of dynamic batch has no generated backward.
+
+func.func @main(%x: tensor<?x2x5x5xf32>, %w: tensor<3x2x2x2xf32>, %init: tensor<?x3x4x4xf32>) -> tensor<?x3x4x4xf32> {
+  // expected-error @+1 {{'linalg.conv_2d_nchw_fchw' op backward is generated for static convolutions of one float type only}}
+  %y = linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>} ins(%x, %w : tensor<?x2x5x5xf32>, tensor<3x2x2x2xf32>) outs(%init : tensor<?x3x4x4xf32>) -> tensor<?x3x4x4xf32>
+  return %y : tensor<?x3x4x4xf32>
+}
+
+// -----
+
+// Nor does a padding with ones (only zero paddings are the importer's).
+
+func.func @main(%x: tensor<4x8xf32>) -> tensor<6x8xf32> {
+  %one = arith.constant 1.0 : f32
+  // expected-error @+1 {{'tensor.pad' op backward is generated for static zero paddings only}}
+  %p = tensor.pad %x low[1, 0] high[1, 0] {
+  ^bb0(%i: index, %j: index):
+    tensor.yield %one : f32
+  } : tensor<4x8xf32> to tensor<6x8xf32>
+  return %p : tensor<6x8xf32>
+}

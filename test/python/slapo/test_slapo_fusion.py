@@ -2,9 +2,9 @@
 (test_checkpoint_function), ported: decompose, fuse of a found subgraph,
 checkpoint of a subgraph, on the same models. Lamina is the compiler of a
 fused region (compiler="TorchScript" or None): the region becomes a module
-of its own that Lamina compiles with the rest. Slapo's convolutional
-models are found and fused as graphs; compiling them is rejected with the
-operation named (Lamina compiles linear layers)."""
+of its own that Lamina compiles with the rest (without a compiler, a chain
+of module calls becomes Slapo's nn.Sequential). Slapo's convolutional
+models compile too."""
 
 import pytest
 import torch
@@ -66,8 +66,8 @@ def test_vertical_fusion():
     assert type(fused).__name__ == "FusedReLU"
     x = torch.randn(1, 3, 32, 32)
     torch.testing.assert_close(sch.mod(x), F.relu(sch.mod.conv(x)) + 1)
-    with pytest.raises(lamina.UnsupportedOperationError, match="Conv2d"):
-        slapo.build(sch, init_weights=False)[0](x)
+    built, _ = slapo.build(sch, init_weights=False)
+    torch.testing.assert_close(built(x), F.relu(sch.mod.conv(x)) + 1)
 
 
 def test_fallback_fusion():
@@ -90,8 +90,13 @@ def test_fallback_fusion():
     sch.fuse(subgraph, compiler=None, name="FusedConvReLU")
     fused = sch.mod.FusedConvReLU_0
     assert type(fused).__name__ == "FusedConvReLU"
-    assert isinstance(fused.conv, nn.Conv2d)
-    assert isinstance(fused.relu, nn.ReLU)
+    assert isinstance(fused, nn.Sequential)
+    assert isinstance(getattr(fused, "0"), nn.Conv2d)
+    assert isinstance(getattr(fused, "1"), nn.ReLU)
+    x = torch.randn(1, 3, 32, 32)
+    reference = F.relu(getattr(fused, "0")(x)) + 1
+    built, _ = slapo.build(sch, init_weights=False)
+    torch.testing.assert_close(built(x), reference)
 
 
 class LinearAct(nn.Module):

@@ -348,5 +348,6 @@ void mlir::lamina::registerReverseDifferentiationModels(
   registerMathRules(registry);
   registerLnsRules(registry);
   registerLnsNetworkRules(registry);
+  registerConvolutionRules(registry);
   registerCollectiveRules(registry);
 }

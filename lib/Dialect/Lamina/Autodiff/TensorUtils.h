@@ -27,6 +27,10 @@ void registerLnsRules(DialectRegistry &registry);
 /// (LnsNetworkRules.cpp).
 void registerLnsNetworkRules(DialectRegistry &registry);
 
+/// Attaches the rules of 2-D convolutions and zero paddings
+/// (ConvolutionRules.cpp).
+void registerConvolutionRules(DialectRegistry &registry);
+
 /// Attaches the rules of the collectives of partitioned programs
 /// (CollectiveRules.cpp).
 void registerCollectiveRules(DialectRegistry &registry);
