@@ -529,6 +529,91 @@ def check_deepspeed_pipeline_train_batch():
     deepspeed_steps({"dp": WORLD // 2, "pp": 2}, schedule, pipeline=True)
 
 
+def check_bf16_parameters_data_parallel():
+    """A model with bf16 parameters on data replicas: the bf16 gradients
+    are summed over the replicas in f32 (the runtime's f16/bf16 reduction)
+    and rounded once. Against one Lamina process on the global batch (an
+    unsharded run), each gradient within 4u of its largest magnitude: two
+    roundings to bf16 apart; a sum instead of a mean would be off by the
+    gradient itself."""
+    u = 2.0 ** -8
+    torch.manual_seed(5)
+    model = torch.nn.Sequential(torch.nn.Linear(32, 64),
+                                torch.nn.GELU(approximate="tanh"),
+                                torch.nn.Linear(64, 32)).to(torch.bfloat16)
+    whole = copy.deepcopy(model)
+    batch = inputs(8, 32, seed=11).to(torch.bfloat16)
+    grid = lamina.Grid(dp=WORLD)
+    mine = replica_slice(batch, grid)
+    compiled, _ = build_on_grid(model, {"dp": WORLD}, mine)
+    compiled(mine).float().pow(2).mean().backward()
+    # Every rank runs the unsharded program on the global batch itself:
+    # what the replicas' gradients must add up to.
+    reference = lamina.build(lamina.create_schedule(whole, world_size=1),
+                             (batch,))
+    reference(batch).float().pow(2).mean().backward()
+    own = dict(compiled.named_parameters())
+    for name, p in reference.named_parameters():
+        got = own[name].grad
+        assert got.dtype == torch.bfloat16, name
+        scale = p.grad.float().abs().max()
+        assert ((got.float() - p.grad.float()).abs() <= 4 * u * scale).all(), \
+            name
+
+
+def check_deepspeed_bf16_data_parallel():
+    """DeepSpeed's 'bf16': {'enabled': True} on data replicas: each
+    replica's matmuls in bf16, its f32 gradients averaged over the replicas
+    in f32. After one backward every gradient lies within twice
+    test_autocast.py's first-order bf16 bounds of eager autocast's on the
+    global batch (a sum instead of a mean would be off by the gradient
+    itself), and five SGD steps' losses within 16u of eager autocast's."""
+    import types
+
+    import lamina.slapo as slapo
+    from test_autocast import MLP as AutocastMLP
+    from test_autocast import U, gradient_bounds
+
+    torch.manual_seed(4)
+    model = AutocastMLP(width=32, hidden=64)
+    eager = copy.deepcopy(model)
+    bounds = gradient_bounds(copy.deepcopy(model), inputs(8, 32, seed=90))
+    grid = lamina.Grid(dp=WORLD)
+    data = [inputs(8, 32, seed=90 + step) for step in range(5)]
+    sch = slapo.create_schedule(model, world_size=1,
+                                example_inputs=(replica_slice(data[0], grid),))
+    config = {"train_micro_batch_size_per_gpu": 8 // WORLD,
+              "optimizer": {"type": "SGD", "params": {"lr": 0.05,
+                                                      "momentum": 0.9}},
+              "bf16": {"enabled": True}}
+    engine, _ = slapo.build(sch, target="deepspeed", config=config,
+                            topology=types.SimpleNamespace(
+                                num_pp=1, num_mp=1, num_dp=WORLD),
+                            init_weights=False)
+    reference = torch.optim.SGD(eager.parameters(), lr=0.05, momentum=0.9)
+    for step, x in enumerate(data):
+        engine.backward(engine(replica_slice(x, grid)).pow(2).mean())
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            out = eager(x)
+        loss = out.float().pow(2).mean()
+        loss.backward()
+        if step == 0:
+            own = dict(engine.module.named_parameters())
+            for name, p in eager.named_parameters():
+                assert own[name].grad.dtype == torch.float32
+                error = (own[name].grad - p.grad).abs()
+                assert (error <= 2 * bounds[name].detach()).all(), name
+        engine.step()
+        reference.step()
+        reference.zero_grad()
+    with torch.no_grad():
+        last = data[-1]
+        ours = engine(replica_slice(last, grid)).pow(2).mean().item()
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            theirs = eager(replica_slice(last, grid)).float().pow(2).mean()
+    assert abs(ours - theirs.item()) <= 16 * U * theirs.item(), (ours, theirs)
+
+
 def expect_error(call, *fragments):
     try:
         call()

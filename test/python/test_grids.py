@@ -8,8 +8,9 @@ the tensor axis; wrong grids named; ZeRO stages 1 and 2 with AdamW (the
 state sharded, 1/D per replica counted, consolidated and restored) and
 clipping by the whole model's gradient norm; Slapo's
 build(target="deepspeed") with DeepSpeed's topology and configuration
-(engine/backward/step with ZeRO-1, and a pipeline's train_batch), against
-eager; a batch's micro-batches through two pipeline stages in the
+(engine/backward/step with ZeRO-1, a pipeline's train_batch, and bf16 on
+data replicas against eager autocast), against eager; bf16 parameters'
+gradients reduced over replicas against an unsharded run; a batch's micro-batches through two pipeline stages in the
 1F1B order (loss, gradients and SGD steps against eager, at most P − p
 micro-batches in flight on stage p); stages Megatron-sharded on the
 tensor axis (PP2 × TP2, and DP2 × PP2 × TP2 on 8 ranks); the LLaMA-2
@@ -28,7 +29,8 @@ CHECKS = {
     2: ["grid_errors", "data_parallel_mlp", "data_parallel_sum",
         "data_parallel_gpt_block", "zero_stage_1", "zero_stage_2",
         "global_norm_clipping", "deepspeed_engine_steps",
-        "deepspeed_pipeline_train_batch", "pipeline_one_f_one_b"],
+        "deepspeed_pipeline_train_batch", "deepspeed_bf16_data_parallel",
+        "bf16_parameters_data_parallel", "pipeline_one_f_one_b"],
     4: ["grid_errors", "data_parallel_mlp", "data_and_tensor_parallel_mlp",
         "data_and_tensor_parallel_llama_mlp",
         "data_and_tensor_parallel_gpt_block",

@@ -251,7 +251,8 @@ def build(sch, target=None, init_weights=True, example_inputs=None,
     compiled = native_build.build(
         native, example_inputs,
         target="cpu" if target == "deepspeed" else target or "cpu",
-        pipeline=kwargs.get("pipeline", "lamina-cpu-pipeline"), grid=sizes)
+        pipeline=kwargs.get("pipeline", "lamina-cpu-pipeline"), grid=sizes,
+        precision=config.precision if config is not None else None)
     _register_blocks(compiled, sch, blocks)
     if target == "deepspeed":
         return deepspeed_engine.make_engine(compiled, compiled.grid, config,

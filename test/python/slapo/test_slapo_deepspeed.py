@@ -108,8 +108,53 @@ def test_train_batch_runs_the_accumulation_steps():
         rtol=1e-5, atol=1e-6)
 
 
+U = 2.0 ** -8  # bf16's unit roundoff
+
+
+def test_bf16_config_trains_as_eager_autocast():
+    """'bf16': {'enabled': True} is precision="bf16": the engine's matmuls
+    round to bf16 (its outputs are bf16 values), parameters and gradients
+    stay f32 masters, and the losses of five accumulated SGD steps stay
+    within 16u of eager autocast's (test_autocast.py derives the bound)."""
+    torch.manual_seed(0)
+    model = MLP()
+    eager, initial = copy.deepcopy(model), copy.deepcopy(model)
+    config = dict(CONFIG, bf16={"enabled": True})
+    engine, optimizer = build(model, config=config)
+    data = batches(10)
+    ours = []
+    for x, y in data:
+        out = engine(x)
+        assert torch.equal(out, out.to(torch.bfloat16).float())
+        loss = F.mse_loss(out, y)
+        engine.backward(loss)
+        engine.step()
+        ours.append(loss.item())
+    for parameter in engine.module.parameters():
+        assert parameter.dtype == torch.float32
+    theirs = []
+    sgd = torch.optim.SGD(eager.parameters(), lr=0.05, momentum=0.9)
+    for index, (x, y) in enumerate(data):
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            out = eager(x)
+        loss = F.mse_loss(out.float(), y)
+        (loss / 2).backward()
+        theirs.append(loss.item())
+        if index % 2 == 1:
+            torch.nn.utils.clip_grad_norm_(eager.parameters(), 0.05)
+            sgd.step()
+            sgd.zero_grad()
+    for step, (a, b) in enumerate(zip(ours, theirs)):
+        assert abs(a - b) <= 16 * U * b, (step, a, b)
+    # bf16 really is on: the f32 engine's first loss differs.
+    f32_engine, _ = build(initial, config=CONFIG)
+    assert F.mse_loss(f32_engine(data[0][0]), data[0][1]).item() != ours[0]
+
+
 @pytest.mark.parametrize("config,message", [
     (dict(CONFIG, fp16={"enabled": True}), "fp16 training is not supported"),
+    (dict(CONFIG, bf16={"enabled": True, "immediate_grad_update": True}),
+     "unsupported bf16 keys ['immediate_grad_update']"),
     (dict(CONFIG, zero_optimization={"stage": 3}),
      "zero_optimization.stage 3 is not supported"),
     (dict(CONFIG, zero_optimization={"stage": 1, "reduce_bucket_size": 5e8}),

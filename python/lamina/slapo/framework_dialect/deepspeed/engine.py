@@ -69,12 +69,12 @@ class Config:
         self.zero_stage = self._zero(config.pop("zero_optimization", None))
         config.pop("zero_allow_untested_optimizer", None)
         self.clipping = float(config.pop("gradient_clipping", 0.0))
-        for precision in ("fp16", "bf16"):
-            if config.pop(precision, {"enabled": False}).get("enabled"):
-                raise ScheduleError(
-                    f"config: {precision} training is not supported by "
-                    f"Lamina's DeepSpeed engine (set "
-                    f"'{precision}': {{'enabled': False}})")
+        self.precision = self._bf16(config.pop("bf16", None))
+        if config.pop("fp16", {"enabled": False}).get("enabled"):
+            raise ScheduleError(
+                "config: fp16 training is not supported by Lamina's "
+                "DeepSpeed engine (it needs loss scaling); bf16 is: "
+                "'bf16': {'enabled': True}")
         pipeline = dict(config.pop("pipeline", {}))
         if pipeline.pop("sequence_parallel", False):
             raise ScheduleError("config: pipeline.sequence_parallel is not "
@@ -120,6 +120,20 @@ class Config:
             raise ScheduleError(f"config: unsupported optimizer keys "
                                 f"{unknown}")
         return _OPTIMIZERS[kind], dict(entry.get("params", {}))
+
+    @staticmethod
+    def _bf16(entry):
+        """"bf16" when bf16 training is enabled: Lamina's precision="bf16"
+        (the matmuls in bf16 with f32 accumulation, f32 master weights and
+        gradients); None otherwise."""
+        if entry is None:
+            return None
+        entry = dict(entry)
+        enabled = entry.pop("enabled", False)
+        if entry:
+            raise ScheduleError(f"config: unsupported bf16 keys "
+                                f"{sorted(entry)}")
+        return "bf16" if enabled else None
 
     @staticmethod
     def _zero(entry):
