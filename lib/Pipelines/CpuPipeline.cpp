@@ -130,7 +130,15 @@ void mlir::lamina::buildLaminaCpuPipeline(OpPassManager &pm,
   pm.addPass(createSCFToControlFlowPass());
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
-  // bf16 conversions as integer arithmetic: no compiler-rt call at run time.
+  // bf16 arithmetic in f32, rounded back after each op: what LLVM's x86
+  // back end does with it, but there the rounding of a CPU without
+  // AVX512-BF16 is a compiler-rt call (__truncsfbf2) that the JIT's process
+  // does not have. Then bf16 conversions as integer arithmetic: no
+  // compiler-rt call at run time.
+  arith::ArithEmulateUnsupportedFloatsOptions emulate;
+  emulate.sourceTypeStrs = {"bf16"};
+  emulate.targetTypeStr = "f32";
+  pm.addPass(arith::createArithEmulateUnsupportedFloats(emulate));
   arith::ArithExpandOpsPassOptions expand;
   expand.includeBf16 = true;
   pm.addPass(arith::createArithExpandOpsPass(expand));
