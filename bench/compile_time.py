@@ -20,6 +20,7 @@ deepest training pair's cold compile (MLIR pipelines, translation, LLVM)
 closes the table.
 
 usage: bench/compile_time.py [--depths 1,2,4,8,12] [--steps 5]
+                             [--pipeline lamina-cpu-pipeline{...}]
                              [--output bench/results/compile_time.md]
 """
 
@@ -45,6 +46,7 @@ torch.set_num_threads(1)
 sys.path.insert(0, %(examples)r)
 from gpt_models import GPTConfig, TiedGPT
 depth, what, steps = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+pipeline = sys.argv[4]
 config = GPTConfig(block_size=%(block)d, vocab_size=%(vocab)d, n_layer=depth,
                    n_head=%(heads)d, n_embd=%(hidden)d)
 torch.manual_seed(0)
@@ -54,7 +56,8 @@ targets = torch.roll(idx, -1, 1)
 start = time.perf_counter()
 if what != "eager":
     import lamina
-    model = lamina.build(lamina.create_schedule(model), progress=False)
+    model = lamina.build(lamina.create_schedule(model), progress=False,
+                         pipeline=pipeline)
 if what == "forward":
     model.eval()
     with torch.no_grad():
@@ -76,6 +79,9 @@ print(first, statistics.median(times))
        "heads": HEADS, "hidden": HIDDEN}
 
 
+PIPELINE = "lamina-cpu-pipeline"
+
+
 def run(depth, what, steps, env, timing=False, cache=None):
     env = dict(env, OMP_NUM_THREADS="1",
                PYTHONPATH=str(BUILD / "python"))
@@ -85,18 +91,23 @@ def run(depth, what, steps, env, timing=False, cache=None):
         env["LAMINA_TIMING"] = "1"
     completed = subprocess.run(
         ["taskset", "-c", "0", sys.executable, "-c", WORKER, str(depth),
-         what, str(steps)], env=env, capture_output=True, text=True,
+         what, str(steps), PIPELINE], env=env, capture_output=True,
+        text=True,
         check=True)
     return [float(v) for v in completed.stdout.split()], completed.stderr
 
 
 def main():
+    global PIPELINE
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--depths", default="1,2,4,8,12")
     parser.add_argument("--steps", type=int, default=5)
+    parser.add_argument("--pipeline", default=PIPELINE,
+                        help="the CPU pipeline Lamina builds with")
     parser.add_argument("--output",
                         default=str(ROOT / "bench/results/compile_time.md"))
     args = parser.parse_args()
+    PIPELINE = args.pipeline
     depths = [int(d) for d in args.depths.split(",")]
     blas = openblas_env(os.environ)
     rows = []

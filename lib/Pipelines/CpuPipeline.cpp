@@ -154,5 +154,7 @@ void mlir::lamina::buildLaminaCpuPipeline(OpPassManager &pm,
   pm.addPass(createConvertControlFlowToLLVMPass());
   pm.addPass(createUBToLLVMConversionPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
+  if (options.internalizeFunctions)
+    pm.addPass(createLaminaInternalizeFunctions());
   pm.addPass(createCanonicalizerPass());
 }

@@ -60,6 +60,12 @@ struct CpuPipelineOptions : public PassPipelineOptions<CpuPipelineOptions> {
                      "LLVM's time stays linear in the program's size "
                      "(false: one function, for comparison)"),
       llvm::cl::init(true)};
+  Option<bool> internalizeFunctions{
+      *this, "internalize-functions",
+      llvm::cl::desc("internal linkage for all but the C interfaces, each "
+                     "entry inlined into its own (false: LLVM sees every "
+                     "function as exported, for comparison)"),
+      llvm::cl::init(true)};
 };
 
 /// lamina (+ upstream tensor IR) → LLVM dialect for the host CPU: epilogue

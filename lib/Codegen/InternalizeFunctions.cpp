@@ -1,0 +1,40 @@
+//===- InternalizeFunctions.cpp - Internal linkage behind the C interfaces ===//
+
+#include "lamina/Codegen/Passes.h"
+
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "llvm/ADT/StringSet.h"
+
+namespace mlir::lamina {
+#define GEN_PASS_DEF_LAMINAINTERNALIZEFUNCTIONS
+#include "lamina/Codegen/Passes.h.inc"
+} // namespace mlir::lamina
+
+using namespace mlir;
+
+/// The prefix of the C interfaces func-to-llvm writes for
+/// `llvm.emit_c_interface` functions.
+static constexpr llvm::StringLiteral kCInterfacePrefix = "_mlir_ciface_";
+
+namespace {
+struct LaminaInternalizeFunctionsPass
+    : mlir::lamina::impl::LaminaInternalizeFunctionsBase<
+          LaminaInternalizeFunctionsPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    llvm::StringSet<> wrapped;
+    for (auto function : module.getOps<LLVM::LLVMFuncOp>())
+      if (!function.isExternal() &&
+          function.getName().starts_with(kCInterfacePrefix))
+        wrapped.insert(function.getName().drop_front(kCInterfacePrefix.size()));
+    for (auto function : module.getOps<LLVM::LLVMFuncOp>()) {
+      if (function.isExternal() ||
+          function.getName().starts_with(kCInterfacePrefix))
+        continue;
+      function.setLinkage(LLVM::Linkage::Internal);
+      if (wrapped.contains(function.getName()))
+        function.setAlwaysInline(true);
+    }
+  }
+};
+} // namespace

@@ -1,0 +1,34 @@
+// RUN: lamina-opt %s --lamina-internalize-functions | FileCheck %s
+
+// Only the C interface stays external. The entry it wraps becomes internal
+// and always inlined into it; the loop nest internal, still noinline;
+// declarations (runtime functions) untouched.
+
+// CHECK-LABEL: llvm.func internal @f(
+// CHECK-SAME: always_inline
+llvm.func @f(%p: !llvm.ptr, %n: i64) attributes {llvm.emit_c_interface} {
+  llvm.call @f_nest0(%p, %n) : (!llvm.ptr, i64) -> ()
+  llvm.call @runtime_call(%p) : (!llvm.ptr) -> ()
+  llvm.return
+}
+
+// CHECK-LABEL: llvm.func @_mlir_ciface_f(
+// CHECK-NOT: internal
+// CHECK-NOT: always_inline
+// CHECK: llvm.call @f(
+llvm.func @_mlir_ciface_f(%d: !llvm.ptr) attributes {llvm.emit_c_interface} {
+  %p = llvm.load %d : !llvm.ptr -> !llvm.ptr
+  %n = llvm.mlir.constant(4 : i64) : i64
+  llvm.call @f(%p, %n) : (!llvm.ptr, i64) -> ()
+  llvm.return
+}
+
+// CHECK-LABEL: llvm.func internal @f_nest0(
+// CHECK-SAME: passthrough = ["noinline"]
+// CHECK-NOT: always_inline
+llvm.func @f_nest0(%p: !llvm.ptr, %n: i64) attributes {passthrough = ["noinline"]} {
+  llvm.return
+}
+
+// CHECK-LABEL: llvm.func @runtime_call(!llvm.ptr)
+llvm.func @runtime_call(!llvm.ptr)
