@@ -282,9 +282,10 @@ def LaminaInternalizeFunctions
   let summary = "Give every LLVM function but the C interfaces internal "
                 "linkage, and inline each entry into its C interface";
   let description = [{
-    A compiled program is entered only through the C interfaces
+    A compiled program is entered through the C interfaces
     (`_mlir_ciface_<entry>`, which take pointers to memref descriptors);
-    its other functions are its own. Internal linkage tells LLVM so: the
+    the functions they wrap and the private ones (the loop nests) are its
+    own. Internal linkage tells LLVM so: the
     JIT then makes no packed wrapper for them, and LLVM may drop the
     descriptor fields a loop nest never reads. The function a C interface
     wraps takes every descriptor expanded into its fields, over a thousand
@@ -292,12 +293,14 @@ def LaminaInternalizeFunctions
     `always_inline`, so the C interface reads the fields itself instead of
     passing them in one call (whose outgoing arguments cost LLVM's code
     generation seconds: each is a store that the store-merging combine
-    compares with the others).
+    compares with the others). A public function without a C interface
+    stays external: it is an entry of its own.
 
     ```mlir
     llvm.func @f(%p: !llvm.ptr, ...) { ... }
     llvm.func @_mlir_ciface_f(%d: !llvm.ptr) { ... llvm.call @f(...) ... }
-    llvm.func @f_nest0(...) attributes {passthrough = ["noinline"]} { ... }
+    llvm.func @f_nest0(...) attributes {passthrough = ["noinline"],
+                                        sym_visibility = "private"} { ... }
     // becomes
     llvm.func internal @f(%p: !llvm.ptr, ...) attributes {always_inline} { ... }
     llvm.func @_mlir_ciface_f(%d: !llvm.ptr) { ... }

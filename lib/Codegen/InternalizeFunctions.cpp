@@ -28,11 +28,15 @@ struct LaminaInternalizeFunctionsPass
           function.getName().starts_with(kCInterfacePrefix))
         wrapped.insert(function.getName().drop_front(kCInterfacePrefix.size()));
     for (auto function : module.getOps<LLVM::LLVMFuncOp>()) {
-      if (function.isExternal() ||
-          function.getName().starts_with(kCInterfacePrefix))
+      if (function.isExternal())
+        continue;
+      // A public function without a C interface is an entry of its own
+      // (a module compiled ahead of time by lamina-opt's user).
+      bool isWrapped = wrapped.contains(function.getName());
+      if (!isWrapped && !function.isPrivate())
         continue;
       function.setLinkage(LLVM::Linkage::Internal);
-      if (wrapped.contains(function.getName()))
+      if (isWrapped)
         function.setAlwaysInline(true);
     }
   }

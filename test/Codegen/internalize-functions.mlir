@@ -1,7 +1,8 @@
 // RUN: lamina-opt %s --lamina-internalize-functions | FileCheck %s
 
-// Only the C interface stays external. The entry it wraps becomes internal
-// and always inlined into it; the loop nest internal, still noinline;
+// The C interface stays external. The entry it wraps becomes internal and
+// always inlined into it; the private loop nest internal, still noinline;
+// a public function without a C interface (an entry of its own) and
 // declarations (runtime functions) untouched.
 
 // CHECK-LABEL: llvm.func internal @f(
@@ -26,7 +27,14 @@ llvm.func @_mlir_ciface_f(%d: !llvm.ptr) attributes {llvm.emit_c_interface} {
 // CHECK-LABEL: llvm.func internal @f_nest0(
 // CHECK-SAME: passthrough = ["noinline"]
 // CHECK-NOT: always_inline
-llvm.func @f_nest0(%p: !llvm.ptr, %n: i64) attributes {passthrough = ["noinline"]} {
+llvm.func @f_nest0(%p: !llvm.ptr, %n: i64) attributes {passthrough = ["noinline"], sym_visibility = "private"} {
+  llvm.return
+}
+
+// CHECK-LABEL: llvm.func @g(
+// CHECK-NOT: always_inline
+// CHECK: llvm.return
+llvm.func @g() {
   llvm.return
 }
 
