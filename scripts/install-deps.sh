@@ -10,7 +10,7 @@ packages=(
   # libFuzzer, ASan and UBSan runtimes for the fuzzing build
   libclang-rt-22-dev
   # Python side: tests, reference numerics, bindings
-  python3-dev python3-numpy python3-pytest python3-torch pybind11-dev
+  python3-dev python3-numpy python3-pytest python3-pytest-xdist python3-torch pybind11-dev
   # MPI for tensor parallelism (MPICH: its ABI is what upstream's lowering emits)
   mpich libmpich-dev
   # fast BLAS for the benchmark baselines

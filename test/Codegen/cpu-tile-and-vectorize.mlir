@@ -115,6 +115,22 @@ func.func @decode(%x: tensor<16x4096xf32>, %w: tensor<4096x4096xf32>, %b: tensor
 
 // -----
 
+// A depth with few factors of 2 (GPT-2's vocabulary, 50304 = 2^7 · 3 · 131,
+// the backward's dX of its head): the chunk of k is the largest that
+// divides it within the budget (64 rows of x and a block's panel in a
+// quarter of L2: 819 k), 524 = 4 · 131, not the 24 that halving from k / 2
+// reached.
+// CHECK-LABEL: func.func @vocabulary_depth
+// CHECK: scf.for %{{.*}} = %c0 to %c50304 step %c524
+// WIDE-LABEL: func.func @vocabulary_depth
+// WIDE: scf.for %{{.*}} = %c0 to %c50304 step %c524
+func.func @vocabulary_depth(%dy: tensor<64x50304xf32>, %w: tensor<768x50304xf32>) -> tensor<64x768xf32> {
+  %0 = lamina.linear "head" %dy, %w : (tensor<64x50304xf32>, tensor<768x50304xf32>) -> tensor<64x768xf32>
+  return %0 : tensor<64x768xf32>
+}
+
+// -----
+
 // Dropout's mask: the Philox generic in rows of 16 groups, then the
 // interleaving of its four words, [M, N/4, 4], in tiles of 16 groups × 4
 // words (64 bytes), each word read once and broadcast along the last dim.

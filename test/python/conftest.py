@@ -17,3 +17,11 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 os.environ["LAMINA_CACHE"] = "0"
 # Models as users write them (gpt_models.py) live with the examples.
 sys.path.insert(0, str(_ROOT / "examples"))
+
+
+def pytest_configure(config):
+    # check-lamina-python runs the suite in two passes: the tests marked
+    # `ranks` (each launches MPI ranks, which busy-wait on the cores) alone,
+    # one after the other; the rest on every core (pytest-xdist).
+    config.addinivalue_line(
+        "markers", "ranks: launches MPI ranks; run in the serial pass")

@@ -198,6 +198,7 @@ out.write_text(f"{y.sum().item():.5f}")
 """
 
 
+@pytest.mark.ranks
 def test_ranks_share_one_entry_of_a_sharded_program(cache, tmp_path):
     """Two MPI ranks compile the same partitioned program (with packed
     weights and MPI calls) and store it at once; a second run of both

@@ -131,6 +131,7 @@ def test_installed_lamina_run(prefix, inputs, pipeline, tmp_path):
     assert (tmp_path / "result0.npy").is_file()
 
 
+@pytest.mark.ranks
 def test_installed_lamina_run_on_mpi_ranks(prefix, tmp_path):
     """The Megatron MLP on two ranks (Lamina's MPI runtime, MPICH) against the
     unsharded program, from copies of the examples."""

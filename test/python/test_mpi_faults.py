@@ -13,6 +13,9 @@ import time
 
 import pytest
 
+# Each test launches MPI ranks: run in the serial pass (test/CMakeLists.txt).
+pytestmark = pytest.mark.ranks
+
 SCRIPT = pathlib.Path(__file__).with_name("rank_fault.py")
 
 

@@ -12,6 +12,9 @@ import torch
 
 from lamina.tools import run_ir, run_ir_on_ranks, tool
 
+# Each test launches MPI ranks: run in the serial pass (test/CMakeLists.txt).
+pytestmark = pytest.mark.ranks
+
 EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples"
 SEED = ("i64", 11)
 

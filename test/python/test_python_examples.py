@@ -5,6 +5,8 @@ import pathlib
 import subprocess
 import sys
 
+import pytest
+
 from lamina.tools import build_dir
 
 EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples"
@@ -23,6 +25,7 @@ def test_schedule_and_run_on_cpu():
                                           "gpt2_mlp_schedule.py"])
 
 
+@pytest.mark.ranks
 def test_tensor_parallel_on_two_ranks():
     out = run(["mpirun.mpich", "-np", "2", sys.executable,
                "gpt2_mlp_tensor_parallel.py"])
@@ -39,6 +42,7 @@ def test_train_mlp():
     assert "every step equals eager PyTorch" in out
 
 
+@pytest.mark.ranks
 def test_train_mlp_on_two_ranks():
     out = run(["mpirun.mpich", "-np", "2", sys.executable,
                "train_mlp_tensor_parallel.py"])
@@ -47,6 +51,7 @@ def test_train_mlp_on_two_ranks():
         assert f"rank {rank}: every step equals eager PyTorch" in out
 
 
+@pytest.mark.ranks
 def test_train_on_a_grid_of_four_ranks():
     out = run(["mpirun.mpich", "-np", "4", sys.executable, "train_grid.py"])
     for rank in range(4):
@@ -57,6 +62,7 @@ def test_train_on_a_grid_of_four_ranks():
             "global batch" in out
 
 
+@pytest.mark.ranks
 def test_slapo_schedule_trains_on_two_ranks():
     out = run(["mpirun.mpich", "-np", "2", sys.executable,
                "slapo_gpt_train.py"])
@@ -72,6 +78,7 @@ def test_gpt_trains_and_runs():
     assert "rank 0 of 1: next-token logits (4, 1, 96) equal eager" in out
 
 
+@pytest.mark.ranks
 def test_gpt_runs_megatron_parallel_on_two_ranks():
     out = run(["mpirun.mpich", "-np", "2", sys.executable, "gpt_train.py"])
     for rank in (0, 1):

@@ -362,6 +362,7 @@ print(f"rank {{lamina.rank()}} of {{lamina.world_size()}} ok", flush=True)
 """
 
 
+@pytest.mark.ranks
 def test_megatron_from_python_on_two_ranks(tmp_path):
     script = tmp_path / "megatron.py"
     script.write_text(MEGATRON_SCRIPT.format(
@@ -483,6 +484,7 @@ print(f"rank {{lamina.rank()}}: world sizes ok", flush=True)
 """
 
 
+@pytest.mark.ranks
 def test_world_size_defaults_to_the_launched_world(tmp_path):
     script = tmp_path / "world_size.py"
     script.write_text(WORLD_SIZE_SCRIPT.format(

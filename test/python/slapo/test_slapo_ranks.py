@@ -13,6 +13,9 @@ import pytest
 
 from rank_checks import assert_checks_pass_on_ranks
 
+# Each test launches MPI ranks: run in the serial pass (test/CMakeLists.txt).
+pytestmark = pytest.mark.ranks
+
 SCRIPT = pathlib.Path(__file__).with_name("slapo_on_ranks.py")
 
 ON_ONE_RANK = ["shard_mlp", "shard_linear", "seq_para", "shard_annotate",

@@ -7,7 +7,12 @@ compiled as the vocabulary-parallel embedding."""
 
 import pathlib
 
+import pytest
+
 from rank_checks import assert_checks_pass_on_ranks
+
+# Each test launches MPI ranks: run in the serial pass (test/CMakeLists.txt).
+pytestmark = pytest.mark.ranks
 
 SCRIPT = pathlib.Path(__file__).with_name("sync_ops_on_ranks.py")
 
