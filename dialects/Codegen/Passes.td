@@ -279,22 +279,23 @@ def LaminaDeduplicateFunctions
 
 def LaminaInternalizeFunctions
     : Pass<"lamina-internalize-functions", "::mlir::ModuleOp"> {
-  let summary = "Give every LLVM function but the C interfaces internal "
-                "linkage, and inline each entry into its C interface";
+  let summary = "Give the entries behind the C interfaces and the private "
+                "functions internal linkage";
   let description = [{
     A compiled program is entered through the C interfaces
     (`_mlir_ciface_<entry>`, which take pointers to memref descriptors);
     the functions they wrap and the private ones (the loop nests) are its
-    own. Internal linkage tells LLVM so: the
-    JIT then makes no packed wrapper for them, and LLVM may drop the
-    descriptor fields a loop nest never reads. The function a C interface
-    wraps takes every descriptor expanded into its fields, over a thousand
-    arguments for a whole model's training step; it is marked
-    `always_inline`, so the C interface reads the fields itself instead of
-    passing them in one call (whose outgoing arguments cost LLVM's code
-    generation seconds: each is a store that the store-merging combine
-    compares with the others). A public function without a C interface
-    stays external: it is an entry of its own.
+    own. Internal linkage tells LLVM so: the JIT makes no packed wrapper for
+    them, and LLVM may drop the arguments a function never reads. That
+    matters most for the call from a C interface to its entry, which takes
+    every memref descriptor expanded into its fields: over a thousand
+    arguments for a whole model's training step, exported, each passed by a
+    store that LLVM's store-merging combine compared with the others
+    (seconds of code generation). The entry is kept out of line
+    (`no_inline`): inlined, the C interface became one function of the whole
+    host code and a thousand descriptor loads, which took LLVM twice as long
+    to generate. A public function without a C interface stays external: it
+    is an entry of its own.
 
     ```mlir
     llvm.func @f(%p: !llvm.ptr, ...) { ... }
@@ -302,7 +303,7 @@ def LaminaInternalizeFunctions
     llvm.func @f_nest0(...) attributes {passthrough = ["noinline"],
                                         sym_visibility = "private"} { ... }
     // becomes
-    llvm.func internal @f(%p: !llvm.ptr, ...) attributes {always_inline} { ... }
+    llvm.func internal @f(%p: !llvm.ptr, ...) attributes {no_inline} { ... }
     llvm.func @_mlir_ciface_f(%d: !llvm.ptr) { ... }
     llvm.func internal @f_nest0(...) attributes {passthrough = ["noinline"]} { ... }
     ```

@@ -36,8 +36,10 @@ struct LaminaInternalizeFunctionsPass
       if (!isWrapped && !function.isPrivate())
         continue;
       function.setLinkage(LLVM::Linkage::Internal);
+      // Out of line: inlined, the C interface became one function of the
+      // whole host code and its descriptor loads, twice as slow to generate.
       if (isWrapped)
-        function.setAlwaysInline(true);
+        function.setNoInline(true);
     }
   }
 };

@@ -1,12 +1,12 @@
 // RUN: lamina-opt %s --lamina-internalize-functions | FileCheck %s
 
 // The C interface stays external. The entry it wraps becomes internal and
-// always inlined into it; the private loop nest internal, still noinline;
+// stays out of line; the private loop nest internal, still noinline;
 // a public function without a C interface (an entry of its own) and
 // declarations (runtime functions) untouched.
 
 // CHECK-LABEL: llvm.func internal @f(
-// CHECK-SAME: always_inline
+// CHECK-SAME: no_inline
 llvm.func @f(%p: !llvm.ptr, %n: i64) attributes {llvm.emit_c_interface} {
   llvm.call @f_nest0(%p, %n) : (!llvm.ptr, i64) -> ()
   llvm.call @runtime_call(%p) : (!llvm.ptr) -> ()
@@ -14,8 +14,7 @@ llvm.func @f(%p: !llvm.ptr, %n: i64) attributes {llvm.emit_c_interface} {
 }
 
 // CHECK-LABEL: llvm.func @_mlir_ciface_f(
-// CHECK-NOT: internal
-// CHECK-NOT: always_inline
+// CHECK-NOT: no_inline
 // CHECK: llvm.call @f(
 llvm.func @_mlir_ciface_f(%d: !llvm.ptr) attributes {llvm.emit_c_interface} {
   %p = llvm.load %d : !llvm.ptr -> !llvm.ptr
@@ -26,13 +25,13 @@ llvm.func @_mlir_ciface_f(%d: !llvm.ptr) attributes {llvm.emit_c_interface} {
 
 // CHECK-LABEL: llvm.func internal @f_nest0(
 // CHECK-SAME: passthrough = ["noinline"]
-// CHECK-NOT: always_inline
+// CHECK-NOT: no_inline
 llvm.func @f_nest0(%p: !llvm.ptr, %n: i64) attributes {passthrough = ["noinline"], sym_visibility = "private"} {
   llvm.return
 }
 
 // CHECK-LABEL: llvm.func @g(
-// CHECK-NOT: always_inline
+// CHECK-NOT: no_inline
 // CHECK: llvm.return
 llvm.func @g() {
   llvm.return

@@ -62,9 +62,9 @@ struct CpuPipelineOptions : public PassPipelineOptions<CpuPipelineOptions> {
       llvm::cl::init(true)};
   Option<bool> internalizeFunctions{
       *this, "internalize-functions",
-      llvm::cl::desc("internal linkage for all but the C interfaces, each "
-                     "entry inlined into its own (false: LLVM sees every "
-                     "function as exported, for comparison)"),
+      llvm::cl::desc("internal linkage for the entries behind the C "
+                     "interfaces and the private functions (false: LLVM "
+                     "sees every function as exported, for comparison)"),
       llvm::cl::init(true)};
 };
 
