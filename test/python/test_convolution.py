@@ -125,6 +125,14 @@ def test_unsupported_convolutions_are_named(conv, message):
         lamina.build(lamina.create_schedule(conv))(torch.randn(1, 4, 6, 6))
 
 
+def test_half_precision_convolutions_are_named():
+    conv = nn.Conv2d(4, 4, 3).to(torch.bfloat16)
+    with pytest.raises(lamina.UnsupportedOperationError,
+                       match="bf16 input by bf16 weight"):
+        lamina.build(lamina.create_schedule(conv))(
+            torch.randn(1, 4, 6, 6).to(torch.bfloat16))
+
+
 def test_unbatched_input_is_named():
     conv = nn.Conv2d(4, 4, 3)
     with pytest.raises(lamina.UnsupportedOperationError,

@@ -1,7 +1,7 @@
 """2-D convolutions: nn.Conv2d and F.conv2d as upstream's
 `linalg.conv_2d_nchw_fchw`, the input zero-padded first (`tensor.pad`) and
 the bias broadcast into the accumulator it starts from. One group, zero
-padding; batched (N, C, H, W) inputs."""
+padding; batched (N, C, H, W) f32 inputs."""
 
 import torch.nn.functional as F
 from torch import nn
@@ -60,9 +60,11 @@ def _conv2d(emitter, node, what, x, weight, bias, stride, padding, dilation,
     if x.type.rank != 4:
         emitter.fail(node, f"{what} of a {x.type.rank}-D input (N, C, H, W "
                      "batches are supported)")
-    if x.type.element != weight.type.element:
+    if x.type.element != ir.F32 or weight.type.element != ir.F32:
+        # linalg's convolution accumulates in its operands' type: a bf16 or
+        # f16 sum over C·KH·KW products would lose what PyTorch keeps.
         emitter.fail(node, f"{what} of {x.type.element} input by "
-                     f"{weight.type.element} weight")
+                     f"{weight.type.element} weight (f32 is supported)")
     stride, dilation = _pair(stride), _pair(dilation)
     kernel = weight.type.shape[2:]
     low, high = _padding(emitter, node, padding, kernel, dilation)
