@@ -79,10 +79,7 @@ print(first, statistics.median(times))
        "heads": HEADS, "hidden": HIDDEN}
 
 
-PIPELINE = "lamina-cpu-pipeline"
-
-
-def run(depth, what, steps, env, timing=False, cache=None):
+def run(depth, what, steps, env, pipeline, timing=False, cache=None):
     env = dict(env, OMP_NUM_THREADS="1",
                PYTHONPATH=str(BUILD / "python"))
     if cache is not None:
@@ -91,36 +88,35 @@ def run(depth, what, steps, env, timing=False, cache=None):
         env["LAMINA_TIMING"] = "1"
     completed = subprocess.run(
         ["taskset", "-c", "0", sys.executable, "-c", WORKER, str(depth),
-         what, str(steps), PIPELINE], env=env, capture_output=True,
-        text=True,
-        check=True)
+         what, str(steps), pipeline], env=env, capture_output=True,
+        text=True, check=True)
     return [float(v) for v in completed.stdout.split()], completed.stderr
 
 
 def main():
-    global PIPELINE
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--depths", default="1,2,4,8,12")
     parser.add_argument("--steps", type=int, default=5)
-    parser.add_argument("--pipeline", default=PIPELINE,
+    parser.add_argument("--pipeline", default="lamina-cpu-pipeline",
                         help="the CPU pipeline Lamina builds with")
     parser.add_argument("--output",
                         default=str(ROOT / "bench/results/compile_time.md"))
     args = parser.parse_args()
-    PIPELINE = args.pipeline
+    pipeline = args.pipeline
     depths = [int(d) for d in args.depths.split(",")]
     blas = openblas_env(os.environ)
     rows = []
     for depth in depths:
         with tempfile.TemporaryDirectory() as cache:
-            (forward,), _ = run(depth, "forward", 0, os.environ, cache=cache)
+            (forward,), _ = run(depth, "forward", 0, os.environ, pipeline,
+                                cache=cache)
             (pair, step), _ = run(depth, "train", args.steps, os.environ,
-                                  cache=cache)
+                                  pipeline, cache=cache)
             (warm_forward,), _ = run(depth, "forward", 0, os.environ,
-                                     cache=cache)
-            (warm_pair, _), _ = run(depth, "train", 1, os.environ,
+                                     pipeline, cache=cache)
+            (warm_pair, _), _ = run(depth, "train", 1, os.environ, pipeline,
                                     cache=cache)
-        (_, eager), _ = run(depth, "eager", args.steps, blas)
+        (_, eager), _ = run(depth, "eager", args.steps, blas, pipeline)
         rows.append((depth, forward, pair, warm_forward, warm_pair, step,
                      eager))
         print(f"depth {depth}: forward {forward:.1f} s (warm "
@@ -128,8 +124,8 @@ def main():
               f"{warm_pair:.2f} s), step {step * 1e3:.0f} ms (eager "
               f"{eager * 1e3:.0f} ms)", flush=True)
     with tempfile.TemporaryDirectory() as cache:
-        _, report = run(depths[-1], "train", 1, os.environ, timing=True,
-                        cache=cache)
+        _, report = run(depths[-1], "train", 1, os.environ, pipeline,
+                        timing=True, cache=cache)
     lines = [
         "# Compile time by depth",
         "",

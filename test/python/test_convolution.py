@@ -10,36 +10,7 @@ import torch.nn.functional as F
 from torch import nn
 
 import lamina
-
-TOL = dict(rtol=1e-5, atol=1e-5)
-
-
-def twins(make):
-    torch.manual_seed(0)
-    model = make()
-    eager = make()
-    eager.load_state_dict(model.state_dict())
-    return model, eager
-
-
-def compiled_matches_eager(make, shape):
-    """Builds `make()`; its output, the input's gradient and every
-    parameter's gradient against an eager twin's on an input of `shape`."""
-    model, eager = twins(make)
-    compiled = lamina.build(lamina.create_schedule(model))
-    x = torch.randn(shape, generator=torch.Generator().manual_seed(1))
-    ours, theirs = x.clone().requires_grad_(), x.clone().requires_grad_()
-    y, y_eager = compiled(ours), eager(theirs)
-    torch.testing.assert_close(y, y_eager, **TOL)
-    weight = torch.randn(y.shape, generator=torch.Generator().manual_seed(2))
-    (y * weight).sum().backward()
-    (y_eager * weight).sum().backward()
-    torch.testing.assert_close(ours.grad, theirs.grad, **TOL)
-    grads = dict(eager.named_parameters())
-    for name, parameter in compiled.named_parameters():
-        torch.testing.assert_close(parameter.grad, grads[name].grad, **TOL,
-                                   msg=lambda m: f"{name}: {m}")
-    return compiled
+from eager_twins import TOL, compiled_matches_eager, twins
 
 
 class ConvReLU(nn.Module):

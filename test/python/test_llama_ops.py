@@ -15,9 +15,10 @@ from torch.overrides import handle_torch_function, has_torch_function
 import lamina
 from lamina.importer import converters
 from lamina.importer.converters import attention
+import eager_twins
+from eager_twins import TOL
 from llama_model import RMSNorm, apply_rotary_emb, precompute_freqs
 
-TOL = dict(rtol=1e-5, atol=1e-5)
 
 
 class Rotary(nn.Module):
@@ -41,33 +42,10 @@ class Rotary(nn.Module):
         return (xq * xk).sum(-1)
 
 
-def twins(make):
-    torch.manual_seed(0)
-    model = make()
-    eager = make()
-    eager.load_state_dict(model.state_dict())
-    return model, eager
-
-
 def compiled_matches_eager(make):
-    """Builds `make()` and checks its result on a (2, 8, 32) input, the
-    input's gradient and every parameter's against an eager twin's; the
-    compiled module."""
-    model, eager = twins(make)
-    compiled = lamina.build(lamina.create_schedule(model))
-    x = torch.randn(2, 8, 32, generator=torch.Generator().manual_seed(1))
-    ours, theirs = x.clone().requires_grad_(), x.clone().requires_grad_()
-    y, y_eager = compiled(ours), eager(theirs)
-    torch.testing.assert_close(y, y_eager, **TOL)
-    weight = torch.randn(y.shape, generator=torch.Generator().manual_seed(2))
-    (y * weight).sum().backward()
-    (y_eager * weight).sum().backward()
-    torch.testing.assert_close(ours.grad, theirs.grad, **TOL)
-    grads = dict(eager.named_parameters())
-    for name, parameter in compiled.named_parameters():
-        torch.testing.assert_close(parameter.grad, grads[name].grad, **TOL,
-                                   msg=lambda m: f"{name}: {m}")
-    return compiled
+    """Builds `make()` and checks it on a (2, 8, 32) input against an eager
+    twin (eager_twins.py); the compiled module."""
+    return eager_twins.compiled_matches_eager(make, (2, 8, 32))
 
 
 @pytest.mark.parametrize("make", [lambda: RMSNorm(32), Rotary],

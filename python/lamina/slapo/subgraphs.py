@@ -175,18 +175,25 @@ def calls_module(sch, subgraph, accept):
     return False
 
 
-def wrap(sch, subgraph, name, wrapper=None):
-    """Puts the one vertical subgraph of `subgraph` into a GraphModule of
-    its own (inside `wrapper(graph_module)` when given), called in its
-    place; its schedule."""
+def _one_vertical_subgraph(sch, subgraph, name):
+    """(the traced module holding it, its (parent, node) pairs) of the one
+    vertical subgraph of `subgraph`, checked to be used only through its
+    last node."""
     groups = _normalize(subgraph)
     if len(groups) != 1:
         raise ScheduleError(f"only one vertical subgraph can be wrapped into "
                             f"{name}, got {len(groups)}")
-    parent = groups[0][0][0]
-    graph_module, _ = _owner(sch, parent)
-    nodes = [node for _, node in groups[0]]
-    _check_closed(nodes)
+    graph_module, _ = _owner(sch, groups[0][0][0])
+    _check_closed([node for _, node in groups[0]])
+    return graph_module, list(groups[0])
+
+
+def wrap(sch, subgraph, name, wrapper=None):
+    """Puts the one vertical subgraph of `subgraph` into a GraphModule of
+    its own (inside `wrapper(graph_module)` when given), called in its
+    place; its schedule."""
+    graph_module, group = _one_vertical_subgraph(sch, subgraph, name)
+    nodes = [node for _, node in group]
     graph = fx.Graph()
     remap = {arg: graph.placeholder(arg.name)
              for arg in _external_inputs(nodes)}
@@ -201,7 +208,7 @@ def wrap(sch, subgraph, name, wrapper=None):
     region = fx.GraphModule(modules, graph, name)
     if wrapper is not None:
         region = wrapper(region)
-    return replace(sch, region, [list(groups[0])], name, None, False)
+    return replace(sch, region, [group], name, None, False)
 
 
 def sequential(sch, subgraph, name):
@@ -210,16 +217,10 @@ def sequential(sch, subgraph, name):
     an nn.Sequential subclass named `name`, called in its place. None when
     a node of it is not a module call (the subgraph is then wrapped whole,
     see `wrap`)."""
-    groups = _normalize(subgraph)
-    if len(groups) != 1:
-        raise ScheduleError(f"only one vertical subgraph can be fused into "
-                            f"{name}, got {len(groups)}")
-    parent = groups[0][0][0]
-    graph_module, _ = _owner(sch, parent)
-    nodes = [node for _, node in groups[0]]
+    graph_module, group = _one_vertical_subgraph(sch, subgraph, name)
+    nodes = [node for _, node in group]
     if any(node.op != "call_module" for node in nodes):
         return None
-    _check_closed(nodes)
     # Each module takes its predecessor's result as its only argument.
     for previous, node in zip(nodes, nodes[1:]):
         if node.args != (previous,) or node.kwargs:
@@ -227,4 +228,4 @@ def sequential(sch, subgraph, name):
     fused_class = type(name, (nn.Sequential,), {})
     fused = fused_class(*(graph_module.get_submodule(node.target)
                           for node in nodes))
-    return replace(sch, fused, [list(groups[0])], name, None, False)
+    return replace(sch, fused, [group], name, None, False)

@@ -15,7 +15,7 @@ import lamina
 import lamina.slapo as slapo
 from lamina import ScheduleError
 from lamina.slapo.pattern import call_module
-from slapo_checks import forward_matches
+from slapo_checks import ConvModel, forward_matches
 
 
 def test_decompose():
@@ -41,15 +41,6 @@ def test_decompose():
     assert "lamina.linear_separate_bias" in built.ir("imported")
     with pytest.raises(ScheduleError, match="nn.Linear"):
         sch["relu"].decompose()
-
-
-class ConvModel(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.conv = nn.Conv2d(3, 32, 3)
-
-    def forward(self, x):
-        return F.relu(self.conv(x)) + 1
 
 
 def test_vertical_fusion():

@@ -9,6 +9,7 @@ from torch import nn
 
 import lamina.slapo as slapo
 from lamina import ScheduleError
+from slapo_checks import ConvModel
 
 
 class Model(nn.Module):
@@ -31,14 +32,6 @@ def test_vertical_fusion_verified():
 def test_conv_vertical_fusion_verified():
     """Slapo's own case: a convolution, ReLU and + 1 fused; outputs and
     gradients (of the convolution's parameters and of the input)."""
-    class ConvModel(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.conv = nn.Conv2d(3, 32, 3)
-
-        def forward(self, x):
-            return F.relu(self.conv(x)) + 1
-
     sch = slapo.create_schedule(ConvModel())
     subgraph = sch.find(lambda x: F.relu(x) + 1)
     with slapo.Verify(sch, [torch.randn(1, 3, 32, 32, requires_grad=True)]):

@@ -13,8 +13,8 @@
 //
 // where z is dy spread by the strides (s−1 zeros between its elements) and
 // padded by the kernel's dilated reach on both sides, and w' the kernel
-// turned by 180 degrees: the gather form of the transposed convolution. dx' covers the input rows the windows reach;
-// rows a stride leaves out get zeros.
+// turned by 180 degrees: the gather form of the transposed convolution. dx'
+// covers the input rows the windows reach; rows a stride leaves out get zeros.
 //
 //===----------------------------------------------------------------------===//
 
@@ -56,16 +56,17 @@ Value buildContraction(OpBuilder &b, Location loc, Value lhs, Value rhs,
                        RankedTensorType resultType, AffineMap lhsMap,
                        AffineMap rhsMap) {
   MLIRContext *context = b.getContext();
-  Value zeros = buildZeros(
-      b, loc, getAsIndexOpFoldResult(context, resultType.getShape()),
-      resultType.getElementType());
+  Value zeros =
+      buildZeros(b, loc, getAsIndexOpFoldResult(context, resultType.getShape()),
+                 resultType.getElementType());
   SmallVector<utils::IteratorType> iterators(4, utils::IteratorType::parallel);
   iterators.append(3, utils::IteratorType::reduction);
   // The result's dims are the first four loops.
-  auto resultMap = AffineMap::get(7, 0,
-                             {b.getAffineDimExpr(0), b.getAffineDimExpr(1),
-                              b.getAffineDimExpr(2), b.getAffineDimExpr(3)},
-                             context);
+  auto resultMap =
+      AffineMap::get(7, 0,
+                     {b.getAffineDimExpr(0), b.getAffineDimExpr(1),
+                      b.getAffineDimExpr(2), b.getAffineDimExpr(3)},
+                     context);
   return linalg::GenericOp::create(
              b, loc, resultType, ValueRange{lhs, rhs}, zeros,
              ArrayRef<AffineMap>{lhsMap, rhsMap, resultMap}, iterators,
@@ -83,11 +84,10 @@ Value buildFilterGradient(OpBuilder &b, Location loc, const ConvGeometry &g,
                           Value x, Value dy, RankedTensorType filterType) {
   AffineExpr f, c, kh, kw, n, oh, ow;
   bindDims(b.getContext(), f, c, kh, kw, n, oh, ow);
-  auto xMap = AffineMap::get(
-      7, 0,
-      {n, c, oh * g.strides[0] + kh * g.dilations[0],
-       ow * g.strides[1] + kw * g.dilations[1]},
-      b.getContext());
+  auto xMap = AffineMap::get(7, 0,
+                             {n, c, oh * g.strides[0] + kh * g.dilations[0],
+                              ow * g.strides[1] + kw * g.dilations[1]},
+                             b.getContext());
   auto dyMap = AffineMap::get(7, 0, {n, f, oh, ow}, b.getContext());
   return buildContraction(b, loc, x, dy, filterType, xMap, dyMap);
 }
@@ -100,20 +100,34 @@ Value buildTurnedFilter(OpBuilder &b, Location loc, const ConvGeometry &g,
   auto type = cast<RankedTensorType>(filter.getType());
   AffineExpr f, c, kh, kw;
   bindDims(context, f, c, kh, kw);
-  auto turned = AffineMap::get(4, 0, {f, c, g.kh - 1 - kh, g.kw - 1 - kw},
-                               context);
-  Value init = tensor::EmptyOp::create(b, loc, type.getShape(),
-                                       type.getElementType());
+  auto turned =
+      AffineMap::get(4, 0, {f, c, g.kh - 1 - kh, g.kw - 1 - kw}, context);
+  Value init =
+      tensor::EmptyOp::create(b, loc, type.getShape(), type.getElementType());
   return linalg::GenericOp::create(
              b, loc, type, filter, init,
              ArrayRef<AffineMap>{turned,
                                  AffineMap::getMultiDimIdentityMap(4, context)},
-             SmallVector<utils::IteratorType>(4,
-                                              utils::IteratorType::parallel),
+             SmallVector<utils::IteratorType>(4, utils::IteratorType::parallel),
              [](OpBuilder &nb, Location nloc, ValueRange args) {
                linalg::YieldOp::create(nb, nloc, args[0]);
              })
       .getResult(0);
+}
+
+/// `value` written into zeros of `shape` from their origin, its elements
+/// `strides` apart.
+Value buildPlacedInZeros(OpBuilder &b, Location loc, Value value,
+                         ArrayRef<int64_t> shape, ArrayRef<int64_t> strides) {
+  MLIRContext *context = b.getContext();
+  auto type = cast<RankedTensorType>(value.getType());
+  Value zeros = buildZeros(b, loc, getAsIndexOpFoldResult(context, shape),
+                           type.getElementType());
+  SmallVector<int64_t> origin(shape.size(), 0);
+  return tensor::InsertSliceOp::create(
+      b, loc, value, zeros, getAsIndexOpFoldResult(context, origin),
+      getAsIndexOpFoldResult(context, type.getShape()),
+      getAsIndexOpFoldResult(context, strides));
 }
 
 /// dx over the loops (n, c, i, j, f, kh, kw), zero outside the reach.
@@ -125,16 +139,10 @@ Value buildInputGradient(OpBuilder &b, Location loc, const ConvGeometry &g,
   int64_t spreadRows = (g.oh - 1) * g.strides[0] + 1;
   int64_t spreadColumns = (g.ow - 1) * g.strides[1] + 1;
   Value spread = dy;
-  if (g.strides[0] != 1 || g.strides[1] != 1) {
-    Value zeros = buildZeros(
-        b, loc,
-        getAsIndexOpFoldResult(context, {g.n, g.f, spreadRows, spreadColumns}),
-        elt);
-    spread = tensor::InsertSliceOp::create(
-        b, loc, dy, zeros, getAsIndexOpFoldResult(context, {0, 0, 0, 0}),
-        getAsIndexOpFoldResult(context, {g.n, g.f, g.oh, g.ow}),
-        getAsIndexOpFoldResult(context, {1, 1, g.strides[0], g.strides[1]}));
-  }
+  if (g.strides[0] != 1 || g.strides[1] != 1)
+    spread =
+        buildPlacedInZeros(b, loc, dy, {g.n, g.f, spreadRows, spreadColumns},
+                           {1, 1, g.strides[0], g.strides[1]});
   // Padded by the kernel's dilated reach on both sides.
   int64_t padRows = (g.kh - 1) * g.dilations[0];
   int64_t padColumns = (g.kw - 1) * g.dilations[1];
@@ -152,23 +160,17 @@ Value buildInputGradient(OpBuilder &b, Location loc, const ConvGeometry &g,
   AffineExpr n, c, i, j, f, kh, kw;
   bindDims(context, n, c, i, j, f, kh, kw);
   auto zMap = AffineMap::get(
-      7, 0, {n, f, i + kh * g.dilations[0], j + kw * g.dilations[1]},
-      context);
+      7, 0, {n, f, i + kh * g.dilations[0], j + kw * g.dilations[1]}, context);
   auto wMap = AffineMap::get(7, 0, {f, c, kh, kw}, context);
   int64_t rows = g.reachedRows(), columns = g.reachedColumns();
   auto reachedType = RankedTensorType::get({g.n, g.c, rows, columns}, elt);
-  Value reached = buildContraction(b, loc, padded,
-                                   buildTurnedFilter(b, loc, g, filter),
-                                   reachedType, zMap, wMap);
+  Value reached =
+      buildContraction(b, loc, padded, buildTurnedFilter(b, loc, g, filter),
+                       reachedType, zMap, wMap);
   if (rows == g.h && columns == g.w)
     return reached;
-  Value zeros = buildZeros(b, loc,
-                     getAsIndexOpFoldResult(context, inputType.getShape()),
-                     elt);
-  return tensor::InsertSliceOp::create(
-      b, loc, reached, zeros, getAsIndexOpFoldResult(context, {0, 0, 0, 0}),
-      getAsIndexOpFoldResult(context, {g.n, g.c, rows, columns}),
-      getAsIndexOpFoldResult(context, {1, 1, 1, 1}));
+  return buildPlacedInZeros(b, loc, reached, inputType.getShape(),
+                            {1, 1, 1, 1});
 }
 
 /// y = init + conv(x, w): dx, dW, and the cotangent itself for the init.
@@ -180,8 +182,8 @@ struct Conv2DRule : Rule<Conv2DRule, linalg::Conv2DNchwFchwOp> {
     auto conv = cast<linalg::Conv2DNchwFchwOp>(op);
     auto inputType = cast<RankedTensorType>(conv.getInputs()[0].getType());
     auto filterType = cast<RankedTensorType>(conv.getInputs()[1].getType());
-    auto resultType = cast<RankedTensorType>(conv.getResultTensors()[0]
-                                                 .getType());
+    auto resultType =
+        cast<RankedTensorType>(conv.getResultTensors()[0].getType());
     if (!conv.hasPureTensorSemantics() || !inputType.hasStaticShape() ||
         !filterType.hasStaticShape() ||
         inputType.getElementType() != resultType.getElementType() ||
@@ -213,8 +215,7 @@ struct Conv2DRule : Rule<Conv2DRule, linalg::Conv2DNchwFchwOp> {
 /// A zero padding: the cotangent's interior, where the source lies.
 struct PadRule : Rule<PadRule, tensor::PadOp> {
   LogicalResult buildVectorJacobianProduct(Operation *op, OpBuilder &b,
-                                           ReverseState &,
-                                           ArrayRef<Value> dys,
+                                           ReverseState &, ArrayRef<Value> dys,
                                            MutableArrayRef<Value> dxs) const {
     auto pad = cast<tensor::PadOp>(op);
     Value constant = pad.getConstantPaddingValue();
@@ -226,8 +227,7 @@ struct PadRule : Rule<PadRule, tensor::PadOp> {
     int64_t rank = pad.getSourceType().getRank();
     dxs[0] = tensor::ExtractSliceOp::create(
         b, loc, pad.getSourceType(), dys[0], pad.getMixedLowPad(),
-        getAsIndexOpFoldResult(b.getContext(),
-                               pad.getSourceType().getShape()),
+        getAsIndexOpFoldResult(b.getContext(), pad.getSourceType().getShape()),
         SmallVector<OpFoldResult>(rank, b.getIndexAttr(1)));
     return success(); // the padding value is a constant
   }

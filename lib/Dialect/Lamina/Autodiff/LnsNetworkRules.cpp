@@ -65,7 +65,8 @@ struct TanhRule : Rule<TanhRule, lns::TanhOp> {
     Location loc = op->getLoc();
     Value out = state.getPrimal(op->getResult(0));
     dxs[0] = mul(b, loc, dys[0],
-                 sub(b, loc, buildLnsConstantLike(b, loc, 1.0, out), mul(b, loc, out, out)));
+                 sub(b, loc, buildLnsConstantLike(b, loc, 1.0, out),
+                     mul(b, loc, out, out)));
     return success();
   }
 };
@@ -79,7 +80,8 @@ struct SigmoidRule : Rule<SigmoidRule, lns::SigmoidOp> {
     Location loc = op->getLoc();
     Value out = state.getPrimal(op->getResult(0));
     dxs[0] = mul(b, loc, dys[0],
-                 mul(b, loc, out, sub(b, loc, buildLnsConstantLike(b, loc, 1.0, out), out)));
+                 mul(b, loc, out,
+                     sub(b, loc, buildLnsConstantLike(b, loc, 1.0, out), out)));
     return success();
   }
 };

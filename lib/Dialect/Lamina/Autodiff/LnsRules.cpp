@@ -126,8 +126,8 @@ struct DivRule : Rule<DivRule, lns::DivOp> {
     dxs[0] = lns::DivOp::create(b, loc, type, dys[0], y);
     Value square = lns::MulOp::create(b, loc, type, y, y);
     Value ratio = lns::DivOp::create(b, loc, type, x, square);
-    Value flipped =
-        lns::MulOp::create(b, loc, type, ratio, buildLnsConstantLike(b, loc, -1.0, x));
+    Value flipped = lns::MulOp::create(b, loc, type, ratio,
+                                       buildLnsConstantLike(b, loc, -1.0, x));
     dxs[1] = toType(b, loc, lns::MulOp::create(b, loc, type, dys[0], flipped),
                     div.getRhs().getType());
     return success();
@@ -159,7 +159,8 @@ struct PowIRule : Rule<PowIRule, lns::PowIOp> {
     Value x = state.getPrimal(powi.getInput());
     Value lower = lns::PowIOp::create(b, loc, type, x, n - 1);
     Value slope = lns::MulOp::create(
-        b, loc, type, buildLnsConstantLike(b, loc, static_cast<double>(n), x), lower);
+        b, loc, type, buildLnsConstantLike(b, loc, static_cast<double>(n), x),
+        lower);
     dxs[0] = lns::MulOp::create(b, loc, type, dys[0], slope);
     return success();
   }
