@@ -185,4 +185,36 @@ def Lamina_LayoutAttr : Lamina_Attr<"Layout", "layout"> {
   let genVerifyDecl = 1;
 }
 
+def Lamina_GridLayoutAttr : Lamina_Attr<"GridLayout", "layout"> {
+  let summary = "distribution of a value over a device grid: a layout per axis";
+  let description = [{
+    A value's layout on each named axis of a device grid of several axes
+    (`lamina.grid`, e.g. `{dp = 2, tp = 4}`): `R`, `S(a)` or `P` on each,
+    `R` on the axes not named. Schedules' syncs act on the tensor axis `tp`,
+    replica reductions (`lamina.reduce_replicas`) on the data axis `dp`;
+    layout rules apply per axis. The one-axis spelling `#lamina.layout<S(0)>`
+    is the layout on `tp`, replicated on every other axis.
+
+    The list is canonical as printed: sorted by axis, replicated axes left
+    out, and a list naming no axis but `tp` printed in the one-axis
+    spelling (so `[tp: S(0), dp: R]` prints `S(0)`). Two axes never shard
+    the same tensor dim.
+
+    ```mlir
+    func.func @f(%x: tensor<8x16xf32> {lamina.layout = #lamina.layout<[dp: S(0), tp: S(1)]>})
+    ```
+  }];
+  // Spelled `#lamina.layout<[...]>` (LayoutAttr's parser reads both forms);
+  // registered under a name of its own.
+  let attrName = "lamina.grid_layout";
+  let parameters = (ins ArrayRefParameter<"::mlir::StringAttr", "">:$axes,
+                    ArrayRefParameter<"::mlir::lamina::LayoutAttr", "">:$layouts);
+  let hasCustomAssemblyFormat = 1;
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// The layout on `axis` (R where the list does not name it).
+    LayoutAttr getLayoutOn(::llvm::StringRef axis) const;
+  }];
+}
+
 #endif // LAMINA_LAMINA_ATTRS_TD

@@ -22,10 +22,11 @@ def Lamina_Dialect : Dialect {
     fusion produces. Everything else between layers (residual adds, reshapes,
     attention arithmetic) uses upstream `tensor`, `linalg` and `arith`.
 
-    Values of a distributed program carry layouts over a 1-D grid of
+    Values of a distributed program carry layouts over a grid of
     `world_size` ranks: `#lamina.layout<R>` (replicated),
     `#lamina.layout<S(a)>` (sharded on axis `a`) and `#lamina.layout<P>`
-    (partial sums).
+    (partial sums) on the grid's tensor axis `tp`, or a layout per axis
+    of a grid of several (`#lamina.layout<[dp: S(0), tp: S(1)]>`).
   }];
   let dependentDialects = ["::mlir::lamina::lns::LnsDialect"];
   let useDefaultAttributePrinterParser = 1;
@@ -77,6 +78,14 @@ def Lamina_Dialect : Dialect {
     /// Module attribute holding the number of ranks of the device grid.
     static constexpr ::llvm::StringLiteral kWorldSizeAttrName =
         "lamina.world_size";
+    /// Module attribute naming the axes of a device grid of several axes
+    /// and their sizes (`{dp = 2, tp = 4}`); without it the grid is one
+    /// axis `tp` of `lamina.world_size` ranks.
+    static constexpr ::llvm::StringLiteral kGridAttrName = "lamina.grid";
+    /// The grid axis schedules' syncs act on (tensor parallelism).
+    static constexpr ::llvm::StringLiteral kTensorAxisName = "tp";
+    /// The grid axis replica reductions act on (data parallelism).
+    static constexpr ::llvm::StringLiteral kDataAxisName = "dp";
     /// Unit module attribute: the program is one rank's part of a
     /// `world_size` program (lamina-partition ran); sharded arguments and
     /// results have per-rank shapes.

@@ -99,3 +99,17 @@ module attributes {lamina.world_size = 2 : i64} {
     return %2 : tensor<8x4xf32>
   }
 }
+
+// -----
+
+// The partitioner cuts along `tp`; a grid with data replicas too is not
+// partitioned (each axis's cut in turn is not built).
+// expected-error @+1 {{lamina-partition cuts programs along the grid axis 'tp' alone, but grid axis 'dp' has 2 ranks}}
+module attributes {lamina.grid = {dp = 2, tp = 2}} {
+  func.func @dp_tp(%x: tensor<8x16xf32> {lamina.layout = #lamina.layout<[dp: S(0)]>},
+                   %w: tensor<32x16xf32> {lamina.layout = #lamina.layout<S(0)>})
+      -> tensor<8x32xf32> {
+    %h = lamina.matmul "fc" %x, %w : (tensor<8x16xf32>, tensor<32x16xf32>) -> tensor<8x32xf32>
+    return %h : tensor<8x32xf32>
+  }
+}

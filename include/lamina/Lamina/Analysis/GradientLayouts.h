@@ -40,8 +40,9 @@ struct DerivedSync {
   SyncAttr resolved;
 };
 
-/// The layout of the gradient of every value of `function` that receives
-/// one, given the forward layouts `layouts` (from inferLayouts), or failure
+/// The layout on grid axis `axis` of the gradient of every value of
+/// `function` that receives one, given the forward layouts `layouts` on that
+/// axis (from inferLayouts), or failure
 /// after reporting the first gradient the backward would leave wrong. The
 /// choices made for all_gather syncs that leave them open go to `derived`.
 /// The arguments numbered in `constants` get no gradient (inputs that do
@@ -50,7 +51,8 @@ FailureOr<llvm::DenseMap<Value, LayoutAttr>>
 inferGradientLayouts(func::FuncOp function,
                      const llvm::DenseMap<Value, LayoutAttr> &layouts,
                      SmallVectorImpl<DerivedSync> *derived = nullptr,
-                     ArrayRef<int64_t> constants = {});
+                     ArrayRef<int64_t> constants = {},
+                     StringRef axis = LaminaDialect::kTensorAxisName);
 
 /// Writes the choices into the program, so that the collectives
 /// partitioning makes of these syncs transpose as decided.

@@ -18,16 +18,39 @@
 
 namespace mlir::lamina {
 
-/// The layout of every value in `function` (values absent from the map are
-/// replicated), or failure after emitting the first error.
+/// The layout on grid axis `axis` of every value in `function` (values
+/// absent from the map are replicated), or failure after emitting the first
+/// error. On a grid of several axes, the error names the axis.
 FailureOr<llvm::DenseMap<Value, LayoutAttr>>
-inferLayouts(func::FuncOp function);
+inferLayouts(func::FuncOp function,
+             StringRef axis = LaminaDialect::kTensorAxisName);
 
-/// The layouts of every function defined in `module`, inferred before any
-/// is used (a pass rejecting one function leaves them all as they were).
+/// The layouts on `axis` of every function defined in `module`, inferred
+/// before any is used (a pass rejecting one function leaves them all as
+/// they were).
 using FunctionLayouts =
     SmallVector<std::pair<func::FuncOp, llvm::DenseMap<Value, LayoutAttr>>>;
-FailureOr<FunctionLayouts> inferLayouts(ModuleOp module);
+FailureOr<FunctionLayouts>
+inferLayouts(ModuleOp module, StringRef axis = LaminaDialect::kTensorAxisName);
+
+/// The layouts of every function of `module` on each axis of its grid
+/// (the tensor axis alone without `lamina.grid`), or failure after the first
+/// error: a rule rejecting its operands on some axis, or an op whose result
+/// would have one dim sharded on two axes.
+using GridLayouts = SmallVector<std::pair<StringAttr, FunctionLayouts>>;
+FailureOr<GridLayouts> inferGridLayouts(ModuleOp module);
+
+/// While alive, errors emitted on the ops of a module whose grid has several
+/// axes end by naming the axis `axis` whose rules rejected them.
+class NameGridAxisInErrors {
+public:
+  NameGridAxisInErrors(Operation *op, StringRef axis);
+  ~NameGridAxisInErrors();
+
+private:
+  MLIRContext *context;
+  std::optional<DiagnosticEngine::HandlerID> handler;
+};
 
 } // namespace mlir::lamina
 

@@ -65,16 +65,22 @@ Check checkBias(LayoutAttr value, LayoutAttr bias, int64_t rank,
 /// whose value it is (empty: unnamed).
 Check checkNotPartial(LayoutAttr value, StringRef what, StringRef path);
 
-/// A dropout on a value of layout `value`: fork_rng keys the stream by rank,
-/// which is only meaningful for sharded values.
-Check checkDropout(DropoutAttr dropout, LayoutAttr value);
+/// A dropout on a value of layout `value` on grid axis `axis`: fork_rng
+/// keys the stream by the rank on the tensor axis, which is only meaningful
+/// for values sharded there.
+Check checkDropout(DropoutAttr dropout, LayoutAttr value, StringRef axis);
 
-/// The layout a layer's output has, given the layouts of its input, weight
-/// and bias: [fwd_pre sync] → matmul → [fwd_post sync] → bias → activation
-/// → dropout, each step checked.
+/// Whether the collectives of schedules' syncs act on grid axis `axis` (the
+/// tensor axis); on every other axis a sync is the identity.
+bool syncsActOn(StringRef axis);
+
+/// The layout a layer's output has on grid axis `axis`, given the layouts
+/// of its input, weight and bias there: [fwd_pre sync] → matmul →
+/// [fwd_post sync] → bias → activation → dropout, each step checked (the
+/// sync on the tensor axis only).
 LayoutOrError linearLayerLayout(const LinearLayerParts &parts,
                                 LayoutAttr input, LayoutAttr weight,
-                                LayoutAttr bias);
+                                LayoutAttr bias, StringRef axis);
 
 /// The layout a layer's output would have whatever its input (a program
 /// input's declared layout before a fwd_pre sync, otherwise what the weight

@@ -34,15 +34,53 @@
 
 namespace mlir::lamina {
 
-/// The world size declared by the module holding `op` (`lamina.world_size`).
+/// The world size declared by the module holding `op` (`lamina.world_size`,
+/// else the product of `lamina.grid`'s sizes).
 std::optional<int64_t> getWorldSize(Operation *op);
+
+/// One axis of a device grid.
+struct GridAxis {
+  StringAttr name;
+  int64_t size;
+};
+
+/// The device grid of the module holding `op`: the axes of `lamina.grid`
+/// (sorted by name), else the one axis `tp` of `lamina.world_size` ranks;
+/// empty where the module declares neither.
+SmallVector<GridAxis> getGridAxes(Operation *op);
+
+/// The number of ranks along grid axis `axis` of the module holding `op`;
+/// none where the grid lacks the axis.
+std::optional<int64_t> getGridAxisSize(Operation *op, StringRef axis);
+
+/// The layout `layout` (a LayoutAttr or GridLayoutAttr) gives a value on
+/// grid axis `axis`; null for anything else.
+LayoutAttr getLayoutOnAxis(Attribute layout, StringRef axis);
+
+/// The axes `layout` (a LayoutAttr or GridLayoutAttr) names and its layout
+/// on each; empty for anything else.
+SmallVector<std::pair<StringAttr, LayoutAttr>>
+getLayoutsPerAxis(Attribute layout);
+
+/// A value's layout over a grid from its layout on each axis, in the
+/// canonical spelling: a LayoutAttr where no axis but `tp` is named, else a
+/// GridLayoutAttr of the axes not replicated.
+Attribute composeLayouts(MLIRContext *context,
+                         ArrayRef<std::pair<StringAttr, LayoutAttr>> perAxis);
+
+/// `layout` (null: replicated everywhere) with its layout on `axis`
+/// replaced by `onAxis`.
+Attribute replaceLayoutOnAxis(MLIRContext *context, Attribute layout,
+                              StringRef axis, LayoutAttr onAxis);
 
 /// Whether `op` is in one rank's part of a partitioned program
 /// (`lamina.partitioned`).
 bool isPartitioned(Operation *op);
 
-/// The layout declared on a function argument (`lamina.layout`), or null.
-LayoutAttr getDeclaredLayout(Value value);
+/// The layout declared on a function argument (`lamina.layout`) on grid
+/// axis `axis`, or null where none is declared.
+LayoutAttr getDeclaredLayout(Value value,
+                             StringRef axis = LaminaDialect::kTensorAxisName);
 
 /// Moves the module path the importer gives each op as its name location
 /// (`loc("h.0.attn")`) into a `lamina.module` attribute, which survives

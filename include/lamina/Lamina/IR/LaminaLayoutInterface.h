@@ -40,12 +40,19 @@ private:
   std::string reason;
 };
 
-/// The layouts inference has found so far.
+/// The layouts inference has found so far, on one axis of the device grid:
+/// rules are stated per axis, and the drivers run them on each (a value's
+/// layout is one per axis). Most rules hold on any axis; collectives act on
+/// theirs alone (syncs on `tp`, replica reductions on `dp`) and are the
+/// identity on the others.
 class LayoutState {
 public:
   virtual ~LayoutState() = default;
-  /// The layout of `value` (R where none was found).
+  /// The layout of `value` on the grid axis being inferred (R where none
+  /// was found).
   virtual LayoutAttr getLayout(Value value) = 0;
+  /// The grid axis whose layouts are being inferred.
+  virtual StringRef getGridAxis() = 0;
 };
 
 /// A gradient's layout and, for partial sums, the layer they come from
@@ -60,6 +67,8 @@ struct GradientLayout {
 class GradientLayoutState {
 public:
   virtual ~GradientLayoutState() = default;
+  /// The grid axis whose layouts are being inferred (as LayoutState's).
+  virtual StringRef getGridAxis() = 0;
   /// The forward layout of `value` (R where none was found).
   virtual LayoutAttr getForwardLayout(Value value) = 0;
   /// The gradient of `result`; a null layout when none flows back.

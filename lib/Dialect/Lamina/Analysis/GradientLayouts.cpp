@@ -8,6 +8,7 @@
 
 #include "lamina/Lamina/Analysis/GradientLayouts.h"
 #include "lamina/Lamina/Analysis/GradientRules.h"
+#include "lamina/Lamina/Analysis/LayoutAnalysis.h"
 #include "lamina/Lamina/Analysis/LayoutRules.h"
 
 using namespace mlir;
@@ -19,9 +20,9 @@ class GradientChecker : public GradientLayoutState {
 public:
   GradientChecker(func::FuncOp function,
                   const DenseMap<Value, LayoutAttr> &forward,
-                  ArrayRef<int64_t> constants)
+                  ArrayRef<int64_t> constants, StringRef axis)
       : function(function), forward(forward),
-        context(function.getContext()),
+        context(function.getContext()), axis(axis),
         constants(constants.begin(), constants.end()) {}
 
   LogicalResult run();
@@ -34,6 +35,7 @@ public:
     return result;
   }
 
+  StringRef getGridAxis() override { return axis; }
   LayoutAttr getForwardLayout(Value value) override {
     LayoutAttr layout = forward.lookup(value);
     return layout ? layout : replicated(context);
@@ -50,10 +52,19 @@ public:
 
 private:
   LogicalResult visit(Operation *op);
+  /// What sums the partial gradients from layer `origin` on this axis.
+  std::string describeFix(StringRef origin) {
+    if (syncsActOn(axis))
+      return "add sync(\"bwd_post\", \"all_reduce\") on the input of " +
+             describeLayer(origin);
+    return "only the gradients of layer parameters are summed over grid "
+           "axis '" + axis.str() + "'";
+  }
 
   func::FuncOp function;
   const DenseMap<Value, LayoutAttr> &forward;
   MLIRContext *context;
+  StringRef axis;
   DenseMap<Value, GradientLayout> gradients;
   /// Arguments that are layer parameters (weights, biases).
   llvm::SmallPtrSet<Value, 8> parameters;
@@ -84,8 +95,7 @@ LogicalResult GradientChecker::addGradient(Operation *at, Value value,
       << first.layout << " and " << gradient.layout << " contributions";
   if (partialOne)
     diag << ": the partial sums come from " << describeLayer(partialOne->origin)
-         << "; add sync(\"bwd_post\", \"all_reduce\") on the input of "
-         << describeLayer(partialOne->origin);
+         << "; " << describeFix(partialOne->origin);
   return diag;
 }
 
@@ -137,6 +147,7 @@ LogicalResult GradientChecker::addElementwiseGradients(Operation *op) {
 }
 
 LogicalResult GradientChecker::run() {
+  NameGridAxisInErrors naming(function, axis);
   Block &body = function.getBody().front();
   parameters = getLayerParameters(function);
   for (BlockArgument argument : body.getArguments())
@@ -165,9 +176,8 @@ LogicalResult GradientChecker::run() {
     return function.emitOpError("the gradient of argument ")
            << argument.getArgNumber()
            << " would be partial sums (layout P) on each rank, coming from "
-           << describeLayer(it->second.origin)
-           << "; add sync(\"bwd_post\", \"all_reduce\") on the input of "
-           << describeLayer(it->second.origin);
+           << describeLayer(it->second.origin) << "; "
+           << describeFix(it->second.origin);
   }
   return success();
 }
@@ -196,8 +206,9 @@ FailureOr<DenseMap<Value, LayoutAttr>>
 mlir::lamina::inferGradientLayouts(func::FuncOp function,
                                    const DenseMap<Value, LayoutAttr> &layouts,
                                    SmallVectorImpl<DerivedSync> *derived,
-                                   ArrayRef<int64_t> constants) {
-  GradientChecker checker(function, layouts, constants);
+                                   ArrayRef<int64_t> constants,
+                                   StringRef axis) {
+  GradientChecker checker(function, layouts, constants, axis);
   if (failed(checker.run()))
     return failure();
   if (derived)

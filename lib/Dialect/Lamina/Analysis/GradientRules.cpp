@@ -125,6 +125,8 @@ LogicalResult layout::linearLayerGradients(LinearLayerOpInterface layer,
   if (!dy.layout)
     return success();
   LinearLayerParts parts = layer.getLayerParts();
+  if (!syncsActOn(state.getGridAxis()))
+    parts.sync = {};
   StringRef path = parts.path.getValue();
   int64_t rank = cast<RankedTensorType>(parts.input.getType()).getRank();
   // Dropout and activation keep the layout.

@@ -120,8 +120,14 @@ Check layout::checkNotPartial(LayoutAttr value, StringRef what,
          "; add a fwd_post all_reduce (or reduce_scatter) sync before it";
 }
 
-Check layout::checkDropout(DropoutAttr dropout, LayoutAttr value) {
-  if (dropout && dropout.getForkRng() && isReplicated(value))
+bool layout::syncsActOn(StringRef axis) {
+  return axis == LaminaDialect::kTensorAxisName;
+}
+
+Check layout::checkDropout(DropoutAttr dropout, LayoutAttr value,
+                           StringRef axis) {
+  if (dropout && dropout.getForkRng() && syncsActOn(axis) &&
+      isReplicated(value))
     return std::string(
         "uses fork_rng on a replicated value: every rank would drop a "
         "different mask of the same value; fork_rng is for sharded values");
@@ -140,12 +146,13 @@ LayoutOrError layout::syncLayout(SyncAttr sync, LayoutAttr in,
 
 LayoutOrError layout::linearLayerLayout(const LinearLayerParts &parts,
                                         LayoutAttr input, LayoutAttr weight,
-                                        LayoutAttr bias) {
+                                        LayoutAttr bias, StringRef axis) {
   StringRef path = parts.path ? parts.path.getValue() : StringRef();
   int64_t rank = cast<RankedTensorType>(parts.input.getType()).getRank();
-  bool onInput = parts.sync && parts.sync.getMode() == SyncMode::fwd_pre;
+  SyncAttr sync = syncsActOn(axis) ? parts.sync : SyncAttr();
+  bool onInput = sync && sync.getMode() == SyncMode::fwd_pre;
   if (onInput) {
-    LayoutOrError gathered = syncLayout(parts.sync, input, path);
+    LayoutOrError gathered = syncLayout(sync, input, path);
     if (gathered.failed())
       return gathered;
     input = gathered.get();
@@ -153,8 +160,8 @@ LayoutOrError layout::linearLayerLayout(const LinearLayerParts &parts,
   LayoutOrError result = matmulLayout(input, weight, rank);
   if (result.failed())
     return result;
-  if (parts.sync && !onInput &&
-      (result = syncLayout(parts.sync, result.get(), path)).failed())
+  if (sync && !onInput &&
+      (result = syncLayout(sync, result.get(), path)).failed())
     return result;
   LayoutAttr out = result.get();
   Check problem;
@@ -165,7 +172,7 @@ LayoutOrError layout::linearLayerLayout(const LinearLayerParts &parts,
     return LayoutOrError::error(*problem);
   if (parts.dropout &&
       ((problem = checkNotPartial(out, "applies dropout to", path)) ||
-       (problem = checkDropout(parts.dropout, out))))
+       (problem = checkDropout(parts.dropout, out, axis))))
     return LayoutOrError::error(*problem);
   return out;
 }

@@ -264,12 +264,8 @@ struct EmbeddingRule : Rule<EmbeddingRule, EmbeddingOp> {
         embedding.getPaddingIdxAttr(), embedding.getShardsAttr(), rank);
     // A weight declared vocabulary parallel gets its gradient in blocks
     // too: the partitioner reads the layout from the op.
-    if (auto argument = dyn_cast<BlockArgument>(embedding.getWeight()))
-      if (auto function = dyn_cast<FunctionOpInterface>(
-              argument.getOwner()->getParentOp()))
-        if (auto layout = function.getArgAttrOfType<LayoutAttr>(
-                argument.getArgNumber(), LaminaDialect::kLayoutAttrName))
-          grad->setAttr(LaminaDialect::kLayoutAttrName, layout);
+    if (LayoutAttr layout = getDeclaredLayout(embedding.getWeight()))
+      grad->setAttr(LaminaDialect::kLayoutAttrName, layout);
     dxs[1] = grad;
     return success();
   }

@@ -238,10 +238,11 @@ bool DropoutAttr::isActive() const {
 // LayoutAttr
 //===----------------------------------------------------------------------===//
 
-Attribute LayoutAttr::parse(AsmParser &parser, Type) {
+/// One axis's layout, `R`, `S(a)`, `S(a, groups = g)` or `P`.
+static LayoutAttr parseAxisLayout(AsmParser &parser) {
   SMLoc loc = parser.getCurrentLocation();
   StringRef name;
-  if (parser.parseLess() || parser.parseKeyword(&name))
+  if (parser.parseKeyword(&name))
     return {};
   std::optional<LayoutKind> kind = symbolizeLayoutKind(name);
   if (!kind) {
@@ -263,20 +264,77 @@ Attribute LayoutAttr::parse(AsmParser &parser, Type) {
     if (parser.parseRParen())
       return {};
   }
-  if (parser.parseGreater())
-    return {};
   return parser.getChecked<LayoutAttr>(loc, parser.getContext(), *kind, axis,
                                        groups);
 }
 
-void LayoutAttr::print(AsmPrinter &printer) const {
-  printer << "<" << stringifyLayoutKind(getKind());
-  if (getAxis()) {
-    printer << "(" << *getAxis();
-    if (getGroups() != 1)
-      printer << ", groups = " << getGroups();
+/// `axis: layout, ...]` (after the opening bracket), returned in the
+/// canonical spelling.
+static Attribute parseGridLayout(AsmParser &parser) {
+  SMLoc loc = parser.getCurrentLocation();
+  SmallVector<std::pair<StringAttr, LayoutAttr>> perAxis;
+  auto parseEntry = [&]() -> ParseResult {
+    SMLoc axisLoc = parser.getCurrentLocation();
+    StringRef axis;
+    if (parser.parseKeyword(&axis) || parser.parseColon())
+      return failure();
+    if (llvm::any_of(perAxis, [&](auto &entry) { return entry.first == axis; }))
+      return parser.emitError(axisLoc, "grid axis '")
+             << axis << "' is named twice";
+    LayoutAttr layout = parseAxisLayout(parser);
+    if (!layout)
+      return failure();
+    perAxis.emplace_back(StringAttr::get(parser.getContext(), axis), layout);
+    return success();
+  };
+  if (succeeded(parser.parseOptionalRSquare())) {
+    parser.emitError(loc, "a grid layout names at least one axis");
+    return {};
+  }
+  if (parser.parseCommaSeparatedList(parseEntry) || parser.parseRSquare())
+    return {};
+  // The canonical form's invariants (GridLayoutAttr::verify), reported where
+  // the list is written.
+  for (auto [i, first] : llvm::enumerate(perAxis))
+    for (auto &second : llvm::drop_begin(perAxis, i + 1))
+      if (first.second.getAxis() && first.second.getAxis() ==
+                                        second.second.getAxis()) {
+        parser.emitError(loc, "tensor dim ")
+            << *first.second.getAxis() << " is sharded on grid axes '"
+            << first.first.getValue() << "' and '" << second.first.getValue()
+            << "'; a dim is sharded on one axis at most";
+        return {};
+      }
+  return composeLayouts(parser.getContext(), perAxis);
+}
+
+Attribute LayoutAttr::parse(AsmParser &parser, Type) {
+  if (parser.parseLess())
+    return {};
+  Attribute layout;
+  if (succeeded(parser.parseOptionalLSquare()))
+    layout = parseGridLayout(parser);
+  else
+    layout = parseAxisLayout(parser);
+  if (!layout || parser.parseGreater())
+    return {};
+  return layout;
+}
+
+/// One axis's layout as parseAxisLayout reads it.
+static void printAxisLayout(AsmPrinter &printer, LayoutAttr layout) {
+  printer << stringifyLayoutKind(layout.getKind());
+  if (layout.getAxis()) {
+    printer << "(" << *layout.getAxis();
+    if (layout.getGroups() != 1)
+      printer << ", groups = " << layout.getGroups();
     printer << ")";
   }
+}
+
+void LayoutAttr::print(AsmPrinter &printer) const {
+  printer << "<";
+  printAxisLayout(printer, *this);
   printer << ">";
 }
 
@@ -296,15 +354,155 @@ LogicalResult LayoutAttr::verify(function_ref<InFlightDiagnostic()> emitError,
 }
 
 //===----------------------------------------------------------------------===//
+// GridLayoutAttr
+//===----------------------------------------------------------------------===//
+
+Attribute GridLayoutAttr::parse(AsmParser &parser, Type type) {
+  return LayoutAttr::parse(parser, type);
+}
+
+void GridLayoutAttr::print(AsmPrinter &printer) const {
+  printer << "<[";
+  llvm::interleaveComma(llvm::zip_equal(getAxes(), getLayouts()), printer,
+                        [&](auto entry) {
+                          auto [axis, layout] = entry;
+                          printer << axis.getValue() << ": ";
+                          printAxisLayout(printer, layout);
+                        });
+  printer << "]>";
+}
+
+LogicalResult
+GridLayoutAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                       ArrayRef<StringAttr> axes,
+                       ArrayRef<LayoutAttr> layouts) {
+  if (axes.size() != layouts.size())
+    return emitError() << "a grid layout has one layout per axis";
+  for (auto [i, axis] : llvm::enumerate(axes)) {
+    if (!axis || axis.getValue().empty() || !layouts[i])
+      return emitError() << "a grid layout's axes are named";
+    if (i > 0 && axes[i - 1].getValue() >= axis.getValue())
+      return emitError() << "a grid layout's axes are sorted and distinct";
+    if (layouts[i].getKind() == LayoutKind::replicated)
+      return emitError() << "a grid layout leaves replicated axes out";
+    for (LayoutAttr other : layouts.drop_front(i + 1))
+      if (layouts[i].getAxis() && layouts[i].getAxis() == other.getAxis())
+        return emitError() << "tensor dim " << *other.getAxis()
+                           << " is sharded on two grid axes";
+  }
+  if (llvm::all_of(axes, [](StringAttr axis) {
+        return axis.getValue() == LaminaDialect::kTensorAxisName;
+      }))
+    return emitError() << "a layout on the tensor axis alone is a "
+                          "#lamina.layout<R | S(a) | P>";
+  return success();
+}
+
+std::optional<int64_t> mlir::lamina::getGridAxisSize(Operation *op,
+                                                     StringRef axis) {
+  for (const GridAxis &gridAxis : getGridAxes(op))
+    if (gridAxis.name == axis)
+      return gridAxis.size;
+  return std::nullopt;
+}
+
+LayoutAttr GridLayoutAttr::getLayoutOn(StringRef axis) const {
+  for (auto [name, layout] : llvm::zip_equal(getAxes(), getLayouts()))
+    if (name.getValue() == axis)
+      return layout;
+  return LayoutAttr::get(getContext(), LayoutKind::replicated, std::nullopt);
+}
+
+LayoutAttr mlir::lamina::getLayoutOnAxis(Attribute layout, StringRef axis) {
+  if (auto grid = dyn_cast_if_present<GridLayoutAttr>(layout))
+    return grid.getLayoutOn(axis);
+  auto oneAxis = dyn_cast_if_present<LayoutAttr>(layout);
+  if (!oneAxis || axis == LaminaDialect::kTensorAxisName)
+    return oneAxis;
+  return LayoutAttr::get(layout.getContext(), LayoutKind::replicated,
+                         std::nullopt);
+}
+
+Attribute mlir::lamina::composeLayouts(
+    MLIRContext *context,
+    ArrayRef<std::pair<StringAttr, LayoutAttr>> perAxis) {
+  SmallVector<std::pair<StringAttr, LayoutAttr>> kept;
+  for (auto &entry : perAxis)
+    if (entry.second.getKind() != LayoutKind::replicated)
+      kept.push_back(entry);
+  llvm::sort(kept, [](auto &a, auto &b) {
+    return a.first.getValue() < b.first.getValue();
+  });
+  if (kept.empty())
+    return LayoutAttr::get(context, LayoutKind::replicated, std::nullopt);
+  if (kept.size() == 1 &&
+      kept.front().first.getValue() == LaminaDialect::kTensorAxisName)
+    return kept.front().second;
+  return GridLayoutAttr::get(context, llvm::to_vector(llvm::make_first_range(kept)),
+                             llvm::to_vector(llvm::make_second_range(kept)));
+}
+
+SmallVector<std::pair<StringAttr, LayoutAttr>>
+mlir::lamina::getLayoutsPerAxis(Attribute layout) {
+  SmallVector<std::pair<StringAttr, LayoutAttr>> perAxis;
+  if (auto grid = dyn_cast_if_present<GridLayoutAttr>(layout)) {
+    for (auto [axis, onAxis] : llvm::zip_equal(grid.getAxes(),
+                                               grid.getLayouts()))
+      perAxis.emplace_back(axis, onAxis);
+  } else if (auto oneAxis = dyn_cast_if_present<LayoutAttr>(layout)) {
+    perAxis.emplace_back(StringAttr::get(layout.getContext(),
+                                         LaminaDialect::kTensorAxisName),
+                         oneAxis);
+  }
+  return perAxis;
+}
+
+Attribute mlir::lamina::replaceLayoutOnAxis(MLIRContext *context,
+                                            Attribute layout, StringRef axis,
+                                            LayoutAttr onAxis) {
+  SmallVector<std::pair<StringAttr, LayoutAttr>> perAxis =
+      getLayoutsPerAxis(layout);
+  llvm::erase_if(perAxis,
+                 [&](auto &entry) { return entry.first.getValue() == axis; });
+  perAxis.emplace_back(StringAttr::get(context, axis), onAxis);
+  return composeLayouts(context, perAxis);
+}
+
+//===----------------------------------------------------------------------===//
 // Discardable attributes
 //===----------------------------------------------------------------------===//
 
 std::optional<int64_t> mlir::lamina::getWorldSize(Operation *op) {
-  for (Operation *parent = op; parent; parent = parent->getParentOp())
+  for (Operation *parent = op; parent; parent = parent->getParentOp()) {
     if (auto size = parent->getAttrOfType<IntegerAttr>(
             LaminaDialect::kWorldSizeAttrName))
       return size.getInt();
+    if (auto grid = parent->getAttrOfType<DictionaryAttr>(
+            LaminaDialect::kGridAttrName)) {
+      int64_t product = 1;
+      for (NamedAttribute axis : grid)
+        product *= cast<IntegerAttr>(axis.getValue()).getInt();
+      return product;
+    }
+  }
   return std::nullopt;
+}
+
+SmallVector<GridAxis> mlir::lamina::getGridAxes(Operation *op) {
+  for (Operation *parent = op; parent; parent = parent->getParentOp()) {
+    if (auto grid = parent->getAttrOfType<DictionaryAttr>(
+            LaminaDialect::kGridAttrName))
+      return llvm::map_to_vector(grid, [](NamedAttribute axis) {
+        return GridAxis{axis.getName(),
+                        cast<IntegerAttr>(axis.getValue()).getInt()};
+      });
+    if (auto size = parent->getAttrOfType<IntegerAttr>(
+            LaminaDialect::kWorldSizeAttrName))
+      return {GridAxis{StringAttr::get(op->getContext(),
+                                       LaminaDialect::kTensorAxisName),
+                       size.getInt()}};
+  }
+  return {};
 }
 
 void mlir::lamina::recordModulePaths(Operation *root) {
@@ -337,15 +535,16 @@ bool mlir::lamina::isPartitioned(Operation *op) {
   return false;
 }
 
-LayoutAttr mlir::lamina::getDeclaredLayout(Value value) {
+LayoutAttr mlir::lamina::getDeclaredLayout(Value value, StringRef axis) {
   auto arg = dyn_cast<BlockArgument>(value);
   if (!arg)
     return {};
   auto function = dyn_cast<FunctionOpInterface>(arg.getOwner()->getParentOp());
   if (!function || arg.getOwner() != &function.getFunctionBody().front())
     return {};
-  return function.getArgAttrOfType<LayoutAttr>(arg.getArgNumber(),
-                                                LaminaDialect::kLayoutAttrName);
+  return getLayoutOnAxis(
+      function.getArgAttr(arg.getArgNumber(), LaminaDialect::kLayoutAttrName),
+      axis);
 }
 
 LogicalResult LaminaDialect::verifyOperationAttribute(Operation *op,
@@ -358,6 +557,27 @@ LogicalResult LaminaDialect::verifyOperationAttribute(Operation *op,
     if (!size || size.getInt() < 1)
       return op->emitError() << "'" << kWorldSizeAttrName
                              << "' must be a positive integer";
+    return success();
+  }
+  if (attr.getName() == kGridAttrName) {
+    auto grid = dyn_cast<DictionaryAttr>(attr.getValue());
+    if (!isa<ModuleOp>(op) || !grid || grid.empty() ||
+        !llvm::all_of(grid, [](NamedAttribute axis) {
+          auto size = dyn_cast<IntegerAttr>(axis.getValue());
+          return size && size.getInt() >= 1;
+        }))
+      return op->emitError() << "'" << kGridAttrName
+                             << "' is a module attribute naming grid axes "
+                                "and their positive sizes";
+    int64_t ranks = 1;
+    for (NamedAttribute axis : grid)
+      ranks *= cast<IntegerAttr>(axis.getValue()).getInt();
+    auto worldSize = op->getAttrOfType<IntegerAttr>(kWorldSizeAttrName);
+    if (worldSize && ranks != worldSize.getInt())
+      return op->emitError() << "'" << kGridAttrName << "' " << grid
+                             << " has " << ranks << " ranks, but '"
+                             << kWorldSizeAttrName << "' is "
+                             << worldSize.getInt();
     return success();
   }
   if (attr.getName() == kWeightPackingAttrName) {
@@ -439,7 +659,7 @@ LogicalResult LaminaDialect::verifyOperationAttribute(Operation *op,
   if (attr.getName() == kResultLayoutsAttrName) {
     auto layouts = dyn_cast<ArrayAttr>(attr.getValue());
     if (!layouts || layouts.size() != op->getNumResults() ||
-        !llvm::all_of(layouts, llvm::IsaPred<LayoutAttr>))
+        !llvm::all_of(layouts, llvm::IsaPred<LayoutAttr, GridLayoutAttr>))
       return op->emitError() << "'" << kResultLayoutsAttrName
                              << "' must hold one #lamina.layout per result";
     return success();
@@ -512,34 +732,69 @@ LogicalResult LaminaDialect::verifyRegionArgAttribute(Operation *op, unsigned,
   if (attr.getName() != kLayoutAttrName)
     return op->emitError() << "unknown lamina argument attribute '"
                            << attr.getName().getValue() << "'";
-  auto layout = dyn_cast<LayoutAttr>(attr.getValue());
-  if (!layout)
+  SmallVector<std::pair<StringAttr, LayoutAttr>> perAxis =
+      getLayoutsPerAxis(attr.getValue());
+  if (perAxis.empty() && !isa<LayoutAttr>(attr.getValue()))
     return op->emitError() << "'" << kLayoutAttrName
                            << "' must be a #lamina.layout";
   auto function = dyn_cast<FunctionOpInterface>(op);
-  if (!function || !layout.getAxis())
+  if (!function)
     return success();
-  // A tensor, or the buffer it becomes; an LLVM function's pointers keep
-  // the attribute as a record.
-  auto type = dyn_cast<ShapedType>(function.getArgumentTypes()[argIndex]);
-  if (!type && op->getName().getDialectNamespace() == "llvm")
-    return success();
-  if (!type || !type.hasRank())
-    return op->emitError() << "argument " << argIndex
-                           << " has a sharded layout but is not a ranked "
-                              "tensor";
-  int64_t axis = *layout.getAxis();
-  if (axis >= type.getRank())
-    return op->emitError() << "argument " << argIndex << " is sharded on axis "
-                           << axis << " but has rank " << type.getRank();
-  std::optional<int64_t> worldSize = getWorldSize(op);
-  int64_t size = type.getDimSize(axis);
-  if (worldSize && !isPartitioned(op) && !ShapedType::isDynamic(size) &&
-      size % *worldSize != 0)
+  SmallVector<GridAxis> grid = getGridAxes(op);
+  bool declaresGrid = false;
+  for (Operation *parent = op; parent; parent = parent->getParentOp())
+    declaresGrid |= parent->hasAttr(kGridAttrName);
+  for (auto &entry : perAxis) {
+    StringAttr gridAxis = entry.first;
+    LayoutAttr layout = entry.second;
+    const GridAxis *known = llvm::find_if(
+        grid, [&](const GridAxis &axis) { return axis.name == gridAxis; });
+    if (known == grid.end() && (declaresGrid || gridAxis != kTensorAxisName)) {
+      InFlightDiagnostic diag = op->emitError()
+                                << "argument " << argIndex
+                                << " has a layout on grid axis '"
+                                << gridAxis.getValue() << "', ";
+      if (!declaresGrid)
+        return diag << "but the module's grid has the one axis 'tp' "
+                       "(declare more with '"
+                    << kGridAttrName << "')";
+      diag << "but the axes of the module's '" << kGridAttrName << "' are ";
+      llvm::interleaveComma(grid, diag, [&](const GridAxis &axis) {
+        diag << "'" << axis.name.getValue() << "'";
+      });
+      return diag;
+    }
+    if (!layout.getAxis())
+      continue;
+    // A tensor, or the buffer it becomes; an LLVM function's pointers keep
+    // the attribute as a record.
+    auto type = dyn_cast<ShapedType>(function.getArgumentTypes()[argIndex]);
+    if (!type && op->getName().getDialectNamespace() == "llvm")
+      return success();
+    if (!type || !type.hasRank())
+      return op->emitError() << "argument " << argIndex
+                             << " has a sharded layout but is not a ranked "
+                                "tensor";
+    int64_t axis = *layout.getAxis();
+    if (axis >= type.getRank())
+      return op->emitError() << "argument " << argIndex
+                             << " is sharded on axis " << axis
+                             << " but has rank " << type.getRank();
+    int64_t size = type.getDimSize(axis);
+    if (known == grid.end() || isPartitioned(op) || ShapedType::isDynamic(size) ||
+        size % known->size == 0)
+      continue;
+    if (!declaresGrid)
+      return op->emitError()
+             << "argument " << argIndex << " is sharded on axis " << axis
+             << " of size " << size
+             << ", which is not divisible by the world size " << known->size;
     return op->emitError() << "argument " << argIndex << " is sharded on axis "
                            << axis << " of size " << size
-                           << ", which is not divisible by the world size "
-                           << *worldSize;
+                           << ", which is not divisible by the size "
+                           << known->size << " of grid axis '"
+                           << gridAxis.getValue() << "'";
+  }
   return success();
 }
 

@@ -259,7 +259,8 @@ LogicalResult FusedQKVOp::verify() {
       return emitOpError("world_size ")
              << worldSize << " needs the weight sharded on axis 0, but it is "
              << layout;
-    std::optional<int64_t> programWorldSize = mlir::lamina::getWorldSize(*this);
+    std::optional<int64_t> programWorldSize =
+        getGridAxisSize(*this, LaminaDialect::kTensorAxisName);
     if (programWorldSize && *programWorldSize != worldSize)
       return emitOpError("world_size ")
              << worldSize << " differs from the program's world size "

@@ -46,7 +46,8 @@ struct LinearLayerRules : Rules<LinearLayerRules<Op>, Op> {
     LinearLayerParts parts = cast<LinearLayerOpInterface>(op).getLayerParts();
     return linearLayerLayout(
         parts, state.getLayout(parts.input), state.getLayout(parts.weight),
-        parts.bias ? state.getLayout(parts.bias) : LayoutAttr());
+        parts.bias ? state.getLayout(parts.bias) : LayoutAttr(),
+        state.getGridAxis());
   }
   LogicalResult inferOperandGradientLayouts(Operation *op,
                                             GradientLayoutState &state) const {
@@ -120,7 +121,8 @@ struct DropoutRules : Rules<DropoutRules, DropoutOp> {
     if (Check partialSums = checkNotPartial(in, "applies dropout to",
                                             pathOf(dropout.getPath())))
       return LayoutOrError::error(*partialSums);
-    return unless(checkDropout(dropout.getConfig(), in), in);
+    return unless(checkDropout(dropout.getConfig(), in, state.getGridAxis()),
+                  in);
   }
   /// A sharded mask is the whole mask's block: the dropout learns the axis
   /// and the rank keying the elements' global indices.
@@ -151,10 +153,23 @@ struct DropoutRules : Rules<DropoutRules, DropoutOp> {
   }
 };
 
-/// A reduction over the data axis keeps the tensor axis's layout.
+/// A reduction over the data axis: there, each replica's value (partial
+/// sums, or a replicated value the mean leaves as it is) becomes the whole
+/// sum; values sharded over the replicas have no sum. Every other axis keeps
+/// its layout.
 struct ReduceReplicasRules : Rules<ReduceReplicasRules, ReduceReplicasOp> {
   LayoutOrError inferResultLayout(Operation *op, LayoutState &state) const {
-    return state.getLayout(cast<ReduceReplicasOp>(op).getInput());
+    LayoutAttr in = state.getLayout(cast<ReduceReplicasOp>(op).getInput());
+    if (state.getGridAxis() != LaminaDialect::kDataAxisName)
+      return in;
+    if (isSharded(in)) {
+      std::string reason;
+      llvm::raw_string_ostream(reason)
+          << "sums the replicas of a value sharded over them (layout " << in
+          << "): each replica holds a different block, not a term of the sum";
+      return LayoutOrError::error(reason);
+    }
+    return replicated(op->getContext());
   }
 };
 
@@ -170,6 +185,8 @@ struct SyncRules : Rules<SyncRules, SyncOp> {
   LayoutOrError inferResultLayout(Operation *op, LayoutState &state) const {
     auto sync = cast<SyncOp>(op);
     LayoutAttr in = state.getLayout(sync.getInput());
+    if (!syncsActOn(state.getGridAxis()))
+      return in;
     // The sum of identical replicas is replicated.
     if (isReplicated(in) && isAllReduceAsWritten(sync, SyncMode::fwd_post))
       return in;
@@ -179,6 +196,8 @@ struct SyncRules : Rules<SyncRules, SyncOp> {
                                             GradientLayoutState &state) const {
     auto sync = cast<SyncOp>(op);
     GradientLayout dy = state.getGradient(sync.getResult());
+    if (!syncsActOn(state.getGridAxis()))
+      return state.addGradient(op, sync.getInput(), dy);
     if (isReplicated(dy.layout) &&
         isAllReduceAsWritten(sync, SyncMode::bwd_post))
       return state.addGradient(op, sync.getInput(), dy);

@@ -289,10 +289,13 @@ ShardTransformOp::applyToOne(transform::TransformRewriter &rewriter, Operation *
     return failOn(*this, target,
                   "axis " + Twine(axis) + " is out of range for the " +
                       getParam() + " of rank " + Twine(type.getRank()));
-  std::optional<int64_t> worldSize = getWorldSize(target);
+  // Parameters are sharded over the grid's tensor axis.
+  std::optional<int64_t> worldSize =
+      getGridAxisSize(target, LaminaDialect::kTensorAxisName);
   if (!worldSize)
     return failOn(*this, target,
-                  "the program declares no lamina.world_size to shard over");
+                  "the program declares no lamina.world_size (or "
+                  "lamina.grid axis 'tp') to shard over");
   int64_t size = type.getDimSize(axis);
   int64_t groups = getGroups();
   if (ShapedType::isDynamic(size) || size % groups != 0)
@@ -310,18 +313,22 @@ ShardTransformOp::applyToOne(transform::TransformRewriter &rewriter, Operation *
                       " is not divisible by the world size " +
                       Twine(*worldSize));
   FunctionOpInterface function = getFunction(*argument);
-  if (auto layout = function.getArgAttrOfType<LayoutAttr>(
-          argument->getArgNumber(), LaminaDialect::kLayoutAttrName);
+  if (LayoutAttr layout = getDeclaredLayout(*argument);
       layout && layout.getKind() == LayoutKind::sharded)
     return failOn(*this, target,
                   getParam() + " is already sharded on axis " +
                       Twine(*layout.getAxis()) +
                       "; sharding a parameter twice is an error");
   rewriter.modifyOpInPlace(function, [&] {
-    function.setArgAttr(argument->getArgNumber(),
-                        LaminaDialect::kLayoutAttrName,
-                        LayoutAttr::get(getContext(), LayoutKind::sharded,
-                                        axis, groups));
+    // The layouts on the grid's other axes stay as declared.
+    function.setArgAttr(
+        argument->getArgNumber(), LaminaDialect::kLayoutAttrName,
+        replaceLayoutOnAxis(
+            getContext(),
+            function.getArgAttr(argument->getArgNumber(),
+                                LaminaDialect::kLayoutAttrName),
+            LaminaDialect::kTensorAxisName,
+            LayoutAttr::get(getContext(), LayoutKind::sharded, axis, groups)));
   });
   return DiagnosedSilenceableFailure::success();
 }

@@ -25,13 +25,15 @@ struct LaminaCheckGradientLayoutsPass
     std::optional<int64_t> worldSize = getWorldSize(module);
     if (!worldSize || *worldSize == 1)
       return; // one rank: every gradient is whole
-    FailureOr<FunctionLayouts> layouts = inferLayouts(module);
+    // Per grid axis, as the forward layouts are.
+    FailureOr<GridLayouts> layouts = inferGridLayouts(module);
     if (failed(layouts))
       return signalPassFailure();
-    for (auto &[function, forward] : *layouts)
-      if (failed(inferGradientLayouts(function, forward, nullptr,
-                                      llvm::to_vector(constants))))
-        return signalPassFailure();
+    for (auto &[axis, functions] : *layouts)
+      for (auto &[function, forward] : functions)
+        if (failed(inferGradientLayouts(function, forward, nullptr,
+                                        llvm::to_vector(constants), axis)))
+          return signalPassFailure();
   }
 };
 } // namespace

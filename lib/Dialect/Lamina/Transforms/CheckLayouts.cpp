@@ -25,10 +25,13 @@ static std::string describeBackward(SyncAttr sync) {
   return text;
 }
 
+/// The layouts of one function on each axis of the grid.
+using LayoutsPerAxis =
+    SmallVector<std::pair<StringAttr, const DenseMap<Value, LayoutAttr> *>>;
+
 /// Writes `layouts` (values absent are replicated) onto the ops of
-/// `function`.
-static void annotate(func::FuncOp function,
-                     const DenseMap<Value, LayoutAttr> &layouts) {
+/// `function`, composed over the grid's axes.
+static void annotate(func::FuncOp function, const LayoutsPerAxis &layouts) {
   Builder builder(function.getContext());
   LayoutAttr replicated = layout::replicated(function.getContext());
   function.walk([&](Operation *op) {
@@ -44,8 +47,12 @@ static void annotate(func::FuncOp function,
       return;
     SmallVector<Attribute> results;
     for (Value result : op->getResults()) {
-      LayoutAttr layout = layouts.lookup(result);
-      results.push_back(layout ? layout : replicated);
+      SmallVector<std::pair<StringAttr, LayoutAttr>> perAxis;
+      for (auto &[axis, onAxis] : layouts) {
+        LayoutAttr layout = onAxis->lookup(result);
+        perAxis.emplace_back(axis, layout ? layout : replicated);
+      }
+      results.push_back(composeLayouts(function.getContext(), perAxis));
     }
     op->setAttr(LaminaDialect::kResultLayoutsAttrName, builder.getArrayAttr(results));
   });
@@ -61,12 +68,22 @@ struct LaminaCheckLayoutsPass
     std::optional<int64_t> worldSize = getWorldSize(module);
     if (!worldSize || *worldSize == 1)
       return; // every value is whole on the only rank
-    FailureOr<FunctionLayouts> layouts = inferLayouts(module);
+    // Layout rules hold per grid axis: every axis is checked on its own.
+    FailureOr<GridLayouts> layouts = inferGridLayouts(module);
     if (failed(layouts))
       return signalPassFailure();
-    if (annotate)
-      for (auto &[function, functionLayouts] : *layouts)
-        ::annotate(function, functionLayouts);
+    if (!annotate)
+      return;
+    for (func::FuncOp function : module.getOps<func::FuncOp>()) {
+      if (function.isDeclaration())
+        continue;
+      LayoutsPerAxis perAxis;
+      for (auto &[axis, functions] : *layouts)
+        for (auto &[checked, functionLayouts] : functions)
+          if (checked == function)
+            perAxis.emplace_back(axis, &functionLayouts);
+      ::annotate(function, perAxis);
+    }
   }
 };
 } // namespace

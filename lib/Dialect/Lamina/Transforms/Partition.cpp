@@ -275,6 +275,13 @@ LogicalResult mlir::lamina::partitionModule(ModuleOp module,
   std::optional<int64_t> worldSize = getWorldSize(module);
   if (!worldSize || *worldSize == 1 || isPartitioned(module))
     return success();
+  // Each rank's part is cut along the tensor axis; a grid whose other axes
+  // hold several ranks would need each cut in turn.
+  for (const GridAxis &axis : getGridAxes(module))
+    if (axis.name != LaminaDialect::kTensorAxisName && axis.size > 1)
+      return module.emitError("lamina-partition cuts programs along the "
+                              "grid axis 'tp' alone, but grid axis '")
+             << axis.name.getValue() << "' has " << axis.size << " ranks";
   // Infer every function's layouts first: a rejected program is left as it
   // was.
   FailureOr<FunctionLayouts> plans = inferLayouts(module);

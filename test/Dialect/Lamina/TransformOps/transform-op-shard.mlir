@@ -126,7 +126,7 @@ func.func @no_world_size(%x: tensor<4x8xf32>, %w: tensor<16x8xf32>) -> tensor<4x
 module attributes {transform.with_named_sequence} {
   transform.named_sequence @__transform_main(%root: !transform.any_op) {
     %fc = transform.lamina.match %root path "fc" : (!transform.any_op) -> !transform.any_op
-    // expected-error @+1 {{the program declares no lamina.world_size to shard over}}
+    // expected-error @+1 {{the program declares no lamina.world_size (or lamina.grid axis 'tp') to shard over}}
     transform.lamina.shard %fc "weight" axis 0 : !transform.any_op
     transform.yield
   }
@@ -294,6 +294,27 @@ module attributes {lamina.world_size = 3 : i64} {
       %l = transform.lamina.match %root path "c_attn" : (!transform.any_op) -> !transform.any_op
       // expected-error @+1 {{weight dimension 0 of size 96 in 3 groups of 32 is not divisible by the world size 3}}
       transform.lamina.shard %l "weight" axis 0 groups 3 : !transform.any_op
+      transform.yield
+    }
+  }
+}
+
+// -----
+
+// On a grid of two axes, shard acts on `tp` (dividing by its 2 ranks, not
+// the world's 6) and keeps the layout declared on `dp`.
+// CHECK-LABEL: func.func @on_a_grid
+// CHECK-SAME: %{{.*}}: tensor<6x8xf32> {lamina.layout = #lamina.layout<[dp: S(0), tp: S(1)]>}
+module attributes {lamina.grid = {dp = 3, tp = 2}} {
+  func.func @on_a_grid(%x: tensor<4x8xf32>,
+      %w: tensor<6x8xf32> {lamina.layout = #lamina.layout<[dp: S(0)]>}) -> tensor<4x6xf32> {
+    %0 = lamina.linear "fc" %x, %w : (tensor<4x8xf32>, tensor<6x8xf32>) -> tensor<4x6xf32>
+    return %0 : tensor<4x6xf32>
+  }
+  module attributes {transform.with_named_sequence} {
+    transform.named_sequence @__transform_main(%root: !transform.any_op) {
+      %fc = transform.lamina.match %root path "fc" : (!transform.any_op) -> !transform.any_op
+      transform.lamina.shard %fc "weight" axis 1 : !transform.any_op
       transform.yield
     }
   }
