@@ -11,6 +11,7 @@
 #include "TensorUtils.h"
 
 #include "lamina/Lamina/IR/Lamina.h"
+#include "lamina/Lamina/IR/LaminaNumberFormatInterface.h"
 #include "lamina/Lns/IR/Lns.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -77,9 +78,9 @@ struct BiasAddRule : Rule<BiasAddRule, BiasAddOp> {
                                            ArrayRef<Value> dys,
                                            MutableArrayRef<Value> dxs) const {
     dxs[0] = dys[0];
-    dxs[1] = isa<lns::NumType>(getElementTypeOrSelf(dys[0].getType()))
-                 ? buildLnsSumLeadingDims(b, op->getLoc(), dys[0])
-                 : buildSumLeadingDims(b, op->getLoc(), dys[0]);
+    dxs[1] = cast<NumberFormatTypeInterface>(
+                 getElementTypeOrSelf(dys[0].getType()))
+                 .buildGradientSumOverRows(b, op->getLoc(), dys[0]);
     return success();
   }
 };
@@ -346,4 +347,5 @@ void mlir::lamina::registerReverseDifferentiationModels(
   registerLnsNetworkRules(registry);
   registerConvolutionRules(registry);
   registerCollectiveRules(registry);
+  registerNumberFormatModels(registry);
 }

@@ -2,6 +2,7 @@
 
 #include "lamina/Lamina/IR/Lamina.h"
 #include "lamina/Lamina/IR/LaminaLayoutInterface.h"
+#include "lamina/Lamina/IR/LaminaNumberFormatInterface.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/Builders.h"
@@ -13,6 +14,7 @@ using namespace mlir::lamina;
 #include "lamina/Lamina/IR/LaminaAutodiffInterface.cpp.inc"
 #include "lamina/Lamina/IR/LaminaInterfaces.cpp.inc"
 #include "lamina/Lamina/IR/LaminaLayoutInterface.cpp.inc"
+#include "lamina/Lamina/IR/LaminaNumberFormatInterface.cpp.inc"
 
 #define GET_OP_CLASSES
 #include "lamina/Lamina/IR/LaminaOps.cpp.inc"

@@ -14,9 +14,8 @@
 #include "lamina/Lamina/Analysis/LayoutAnalysis.h"
 #include "lamina/Lamina/Analysis/LayoutRules.h"
 #include "lamina/Lamina/IR/Lamina.h"
+#include "lamina/Lamina/IR/LaminaNumberFormatInterface.h"
 #include "lamina/Lamina/Transforms/Passes.h"
-#include "lamina/Lns/IR/Lns.h"
-#include "lamina/Lns/IR/LnsCodes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -40,15 +39,18 @@ namespace mlir::lamina {
 using namespace mlir;
 using namespace mlir::lamina;
 
-/// Whether the generator takes cotangents of `value`: float tensors and
-/// LNS tensors (whose cotangents are LNS codes of the same base).
+/// Whether the generator takes cotangents of `value`: tensors of a number
+/// format (NumberFormatTypeInterface: floats, and LNS numbers, whose
+/// cotangents are codes of the same base).
 static bool isDifferentiable(Value value) {
   auto type = dyn_cast<RankedTensorType>(value.getType());
-  return type && isa<FloatType, lns::NumType>(type.getElementType());
+  return type && isa<NumberFormatTypeInterface>(type.getElementType());
 }
 
-static bool isLns(Value value) {
-  return isa<lns::NumType>(getElementTypeOrSelf(value.getType()));
+/// The number format of a differentiable value's elements.
+static NumberFormatTypeInterface getFormat(Value value) {
+  return cast<NumberFormatTypeInterface>(
+      getElementTypeOrSelf(value.getType()));
 }
 
 /// Ops the backward recomputes rather than saves: their result costs no
@@ -176,15 +178,7 @@ Value BackwardBuilder::zerosLike(Value value) {
                 builder, loc,
                 tensor::getMixedSizes(builder, loc, getPrimal(value)),
                 type.getElementType());
-  Value zero =
-      isLns(value)
-          ? lns::ConstantOp::create(builder, loc, type.getElementType(),
-                                    builder.getI64IntegerAttr(
-                                        lns::codes::kZero))
-                .getResult()
-          : arith::ConstantOp::create(
-                builder, loc, builder.getZeroAttr(type.getElementType()))
-                .getResult();
+  Value zero = getFormat(value).buildGradientZero(builder, loc);
   return linalg::FillOp::create(builder, loc, zero, empty).getResult(0);
 }
 
@@ -194,20 +188,17 @@ LogicalResult BackwardBuilder::accumulate(Value value, Value cotangent) {
     slot = cotangent;
     return success();
   }
-  if (isLns(value)) {
-    // The reference rejects fan-out: its engine would add the two
-    // gradients as floats of codes, and no LNS order is defined for them.
-    const char *why = "feeds more than one operation (fan-out); LNS "
-                      "gradients are not added across uses, as in the "
-                      "xlnstorch reference: use the value once per backward";
-    if (Operation *def = value.getDefiningOp())
-      return def->emitOpError("result, an LNS value, ") << why;
-    return forward.emitOpError("argument ")
-           << cast<BlockArgument>(value).getArgNumber() << ", an LNS value, "
-           << why;
+  std::string whyNot;
+  FailureOr<Value> sum = getFormat(value).buildGradientSum(
+      builder, value.getLoc(), slot, cotangent, whyNot);
+  if (succeeded(sum)) {
+    slot = *sum;
+    return success();
   }
-  slot = arith::AddFOp::create(builder, value.getLoc(), slot, cotangent);
-  return success();
+  if (Operation *def = value.getDefiningOp())
+    return def->emitOpError("result, ") << whyNot;
+  return forward.emitOpError("argument ")
+         << cast<BlockArgument>(value).getArgNumber() << ", " << whyNot;
 }
 
 LogicalResult BackwardBuilder::differentiate(Operation *op) {
