@@ -120,25 +120,16 @@ std::string typeText(Type type) {
 /// `lamina.training`: its forward and backward functions, how many values
 /// the forward saves, which arguments get gradients.
 py::dict trainingEntry(const IrModule &module, const std::string &entry) {
-  auto training = module.get()->getAttrOfType<DictionaryAttr>(
-      LaminaDialect::kTrainingAttrName);
-  auto fields =
-      training ? training.getAs<DictionaryAttr>(entry) : DictionaryAttr();
-  auto forward = fields ? fields.getAs<FlatSymbolRefAttr>("forward") : nullptr;
-  auto backward =
-      fields ? fields.getAs<FlatSymbolRefAttr>("backward") : nullptr;
-  auto saved = fields ? fields.getAs<IntegerAttr>("saved") : nullptr;
-  auto gradients =
-      fields ? fields.getAs<DenseI64ArrayAttr>("gradients") : nullptr;
-  if (!forward || !backward || !saved || !gradients)
+  TrainingPairAttr pair = getTrainingPair(module.get(), entry);
+  if (!pair)
     throw py::value_error("lamina-generate-backward recorded no "
                           "lamina.training entry for @" +
                           entry);
   py::dict result;
-  result["forward"] = forward.getValue().str();
-  result["backward"] = backward.getValue().str();
-  result["saved"] = saved.getInt();
-  result["gradients"] = std::vector<int64_t>(gradients.asArrayRef());
+  result["forward"] = pair.getForward().getValue().str();
+  result["backward"] = pair.getBackward().getValue().str();
+  result["saved"] = pair.getSaved();
+  result["gradients"] = std::vector<int64_t>(pair.getGradients());
   return result;
 }
 

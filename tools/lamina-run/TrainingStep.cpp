@@ -33,29 +33,24 @@ llvm::Expected<TrainingStep> TrainingStep::compile(ModuleOp module,
   if (llvm::Error error = runPassPipeline(
           module, ("lamina-generate-backward{function=" + entry + "}").str()))
     return std::move(error);
-  auto training = module->getAttrOfType<DictionaryAttr>(
-      LaminaDialect::kTrainingAttrName);
-  auto pair = training ? training.getAs<DictionaryAttr>(entry) : nullptr;
+  TrainingPairAttr pair = getTrainingPair(module, entry);
   if (!pair)
     return llvm::createStringError(std::errc::invalid_argument,
                                    "lamina-generate-backward recorded no "
                                    "pair for @%s",
                                    entry.str().c_str());
   TrainingStep step;
-  auto forwardName = pair.getAs<FlatSymbolRefAttr>("forward").getValue();
-  auto backwardName = pair.getAs<FlatSymbolRefAttr>("backward").getValue();
-  int64_t saved = pair.getAs<IntegerAttr>("saved").getInt();
-  llvm::append_range(step.gradientArgs,
-                     pair.getAs<DenseI64ArrayAttr>("gradients").asArrayRef());
-  auto forward = compileAlone(module, forwardName, pipeline);
+  llvm::append_range(step.gradientArgs, pair.getGradients());
+  auto forward = compileAlone(module, pair.getForward().getValue(), pipeline);
   if (!forward)
     return forward.takeError();
-  auto backward = compileAlone(module, backwardName, pipeline);
+  auto backward =
+      compileAlone(module, pair.getBackward().getValue(), pipeline);
   if (!backward)
     return backward.takeError();
   step.forward = std::move(*forward);
   step.backward = std::move(*backward);
-  step.numResults = step.forward->getResults().size() - saved;
+  step.numResults = step.forward->getResults().size() - pair.getSaved();
   return step;
 }
 

@@ -217,4 +217,28 @@ def Lamina_GridLayoutAttr : Lamina_Attr<"GridLayout", "layout"> {
   }];
 }
 
+def Lamina_TrainingPairAttr : Lamina_Attr<"TrainingPair", "training_pair"> {
+  let summary = "the forward / backward pair differentiating a function";
+  let description = [{
+    What `lamina-generate-backward` made of a function, recorded under its
+    name in the module's `lamina.training` dictionary, and what runtimes
+    call: `forward` (the function's results, then the `saved` values the
+    backward needs), `backward` (the function's arguments, the saved
+    values, one cotangent per result; a gradient for each argument numbered
+    in `gradients`, in that order).
+
+    ```mlir
+    module attributes {lamina.training = {main = #lamina.training_pair<
+        forward = @main_forward, backward = @main_backward, saved = 1,
+        gradients = [0, 1, 2]>}}
+    ```
+  }];
+  let parameters = (ins "::mlir::FlatSymbolRefAttr":$forward,
+                    "::mlir::FlatSymbolRefAttr":$backward,
+                    "int64_t":$saved,
+                    ArrayRefParameter<"int64_t", "">:$gradients);
+  let hasCustomAssemblyFormat = 1;
+  let genVerifyDecl = 1;
+}
+
 #endif // LAMINA_LAMINA_ATTRS_TD

@@ -250,6 +250,8 @@ def LaminaGenerateBackward : Pass<"lamina-generate-backward",
     "::mlir::arith::ArithDialect", "::mlir::func::FuncDialect",
     "::mlir::linalg::LinalgDialect", "::mlir::math::MathDialect",
     "::mlir::shard::ShardDialect", "::mlir::tensor::TensorDialect",
+    // The module's lamina.training records #lamina.training_pair.
+    "::mlir::lamina::LaminaDialect",
   ];
 }
 

@@ -145,7 +145,7 @@ func.func @loss(%x: tensor<2x3x!f>) -> tensor<!f> {
 // nll_loss, mean with ignore_index 1: the target takes no gradient (only
 // argument 0 is differentiated); the gradient op keeps the attributes.
 !f = !lns.num<f = 10>
-// CHECK: gradients = array<i64: 0>
+// CHECK: gradients = [0]>
 // CHECK-LABEL: func.func @loss_backward
 // CHECK-SAME: (%{{[^:]+}}: tensor<2x3x!lns.num<f = 10>>, %[[T:[^:]+]]: tensor<2xi64>, %[[DL:[^:]+]]: tensor<!lns.num<f = 10>>) -> tensor<2x3x!lns.num<f = 10>>
 // CHECK-NEXT: %[[GX:.+]] = lns.nll_loss_grad %[[DL]], %[[T]] reduction mean {ignore_index = 1 : i64} : tensor<!lns.num<f = 10>>, tensor<2xi64> -> tensor<2x3x!lns.num<f = 10>>

@@ -8,7 +8,7 @@
 //   dpos    = Σ_batch ds                                (the broadcast's sum)
 //   dW      = embedding_grad(idx, ds)                   (rows scatter-added)
 // The integer indices and targets get no gradient (gradients = 1, 2).
-// CHECK: main = {backward = @main_backward, forward = @main_forward, gradients = array<i64: 1, 2>, saved = 2 : i64}
+// CHECK: main = #lamina.training_pair<forward = @main_forward, backward = @main_backward, saved = 2, gradients = [1, 2]>
 // CHECK-LABEL: func.func @main_backward(
 // CHECK-SAME: %[[IDX:[a-z0-9]+]]: tensor<2x4xi64>, %{{[a-z0-9]+}}: tensor<16x8xf32>, %{{[a-z0-9]+}}: tensor<4x8xf32>, %[[T:[a-z0-9]+]]: tensor<8xi64>, %[[FILLED:[a-z0-9]+]]: tensor<2x4x8xf32>, %[[TANH:[a-z0-9]+]]: tensor<2x4x8xf32>, %[[DL:[a-z0-9]+]]: tensor<f32>) -> (tensor<16x8xf32>, tensor<4x8xf32>)
 // CHECK: %[[LOGITS:.+]] = tensor.collapse_shape %[[FILLED]]
@@ -118,7 +118,7 @@ func.func @main(%x: tensor<4x6xf32>, %t: tensor<4xi64>) -> tensor<4xf32> {
 // the backward recomputes the comparison from the saved t instead of
 // saving the mask (programs take and return no i1 tensors).
 //   dt = masked_fill(dy, t > 0.5, 0);  dx = dt · (1 − t²)
-// CHECK: main = {backward = @main_backward, forward = @main_forward, gradients = array<i64: 0>, saved = 1 : i64}
+// CHECK: main = #lamina.training_pair<forward = @main_forward, backward = @main_backward, saved = 1, gradients = [0]>
 // CHECK-LABEL: func.func @main_forward(
 // CHECK-SAME: -> (tensor<4xf32>, tensor<4xf32>)
 // CHECK-LABEL: func.func @main_backward(

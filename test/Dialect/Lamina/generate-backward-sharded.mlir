@@ -8,7 +8,7 @@
 // transposed bwd_post sync; dW1ᵣ, db1ᵣ are this rank's rows. Every function
 // has per-rank types; the sharded parameters' gradients keep their layouts.
 
-// CHECK-LABEL: module attributes {lamina.partitioned, lamina.training = {main = {backward = @main_backward, forward = @main_forward, gradients = array<i64: 0, 1, 2, 3, 4>, saved = 2 : i64}}
+// CHECK-LABEL: module attributes {lamina.partitioned, lamina.training = {main = #lamina.training_pair<forward = @main_forward, backward = @main_backward, saved = 2, gradients = [0, 1, 2, 3, 4]>}
 // CHECK: shard.grid @lamina_grid(shape = 2)
 
 // The bwd_post sync is gone from the forward (the identity there).

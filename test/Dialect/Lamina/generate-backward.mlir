@@ -15,7 +15,7 @@
 // x, W and b are arguments (passed to the backward again), so the forward
 // saves nothing and returns only y.
 
-// CHECK: module attributes {lamina.training = {main = {backward = @main_backward, forward = @main_forward, gradients = array<i64: 0, 1, 2>, saved = 0 : i64}}}
+// CHECK: module attributes {lamina.training = {main = #lamina.training_pair<forward = @main_forward, backward = @main_backward, saved = 0, gradients = [0, 1, 2]>}}
 // CHECK-LABEL: func.func @main_forward(
 // CHECK-SAME: %[[X:[a-z0-9]+]]: tensor<4x8xf32>, %[[W:[a-z0-9]+]]: tensor<16x8xf32>, %[[B:[a-z0-9]+]]: tensor<16xf32>) -> tensor<4x16xf32> {
 // CHECK: %[[M:.+]] = lamina.matmul "fc" %[[X]], %[[W]] : (tensor<4x8xf32>, tensor<16x8xf32>) -> tensor<4x16xf32>
@@ -46,7 +46,7 @@ func.func @main(%x: tensor<4x8xf32>, %w: tensor<16x8xf32>, %b: tensor<16xf32>) -
 // pre-activation p = x·Wᵀ + b, which is not an argument: the forward saves
 // it (saved = 1) and dp = activation_grad(p, dy) feeds the linear rules.
 
-// CHECK: lamina.training = {main = {backward = @main_backward, forward = @main_forward, gradients = array<i64: 0, 1, 2>, saved = 1 : i64}}
+// CHECK: lamina.training = {main = #lamina.training_pair<forward = @main_forward, backward = @main_backward, saved = 1, gradients = [0, 1, 2]>}
 // CHECK-LABEL: func.func @main_forward(
 // CHECK-SAME: -> (tensor<4x16xf32>, tensor<4x16xf32>)
 // CHECK: %[[M:.+]] = lamina.matmul "fc"
@@ -75,7 +75,7 @@ func.func @main(%x: tensor<4x8xf32>, %w: tensor<16x8xf32>, %b: tensor<16xf32>) -
 
 // relu: the same structure, relu'(p) = [p > 0] through activation_grad relu.
 
-// CHECK: saved = 1 : i64
+// CHECK: saved = 1,
 // CHECK-LABEL: func.func @main_forward(
 // CHECK: %[[P:.+]] = lamina.bias_add "fc"
 // CHECK: %[[Y:.+]] = lamina.activation "fc" relu %[[P]]
@@ -94,7 +94,7 @@ func.func @main(%x: tensor<4x8xf32>, %w: tensor<16x8xf32>, %b: tensor<16xf32>) -
 // same dropout (same config, same seed) applied to dy regenerates m; no
 // mask tensor is saved, and the i64 seed gets no gradient.
 
-// CHECK: lamina.training = {main = {backward = @main_backward, forward = @main_forward, gradients = array<i64: 0, 1, 2>, saved = 0 : i64}}
+// CHECK: lamina.training = {main = #lamina.training_pair<forward = @main_forward, backward = @main_backward, saved = 0, gradients = [0, 1, 2]>}
 // CHECK-LABEL: func.func @main_forward(
 // CHECK-SAME: %{{[a-z0-9]+}}: i64) -> tensor<4x16xf32> {
 // CHECK: %[[Y:.+]] = lamina.dropout "fc" %{{.+}} <p = 0.25, training, offset = 3> seed %{{.+}} : tensor<4x16xf32>
@@ -117,7 +117,7 @@ func.func @main(%x: tensor<4x8xf32>, %w: tensor<16x8xf32>, %b: tensor<16xf32>, %
 // A residual y = x + x·Wᵀ: x is used twice, so dx is the sum of the two
 // contributions: dy (through the add) + dy·W (through the layer).
 
-// CHECK: gradients = array<i64: 0, 1>, saved = 0 : i64
+// CHECK: saved = 0, gradients = [0, 1]>
 // CHECK-LABEL: func.func @main_backward(
 // CHECK-SAME: %[[X:[a-z0-9]+]]: tensor<4x8xf32>, %[[W:[a-z0-9]+]]: tensor<8x8xf32>, %[[DY:[a-z0-9]+]]: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<8x8xf32>)
 // CHECK: %[[WT:.+]] = linalg.transpose ins(%[[W]] : tensor<8x8xf32>)
@@ -137,7 +137,7 @@ func.func @main(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>) -> tensor<4x8xf32> {
 // fc2's input h = gelu(fc1's pre-activation) (for dW2 = dp2ᵀ·h) and fc1's
 // pre-activation: saved = 3, and the backward recomputes nothing.
 
-// CHECK: saved = 3 : i64
+// CHECK: saved = 3,
 // CHECK-LABEL: func.func @main_forward(
 // CHECK: %[[P1:.+]] = lamina.bias_add "fc1"
 // CHECK: %[[H:.+]] = lamina.activation "fc1" gelu_tanh %[[P1]]
@@ -166,7 +166,7 @@ func.func @main(%x: tensor<4x8xf32>, %w1: tensor<16x8xf32>, %b1: tensor<16xf32>,
 // backward from the arguments x, W1, b1, before fc2's backward matmuls
 // need h, and fc1's activation_grad uses the recomputed pre-activation.
 
-// CHECK: lamina.training = {main = {backward = @main_backward, forward = @main_forward, gradients = array<i64: 0, 1, 2, 3, 4>, saved = 1 : i64}}
+// CHECK: lamina.training = {main = #lamina.training_pair<forward = @main_forward, backward = @main_backward, saved = 1, gradients = [0, 1, 2, 3, 4]>}
 // CHECK-LABEL: func.func @main_forward(
 // CHECK-SAME: -> (tensor<4x8xf32>, tensor<4x8xf32>)
 // CHECK: %[[P2:.+]] = lamina.bias_add "fc2"
@@ -200,7 +200,7 @@ func.func @main(%x: tensor<4x8xf32>, %w1: tensor<16x8xf32>, %b1: tensor<16xf32>,
 // and the weight; dx, dweight and dbias are the three results of
 // layer_norm_grad.
 
-// CHECK: lamina.training = {main = {backward = @main_backward, forward = @main_forward, gradients = array<i64: 0, 1, 2>, saved = 0 : i64}}
+// CHECK: lamina.training = {main = #lamina.training_pair<forward = @main_forward, backward = @main_backward, saved = 0, gradients = [0, 1, 2]>}
 // CHECK-LABEL: func.func @main_backward(
 // CHECK-SAME: %[[X:[a-z0-9]+]]: tensor<2x4x8xf32>, %[[W:[a-z0-9]+]]: tensor<8xf32>, %[[B:[a-z0-9]+]]: tensor<8xf32>, %[[DY:[a-z0-9]+]]: tensor<2x4x8xf32>) -> (tensor<2x4x8xf32>, tensor<8xf32>, tensor<8xf32>)
 // CHECK: %[[DX:[a-z_0-9]+]], %[[DW:[a-z_0-9]+]], %[[DB:[a-z_0-9]+]] = lamina.layer_norm_grad %[[X]], %[[DY]] weight %[[W]] eps 1.000000e-05 : (tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<8xf32>) -> (tensor<2x4x8xf32>, tensor<8xf32>, tensor<8xf32>)
@@ -216,7 +216,7 @@ func.func @main(%x: tensor<2x4x8xf32>, %w: tensor<8xf32>, %b: tensor<8xf32>) -> 
 // saves (after returning it as the result); the backward does not
 // recompute the softmax.
 
-// CHECK: gradients = array<i64: 0>, saved = 1 : i64
+// CHECK: saved = 1, gradients = [0]>
 // CHECK-LABEL: func.func @main_forward(
 // CHECK: %[[Y:.+]] = lamina.softmax %{{.+}} dim 2 : tensor<2x4x8xf32>
 // CHECK: return %[[Y]], %[[Y]] : tensor<2x4x8xf32>, tensor<2x4x8xf32>
@@ -236,7 +236,7 @@ func.func @main(%x: tensor<2x4x8xf32>) -> tensor<2x4x8xf32> {
 // expand_shape with the same reassociation, and vice versa. The collapsed
 // x (for dW) is recomputed from x, not saved.
 
-// CHECK: saved = 0 : i64
+// CHECK: saved = 0,
 // CHECK-LABEL: func.func @main_backward(
 // CHECK-SAME: %[[X:[a-z0-9]+]]: tensor<2x4x8xf32>, %[[W:[a-z0-9]+]]: tensor<8x8xf32>, %[[DY:[a-z0-9]+]]: tensor<2x4x8xf32>) -> (tensor<2x4x8xf32>, tensor<8x8xf32>)
 // CHECK: %[[DYC:.+]] = tensor.collapse_shape %[[DY]] {{\[\[}}0, 1], [2]] : tensor<2x4x8xf32> into tensor<8x8xf32>
@@ -275,7 +275,7 @@ func.func @main(%x: tensor<2x3x4xf32>) -> tensor<3x4x2xf32> {
 //   dB = Aᵀ·dC   ([2,8,4]·[2,4,3] → [2,8,3])
 // each into a zero-filled init; the zero init of C itself gets nothing.
 
-// CHECK: gradients = array<i64: 0, 1>, saved = 0 : i64
+// CHECK: saved = 0, gradients = [0, 1]>
 // CHECK-LABEL: func.func @main_backward(
 // CHECK-SAME: %[[A:[a-z0-9]+]]: tensor<2x4x8xf32>, %[[B:[a-z0-9]+]]: tensor<2x8x3xf32>, %[[DC:[a-z0-9]+]]: tensor<2x4x3xf32>) -> (tensor<2x4x8xf32>, tensor<2x8x3xf32>)
 // CHECK: %[[BT:.+]] = linalg.transpose ins(%[[B]] : tensor<2x8x3xf32>) outs(%{{.+}} : tensor<2x3x8xf32>) permutation = [0, 2, 1]
@@ -325,7 +325,7 @@ func.func @main(%a: tensor<4x8xf32>, %b: tensor<8x3xf32>) -> tensor<4x3xf32> {
 
 // CHECK-DAG: #[[PART:.+]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>
 // CHECK-DAG: #[[FULL:.+]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
-// CHECK: saved = 0 : i64
+// CHECK: saved = 0,
 // CHECK-LABEL: func.func @main_backward(
 // CHECK-SAME: %[[X:[a-z0-9]+]]: tensor<4x8xf32>, %[[W:[a-z0-9]+]]: tensor<24x8xf32>, %{{[a-z0-9]+}}: tensor<24xf32>, %[[DQ:[a-z0-9]+]]: tensor<4x2x4xf32>, %[[DK:[a-z0-9]+]]: tensor<4x2x4xf32>, %[[DV:[a-z0-9]+]]: tensor<4x2x4xf32>) -> (tensor<4x8xf32>, tensor<24x8xf32>, tensor<24xf32>)
 // CHECK: %[[STACK:.+]] = linalg.generic {indexing_maps = [#[[PART]], #[[PART]], #[[PART]], #[[FULL]]], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%[[DQ]], %[[DK]], %[[DV]] : tensor<4x2x4xf32>, tensor<4x2x4xf32>, tensor<4x2x4xf32>) outs(%{{.+}} : tensor<4x2x4x3xf32>)
@@ -357,7 +357,7 @@ func.func @main(%x: tensor<4x8xf32>, %w: tensor<24x8xf32>, %b: tensor<24xf32>) -
 // type; an i64 seed is not differentiable: it has no entry in
 // `gradients` and no result in @main_backward.
 
-// CHECK: lamina.training = {main = {backward = @main_backward, forward = @main_forward, gradients = array<i64: 0, 1, 2>, saved = 0 : i64}}
+// CHECK: lamina.training = {main = #lamina.training_pair<forward = @main_forward, backward = @main_backward, saved = 0, gradients = [0, 1, 2]>}
 // CHECK-LABEL: func.func @main_backward(
 // CHECK-SAME: %{{[a-z0-9]+}}: tensor<4x8xf32>, %{{[a-z0-9]+}}: tensor<16x8xf32>, %{{[a-z0-9]+}}: tensor<3xf32>, %{{[a-z0-9]+}}: i64, %{{[a-z0-9]+}}: tensor<4x16xf32>) -> (tensor<4x8xf32>, tensor<16x8xf32>, tensor<3xf32>) {
 // CHECK: %[[DX:.+]] = lamina.matmul "fc" {{.+}} -> tensor<4x8xf32>
@@ -401,7 +401,7 @@ func.func @main(%x: tensor<4x8xbf16>, %w: tensor<16x8xbf16>, %b: tensor<16xbf16>
 // from x in the backward, so the forward saves nothing (saved = 0, where
 // without the checkpoint it would save s and h); "head" is not in it.
 
-// CHECK: lamina.training = {main = {backward = @main_backward, forward = @main_forward, gradients = array<i64: 0, 1, 2>, saved = 0 : i64}}
+// CHECK: lamina.training = {main = #lamina.training_pair<forward = @main_forward, backward = @main_backward, saved = 0, gradients = [0, 1, 2]>}
 // CHECK-LABEL: func.func @main_forward(
 // CHECK-SAME: -> tensor<4x8xf32> {
 // CHECK-LABEL: func.func @main_backward(
@@ -427,14 +427,14 @@ func.func @main(%x: tensor<4x8xf32>, %w1: tensor<16x8xf32>, %w2: tensor<8x16xf32
 // leaves @g alone; function=g (the G run, on this chunk alone) the reverse;
 // running both records both pairs in one lamina.training dictionary.
 
-// CHECK: lamina.training = {main = {backward = @main_backward, forward = @main_forward, gradients = array<i64: 0, 1, 2>, saved = 1 : i64}}
+// CHECK: lamina.training = {main = #lamina.training_pair<forward = @main_forward, backward = @main_backward, saved = 1, gradients = [0, 1, 2]>}
 // CHECK-LABEL: func.func @main_backward(
 // CHECK-LABEL: func.func @g(
 // CHECK-NEXT: lamina.linear "g"
 // CHECK-NOT: @g_forward
 // CHECK-NOT: @g_backward
 
-// G: module attributes {lamina.training = {g = {backward = @g_backward, forward = @g_forward, gradients = array<i64: 0, 1>, saved = 0 : i64}}}
+// G: module attributes {lamina.training = {g = #lamina.training_pair<forward = @g_forward, backward = @g_backward, saved = 0, gradients = [0, 1]>}}
 // G-LABEL: func.func @main(
 // G-NEXT: lamina.linear_act "fc"
 // G-LABEL: func.func @g_forward(
@@ -450,7 +450,7 @@ func.func @main(%x: tensor<4x8xf32>, %w1: tensor<16x8xf32>, %w2: tensor<8x16xf32
 // G-NOT: @main_forward
 // G-NOT: @main_backward
 
-// BOTH: lamina.training = {g = {backward = @g_backward, forward = @g_forward, gradients = array<i64: 0, 1>, saved = 0 : i64}, main = {backward = @main_backward, forward = @main_forward, gradients = array<i64: 0, 1, 2>, saved = 1 : i64}}
+// BOTH: lamina.training = {g = #lamina.training_pair<forward = @g_forward, backward = @g_backward, saved = 0, gradients = [0, 1]>, main = #lamina.training_pair<forward = @main_forward, backward = @main_backward, saved = 1, gradients = [0, 1, 2]>}
 // BOTH-DAG: func.func @main_forward(
 // BOTH-DAG: func.func @main_backward(
 // BOTH-DAG: func.func @g_forward(

@@ -492,7 +492,7 @@ module attributes {lamina.trainable} {
 
 // -----
 
-// expected-error @+1 {{'lamina.training' is a dictionary attribute of a module}}
+// expected-error @+1 {{'lamina.training' is a module attribute mapping function names to #lamina.training_pair}}
 module attributes {lamina.training} {
 }
 
@@ -723,4 +723,17 @@ func.func @reduce_replicas_to_a_negative_replica(%x: tensor<4xf32>) -> tensor<4x
   // expected-error @+1 {{'lamina.reduce_replicas' op attribute 'root' failed to satisfy constraint: 64-bit signless integer attribute whose value is non-negative}}
   %0 = lamina.reduce_replicas %x to -1 : tensor<4xf32>
   return %0 : tensor<4xf32>
+}
+
+
+// -----
+
+// expected-error @+1 {{a training pair's gradients are distinct argument numbers in increasing order}}
+module attributes {lamina.training = {main = #lamina.training_pair<forward = @f, backward = @b, saved = 0, gradients = [1, 0]>}} {
+}
+
+// -----
+
+// expected-error @+1 {{a forward saves a non-negative number of values, got -1}}
+module attributes {lamina.training = {main = #lamina.training_pair<forward = @f, backward = @b, saved = -1, gradients = []>}} {
 }

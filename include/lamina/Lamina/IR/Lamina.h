@@ -12,6 +12,7 @@
 
 #include "mlir/Bytecode/BytecodeOpInterface.h"
 #include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Dialect.h"
 #include "mlir/IR/OpDefinition.h"
@@ -81,6 +82,13 @@ bool isPartitioned(Operation *op);
 /// axis `axis`, or null where none is declared.
 LayoutAttr getDeclaredLayout(Value value,
                              StringRef axis = LaminaDialect::kTensorAxisName);
+
+/// The training pair lamina-generate-backward recorded for function `entry`
+/// in `module`'s `lamina.training`, or null.
+TrainingPairAttr getTrainingPair(ModuleOp module, StringRef entry);
+
+/// Records `pair` for function `entry` in `module`'s `lamina.training`.
+void setTrainingPair(ModuleOp module, StringRef entry, TrainingPairAttr pair);
 
 /// Moves the module path the importer gives each op as its name location
 /// (`loc("h.0.attn")`) into a `lamina.module` attribute, which survives

@@ -469,6 +469,77 @@ Attribute mlir::lamina::replaceLayoutOnAxis(MLIRContext *context,
 }
 
 //===----------------------------------------------------------------------===//
+// TrainingPairAttr
+//===----------------------------------------------------------------------===//
+
+Attribute TrainingPairAttr::parse(AsmParser &parser, Type) {
+  SMLoc loc = parser.getCurrentLocation();
+  FlatSymbolRefAttr forward, backward;
+  int64_t saved;
+  SmallVector<int64_t> gradients;
+  if (parser.parseLess() || parser.parseKeyword("forward") ||
+      parser.parseEqual() || parser.parseAttribute(forward) ||
+      parser.parseComma() || parser.parseKeyword("backward") ||
+      parser.parseEqual() || parser.parseAttribute(backward) ||
+      parser.parseComma() || parser.parseKeyword("saved") ||
+      parser.parseEqual() || parser.parseInteger(saved) ||
+      parser.parseComma() || parser.parseKeyword("gradients") ||
+      parser.parseEqual() ||
+      parser.parseCommaSeparatedList(AsmParser::Delimiter::Square,
+                                     [&]() -> ParseResult {
+                                       return parser.parseInteger(
+                                           gradients.emplace_back());
+                                     }) ||
+      parser.parseGreater())
+    return {};
+  return parser.getChecked<TrainingPairAttr>(loc, parser.getContext(), forward,
+                                             backward, saved, gradients);
+}
+
+void TrainingPairAttr::print(AsmPrinter &printer) const {
+  printer << "<forward = " << getForward() << ", backward = " << getBackward()
+          << ", saved = " << getSaved() << ", gradients = [";
+  llvm::interleaveComma(getGradients(), printer);
+  printer << "]>";
+}
+
+LogicalResult
+TrainingPairAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                         FlatSymbolRefAttr forward, FlatSymbolRefAttr backward,
+                         int64_t saved, ArrayRef<int64_t> gradients) {
+  if (!forward || !backward)
+    return emitError() << "a training pair names its forward and backward "
+                          "functions";
+  if (saved < 0)
+    return emitError() << "a forward saves a non-negative number of values, "
+                          "got "
+                       << saved;
+  for (auto [i, argument] : llvm::enumerate(gradients))
+    if (argument < 0 || (i > 0 && gradients[i - 1] >= argument))
+      return emitError() << "a training pair's gradients are distinct "
+                            "argument numbers in increasing order";
+  return success();
+}
+
+TrainingPairAttr mlir::lamina::getTrainingPair(ModuleOp module,
+                                               StringRef entry) {
+  auto pairs =
+      module->getAttrOfType<DictionaryAttr>(LaminaDialect::kTrainingAttrName);
+  return pairs ? pairs.getAs<TrainingPairAttr>(entry) : TrainingPairAttr();
+}
+
+void mlir::lamina::setTrainingPair(ModuleOp module, StringRef entry,
+                                   TrainingPairAttr pair) {
+  NamedAttrList pairs;
+  if (auto existing = module->getAttrOfType<DictionaryAttr>(
+          LaminaDialect::kTrainingAttrName))
+    pairs.append(existing.getValue());
+  pairs.set(entry, pair);
+  module->setAttr(LaminaDialect::kTrainingAttrName,
+                  pairs.getDictionary(module.getContext()));
+}
+
+//===----------------------------------------------------------------------===//
 // Discardable attributes
 //===----------------------------------------------------------------------===//
 
@@ -665,9 +736,14 @@ LogicalResult LaminaDialect::verifyOperationAttribute(Operation *op,
     return success();
   }
   if (attr.getName() == kTrainingAttrName) {
-    if (!isa<ModuleOp>(op) || !isa<DictionaryAttr>(attr.getValue()))
+    auto pairs = dyn_cast<DictionaryAttr>(attr.getValue());
+    if (!isa<ModuleOp>(op) || !pairs ||
+        !llvm::all_of(pairs, [](NamedAttribute pair) {
+          return isa<TrainingPairAttr>(pair.getValue());
+        }))
       return op->emitError() << "'" << kTrainingAttrName
-                             << "' is a dictionary attribute of a module";
+                             << "' is a module attribute mapping function "
+                                "names to #lamina.training_pair";
     return success();
   }
   if (attr.getName() == kBackwardAttrName) {

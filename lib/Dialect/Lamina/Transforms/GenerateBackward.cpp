@@ -537,19 +537,12 @@ struct LaminaGenerateBackwardPass
     builder.setInsertionPoint(backward);
     func::FuncOp forward = buildForward(target, generator.getSaved(), builder);
 
-    NamedAttrList entry;
-    entry.set("forward", FlatSymbolRefAttr::get(forward));
-    entry.set("backward", FlatSymbolRefAttr::get(backward));
-    entry.set("saved", builder.getI64IntegerAttr(generator.getSaved().size()));
     SmallVector<int64_t> gradients(generator.getGradientArguments());
-    entry.set("gradients", builder.getDenseI64ArrayAttr(gradients));
-    NamedAttrList pairs;
-    if (auto existing = module->getAttrOfType<DictionaryAttr>(
-            LaminaDialect::kTrainingAttrName))
-      pairs.append(existing.getValue());
-    pairs.set(target.getSymName(), entry.getDictionary(&getContext()));
-    module->setAttr(LaminaDialect::kTrainingAttrName,
-                    pairs.getDictionary(&getContext()));
+    setTrainingPair(
+        module, target.getSymName(),
+        TrainingPairAttr::get(&getContext(), FlatSymbolRefAttr::get(forward),
+                              FlatSymbolRefAttr::get(backward),
+                              generator.getSaved().size(), gradients));
     if (sharded)
       dropBackwardSyncs(module);
   }
