@@ -69,7 +69,9 @@ def LaminaHoistWeightPacking : Pass<"lamina-hoist-weight-packing",
     func.func @f_pack_weights(%x: ..., %w: ...) -> tensor<2x64x16xf32>
     ```
   }];
+  // The module's lamina.weight_packing records #lamina.packed_weights.
   let dependentDialects = ["::mlir::func::FuncDialect",
+                           "::mlir::lamina::LaminaDialect",
                            "::mlir::linalg::LinalgDialect",
                            "::mlir::tensor::TensorDialect"];
 }

@@ -76,13 +76,10 @@ struct LaminaHoistWeightPackingPass
   void runOnOperation() override {
     ModuleOp module = getOperation();
     MLIRContext *context = &getContext();
-    SmallVector<NamedAttribute> plan, sources;
+    SmallVector<NamedAttribute> plan;
     if (auto existing = module->getAttrOfType<DictionaryAttr>(
             LaminaDialect::kWeightPackingAttrName))
       plan.assign(existing.begin(), existing.end());
-    if (auto existing = module->getAttrOfType<DictionaryAttr>(
-            LaminaDialect::kWeightPackingSourcesAttrName))
-      sources.assign(existing.begin(), existing.end());
 
     for (auto function :
          llvm::to_vector(module.getOps<func::FuncOp>())) {
@@ -153,20 +150,13 @@ struct LaminaHoistWeightPackingPass
           entry.getArgumentTypes(), function.getResultTypes()));
       function.setAllArgAttrs(argAttrs);
 
-      SmallVector<Attribute> typeAttrs;
-      for (Type type : packedTypes)
-        typeAttrs.push_back(TypeAttr::get(type));
-      plan.push_back(builder.getNamedAttr(function.getSymName(),
-                                          builder.getArrayAttr(typeAttrs)));
-      sources.push_back(builder.getNamedAttr(
-          function.getSymName(), builder.getDenseI64ArrayAttr(sourceNumbers)));
+      plan.push_back(builder.getNamedAttr(
+          function.getSymName(),
+          PackedWeightsAttr::get(context, packedTypes, sourceNumbers)));
     }
-    if (!plan.empty()) {
+    if (!plan.empty())
       module->setAttr(LaminaDialect::kWeightPackingAttrName,
                       DictionaryAttr::get(context, plan));
-      module->setAttr(LaminaDialect::kWeightPackingSourcesAttrName,
-                      DictionaryAttr::get(context, sources));
-    }
   }
 };
 } // namespace

@@ -158,18 +158,24 @@ static void makeHostCallable(func::FuncOp function) {
 }
 
 /// The weights `function` packs at load time, from the module's plan.
-static llvm::Error readPackedWeights(DictionaryAttr plan, StringRef function,
-                                     SmallVector<ArgumentSpec> &specs) {
-  auto types = plan ? plan.getAs<ArrayAttr>(function) : ArrayAttr();
-  if (!types)
+/// The host views of the packed weights of `function` in `module` and the
+/// arguments they are packed from (`sourcesKnown`: recorded).
+static llvm::Error readPackedWeights(ModuleOp module, StringRef function,
+                                     SmallVector<ArgumentSpec> &specs,
+                                     SmallVector<int64_t> &sources,
+                                     bool &sourcesKnown) {
+  PackedWeightsAttr plan = getPackedWeights(module, function);
+  if (!plan)
     return llvm::Error::success();
-  for (auto [index, type] : llvm::enumerate(types)) {
-    auto spec = describeHostValue(cast<TypeAttr>(type).getValue(),
-                         "packed weight " + std::to_string(index));
+  for (auto [index, type] : llvm::enumerate(plan.getTypes())) {
+    auto spec =
+        describeHostValue(type, "packed weight " + std::to_string(index));
     if (!spec)
       return spec.takeError();
     specs.push_back(*spec);
   }
+  sources.assign(plan.getSources().begin(), plan.getSources().end());
+  sourcesKnown = true;
   return llvm::Error::success();
 }
 
@@ -358,32 +364,16 @@ static bool callsMpiRuntime(ModuleOp module) {
 }
 
 llvm::Error JitProgram::readWeightPacking(ModuleOp module) {
-  auto plan =
-      module->getAttrOfType<DictionaryAttr>(LaminaDialect::kWeightPackingAttrName);
-  if (!plan)
+  if (!module->hasAttr(LaminaDialect::kWeightPackingAttrName))
     return llvm::Error::success();
-  if (llvm::Error error = readPackedWeights(plan, entry, packedWeights))
+  if (llvm::Error error = readPackedWeights(module, entry, packedWeights,
+                                            packSources, packSourcesKnown))
     return error;
-  if (auto sources = module->getAttrOfType<DictionaryAttr>(
-          LaminaDialect::kWeightPackingSourcesAttrName))
-    if (auto numbers = sources.getAs<DenseI64ArrayAttr>(entry)) {
-      packSources.assign(numbers.asArrayRef().begin(),
-                         numbers.asArrayRef().end());
-      packSourcesKnown = true;
-    }
-  for (StageCall &stage : stageCalls) {
-    if (llvm::Error error =
-            readPackedWeights(plan, stage.function, stage.packedWeights))
+  for (StageCall &stage : stageCalls)
+    if (llvm::Error error = readPackedWeights(
+            module, stage.function, stage.packedWeights, stage.packSources,
+            stage.packSourcesKnown))
       return error;
-    if (auto sources = module->getAttrOfType<DictionaryAttr>(
-            LaminaDialect::kWeightPackingSourcesAttrName))
-      if (auto numbers = sources.getAs<DenseI64ArrayAttr>(stage.function)) {
-        stage.packSources.assign(numbers.asArrayRef().begin(),
-                                 numbers.asArrayRef().end());
-        stage.packSourcesKnown = true;
-      }
-  }
-  module->removeAttr(LaminaDialect::kWeightPackingSourcesAttrName);
   module->removeAttr(LaminaDialect::kWeightPackingAttrName);
   return llvm::Error::success();
 }
@@ -442,10 +432,8 @@ static constexpr llvm::StringLiteral kUsesOpenMPAttr = "uses_openmp";
 static std::string describeForCache(ModuleOp module) {
   OpBuilder builder(module.getContext());
   OwningOpRef<ModuleOp> facts = ModuleOp::create(builder.getUnknownLoc());
-  for (llvm::StringRef name : {LaminaDialect::kWeightPackingAttrName,
-                               LaminaDialect::kWeightPackingSourcesAttrName})
-    if (Attribute value = module->getAttr(name))
-      (*facts)->setAttr(name, value);
+  if (Attribute plan = module->getAttr(LaminaDialect::kWeightPackingAttrName))
+    (*facts)->setAttr(LaminaDialect::kWeightPackingAttrName, plan);
   if (callsMpiRuntime(module))
     (*facts)->setAttr(kCallsMpiAttr, builder.getUnitAttr());
   if (NativeCode::usesOpenMP(module))

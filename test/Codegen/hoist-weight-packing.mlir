@@ -1,7 +1,7 @@
 // RUN: lamina-opt %s --lamina-hoist-weight-packing | FileCheck %s
 // RUN: lamina-opt %s --lamina-hoist-weight-packing --lamina-hoist-weight-packing | FileCheck %s
 
-// CHECK: module attributes {lamina.weight_packing = {main = [tensor<2x8x16xf32>]}, lamina.weight_packing_sources = {main = array<i64: 1>}}
+// CHECK: module attributes {lamina.weight_packing = {main = #lamina.packed_weights<[tensor<2x8x16xf32>] from [1]>}}
 // CHECK-LABEL: func.func @main
 // CHECK-SAME: (%[[X:.+]]: tensor<4x8xf32>, %[[W:.+]]: tensor<32x8xf32> {bufferization.writable = false}, %[[P:.+]]: tensor<2x8x16xf32> {bufferization.writable = false})
 // CHECK-NOT: linalg.pack

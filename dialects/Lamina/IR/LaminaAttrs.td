@@ -241,4 +241,25 @@ def Lamina_TrainingPairAttr : Lamina_Attr<"TrainingPair", "training_pair"> {
   let genVerifyDecl = 1;
 }
 
+def Lamina_PackedWeightsAttr : Lamina_Attr<"PackedWeights", "packed_weights"> {
+  let summary = "the weights a function takes packed, and what they are packed from";
+  let description = [{
+    `lamina-hoist-weight-packing` moves the packing of a function's weights
+    into `@f_pack_weights` and gives `@f` the packed weights as trailing
+    arguments instead: their types, in order, and for each the number of
+    the argument of `@f` it is packed from. A call whose packed arguments
+    are unchanged reuses the packed weights. Recorded under the function's
+    name in the module's `lamina.weight_packing`.
+
+    ```mlir
+    module attributes {lamina.weight_packing = {main =
+        #lamina.packed_weights<[tensor<2x8x16xf32>] from [1]>}}
+    ```
+  }];
+  let parameters = (ins ArrayRefParameter<"::mlir::Type", "">:$types,
+                    ArrayRefParameter<"int64_t", "">:$sources);
+  let hasCustomAssemblyFormat = 1;
+  let genVerifyDecl = 1;
+}
+
 #endif // LAMINA_LAMINA_ATTRS_TD

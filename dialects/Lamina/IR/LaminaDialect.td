@@ -114,14 +114,9 @@ def Lamina_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kPrefetchRowsAttrName =
         "lamina.prefetch_rows";
     /// Module attribute mapping each function with hoisted weight packing
-    /// to the types of its packed weights (its trailing arguments).
+    /// to its #lamina.packed_weights.
     static constexpr ::llvm::StringLiteral kWeightPackingAttrName =
         "lamina.weight_packing";
-    /// Module attribute mapping the same functions to the numbers of the
-    /// arguments their packers read, in packed-weight order: a call whose
-    /// other arguments change reuses the packed weights.
-    static constexpr ::llvm::StringLiteral kWeightPackingSourcesAttrName =
-        "lamina.weight_packing_sources";
   }];
 }
 

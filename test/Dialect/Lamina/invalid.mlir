@@ -737,3 +737,21 @@ module attributes {lamina.training = {main = #lamina.training_pair<forward = @f,
 // expected-error @+1 {{a forward saves a non-negative number of values, got -1}}
 module attributes {lamina.training = {main = #lamina.training_pair<forward = @f, backward = @b, saved = -1, gradients = []>}} {
 }
+
+// -----
+
+// expected-error @+1 {{'lamina.weight_packing' must be a module attribute mapping function names to #lamina.packed_weights}}
+module attributes {lamina.weight_packing = {main = [tensor<2x8x16xf32>]}} {
+}
+
+// -----
+
+// expected-error @+1 {{packed weights name one source argument each, got 1 weights and 2 sources}}
+module attributes {lamina.weight_packing = {main = #lamina.packed_weights<[tensor<2x8x16xf32>] from [1, 2]>}} {
+}
+
+// -----
+
+// expected-error @+1 {{packed weights are ranked tensors}}
+module attributes {lamina.weight_packing = {main = #lamina.packed_weights<[f32] from [1]>}} {
+}

@@ -90,6 +90,10 @@ TrainingPairAttr getTrainingPair(ModuleOp module, StringRef entry);
 /// Records `pair` for function `entry` in `module`'s `lamina.training`.
 void setTrainingPair(ModuleOp module, StringRef entry, TrainingPairAttr pair);
 
+/// The packed weights lamina-hoist-weight-packing recorded for `function`
+/// in `module`'s `lamina.weight_packing`, or null.
+PackedWeightsAttr getPackedWeights(ModuleOp module, StringRef function);
+
 /// Moves the module path the importer gives each op as its name location
 /// (`loc("h.0.attn")`) into a `lamina.module` attribute, which survives
 /// printing; the op keeps the name's child location.

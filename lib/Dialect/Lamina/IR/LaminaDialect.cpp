@@ -540,6 +540,57 @@ void mlir::lamina::setTrainingPair(ModuleOp module, StringRef entry,
 }
 
 //===----------------------------------------------------------------------===//
+// PackedWeightsAttr
+//===----------------------------------------------------------------------===//
+
+Attribute PackedWeightsAttr::parse(AsmParser &parser, Type) {
+  SMLoc loc = parser.getCurrentLocation();
+  SmallVector<Type> types;
+  SmallVector<int64_t> sources;
+  if (parser.parseLess() ||
+      parser.parseCommaSeparatedList(
+          AsmParser::Delimiter::Square,
+          [&]() { return parser.parseType(types.emplace_back()); }) ||
+      parser.parseKeyword("from") ||
+      parser.parseCommaSeparatedList(
+          AsmParser::Delimiter::Square,
+          [&]() { return parser.parseInteger(sources.emplace_back()); }) ||
+      parser.parseGreater())
+    return {};
+  return parser.getChecked<PackedWeightsAttr>(loc, parser.getContext(), types,
+                                              sources);
+}
+
+void PackedWeightsAttr::print(AsmPrinter &printer) const {
+  printer << "<[";
+  llvm::interleaveComma(getTypes(), printer);
+  printer << "] from [";
+  llvm::interleaveComma(getSources(), printer);
+  printer << "]>";
+}
+
+LogicalResult
+PackedWeightsAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                          ArrayRef<Type> types, ArrayRef<int64_t> sources) {
+  if (types.size() != sources.size())
+    return emitError() << "packed weights name one source argument each, got "
+                       << types.size() << " weights and " << sources.size()
+                       << " sources";
+  if (!llvm::all_of(types, llvm::IsaPred<RankedTensorType>))
+    return emitError() << "packed weights are ranked tensors";
+  if (llvm::any_of(sources, [](int64_t source) { return source < 0; }))
+    return emitError() << "packed weights' sources are argument numbers";
+  return success();
+}
+
+PackedWeightsAttr mlir::lamina::getPackedWeights(ModuleOp module,
+                                                 StringRef function) {
+  auto plan = module->getAttrOfType<DictionaryAttr>(
+      LaminaDialect::kWeightPackingAttrName);
+  return plan ? plan.getAs<PackedWeightsAttr>(function) : PackedWeightsAttr();
+}
+
+//===----------------------------------------------------------------------===//
 // Discardable attributes
 //===----------------------------------------------------------------------===//
 
@@ -653,31 +704,13 @@ LogicalResult LaminaDialect::verifyOperationAttribute(Operation *op,
   }
   if (attr.getName() == kWeightPackingAttrName) {
     auto plan = dyn_cast<DictionaryAttr>(attr.getValue());
-    bool valid = plan && isa<ModuleOp>(op);
-    for (NamedAttribute entry : plan ? plan.getValue()
-                                     : ArrayRef<NamedAttribute>()) {
-      auto types = dyn_cast<ArrayAttr>(entry.getValue());
-      valid &= types && llvm::all_of(types, [](Attribute type) {
-                 return isa<TypeAttr>(type);
-               });
-    }
-    if (!valid)
+    if (!plan || !isa<ModuleOp>(op) ||
+        !llvm::all_of(plan, [](NamedAttribute entry) {
+          return isa<PackedWeightsAttr>(entry.getValue());
+        }))
       return op->emitError() << "'" << kWeightPackingAttrName
                              << "' must be a module attribute mapping "
-                                "function names to arrays of types";
-    return success();
-  }
-  if (attr.getName() == kWeightPackingSourcesAttrName) {
-    auto sources = dyn_cast<DictionaryAttr>(attr.getValue());
-    bool valid = sources && isa<ModuleOp>(op) &&
-                 llvm::all_of(sources.getValue(), [](NamedAttribute entry) {
-                   return isa<DenseI64ArrayAttr>(entry.getValue());
-                 });
-    if (!valid)
-      return op->emitError() << "'" << kWeightPackingSourcesAttrName
-                             << "' must be a module attribute mapping "
-                                "function names to arrays of argument "
-                                "numbers";
+                                "function names to #lamina.packed_weights";
     return success();
   }
   if (attr.getName() == kModuleAttrName) {
