@@ -17,6 +17,9 @@ WORDS = """
 func.func return module attributes tensor vector memref index i1 i32 i64 f16
 bf16 f32 f64 !lns.num<f !lns.num<f=10> #lamina.layout<R> #lamina.layout<P>
 #lamina.layout<S(0)> #lamina.layout<S(1)> S( lamina.world_size
+#lamina.layout<[dp:S(0),tp:S(1)]> lamina.grid dp: tp: pp:
+#lamina.training_pair<forward=@f,backward=@g,saved=0,gradients=[0]>
+#lamina.packed_weights<[tensor<2x8x16xf32>]from[1]> lamina.weight_packing
 lamina.pipeline_cut lamina.checkpoint lamina.layer_path lamina.training
 bias activation dropout seed training gelu gelu_tanh relu silu sigmoid none
 weight input output axis path fwd_pre fwd_post bwd_pre bwd_post all_reduce
