@@ -13,7 +13,6 @@ own) is measured with and without a checkpointed layer.
 
 import os
 import pathlib
-import re
 import subprocess
 import sys
 
@@ -40,14 +39,12 @@ class Pair:
         self.forward = lamina.Program(self.ir, "main_forward", PIPELINE)
         self.backward = lamina.Program(self.ir, "main_backward", PIPELINE)
         self.num_results = num_results
-        match = re.search(r"main = \{backward = @main_backward, "
-                          r"forward = @main_forward, gradients = "
-                          r"array<i64(?:: ([0-9, ]*))?>, saved = (\d+) : i64\}",
-                          self.ir)
-        assert match, self.ir[:400]
-        self.gradients = ([int(i) for i in match.group(1).split(",")]
-                          if match.group(1) else [])
-        self.saved = int(match.group(2))
+        # The pass's record of the pair, read through the typed accessor.
+        entry = lamina._lamina.Module(self.ir).training_entry("main")
+        assert (entry["forward"], entry["backward"]) == ("main_forward",
+                                                         "main_backward")
+        self.gradients = list(entry["gradients"])
+        self.saved = entry["saved"]
 
     @property
     def saved_specs(self):
