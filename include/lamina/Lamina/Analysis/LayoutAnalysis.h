@@ -40,6 +40,12 @@ inferLayouts(ModuleOp module, StringRef axis = LaminaDialect::kTensorAxisName);
 using GridLayouts = SmallVector<std::pair<StringAttr, FunctionLayouts>>;
 FailureOr<GridLayouts> inferGridLayouts(ModuleOp module);
 
+/// The layouts of `function` on each axis of `layouts`.
+using LayoutsPerAxis = SmallVector<
+    std::pair<StringAttr, const llvm::DenseMap<Value, LayoutAttr> *>>;
+LayoutsPerAxis getFunctionLayoutsPerAxis(const GridLayouts &layouts,
+                                         func::FuncOp function);
+
 /// While alive, errors emitted on the ops of a module whose grid has several
 /// axes end by naming the axis `axis` whose rules rejected them.
 class NameGridAxisInErrors {

@@ -78,12 +78,7 @@ LogicalResult LayoutChecker::run(func::FuncOp function) {
 /// same dim: each rule assumed the dim whole on the other axes.
 static LogicalResult checkOneAxisPerDim(func::FuncOp function,
                                         const GridLayouts &layouts) {
-  SmallVector<std::pair<StringAttr, const DenseMap<Value, LayoutAttr> *>>
-      perAxis;
-  for (auto &[axis, functions] : layouts)
-    for (auto &[checked, onAxis] : functions)
-      if (checked == function)
-        perAxis.emplace_back(axis, &onAxis);
+  LayoutsPerAxis perAxis = getFunctionLayoutsPerAxis(layouts, function);
   WalkResult result = function.walk([&](Operation *op) {
     for (Value value : op->getResults()) {
       DenseMap<int64_t, StringAttr> shardedOn;
@@ -105,6 +100,17 @@ static LogicalResult checkOneAxisPerDim(func::FuncOp function,
     return WalkResult::advance();
   });
   return failure(result.wasInterrupted());
+}
+
+LayoutsPerAxis
+mlir::lamina::getFunctionLayoutsPerAxis(const GridLayouts &layouts,
+                                        func::FuncOp function) {
+  LayoutsPerAxis perAxis;
+  for (auto &[axis, functions] : layouts)
+    for (auto &[checked, onAxis] : functions)
+      if (checked == function)
+        perAxis.emplace_back(axis, &onAxis);
+  return perAxis;
 }
 
 FailureOr<GridLayouts> mlir::lamina::inferGridLayouts(ModuleOp module) {

@@ -438,8 +438,9 @@ Attribute mlir::lamina::composeLayouts(
   if (kept.size() == 1 &&
       kept.front().first.getValue() == LaminaDialect::kTensorAxisName)
     return kept.front().second;
-  return GridLayoutAttr::get(context, llvm::to_vector(llvm::make_first_range(kept)),
-                             llvm::to_vector(llvm::make_second_range(kept)));
+  return GridLayoutAttr::get(
+      context, llvm::to_vector(llvm::make_first_range(kept)),
+      llvm::to_vector(llvm::make_second_range(kept)));
 }
 
 SmallVector<std::pair<StringAttr, LayoutAttr>>
@@ -843,7 +844,7 @@ LogicalResult LaminaDialect::verifyRegionArgAttribute(Operation *op, unsigned,
                            << attr.getName().getValue() << "'";
   SmallVector<std::pair<StringAttr, LayoutAttr>> perAxis =
       getLayoutsPerAxis(attr.getValue());
-  if (perAxis.empty() && !isa<LayoutAttr>(attr.getValue()))
+  if (perAxis.empty())
     return op->emitError() << "'" << kLayoutAttrName
                            << "' must be a #lamina.layout";
   auto function = dyn_cast<FunctionOpInterface>(op);
@@ -890,8 +891,8 @@ LogicalResult LaminaDialect::verifyRegionArgAttribute(Operation *op, unsigned,
                              << " is sharded on axis " << axis
                              << " but has rank " << type.getRank();
     int64_t size = type.getDimSize(axis);
-    if (known == grid.end() || isPartitioned(op) || ShapedType::isDynamic(size) ||
-        size % known->size == 0)
+    if (known == grid.end() || isPartitioned(op) ||
+        ShapedType::isDynamic(size) || size % known->size == 0)
       continue;
     if (!declaresGrid)
       return op->emitError()

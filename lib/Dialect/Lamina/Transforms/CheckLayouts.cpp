@@ -25,10 +25,6 @@ static std::string describeBackward(SyncAttr sync) {
   return text;
 }
 
-/// The layouts of one function on each axis of the grid.
-using LayoutsPerAxis =
-    SmallVector<std::pair<StringAttr, const DenseMap<Value, LayoutAttr> *>>;
-
 /// Writes `layouts` (values absent are replicated) onto the ops of
 /// `function`, composed over the grid's axes.
 static void annotate(func::FuncOp function, const LayoutsPerAxis &layouts) {
@@ -74,16 +70,9 @@ struct LaminaCheckLayoutsPass
       return signalPassFailure();
     if (!annotate)
       return;
-    for (func::FuncOp function : module.getOps<func::FuncOp>()) {
-      if (function.isDeclaration())
-        continue;
-      LayoutsPerAxis perAxis;
-      for (auto &[axis, functions] : *layouts)
-        for (auto &[checked, functionLayouts] : functions)
-          if (checked == function)
-            perAxis.emplace_back(axis, &functionLayouts);
-      ::annotate(function, perAxis);
-    }
+    for (func::FuncOp function : module.getOps<func::FuncOp>())
+      if (!function.isDeclaration())
+        ::annotate(function, getFunctionLayoutsPerAxis(*layouts, function));
   }
 };
 } // namespace
