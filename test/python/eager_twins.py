@@ -18,6 +18,20 @@ def twins(make):
     return model, eager
 
 
+def results_and_input_gradients_match(compiled, eager, x, cotangent_seed):
+    """Calls `compiled` and `eager` on copies of `x` and checks, at TOL,
+    their results and the input's gradients for the cotangent drawn from
+    `cotangent_seed`."""
+    ours, theirs = x.clone().requires_grad_(), x.clone().requires_grad_()
+    y, y_eager = compiled(ours), eager(theirs)
+    torch.testing.assert_close(y, y_eager, **TOL)
+    weight = torch.randn(
+        y.shape, generator=torch.Generator().manual_seed(cotangent_seed))
+    (y * weight).sum().backward()
+    (y_eager * weight).sum().backward()
+    torch.testing.assert_close(ours.grad, theirs.grad, **TOL)
+
+
 def compiled_matches_eager(make, shape):
     """Builds `make()` and checks its result on an input of `shape`, the
     input's gradient and every parameter's against an eager twin's at
@@ -25,13 +39,7 @@ def compiled_matches_eager(make, shape):
     model, eager = twins(make)
     compiled = lamina.build(lamina.create_schedule(model))
     x = torch.randn(shape, generator=torch.Generator().manual_seed(1))
-    ours, theirs = x.clone().requires_grad_(), x.clone().requires_grad_()
-    y, y_eager = compiled(ours), eager(theirs)
-    torch.testing.assert_close(y, y_eager, **TOL)
-    weight = torch.randn(y.shape, generator=torch.Generator().manual_seed(2))
-    (y * weight).sum().backward()
-    (y_eager * weight).sum().backward()
-    torch.testing.assert_close(ours.grad, theirs.grad, **TOL)
+    results_and_input_gradients_match(compiled, eager, x, cotangent_seed=2)
     grads = dict(eager.named_parameters())
     for name, parameter in compiled.named_parameters():
         torch.testing.assert_close(parameter.grad, grads[name].grad, **TOL,

@@ -170,13 +170,8 @@ def test_construct_forward_and_gradients_match_eager(name):
     x = torch.randn(2, 8, 16, generator=torch.Generator().manual_seed(3))
     compiled = lamina.build(lamina.create_schedule(
         Function(function), example_inputs=[x]))
-    ours, theirs = x.clone().requires_grad_(), x.clone().requires_grad_()
-    y, y_eager = compiled(ours), function(theirs)
-    torch.testing.assert_close(y, y_eager, **TOL)
-    weight = torch.randn(y.shape, generator=torch.Generator().manual_seed(4))
-    (y * weight).sum().backward()
-    (y_eager * weight).sum().backward()
-    torch.testing.assert_close(ours.grad, theirs.grad, **TOL)
+    eager_twins.results_and_input_gradients_match(compiled, function, x,
+                                                  cotangent_seed=4)
 
 
 @pytest.mark.parametrize("function, message", [
