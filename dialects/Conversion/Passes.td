@@ -150,8 +150,13 @@ def ConvertShardToLaminaMPI : Pass<"convert-shard-to-lamina-mpi",
       `MPI_Reduce_scatter_block`, and reduces f16/bf16 in f32);
     - `shard.all_slice` (no communication) becomes a `tensor.extract_slice`
       of the process's block;
-    - `shard.process_linear_index` becomes `laminaMpiRank()` (the rank on
-      the tensor-parallel axis);
+    - each collective runs along its one grid axis: the call's last
+      argument is the runtime's axis (data 0, pipeline 1, tensor 2) that the
+      axis's name in the module's `lamina.grid` stands for (`dp`, `pp`,
+      `tp`); without `lamina.grid` the grid's one axis is the tensor axis;
+    - `shard.process_multi_index` of one axis, and the
+      `shard.process_linear_index` of a one-axis grid, become
+      `laminaMpiAxisRank(axis)`;
     - `lamina.reduce_replicas` (a gradient's sum or mean over the
       data-parallel replicas) becomes `laminaMpiReplicaReduceStart_<type>`
       where the op stands, which starts a non-blocking `MPI_Iallreduce` (or,

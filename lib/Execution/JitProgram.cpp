@@ -501,8 +501,10 @@ JitProgram::compile(OwningOpRef<ModuleOp> module, StringRef entry,
   // (or partitioned) program.
   // Tensor parallelism inside pipeline stages: the stages are cut from
   // the partitioned program, each with its collectives.
-  if (mlir::lamina::getWorldSize(*module).value_or(1) > 1 &&
-      !isPartitioned(*module) && hasPipelineCuts(*module) &&
+  // The ranks a tensor is split over: the tensor axis of the program's grid.
+  int64_t tensorRanks =
+      getGridAxisSize(*module, LaminaDialect::kTensorAxisName).value_or(1);
+  if (tensorRanks > 1 && !isPartitioned(*module) && hasPipelineCuts(*module) &&
       shardsArguments(module->lookupSymbol<func::FuncOp>(entry)))
     if (llvm::Error error = runPassPipeline(
             *module, "builtin.module(lamina-decompose,lamina-partition)",
@@ -512,7 +514,7 @@ JitProgram::compile(OwningOpRef<ModuleOp> module, StringRef entry,
           runPassPipeline(*module, kHostPreparePipeline, &timing))
     return std::move(error);
   func::FuncOp function = module->lookupSymbol<func::FuncOp>(entry);
-  program->worldSize = mlir::lamina::getWorldSize(*module).value_or(1);
+  program->worldSize = tensorRanks;
   if (llvm::Error error =
           program->describeSignature(function, isPartitioned(*module)))
     return std::move(error);

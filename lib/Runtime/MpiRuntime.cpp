@@ -105,11 +105,18 @@ struct CollectiveTimer {
   ~CollectiveTimer() { collectiveSeconds += MPI_Wtime() - start; }
 };
 
-/// The ranks of the tensor-parallel axis, which partitioned programs'
-/// collectives span.
+/// The ranks of the tensor-parallel axis.
 int worldSize() { return int(mlir::lamina::mpiAxisSize(MpiAxis::Tensor)); }
 
-MPI_Comm tensorAxis() { return communicator(MpiAxis::Tensor); }
+/// The grid axis a compiled collective names (an MpiAxis value).
+MpiAxis gridAxis(int64_t axis) {
+  if (axis < 0 || axis > static_cast<int64_t>(MpiAxis::Tensor)) {
+    std::fprintf(stderr, "lamina MPI runtime: no grid axis %lld\n",
+                 static_cast<long long>(axis));
+    std::abort();
+  }
+  return static_cast<MpiAxis>(axis);
+}
 
 //===----------------------------------------------------------------------===//
 // Element types: MPI sums f32/f64/i64 natively, f16/bf16 in f32
@@ -158,7 +165,7 @@ constexpr bool kNative = !std::is_same_v<T, F16> && !std::is_same_v<T, BF16>;
 /// result's blocks of `perRank` elements (reduce-scatter).
 template <typename T>
 void reduce(const void *send, void *receive, int64_t count, int64_t perRank,
-            MPI_Op op = MPI_SUM, MPI_Comm comm = tensorAxis()) {
+            MPI_Op op, MPI_Comm comm) {
   if constexpr (kNative<T>) {
     if (perRank)
       callMpi("MPI_Reduce_scatter_block", [&] {
@@ -183,24 +190,26 @@ void reduce(const void *send, void *receive, int64_t count, int64_t perRank,
 }
 
 template <typename T>
-void allReduce(int64_t r0, void *d0, int64_t r1, void *d1,
-               MPI_Op op = MPI_SUM) {
+void allReduce(int64_t r0, void *d0, int64_t r1, void *d1, MPI_Op op,
+               MpiAxis axis) {
   Buffer in(r0, d0, sizeof(typename T::Storage));
   Buffer out(r1, d1, sizeof(typename T::Storage));
-  worldSize();
+  MPI_Comm comm = communicator(axis);
   CollectiveTimer timer;
-  reduce<T>(in.data, out.data, in.numElements(), 0, op);
+  reduce<T>(in.data, out.data, in.numElements(), 0, op, comm);
 }
 
-/// Concatenates the ranks' blocks on `axis`: each rank's block is `outer`
-/// runs of `chunk` bytes; the result interleaves them run by run.
+/// Concatenates the ranks' blocks on dim `dim`: each rank's block is
+/// `outer` runs of `chunk` bytes; the result interleaves them run by run.
 template <typename T>
-void allGather(int64_t r0, void *d0, int64_t r1, void *d1, int64_t axis) {
+void allGather(int64_t r0, void *d0, int64_t r1, void *d1, int64_t dim,
+               MpiAxis axis) {
   size_t element = sizeof(typename T::Storage);
   Buffer in(r0, d0, element), out(r1, d1, element);
-  int ranks = worldSize();
+  MPI_Comm comm = communicator(axis);
+  int ranks = int(mlir::lamina::mpiAxisSize(axis));
   CollectiveTimer timer;
-  int64_t outer = in.outer(axis);
+  int64_t outer = in.outer(dim);
   int64_t bytes = in.numElements() * element;
   int64_t chunk = bytes / outer;
   // Blocks of the leading axis land in place; others are gathered, then
@@ -209,7 +218,7 @@ void allGather(int64_t r0, void *d0, int64_t r1, void *d1, int64_t axis) {
   callMpi("MPI_Allgather", [&] {
     return MPI_Allgather(in.data, int(bytes), MPI_BYTE,
                          outer == 1 ? out.data : gathered.data(), int(bytes),
-                         MPI_BYTE, tensorAxis());
+                         MPI_BYTE, comm);
   });
   if (outer == 1)
     return;
@@ -219,17 +228,19 @@ void allGather(int64_t r0, void *d0, int64_t r1, void *d1, int64_t axis) {
                   gathered.data() + r * bytes + o * chunk, chunk);
 }
 
-/// Sums the ranks' whole tensors and keeps this rank's block on `axis`.
+/// Sums the ranks' whole tensors and keeps this rank's block on dim `dim`.
 template <typename T>
-void reduceScatter(int64_t r0, void *d0, int64_t r1, void *d1, int64_t axis) {
+void reduceScatter(int64_t r0, void *d0, int64_t r1, void *d1, int64_t dim,
+                   MpiAxis axis) {
   size_t element = sizeof(typename T::Storage);
   Buffer in(r0, d0, element), out(r1, d1, element);
-  int ranks = worldSize();
+  MPI_Comm comm = communicator(axis);
+  int ranks = int(mlir::lamina::mpiAxisSize(axis));
   CollectiveTimer timer;
-  int64_t outer = in.outer(axis);
+  int64_t outer = in.outer(dim);
   int64_t perRank = out.numElements();
   if (outer == 1) {
-    reduce<T>(in.data, out.data, in.numElements(), perRank);
+    reduce<T>(in.data, out.data, in.numElements(), perRank, MPI_SUM, comm);
     return;
   }
   // Reorder [outer, ranks, chunk] into [ranks, outer, chunk] so that each
@@ -240,7 +251,8 @@ void reduceScatter(int64_t r0, void *d0, int64_t r1, void *d1, int64_t axis) {
     for (int64_t o = 0; o < outer; ++o)
       std::memcpy(blocks.data() + (r * outer + o) * chunk,
                   in.data + (o * ranks + r) * chunk, chunk);
-  reduce<T>(blocks.data(), out.data, in.numElements(), perRank);
+  reduce<T>(blocks.data(), out.data, in.numElements(), perRank, MPI_SUM,
+            comm);
 }
 
 //===----------------------------------------------------------------------===//
@@ -447,26 +459,28 @@ void waitReplicaReduce(int64_t handle, int64_t r0, void *d0, int64_t r1,
 } // namespace
 
 extern "C" {
-int64_t laminaMpiRank() { return mlir::lamina::mpiAxisRank(MpiAxis::Tensor); }
+int64_t laminaMpiAxisRank(int64_t axis) {
+  return mlir::lamina::mpiAxisRank(gridAxis(axis));
+}
 
 int64_t laminaMpiWorldSize() { return worldSize(); }
 
 #define LAMINA_MPI_DEFINE(suffix, T)                                           \
   void laminaMpiAllReduce_##suffix(int64_t r0, void *d0, int64_t r1,           \
-                                   void *d1) {                                 \
-    allReduce<T>(r0, d0, r1, d1);                                              \
+                                   void *d1, int64_t axis) {                   \
+    allReduce<T>(r0, d0, r1, d1, MPI_SUM, gridAxis(axis));                     \
   }                                                                            \
   void laminaMpiAllReduceMax_##suffix(int64_t r0, void *d0, int64_t r1,        \
-                                      void *d1) {                              \
-    allReduce<T>(r0, d0, r1, d1, MPI_MAX);                                     \
+                                      void *d1, int64_t axis) {                \
+    allReduce<T>(r0, d0, r1, d1, MPI_MAX, gridAxis(axis));                     \
   }                                                                            \
   void laminaMpiAllGather_##suffix(int64_t r0, void *d0, int64_t r1, void *d1, \
-                                   int64_t axis) {                             \
-    allGather<T>(r0, d0, r1, d1, axis);                                        \
+                                   int64_t dim, int64_t axis) {                \
+    allGather<T>(r0, d0, r1, d1, dim, gridAxis(axis));                         \
   }                                                                            \
   void laminaMpiReduceScatter_##suffix(int64_t r0, void *d0, int64_t r1,       \
-                                       void *d1, int64_t axis) {               \
-    reduceScatter<T>(r0, d0, r1, d1, axis);                                    \
+                                       void *d1, int64_t dim, int64_t axis) {  \
+    reduceScatter<T>(r0, d0, r1, d1, dim, gridAxis(axis));                     \
   }
 LAMINA_MPI_DEFINE(f32, F32)
 LAMINA_MPI_DEFINE(f64, F64)
@@ -513,7 +527,7 @@ mlir::lamina::getMpiRuntimeSymbols() {
         reinterpret_cast<void *>(&laminaMpiReplicaReduceWait_##suffix)         \
   }
   static const std::pair<const char *, void *> symbols[] = {
-      {"laminaMpiRank", reinterpret_cast<void *>(&laminaMpiRank)},
+      {"laminaMpiAxisRank", reinterpret_cast<void *>(&laminaMpiAxisRank)},
       {"laminaMpiWorldSize", reinterpret_cast<void *>(&laminaMpiWorldSize)},
       LAMINA_MPI_ENTRY(f32),
       LAMINA_MPI_ENTRY(f64),

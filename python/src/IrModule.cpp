@@ -11,12 +11,15 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/SymbolTable.h"
+#include "mlir/IR/Verifier.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <pybind11/stl.h>
+
+#include <map>
 
 namespace py = pybind11;
 using namespace mlir;
@@ -153,10 +156,30 @@ std::vector<py::object> argumentLnsBases(const IrModule &module,
 
 /// (shard axis or None, groups) of each argument of @`entry`, as declared
 /// by the schedule; every argument is whole on one rank.
+/// A copy of `module` declaring the grid of `sizes` (lamina.grid) instead
+/// of a world size; ValueError where the module does not verify with it.
+IrModule onGrid(const IrModule &module,
+                const std::map<std::string, int64_t> &sizes) {
+  OwningOpRef<ModuleOp> result = module.clone();
+  MLIRContext *context = module.getContext().get();
+  SmallVector<NamedAttribute> axes;
+  for (const auto &[name, size] : sizes)
+    axes.emplace_back(StringAttr::get(context, name),
+                      IntegerAttr::get(IntegerType::get(context, 64), size));
+  (*result)->removeAttr(LaminaDialect::kWorldSizeAttrName);
+  (*result)->setAttr(LaminaDialect::kGridAttrName,
+                     DictionaryAttr::get(context, axes));
+  Diagnostics diagnostics(context);
+  if (failed(verify(*result)))
+    throw py::value_error(diagnostics.take());
+  return IrModule(module.getContext(), std::move(result));
+}
+
 std::vector<std::pair<std::optional<int64_t>, int64_t>>
 argumentShards(const IrModule &module, const std::string &entry) {
   func::FuncOp function = lookupFunction(module, entry);
-  std::optional<int64_t> worldSize = getWorldSize(module.get());
+  std::optional<int64_t> worldSize =
+      getGridAxisSize(module.get(), LaminaDialect::kTensorAxisName);
   std::vector<std::pair<std::optional<int64_t>, int64_t>> shards;
   for (BlockArgument argument : function.getArguments()) {
     LayoutAttr layout = worldSize && *worldSize > 1
@@ -189,12 +212,18 @@ void mlir::lamina::python::populateIrModuleBindings(py::module_ &m) {
            py::arg("pipeline") = "",
            "a copy after a transform script and a pass pipeline")
       .def("__str__", &IrModule::text)
+      .def("on_grid", &onGrid, py::arg("sizes"),
+           "a copy declaring the device grid of `sizes` ({axis: ranks}) in "
+           "place of its world size")
       .def_property_readonly(
           "world_size",
           [](const IrModule &module) {
-            return getWorldSize(module.get()).value_or(1);
+            return getGridAxisSize(module.get(),
+                                   LaminaDialect::kTensorAxisName)
+                .value_or(1);
           },
-          "the ranks the program is scheduled for (lamina.world_size)")
+          "the ranks the program's tensors are split over: its tensor "
+          "axis (lamina.world_size, or lamina.grid's tp)")
       .def("training_entry", &trainingEntry, py::arg("entry"),
            "{forward, backward, saved, gradients} of lamina.training")
       .def("argument_lns_bases", &argumentLnsBases, py::arg("entry"),

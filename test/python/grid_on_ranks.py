@@ -152,6 +152,14 @@ def check_data_and_tensor_parallel_mlp():
     compiled = assert_replica_gradients(
         mlp, sizes, lambda s: megatron(s, "fc_in", "fc_out"))
     assert dict(compiled.named_parameters())["fc_in.weight"].shape == (32, 32)
+    # The program carries the grid; its all-reduce runs along the tensor
+    # axis, the last of (dp, pp, tp).
+    partitioned = compiled.ir("partitioned")
+    assert (f"lamina.grid = {{dp = {WORLD // 2} : i64, pp = 1 : i64, "
+            f"tp = 2 : i64}}") in partitioned
+    assert f"shard.grid @lamina_grid(shape = {WORLD // 2}x1x2)" in partitioned
+    assert "grid_axes = [2]" in partitioned
+    assert "grid_axes = [0]" not in partitioned
     assert_replica_steps(mlp, sizes, lambda s: megatron(s, "fc_in", "fc_out"))
 
 

@@ -84,6 +84,57 @@ def test_megatron_mlp(ranks, tmp_path):
     assert 0.05 < (whole == 0).mean() < 0.15
 
 
+def test_megatron_mlp_on_a_data_and_tensor_grid(tmp_path):
+    """The MLP declared on a grid of 2 data replicas × 2 tensor ranks
+    (lamina.grid), run on 4 ranks: the all-reduce of each replica's program
+    runs over its tensor axis alone (over the world it would sum 4 partial
+    products, twice the layer), so every rank's result and gradient blocks
+    are the unsharded program's."""
+    ir = tmp_path / "mlp_grid.mlir"
+    text = (EXAMPLES / "gpt2_mlp.mlir").read_text()
+    declared = "module attributes {lamina.world_size = 2 : i64}"
+    assert declared in text
+    ir.write_text(text.replace(
+        declared, "module attributes {lamina.grid = {dp = 2, tp = 2}}"))
+    inputs = mlp_inputs()
+    dy = tmp_path / "dy.npy"
+    np.save(dy, torch.randn(2, 16, 64, generator=torch.Generator()
+                            .manual_seed(3)).numpy())
+    extra = ["--backward", f"--cotangent={dy}"]
+    whole = unsharded(EXAMPLES / "gpt2_mlp.mlir", inputs, "mlp", tmp_path)
+    (gradients,) = run_ir_on_ranks(1, EXAMPLES / "gpt2_mlp.mlir", inputs,
+                                   tmp_path / "whole_backward", entry="mlp",
+                                   world_size=1, extra=extra)
+    schedule = EXAMPLES / "megatron_mlp.schedule.mlir"
+    outputs = run_ir_on_ranks(4, ir, inputs, tmp_path / "grid", entry="mlp",
+                              schedule=schedule)
+    for (result,) in outputs:
+        assert_close(result, whole)
+    backward = run_ir_on_ranks(4, ir, inputs, tmp_path / "grid_backward",
+                               entry="mlp", schedule=schedule, extra=extra)
+    axes = [None, 0, 0, 1, None]  # x, w_in, b_in, w_out, b_out
+    for rank, blocks in enumerate(backward):
+        for gradient, expected, axis in zip(blocks, gradients, axes):
+            if axis is not None:
+                expected = block(expected, axis, rank % 2, 2)
+            assert_close(gradient, expected)
+
+
+def test_grid_needs_its_world(tmp_path):
+    """A module declaring a grid of 4 ranks, run as one process: lamina-run
+    names the sizes and the launch it needs."""
+    ir = tmp_path / "mlp_grid.mlir"
+    ir.write_text((EXAMPLES / "gpt2_mlp.mlir").read_text().replace(
+        "module attributes {lamina.world_size = 2 : i64}",
+        "module attributes {lamina.grid = {dp = 2, tp = 2}}"))
+    completed = subprocess.run(
+        [tool("lamina-run"), str(ir), "--entry=mlp", "--random-inputs"],
+        capture_output=True, text=True)
+    assert completed.returncode != 0
+    assert "the module's grid has 4 ranks but the MPI world has 1; launch " \
+        "it with `mpirun.mpich -np 4`" in completed.stderr
+
+
 @pytest.mark.parametrize("ranks", [2, 4])
 def test_megatron_mlp_backward(ranks, tmp_path):
     """lamina-run --backward: each rank's gradient blocks are the unsharded

@@ -26,6 +26,7 @@
 #include "mlir/Support/Timing.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/Path.h"
@@ -252,6 +253,37 @@ static llvm::Error readCotangents(TrainingStep &step, int64_t rank,
   return llvm::Error::success();
 }
 
+/// Puts the device grid the module declares (`lamina.grid`) in use, so
+/// that its collectives run on the communicators of their axes: the MPI
+/// world is split into data × pipeline × tensor ranks once.
+static llvm::Error useDeclaredGrid(ModuleOp module) {
+  SmallVector<GridAxis> axes = getGridAxes(module);
+  if (axes.size() < 2)
+    return llvm::Error::success();
+  int64_t sizes[3] = {1, 1, 1};
+  for (const GridAxis &axis : axes) {
+    StringRef name = axis.name.getValue();
+    int index = name == LaminaDialect::kDataAxisName     ? 0
+                : name == "pp"                           ? 1
+                : name == LaminaDialect::kTensorAxisName ? 2
+                                                         : -1;
+    if (index < 0)
+      return llvm::createStringError(
+          "the module's grid has an axis '" + name.str() +
+          "'; lamina-run runs grids of the axes dp, pp and tp");
+    sizes[index] = axis.size;
+  }
+  int64_t ranks = sizes[0] * sizes[1] * sizes[2];
+  if (ranks != mpiWorldSize())
+    return llvm::createStringError(
+        llvm::formatv("the module's grid has {0} ranks but the MPI world "
+                      "has {1}; launch it with `mpirun.mpich -np {0}`",
+                      ranks, mpiWorldSize())
+            .str());
+  mpiUseGrid(sizes[0], sizes[1], sizes[2]);
+  return llvm::Error::success();
+}
+
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   registerMLIRContextCLOptions();
@@ -285,6 +317,9 @@ int main(int argc, char **argv) {
     (*module)->setAttr(LaminaDialect::kWorldSizeAttrName,
                        IntegerAttr::get(IntegerType::get(&context, 64),
                                         worldSizeOption));
+  bool onGrid = getGridAxes(*module).size() > 1;
+  if (llvm::Error error = useDeclaredGrid(*module))
+    return fail(llvm::toString(std::move(error)));
   // The importer's module paths (sch.mlir()), which the schedule may read.
   recordModulePaths(*module);
   if (!scheduleFile.empty() &&
@@ -406,11 +441,19 @@ int main(int argc, char **argv) {
   if (llvm::Error failed = prepare(args))
     return fail(std::move(failed));
   auto packStop = std::chrono::steady_clock::now();
-  if (worldSize > 1) {
-    rankPrefix = "[rank " + std::to_string(rank) + "/" +
-                 std::to_string(worldSize) + "] ";
-    llvm::outs() << rankPrefix << "running in an MPI world of " << worldSize
-                 << " ranks\n";
+  // A multi-rank run's lines and files name the process's rank in the MPI
+  // world: on a grid, several processes hold each tensor rank.
+  bool multiRank = worldSize > 1 || onGrid;
+  int64_t worldRank = onGrid ? mpiWorldRank() : rank;
+  int64_t worldRanks = onGrid ? mpiWorldSize() : worldSize;
+  if (multiRank) {
+    rankPrefix = "[rank " + std::to_string(worldRank) + "/" +
+                 std::to_string(worldRanks) + "] ";
+    llvm::outs() << rankPrefix << "running in an MPI world of " << worldRanks
+                 << " ranks";
+    if (onGrid)
+      llvm::outs() << ", tensor rank " << rank << " of " << worldSize;
+    llvm::outs() << "\n";
   }
   auto outputs = runOnce();
   if (!outputs)
@@ -469,8 +512,8 @@ int main(int argc, char **argv) {
       llvm::SmallString<128> path(outputDir);
       // Each rank of a multi-rank run writes what it holds.
       std::string name = "result" + std::to_string(index);
-      if (worldSize > 1)
-        name += ".rank" + std::to_string(rank);
+      if (multiRank)
+        name += ".rank" + std::to_string(worldRank);
       llvm::sys::path::append(path, name + ".npy");
       if (llvm::Error error = writeNpy(path, output))
         return fail(std::move(error));

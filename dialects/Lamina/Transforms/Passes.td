@@ -402,7 +402,12 @@ def LaminaPartition : Pass<"lamina-partition", "::mlir::ModuleOp"> {
     For a module with `lamina.world_size = N > 1` whose layers are
     decomposed (lamina-decompose), infers and checks every value's layout
     (as lamina-check-layouts does) and rewrites the program into what one
-    rank computes on a 1-D `shard.grid` of N processes:
+    rank computes on a 1-D `shard.grid` of N processes. On a device grid
+    (`lamina.grid = {dp = D, pp = P, tp = N}`) the program is cut along the
+    tensor axis alone, by its N ranks, on a `shard.grid` of every axis in
+    `lamina.grid`'s order whose collectives and rank name the `tp` axis; on
+    the other axes the program is one replica's or one stage's, and an
+    argument sharded over them is refused.
 
     - sharded arguments, and every value computed from them, get per-rank
       shapes (axis `a` of an S(a) value divided by N); the argument keeps

@@ -1,8 +1,8 @@
 //===- MpiRuntime.h - The MPI calls of partitioned programs -----*- C++ -*-===//
 //
 // What convert-shard-to-lamina-mpi calls, over the MPI Lamina links
-// (MPICH): the process's rank on the tensor-parallel axis and the
-// collectives on unranked memrefs (an
+// (MPICH): the process's rank on a grid axis and the collectives along one
+// on unranked memrefs (an
 // unranked memref argument arrives as its rank and a pointer to the ranked
 // descriptor). MPI is initialised on first use and finalised at exit.
 //
@@ -18,15 +18,21 @@
 #include <utility>
 
 extern "C" {
-int64_t laminaMpiRank();
+/// The process's rank on grid axis `axis` (an MpiAxis value), and the
+/// tensor axis's size.
+int64_t laminaMpiAxisRank(int64_t axis);
 int64_t laminaMpiWorldSize();
 
+// Collectives over the ranks of grid axis `axis` (the last argument, an
+// MpiAxis value); gathers and scatters along a tensor dim (the one before).
 #define LAMINA_MPI_DECLARE(suffix)                                             \
-  void laminaMpiAllReduce_##suffix(int64_t, void *, int64_t, void *);          \
-  void laminaMpiAllReduceMax_##suffix(int64_t, void *, int64_t, void *);       \
-  void laminaMpiAllGather_##suffix(int64_t, void *, int64_t, void *, int64_t); \
+  void laminaMpiAllReduce_##suffix(int64_t, void *, int64_t, void *, int64_t); \
+  void laminaMpiAllReduceMax_##suffix(int64_t, void *, int64_t, void *,        \
+                                      int64_t);                                \
+  void laminaMpiAllGather_##suffix(int64_t, void *, int64_t, void *, int64_t,  \
+                                   int64_t);                                   \
   void laminaMpiReduceScatter_##suffix(int64_t, void *, int64_t, void *,       \
-                                       int64_t);
+                                       int64_t, int64_t);
 LAMINA_MPI_DECLARE(f32)
 LAMINA_MPI_DECLARE(f64)
 LAMINA_MPI_DECLARE(f16)

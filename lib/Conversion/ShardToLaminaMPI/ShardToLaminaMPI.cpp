@@ -14,6 +14,8 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/SymbolTable.h"
 
+#include "llvm/ADT/StringSwitch.h"
+
 namespace mlir::lamina {
 #define GEN_PASS_DEF_CONVERTSHARDTOLAMINAMPI
 #include "lamina/Conversion/Passes.h.inc"
@@ -99,12 +101,11 @@ public:
     return result ? op.getResult(0) : Value();
   }
 
-  /// `laminaMpiRank()` as an index.
-  Value rank(OpBuilder &b, Location loc) {
-    auto call = func::CallOp::create(
-        b, loc, declare(b, "laminaMpiRank", {}, b.getI64Type()), ValueRange{});
-    return arith::IndexCastOp::create(b, loc, b.getIndexType(),
-                                      call.getResult(0));
+  /// The process's rank on the runtime's grid axis `axis`, as an index.
+  Value rank(OpBuilder &b, Location loc, int64_t axis) {
+    Value operand = arith::ConstantIntOp::create(b, loc, axis, 64);
+    Value rank = call(b, loc, "laminaMpiAxisRank", operand, b.getI64Type());
+    return arith::IndexCastOp::create(b, loc, b.getIndexType(), rank);
   }
 
 private:
@@ -163,6 +164,40 @@ static LogicalResult lowerReduceReplicas(ReduceReplicasOp op,
   return success();
 }
 
+/// The runtime's grid axis (an MpiAxis value: data 0, pipeline 1, tensor 2)
+/// of the one grid axis a shard op acts on: named by the module's
+/// `lamina.grid`, else the one axis of a world of `lamina.world_size` ranks,
+/// which is the tensor axis.
+static FailureOr<int64_t> getRuntimeAxis(Operation *op,
+                                         ArrayRef<int16_t> gridAxes) {
+  if (gridAxes.size() != 1)
+    return op->emitOpError("acts on ")
+           << gridAxes.size()
+           << " grid axes; Lamina's MPI runtime communicates along one";
+  SmallVector<lamina::GridAxis> axes = lamina::getGridAxes(op);
+  int16_t index = gridAxes.front();
+  if (axes.empty())
+    return index == 0 ? FailureOr<int64_t>(2)
+                      : op->emitOpError("acts on grid axis ")
+                            << index << " of a one-axis grid";
+  if (index < 0 || index >= static_cast<int16_t>(axes.size()))
+    return op->emitOpError("acts on grid axis ")
+           << index << ", but the module's grid has " << axes.size()
+           << " axes";
+  StringRef name = axes[index].name.getValue();
+  int64_t runtimeAxis = llvm::StringSwitch<int64_t>(name)
+                            .Case(lamina::LaminaDialect::kDataAxisName, 0)
+                            .Case("pp", 1)
+                            .Case(lamina::LaminaDialect::kTensorAxisName, 2)
+                            .Default(-1);
+  if (runtimeAxis < 0)
+    return op->emitOpError("acts on grid axis '")
+           << name
+           << "', which has no communicator in Lamina's MPI runtime (dp, "
+              "pp and tp have)";
+  return runtimeAxis;
+}
+
 static LogicalResult checkSum(Operation *op, shard::ReductionKind kind) {
   if (kind == shard::ReductionKind::Sum)
     return success();
@@ -210,30 +245,54 @@ static LogicalResult lowerShardOp(Operation *op, RuntimeCallBuilder &runtime) {
                                 input, cast<RankedTensorType>(resultType),
                                 extra);
   };
+  // The runtime's grid axis of a collective or rank query.
+  auto runtimeAxis = [&](ArrayRef<int16_t> gridAxes) {
+    return getRuntimeAxis(op, gridAxes);
+  };
   Value replacement;
-  if (auto rank = dyn_cast<shard::ProcessLinearIndexOp>(op)) {
-    replacement = runtime.rank(b, loc);
+  if (isa<shard::ProcessLinearIndexOp>(op)) {
+    // The linear index of a one-axis grid: the rank on it.
+    if (lamina::getGridAxes(op).size() > 1)
+      return op->emitOpError("is the linear index of a grid of several "
+                             "axes; Lamina's MPI runtime answers ranks per "
+                             "axis (shard.process_multi_index)");
+    FailureOr<int64_t> axis = runtimeAxis({0});
+    if (failed(axis))
+      return failure();
+    replacement = runtime.rank(b, loc, *axis);
+  } else if (auto index = dyn_cast<shard::ProcessMultiIndexOp>(op)) {
+    FailureOr<int64_t> axis = runtimeAxis(index.getAxes());
+    if (failed(axis))
+      return failure();
+    replacement = runtime.rank(b, loc, *axis);
   } else if (auto allReduce = dyn_cast<shard::AllReduceOp>(op)) {
     FailureOr<StringRef> name = allReduceName(op, allReduce.getReduction());
-    if (failed(name))
+    FailureOr<int64_t> axis = runtimeAxis(allReduce.getGridAxes());
+    if (failed(name) || failed(axis))
       return failure();
     if (allReduce.getInput().getType() != allReduce.getType())
       return op->emitOpError("changes the element type; Lamina's MPI "
                              "runtime reduces in the operand's type");
     replacement =
-        callRuntime(*name, allReduce.getInput(), allReduce.getType(), {});
+        callRuntime(*name, allReduce.getInput(), allReduce.getType(), {*axis});
   } else if (auto gather = dyn_cast<shard::AllGatherOp>(op)) {
+    FailureOr<int64_t> axis = runtimeAxis(gather.getGridAxes());
+    if (failed(axis))
+      return failure();
     replacement = callRuntime(
         "AllGather", gather.getInput(), gather.getResult().getType(),
-        {static_cast<int64_t>(gather.getGatherAxis().getZExtValue())});
+        {static_cast<int64_t>(gather.getGatherAxis().getZExtValue()), *axis});
   } else if (auto scatter = dyn_cast<shard::ReduceScatterOp>(op)) {
-    if (failed(checkSum(op, scatter.getReduction())))
+    FailureOr<int64_t> axis = runtimeAxis(scatter.getGridAxes());
+    if (failed(checkSum(op, scatter.getReduction())) || failed(axis))
       return failure();
     replacement = callRuntime(
         "ReduceScatter", scatter.getInput(), scatter.getResult().getType(),
-        {static_cast<int64_t>(scatter.getScatterAxis().getZExtValue())});
+        {static_cast<int64_t>(scatter.getScatterAxis().getZExtValue()),
+         *axis});
   } else if (auto slice = dyn_cast<shard::AllSliceOp>(op)) {
-    if (failed(checkTensor(slice.getInput())))
+    FailureOr<int64_t> gridAxis = runtimeAxis(slice.getGridAxes());
+    if (failed(checkTensor(slice.getInput())) || failed(gridAxis))
       return failure();
     // No communication: the process keeps its block of the axis.
     auto resultType = cast<RankedTensorType>(slice.getResult().getType());
@@ -241,7 +300,7 @@ static LogicalResult lowerShardOp(Operation *op, RuntimeCallBuilder &runtime) {
     int64_t block = resultType.getDimSize(axis);
     SmallVector<OpFoldResult> offsets(resultType.getRank(), b.getIndexAttr(0));
     Value start = arith::MulIOp::create(
-        b, loc, runtime.rank(b, loc),
+        b, loc, runtime.rank(b, loc, *gridAxis),
         arith::ConstantIndexOp::create(b, loc, block));
     offsets[axis] = start;
     SmallVector<OpFoldResult> sizes;
@@ -253,7 +312,8 @@ static LogicalResult lowerShardOp(Operation *op, RuntimeCallBuilder &runtime) {
   } else {
     return op->emitOpError("is a collective Lamina does not lower to MPI "
                            "(all_reduce, all_gather, reduce_scatter, "
-                           "all_slice and process_linear_index are)");
+                           "all_slice, process_linear_index and "
+                           "process_multi_index are)");
   }
   if (!replacement)
     return failure();

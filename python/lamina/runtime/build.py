@@ -322,6 +322,10 @@ class CompiledModule(Face, nn.Module):
                 imported, scheduled = self._trace(inputs, self.training)
             if element is not None and self.target == "cpu":
                 scheduled = precision_module.lowered(scheduled, element)
+            if self.grid is not None:
+                # The program declares the grid it runs on: its collectives
+                # name the tensor axis of it.
+                scheduled = scheduled.on_grid(self.grid.sizes())
             # Modes that import alike share one program.
             text = str(scheduled)
             if text not in programs:

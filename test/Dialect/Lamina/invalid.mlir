@@ -538,7 +538,7 @@ func.func @dropout_shard_axis_range(%x: tensor<4x16xf32>, %s: i64, %r: index) ->
 
 // -----
 
-// expected-error @+1 {{'lamina.partitioned' is a unit attribute of a module with 'lamina.world_size'}}
+// expected-error @+1 {{'lamina.partitioned' is a unit attribute of a module with 'lamina.world_size' or 'lamina.grid'}}
 module attributes {lamina.partitioned} {
 }
 

@@ -102,10 +102,10 @@ module attributes {lamina.world_size = 2 : i64} {
 
 // -----
 
-// The partitioner cuts along `tp`; a grid with data replicas too is not
-// partitioned (each axis's cut in turn is not built).
-// expected-error @+1 {{lamina-partition cuts programs along the grid axis 'tp' alone, but grid axis 'dp' has 2 ranks}}
+// The partitioner cuts along `tp`; on the data axis a program is one
+// replica's, at its own shapes, and nothing is sharded there.
 module attributes {lamina.grid = {dp = 2, tp = 2}} {
+  // expected-error @+1 {{argument 0 is sharded over grid axis 'dp' (2 ranks), but lamina-partition cuts programs along grid axis 'tp' alone: on the other axes a program is one replica's or one stage's, at its own shapes}}
   func.func @dp_tp(%x: tensor<8x16xf32> {lamina.layout = #lamina.layout<[dp: S(0)]>},
                    %w: tensor<32x16xf32> {lamina.layout = #lamina.layout<S(0)>})
       -> tensor<8x32xf32> {

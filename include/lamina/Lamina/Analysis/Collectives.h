@@ -20,15 +20,20 @@ enum class ReductionKind : uint32_t;
 
 namespace mlir::lamina::layout {
 
+/// The position of the tensor axis (`tp`) in the grid of the module
+/// holding `scope` (0 where the grid is one axis or undeclared): the axis
+/// the collectives of schedules' syncs run on.
+int16_t getTensorAxisIndex(Operation *scope);
+
 /// `collective` of `input` (sums for the reductions), giving a value of
 /// `resultType`, on `grid`'s `axes`: by default the partitioned module's
-/// grid (LaminaDialect::kGridName) and its only axis.
+/// grid (LaminaDialect::kGridName) and its tensor axis.
 Value buildCollective(OpBuilder &b, Location loc, Collective collective,
                       Value input, Type resultType,
                       FlatSymbolRefAttr grid = {}, DenseI16ArrayAttr axes = {});
 
 /// An all-reduce of `input` by `reduction` (sums, maxima) on the partitioned
-/// module's grid.
+/// module's grid, over its tensor axis.
 Value buildAllReduce(OpBuilder &b, Location loc, Value input,
                      shard::ReductionKind reduction);
 

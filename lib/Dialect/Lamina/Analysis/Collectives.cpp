@@ -7,6 +7,22 @@
 using namespace mlir;
 using namespace mlir::lamina;
 
+int16_t layout::getTensorAxisIndex(Operation *scope) {
+  for (auto [index, axis] : llvm::enumerate(getGridAxes(scope)))
+    if (axis.name == LaminaDialect::kTensorAxisName)
+      return static_cast<int16_t>(index);
+  return 0;
+}
+
+/// The grid axes of a collective built at `b`'s insertion point: the
+/// tensor axis of the module there.
+static DenseI16ArrayAttr getTensorAxes(OpBuilder &b) {
+  Block *block = b.getInsertionBlock();
+  Operation *scope = block ? block->getParentOp() : nullptr;
+  int16_t axis = scope ? layout::getTensorAxisIndex(scope) : 0;
+  return b.getDenseI16ArrayAttr({axis});
+}
+
 Value layout::buildCollective(OpBuilder &b, Location loc, Collective collective,
                               Value input, Type resultType,
                               FlatSymbolRefAttr grid, DenseI16ArrayAttr axes) {
@@ -14,7 +30,7 @@ Value layout::buildCollective(OpBuilder &b, Location loc, Collective collective,
   if (!grid)
     grid = FlatSymbolRefAttr::get(context, LaminaDialect::kGridName);
   if (!axes)
-    axes = b.getDenseI16ArrayAttr({0});
+    axes = getTensorAxes(b);
   auto sum = shard::ReductionKindAttr::get(context, shard::ReductionKind::Sum);
   auto axis = [&] { return b.getIndexAttr(*collective.axis); };
   switch (collective.kind) {
@@ -40,6 +56,6 @@ Value layout::buildAllReduce(OpBuilder &b, Location loc, Value input,
   return shard::AllReduceOp::create(
       b, loc, input.getType(),
       FlatSymbolRefAttr::get(context, LaminaDialect::kGridName),
-      b.getDenseI16ArrayAttr({0}), input,
+      getTensorAxes(b), input,
       shard::ReductionKindAttr::get(context, reduction));
 }

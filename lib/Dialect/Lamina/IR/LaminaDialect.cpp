@@ -788,10 +788,11 @@ LogicalResult LaminaDialect::verifyOperationAttribute(Operation *op,
   }
   if (attr.getName() == kPartitionedAttrName) {
     if (!isa<UnitAttr>(attr.getValue()) || !isa<ModuleOp>(op) ||
-        !op->hasAttr(kWorldSizeAttrName))
+        !(op->hasAttr(kWorldSizeAttrName) || op->hasAttr(kGridAttrName)))
       return op->emitError() << "'" << kPartitionedAttrName
                              << "' is a unit attribute of a module with '"
-                             << kWorldSizeAttrName << "'";
+                             << kWorldSizeAttrName << "' or '"
+                             << kGridAttrName << "'";
     return success();
   }
   if (attr.getName() == kPipelineStageAttrName) {

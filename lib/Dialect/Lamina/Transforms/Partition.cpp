@@ -91,8 +91,16 @@ Value FunctionPartitioner::getRank() {
     return rankValue;
   OpBuilder::InsertionGuard guard(builder);
   builder.setInsertionPointToStart(&function.getBody().front());
-  rankValue = shard::ProcessLinearIndexOp::create(
-      builder, function.getLoc(), builder.getIndexType(), kGridName);
+  // On a grid of several axes, the rank along the tensor axis.
+  if (getGridAxes(function).size() > 1)
+    rankValue =
+        shard::ProcessMultiIndexOp::create(
+            builder, function.getLoc(), TypeRange{builder.getIndexType()},
+            kGridName, {layout::getTensorAxisIndex(function)})
+            .getResult()[0];
+  else
+    rankValue = shard::ProcessLinearIndexOp::create(
+        builder, function.getLoc(), builder.getIndexType(), kGridName);
   return rankValue;
 }
 
@@ -270,33 +278,64 @@ LogicalResult FunctionPartitioner::run() {
   return success();
 }
 
+/// Refuses arguments declared sharded over a grid axis other than the
+/// tensor axis: the program is cut along `tp` alone, and on the other axes
+/// it is each replica's (`dp`) or each stage's (`pp`) at its own shapes.
+static LogicalResult checkOnlyTensorAxisShards(ModuleOp module) {
+  SmallVector<GridAxis> axes = getGridAxes(module);
+  WalkResult result = module.walk([&](func::FuncOp function) {
+    for (unsigned index = 0; index < function.getNumArguments(); ++index) {
+      Attribute declared =
+          function.getArgAttr(index, LaminaDialect::kLayoutAttrName);
+      for (const GridAxis &axis : axes) {
+        if (axis.name == LaminaDialect::kTensorAxisName || axis.size == 1)
+          continue;
+        LayoutAttr layout = getLayoutOnAxis(declared, axis.name);
+        if (!isSharded(layout))
+          continue;
+        function.emitOpError("argument ")
+            << index << " is sharded over grid axis '"
+            << axis.name.getValue() << "' (" << axis.size
+            << " ranks), but lamina-partition cuts programs along grid axis '"
+            << LaminaDialect::kTensorAxisName
+            << "' alone: on the other axes a program is one replica's or "
+               "one stage's, at its own shapes";
+        return WalkResult::interrupt();
+      }
+    }
+    return WalkResult::advance();
+  });
+  return failure(result.wasInterrupted());
+}
+
 LogicalResult mlir::lamina::partitionModule(ModuleOp module,
                                             bool keepBackwardSyncs) {
-  std::optional<int64_t> worldSize = getWorldSize(module);
-  if (!worldSize || *worldSize == 1 || isPartitioned(module))
+  // Each rank's part is cut along the tensor axis.
+  std::optional<int64_t> tensorRanks =
+      getGridAxisSize(module, LaminaDialect::kTensorAxisName);
+  if (!tensorRanks || *tensorRanks == 1 || isPartitioned(module))
     return success();
-  // Each rank's part is cut along the tensor axis; a grid whose other axes
-  // hold several ranks would need each cut in turn.
-  for (const GridAxis &axis : getGridAxes(module))
-    if (axis.name != LaminaDialect::kTensorAxisName && axis.size > 1)
-      return module.emitError("lamina-partition cuts programs along the "
-                              "grid axis 'tp' alone, but grid axis '")
-             << axis.name.getValue() << "' has " << axis.size << " ranks";
+  if (failed(checkOnlyTensorAxisShards(module)))
+    return failure();
   // Infer every function's layouts first: a rejected program is left as it
   // was.
   FailureOr<FunctionLayouts> plans = inferLayouts(module);
   if (failed(plans))
     return failure();
   for (auto &[function, layouts] : *plans)
-    if (failed(FunctionPartitioner(function, *worldSize, std::move(layouts),
+    if (failed(FunctionPartitioner(function, *tensorRanks, std::move(layouts),
                                    keepBackwardSyncs)
                    .run()))
       return failure();
 
+  // The grid of every axis, in the module's order: collectives name the
+  // tensor axis's position in it.
   OpBuilder builder(module.getBodyRegion());
   if (!SymbolTable::lookupSymbolIn(module, kGridName)) {
-    auto grid = shard::GridOp::create(builder, module.getLoc(), kGridName,
-                                      ArrayRef<int64_t>{*worldSize});
+    SmallVector<int64_t> shape = llvm::map_to_vector(
+        getGridAxes(module), [](const GridAxis &axis) { return axis.size; });
+    auto grid =
+        shard::GridOp::create(builder, module.getLoc(), kGridName, shape);
     grid.setPrivate();
   }
   module->setAttr(LaminaDialect::kPartitionedAttrName, builder.getUnitAttr());
