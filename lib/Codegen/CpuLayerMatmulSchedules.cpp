@@ -262,10 +262,14 @@ static std::string shareOutBlocks(unsigned index, const TilePlan &plan,
 /// tiles' rows, then k in steps. `target`: the handle of the op scheduled.
 static OpSchedule buildChunkedSchedule(unsigned index, const TilePlan &plan,
                                        const LoopLayout &layout,
-                                       bool targetIsMatmul, StringRef target) {
+                                       const LayerMatmul &layer,
+                                       StringRef target) {
+  bool targetIsMatmul = layer.targetIsMatmul;
   std::string group = "g" + std::to_string(index);
-  std::string script =
-      fuseStep(group, target, layout.tile(0, plan.registerBlocks), {});
+  SmallVector<int64_t> groupTile = layout.tile(0, plan.registerBlocks);
+  std::string script = fuseStep(group, target, groupTile, {});
+  if (layer.rotates)
+    script += mergeFusedCopies(group, groupTile);
   std::string nest = "%" + group + "_loops#0";
   LoopLayout matmulLayout;
   matmulLayout.pairs = layout.pairs;
@@ -298,7 +302,17 @@ static OpSchedule buildChunkedSchedule(unsigned index, const TilePlan &plan,
         "tile_sizes {2} : (!transform.any_op) -> (!transform.any_op, "
         "!transform.any_op)\n",
         index, group, tileSizes(epilogueRowTile));
-  script += vectorizeNest(index, nest);
+  // A rotary epilogue's pair partners, row by row with it.
+  if (layer.rotates)
+    script += llvm::formatv(
+        "  %pp{0} = transform.structured.match attributes {{lamina.stage = "
+        "\"pair_partners\"} in {1} : (!transform.any_op) -> "
+        "!transform.any_op\n"
+        "  %ppr{0}, %pprows{0} = transform.structured.fuse_into_containing_op "
+        "%pp{0} into %erows{0} : (!transform.any_op, !transform.any_op) -> "
+        "(!transform.any_op, !transform.any_op)\n",
+        index, nest);
+  script += vectorizeNest(index, nest, layer.rotates);
   return {script, hoistAccumulator(index) + prefetchRowsOf(index),
           /*contracts=*/true};
 }
@@ -306,29 +320,29 @@ static OpSchedule buildChunkedSchedule(unsigned index, const TilePlan &plan,
 /// The schedule of one target (an epilogue, or a matmul without one) whose
 /// handle is `target`.
 static OpSchedule buildSchedule(unsigned index, const TilePlan &plan,
-                                const LoopLayout &layout, bool targetIsMatmul,
-                                StringRef target) {
+                                const LoopLayout &layout,
+                                const LayerMatmul &layer, StringRef target) {
   std::string script;
   std::string current = target.str();
-  if (plan.slabRows) {
-    std::string slab = "s" + std::to_string(index);
-    script += fuseStep(slab, current, layout.tile(plan.slabRows, 0), {});
-    current = slab;
-  }
-  if (plan.cacheRows) {
-    std::string next = "c" + std::to_string(index);
-    script +=
-        fuseStep(next, current, layout.tile(plan.cacheRows, plan.cacheBlocks),
-                 layout.blocksOuter());
-    current = next;
-  }
+  // One fuse step; a rotary epilogue's copies of the matmul merged.
+  auto fuse = [&](StringRef result, ArrayRef<int64_t> sizes,
+                  ArrayRef<int64_t> interchange) {
+    script += fuseStep(result, current, sizes, interchange);
+    if (layer.rotates)
+      script += mergeFusedCopies(result, sizes);
+    current = result.str();
+  };
+  if (plan.slabRows)
+    fuse("s" + std::to_string(index), layout.tile(plan.slabRows, 0), {});
+  if (plan.cacheRows)
+    fuse("c" + std::to_string(index),
+         layout.tile(plan.cacheRows, plan.cacheBlocks), layout.blocksOuter());
   std::string inner = "r" + std::to_string(index);
-  script += fuseStep(
-      inner, current,
-      layout.tile(plan.registerRows,
-                  plan.tileRegisterBlocks ? plan.registerBlocks : 0),
-      plan.registerRows && plan.tileRegisterBlocks ? layout.blocksOuter()
-                                                   : SmallVector<int64_t>());
+  fuse(inner,
+       layout.tile(plan.registerRows,
+                   plan.tileRegisterBlocks ? plan.registerBlocks : 0),
+       plan.registerRows && plan.tileRegisterBlocks ? layout.blocksOuter()
+                                                    : SmallVector<int64_t>());
   // The register-tile loop nest holds the matmul tile, fill and epilogue.
   std::string nest = "%" + inner + "_loops#0";
   if (plan.kStep) {
@@ -340,7 +354,7 @@ static OpSchedule buildSchedule(unsigned index, const TilePlan &plan,
         "(!transform.any_op, !transform.any_op)\n",
         index, nest, tileSizes(layout.kTile(plan.kStep)));
   }
-  script += vectorizeNest(index, nest);
+  script += vectorizeNest(index, nest, layer.rotates);
   std::string after;
   if (plan.kStep)
     after += hoistAccumulator(index);
@@ -360,6 +374,9 @@ std::optional<LayerMatmul> cpu::getLayerMatmul(linalg::GenericOp op) {
     for (Value operand : op->getOperands())
       if ((target.matmul = getPackedMatmul(operand.getDefiningOp())))
         break;
+    target.rotates = llvm::any_of(op->getOperands(), [](Value operand) {
+      return hasStage(operand.getDefiningOp(), "pair_partners");
+    });
   } else if (getPackedMatmul(op) &&
              llvm::none_of(op->getUsers(), [](Operation *user) {
                return hasStage(user, "epilogue");
@@ -389,8 +406,10 @@ cpu::buildLayerMatmulSchedule(unsigned index, const LayerMatmul &target,
     blocks = ranges[2];
     depth = ranges[4];
   }
-  // With threads, each runs the plan on its part of the blocks.
-  int64_t parts = threads > 1 && blocks % threads == 0 ? threads : 1;
+  // With threads, each runs the plan on its part of the blocks (a rotary
+  // epilogue's pair partners are not fused into the threads' parts).
+  int64_t parts =
+      threads > 1 && blocks % threads == 0 && !target.rotates ? threads : 1;
   // A pair of k is one step of the tiles' k: twice the elements.
   int64_t inputBytes = getInputBytes(matmul) * (layout.pairs ? 2 : 1);
   std::optional<TilePlan> plan =
@@ -412,9 +431,8 @@ cpu::buildLayerMatmulSchedule(unsigned index, const LayerMatmul &target,
         shareOutBlocks(index, *plan, layout, target.targetIsMatmul, handle);
   OpSchedule schedule =
       plan->kChunk && !layout.rowPanel
-          ? buildChunkedSchedule(index, *plan, layout, target.targetIsMatmul,
-                                 handle)
-          : buildSchedule(index, *plan, layout, target.targetIsMatmul, handle);
+          ? buildChunkedSchedule(index, *plan, layout, target, handle)
+          : buildSchedule(index, *plan, layout, target, handle);
   schedule.steps = script + schedule.steps;
   return schedule;
 }

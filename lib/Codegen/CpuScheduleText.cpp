@@ -90,6 +90,15 @@ std::string fuseStep(StringRef result, StringRef target,
       .str();
 }
 
+std::string mergeFusedCopies(StringRef result, ArrayRef<int64_t> sizes) {
+  if (llvm::all_of(sizes, [](int64_t s) { return s == 0; }))
+    return "";
+  return llvm::formatv("  transform.apply_cse to %{0}_loops#0 : "
+                       "!transform.any_op\n",
+                       result)
+      .str();
+}
+
 /// The op schedule `index` applies to, as the handle `%t<index>`.
 std::string matchTarget(unsigned index) {
   return llvm::formatv("  %t{0} = transform.structured.match attributes "
@@ -109,12 +118,13 @@ std::string hoistAccumulator(unsigned index) {
 }
 
 /// Vectorizes every linalg op in `nest` (a handle).
-std::string vectorizeNest(unsigned index, StringRef nest) {
+std::string vectorizeNest(unsigned index, StringRef nest, bool extracts) {
   return llvm::formatv(
              "  %lin{0} = transform.structured.match interface{{LinalgOp} in "
              "{1} : (!transform.any_op) -> !transform.any_op\n"
-             "  transform.structured.vectorize %lin{0} : !transform.any_op\n",
-             index, nest)
+             "  transform.structured.vectorize %lin{0} {2}: "
+             "!transform.any_op\n",
+             index, nest, extracts ? "{vectorize_nd_extract} " : "")
       .str();
 }
 

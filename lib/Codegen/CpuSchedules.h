@@ -70,6 +70,11 @@ std::string handleTypes(size_t count);
 std::string fuseStep(StringRef result, StringRef target,
                      ArrayRef<int64_t> sizes, ArrayRef<int64_t> interchange);
 
+/// Merges the producers that fuse step `result` (tiling `sizes`) fused once
+/// per use into one: a matmul whose tile both a rotary epilogue and its pair
+/// partners read is computed once.
+std::string mergeFusedCopies(StringRef result, ArrayRef<int64_t> sizes);
+
 /// The op schedule `index` applies to, as the handle `%t<index>`.
 std::string matchTarget(unsigned index);
 
@@ -79,7 +84,9 @@ std::string hoistAccumulator(unsigned index);
 
 /// Vectorizes every linalg op in `nest` (a handle); the cleanup after the
 /// steps folds the vectors into contractions (OpSchedule::contracts).
-std::string vectorizeNest(unsigned index, StringRef nest);
+/// `extracts`: ops of the nest read tensors by index (tensor.extract).
+std::string vectorizeNest(unsigned index, StringRef nest,
+                          bool extracts = false);
 
 /// The transform script of one op's schedule, in two parts: its steps
 /// (tiling, vectorizing), and what runs after the steps of every op and one
@@ -104,7 +111,14 @@ struct OpSchedule {
 struct LayerMatmul {
   linalg::GenericOp matmul;
   bool targetIsMatmul = false;
+  /// The epilogue is a rotary embedding: it reads its elements' pair
+  /// partners (a generic of their own) and its tables by index.
+  bool rotates = false;
 };
+
+/// Contractions of a vector with a constant permutation matrix along its
+/// last dim (a rotary epilogue's pair partners) → shuffles of its lanes.
+void populatePermutationContractionPatterns(RewritePatternSet &patterns);
 
 /// The packed matmul `op` is the schedule target of, on tensors, if any.
 std::optional<LayerMatmul> getLayerMatmul(linalg::GenericOp op);

@@ -18,6 +18,7 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Transform/IR/TransformDialect.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 namespace mlir::lamina {
 #define GEN_PASS_DEF_LAMINACPUTILEANDVECTORIZE
@@ -120,13 +121,21 @@ struct LaminaCpuTileAndVectorizePass
         add(buildElementwiseSchedule(index++, *tiles));
       }
     });
+    // A rotary epilogue's pair partners are scheduled with its matmul.
+    auto fusedIntoEpilogue = [](Operation *op) {
+      return hasStage(op, "pair_partners");
+    };
     module.walk([&](linalg::LinalgOp op) {
+      if (fusedIntoEpilogue(op))
+        return;
       if (std::optional<Tiles> tiles = planColumnSum(op)) {
         markTarget(op);
         add(buildColumnSumSchedule(index++, *tiles));
       }
     });
     module.walk([&](linalg::LinalgOp op) {
+      if (fusedIntoEpilogue(op))
+        return;
       if (std::optional<SmallVector<int64_t>> sizes =
               planBetweenLayersMatmul(op, vectorBits == 512)) {
         markTarget(op);
@@ -134,6 +143,8 @@ struct LaminaCpuTileAndVectorizePass
       }
     });
     module.walk([&](linalg::GenericOp op) {
+      if (fusedIntoEpilogue(op))
+        return;
       std::optional<LayerMatmul> target = getLayerMatmul(op);
       if (!target) {
         if (std::optional<Tiles> tiles = planElementwise(op)) {
@@ -190,6 +201,10 @@ struct LaminaCpuTileAndVectorizePass
         "  } : !transform.any_op\n"
         "  transform.yield\n}\n}\n";
     if (failed(applyTransformScript(module, script, "schedule")))
+      return signalPassFailure();
+    RewritePatternSet shuffles(&getContext());
+    populatePermutationContractionPatterns(shuffles);
+    if (failed(applyPatternsGreedily(module, std::move(shuffles))))
       return signalPassFailure();
     module.walk([](Operation *op) {
       for (StringRef name : {kTargetAttr, kMatmulAttr, kFillAttr})

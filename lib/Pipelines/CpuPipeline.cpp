@@ -50,8 +50,11 @@ void mlir::lamina::buildLaminaCpuPipeline(OpPassManager &pm,
   // MPI runtime calls.
   pm.addPass(createLaminaDecompose());
   pm.addPass(createLaminaPartition());
-  if (options.fuseEpilogues)
-    pm.addPass(createLaminaFuseEpilogues());
+  if (options.fuseEpilogues) {
+    LaminaFuseEpiloguesOptions fuse;
+    fuse.rope = true; // rotary embeddings in the projections' epilogues
+    pm.addPass(createLaminaFuseEpilogues(fuse));
+  }
   ConvertLaminaToLinalgOptions toLinalg;
   toLinalg.weightBlock = kWeightBlock;
   toLinalg.rowPanel = vectorBits == 512 ? 8 : 4; // the register tile's rows

@@ -105,8 +105,9 @@ def Lamina_Dialect : Dialect {
     /// eager code), instead of needing partial sums.
     static constexpr ::llvm::StringLiteral kAsWrittenAttrName =
         "lamina.as_written";
-    /// Attribute naming the role of a lowered linalg op ("matmul" or
-    /// "epilogue"), which the code-generation pipelines match on.
+    /// Attribute naming the role of a lowered linalg op ("matmul",
+    /// "epilogue", or "pair_partners": a rotary epilogue's pair partners),
+    /// which the code-generation pipelines match on.
     static constexpr ::llvm::StringLiteral kStageAttrName = "lamina.stage";
     /// Attribute on a register tile's loop over k that streams its packed
     /// weight from memory (no cache tile reuses it): how many bytes ahead of

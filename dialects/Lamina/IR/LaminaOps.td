@@ -652,7 +652,7 @@ def Lamina_CrossEntropyGradOp : Lamina_Op<"cross_entropy_grad"> {
 
 def Lamina_FusedLinearOp
     : Lamina_LinearLayerOp<"fused_linear", [AttrSizedOperandSegments]> {
-  let summary = "x·Wᵀ followed by the ordered epilogue [sync] → bias → act → dropout";
+  let summary = "x·Wᵀ followed by the ordered epilogue [sync] → bias → act → dropout, or a rotary embedding";
   let description = [{
     What epilogue fusion produces: one op, one loop nest writing the output
     once. The epilogue steps, each optional, always apply in the order in
@@ -664,6 +664,19 @@ def Lamina_FusedLinearOp
     %y = lamina.fused_linear "h.0.mlp.fc_in" %x, %w bias %b activation gelu_tanh
            : (tensor<8x64xf32>, tensor<256x64xf32>, tensor<256xf32>) -> tensor<8x256xf32>
     ```
+
+    With `rope %cos, %sin`, the epilogue is a rotary embedding of
+    interleaved pairs (`lamina.rope ... interleaved`) of the result viewed
+    as `[..., heads, head_dim]`, each head's features split in
+    `head_dim = 2 · cos's last dim`: the tables have that view's rank
+    (one more than the result's), each dim the view's or 1. It takes no
+    sync, bias, activation or dropout.
+
+    ```mlir
+    %q = lamina.fused_linear "wq" %x, %w rope %cos, %sin
+           : (tensor<2x16x128xf32>, tensor<128x128xf32>, tensor<1x16x1x16xf32>,
+              tensor<1x16x1x16xf32>) -> tensor<2x16x128xf32>
+    ```
   }];
   let arguments = (ins StrAttr:$path, Lamina_LinearTensor:$input,
                    Lamina_LinearTensor:$weight,
@@ -671,20 +684,26 @@ def Lamina_FusedLinearOp
                    Optional<Lamina_LinearTensor>:$bias,
                    OptionalAttr<Lamina_ActivationKindAttr>:$activation,
                    OptionalAttr<Lamina_DropoutAttr>:$dropout,
-                   Optional<I64>:$seed, Optional<Index>:$rank);
+                   Optional<I64>:$seed, Optional<Index>:$rank,
+                   Optional<Lamina_FloatTensor>:$rope_cos,
+                   Optional<Lamina_FloatTensor>:$rope_sin);
   let results = (outs Lamina_LinearTensor:$result);
   let builders = [
     OpBuilder<(ins "::mlir::Type":$resultType,
                    "const ::mlir::lamina::LinearLayerParts &":$parts), [{
       build($_builder, $_state, resultType, parts.path, parts.input,
             parts.weight, parts.sync, parts.bias, parts.activation,
-            parts.dropout, parts.seed, parts.rank);
+            parts.dropout, parts.seed, parts.rank, Value(), Value());
     }]>
   ];
   let assemblyFormat = [{
     $path $input `,` $weight (`sync` $sync^)? (`bias` $bias^)?
     (`activation` `` $activation^)? (`dropout` $dropout^)? (`seed` $seed^)?
-    (`rank` $rank^)? attr-dict `:` functional-type(operands, results)
+    (`rank` $rank^)? (`rope` $rope_cos^ `,` $rope_sin)? attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let extraClassDeclaration = [{
+    ::mlir::LogicalResult verifyRopeEpilogue();
   }];
   let hasVerifier = 1;
   let hasCanonicalizer = 1;

@@ -44,8 +44,28 @@ def LaminaFuseEpilogues : Pass<"lamina-fuse-epilogues"> {
     // becomes
     %2 = lamina.fused_linear "fc" %x, %w bias %b activation gelu_tanh : ...
     ```
+
+    With `rope` (the CPU pipeline's), a matmul whose result is only viewed
+    as `[..., heads, head_dim]` (an expand_shape of its last dim) and
+    rotated by an interleaved `lamina.rope` (LLaMA's queries and keys) gets
+    the rotation as its epilogue: the projection writes the rotated value
+    once.
+
+    ```mlir
+    %q = lamina.matmul "wq" %x, %w : ...
+    %h = tensor.expand_shape %q [[0], [1], [2, 3]] ... into tensor<2x16x4x32xf32>
+    %r = lamina.rope %h, %cos, %sin interleaved : ...
+    // becomes
+    %f = lamina.fused_linear "wq" %x, %w rope %cos, %sin : ...
+    %r = tensor.expand_shape %f [[0], [1], [2, 3]] ...
+    ```
   }];
-  let dependentDialects = ["::mlir::lamina::LaminaDialect"];
+  let options = [
+    Option<"rope", "rope", "bool", /*default=*/"false",
+           "fuse interleaved rotary embeddings into the matmul before them">,
+  ];
+  let dependentDialects = ["::mlir::lamina::LaminaDialect",
+                           "::mlir::tensor::TensorDialect"];
 }
 
 def LaminaMaterializeLazyWeights : Pass<"lamina-materialize-lazy-weights",

@@ -56,6 +56,9 @@ static std::optional<LayerView> viewLayer(Operation *op) {
   LayerView view{};
   view.op = op;
   if (auto fused = dyn_cast<FusedLinearOp>(op)) {
+    // (The GPU pipeline fuses no rotary embedding into its layers.)
+    if (fused.getRopeCos())
+      return std::nullopt;
     LinearLayerParts parts =
         cast<LinearLayerOpInterface>(fused.getOperation()).getLayerParts();
     view.input = parts.input;

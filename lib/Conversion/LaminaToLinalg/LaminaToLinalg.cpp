@@ -106,10 +106,12 @@ struct EpilogueSteps {
   /// `derivative`′(derivativeInput), the source's shape; first of all.
   ActivationKindAttr derivative;
   Value derivativeInput;
+  /// A rotary embedding's tables (lamina.fused_linear's rope epilogue).
+  Value ropeCos, ropeSin;
 
   bool empty() const {
     return !bias && !activation && !(dropout && dropout.isActive()) &&
-           !derivative;
+           !derivative && !ropeCos;
   }
   DropoutDraw draw() const { return {dropout, seed, rank, valueType}; }
 };
@@ -464,6 +466,25 @@ static Type accumulatorType(OpBuilder &b, Type inputElt) {
   return inputElt.getIntOrFloatBitWidth() < 32 ? b.getF32Type() : inputElt;
 }
 
+/// `result` [..., N] viewed as [..., heads, head_dim], rotated by
+/// lamina.rope (interleaved pairs) with `cos` and `sin`, and viewed back.
+static Value buildRopeAfter(OpBuilder &b, Location loc, Value result,
+                            Value cos, Value sin) {
+  auto type = cast<RankedTensorType>(result.getType());
+  int64_t headDim = 2 * cast<RankedTensorType>(cos.getType()).getShape().back();
+  SmallVector<int64_t> heads(type.getShape().drop_back());
+  heads.append({type.getShape().back() / headDim, headDim});
+  SmallVector<ReassociationIndices> groups;
+  for (int64_t dim = 0; dim + 1 < type.getRank(); ++dim)
+    groups.push_back({dim});
+  groups.push_back({type.getRank() - 1, type.getRank()});
+  Value view = tensor::ExpandShapeOp::create(b, loc, type.clone(heads),
+                                             result, groups);
+  Value rotated = RopeOp::create(b, loc, type.clone(heads), view, cos, sin,
+                                 RopePairs::interleaved, StringAttr());
+  return tensor::CollapseShapeOp::create(b, loc, type, rotated, groups);
+}
+
 /// A float linear layer: matmul, then one epilogue, then the result shape.
 /// With `packing.weightBlock > 0` and a static weight whose N it divides,
 /// the weight is packed in blocks of that many output features, and a
@@ -479,6 +500,13 @@ static Value buildFloatLinear(OpBuilder &b, Location loc, Value input,
   auto weightType = cast<RankedTensorType>(weight.getType());
   bool blocked = weightBlock > 0 && weightType.hasStaticShape() &&
                  weightType.getDimSize(0) % weightBlock == 0;
+  // Unpacked, a rotary embedding is lamina.rope's own generic after the
+  // matmul: its epilogue reads pair partners within blocks of features.
+  if (steps.ropeCos && !blocked) {
+    Value result = buildFloatLinear(b, loc, input, weight, EpilogueSteps(),
+                                    resultType, packing);
+    return buildRopeAfter(b, loc, result, steps.ropeCos, steps.ropeSin);
+  }
   Value panelSource;
   if (blocked && steps.empty() && accElt == resultType.getElementType())
     panelSource = getPanelSource(input, packing.rowPanel);
@@ -519,9 +547,14 @@ static Value buildFloatLinear(OpBuilder &b, Location loc, Value input,
         steps.bias, ArrayRef<ReassociationIndices>{{0, 1}});
   }
   Type resultElt = resultType.getElementType();
-  if (!steps.empty() ||
-      cast<RankedTensorType>(acc.getType()).getElementType() != resultElt)
+  if (steps.ropeCos) {
+    acc = buildRopeEpilogue(b, loc, acc, steps.ropeCos, steps.ropeSin,
+                            resultType, resultElt);
+  } else if (!steps.empty() ||
+             cast<RankedTensorType>(acc.getType()).getElementType() !=
+                 resultElt) {
     acc = buildEpilogue(b, loc, acc, resultElt, steps);
+  }
   if (blocked)
     acc = tensor::CollapseShapeOp::create(
         b, loc, acc, ArrayRef<ReassociationIndices>{{0}, {1, 2}});
@@ -557,6 +590,8 @@ struct FusedLinearToLinalg : OpRewritePattern<FusedLinearOp> {
     steps.seed = op.getSeed();
     steps.rank = op.getRank();
     steps.valueType = op.getType();
+    steps.ropeCos = op.getRopeCos();
+    steps.ropeSin = op.getRopeSin();
     rewriter.replaceOp(op, buildFloatLinear(rewriter, loc, op.getInput(),
                                             op.getWeight(), steps,
                                             op.getType(), packing));

@@ -8,9 +8,20 @@
 #ifndef LAMINA_CONVERSION_LAMINATOLINALG_PATTERNS_H
 #define LAMINA_CONVERSION_LAMINATOLINALG_PATTERNS_H
 
+#include "mlir/IR/Builders.h"
+
 namespace mlir {
 class RewritePatternSet;
 namespace lamina {
+
+/// The rotary embedding (interleaved pairs) of a linear layer's packed
+/// accumulator `acc` [M, N/B, B], whose result of type `resultType` (rows
+/// flattened into M) is viewed as [..., heads, 2 · cos's last dim] with the
+/// tables `cos` and `sin` of lamina.rope: the epilogue generic (elements
+/// of `resultElt`) and the generic of each element's pair partner it reads.
+Value buildRopeEpilogue(OpBuilder &b, Location loc, Value acc, Value cos,
+                        Value sin, RankedTensorType resultType,
+                        Type resultElt);
 
 /// lamina.layer_norm → linalg row reductions; lamina.softmax →
 /// linalg.softmax.

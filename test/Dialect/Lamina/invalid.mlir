@@ -755,3 +755,51 @@ module attributes {lamina.weight_packing = {main = #lamina.packed_weights<[tenso
 // expected-error @+1 {{packed weights are ranked tensors}}
 module attributes {lamina.weight_packing = {main = #lamina.packed_weights<[f32] from [1]>}} {
 }
+
+// -----
+
+func.func @rope_one_table(%x: tensor<16x128xf32>, %w: tensor<128x128xf32>, %cos: tensor<16x1x16xf32>) -> tensor<16x128xf32> {
+  // expected-error @+1 {{a rope epilogue takes both tables, cos and sin}}
+  %0 = "lamina.fused_linear"(%x, %w, %cos) <{path = "wq", operandSegmentSizes = array<i32: 1, 1, 0, 0, 0, 1, 0>}> : (tensor<16x128xf32>, tensor<128x128xf32>, tensor<16x1x16xf32>) -> tensor<16x128xf32>
+  return %0 : tensor<16x128xf32>
+}
+
+// -----
+
+func.func @rope_with_bias(%x: tensor<16x128xf32>, %w: tensor<128x128xf32>, %b: tensor<128xf32>, %cos: tensor<16x1x16xf32>) -> tensor<16x128xf32> {
+  // expected-error @+1 {{a rope epilogue takes no sync, bias, activation or dropout}}
+  %0 = lamina.fused_linear "wq" %x, %w bias %b rope %cos, %cos : (tensor<16x128xf32>, tensor<128x128xf32>, tensor<128xf32>, tensor<16x1x16xf32>, tensor<16x1x16xf32>) -> tensor<16x128xf32>
+  return %0 : tensor<16x128xf32>
+}
+
+// -----
+
+func.func @rope_rank(%x: tensor<16x128xf32>, %w: tensor<128x128xf32>, %cos: tensor<16x16xf32>) -> tensor<16x128xf32> {
+  // expected-error @+1 {{rope tables have the rank of the result viewed as [..., heads, head_dim], 3, not 2}}
+  %0 = lamina.fused_linear "wq" %x, %w rope %cos, %cos : (tensor<16x128xf32>, tensor<128x128xf32>, tensor<16x16xf32>, tensor<16x16xf32>) -> tensor<16x128xf32>
+  return %0 : tensor<16x128xf32>
+}
+
+// -----
+
+func.func @rope_heads(%x: tensor<16x128xf32>, %w: tensor<128x128xf32>, %cos: tensor<16x1x24xf32>) -> tensor<16x128xf32> {
+  // expected-error @+1 {{rope tables of 24 angles give heads of 48 features, which do not divide the result's 128}}
+  %0 = lamina.fused_linear "wq" %x, %w rope %cos, %cos : (tensor<16x128xf32>, tensor<128x128xf32>, tensor<16x1x24xf32>, tensor<16x1x24xf32>) -> tensor<16x128xf32>
+  return %0 : tensor<16x128xf32>
+}
+
+// -----
+
+func.func @rope_table_dim(%x: tensor<16x128xf32>, %w: tensor<128x128xf32>, %cos: tensor<8x1x16xf32>) -> tensor<16x128xf32> {
+  // expected-error @+1 {{rope table dim 0 is 8; it must be 16 (the result viewed as [..., heads, head_dim / 2]) or 1}}
+  %0 = lamina.fused_linear "wq" %x, %w rope %cos, %cos : (tensor<16x128xf32>, tensor<128x128xf32>, tensor<8x1x16xf32>, tensor<8x1x16xf32>) -> tensor<16x128xf32>
+  return %0 : tensor<16x128xf32>
+}
+
+// -----
+
+func.func @rope_table_types(%x: tensor<16x128xf32>, %w: tensor<128x128xf32>, %cos: tensor<16x1x16xf32>, %sin: tensor<1x1x16xf32>) -> tensor<16x128xf32> {
+  // expected-error @+1 {{rope tables cos and sin must have the same type}}
+  %0 = lamina.fused_linear "wq" %x, %w rope %cos, %sin : (tensor<16x128xf32>, tensor<128x128xf32>, tensor<16x1x16xf32>, tensor<1x1x16xf32>) -> tensor<16x128xf32>
+  return %0 : tensor<16x128xf32>
+}

@@ -22,14 +22,18 @@ void populateLaminaDecomposePatterns(RewritePatternSet &patterns);
 /// Layer ops → lamina.fused_linear with the layer's epilogue.
 void populateLayerToFusedLinearPatterns(RewritePatternSet &patterns);
 
-/// matmul → [sync] → bias → activation → dropout chains → fused_linear.
-void populateFuseEpiloguePatterns(RewritePatternSet &patterns);
+/// matmul → [sync] → bias → activation → dropout chains → fused_linear;
+/// with `rope`, matmul → heads view → interleaved lamina.rope too.
+void populateFuseEpiloguePatterns(RewritePatternSet &patterns,
+                                  bool rope = false);
 
 /// Fuses `matmul` and its single-use epilogue chain ([fwd_post sync] →
 /// [bias_add] → [activation] → [dropout]) into one fused_linear; failure,
-/// with nothing changed, when no step follows the matmul.
+/// with nothing changed, when no step follows the matmul. With `rope`, a
+/// matmul whose result is only viewed as [..., heads, head_dim] and rotated
+/// by an interleaved lamina.rope gets that rope as its epilogue instead.
 FailureOr<FusedLinearOp> fuseMatmulEpilogue(RewriterBase &rewriter,
-                                            MatmulOp matmul);
+                                            MatmulOp matmul, bool rope = false);
 
 /// Rewrites every function of `module` (of world size > 1, layers
 /// decomposed) into what one rank computes, as lamina-partition does; a

@@ -805,10 +805,13 @@ LogicalResult LaminaDialect::verifyOperationAttribute(Operation *op,
   }
   if (attr.getName() == kStageAttrName) {
     auto stage = dyn_cast<StringAttr>(attr.getValue());
-    if (!stage || (stage.getValue() != "matmul" &&
-                   stage.getValue() != "epilogue"))
+    if (!stage || !llvm::is_contained({StringRef("matmul"),
+                                        StringRef("epilogue"),
+                                        StringRef("pair_partners")},
+                                       stage.getValue()))
       return op->emitError() << "'" << kStageAttrName
-                             << "' must be \"matmul\" or \"epilogue\"";
+                             << "' must be \"matmul\", \"epilogue\" or "
+                                "\"pair_partners\"";
     return success();
   }
   if (attr.getName() == kPrefetchRowsAttrName) {

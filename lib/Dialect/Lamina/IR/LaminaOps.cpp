@@ -199,9 +199,46 @@ LogicalResult FusedLinearOp::verify() {
   if (lnsData && (getActivationAttr() || getDropoutAttr()))
     return emitOpError("activation and dropout epilogues need float data, "
                        "not LNS numbers");
-  if (failed(verifyDropoutSeed(*this, getDropoutAttr(), getSeed())))
+  if (failed(verifyDropoutSeed(*this, getDropoutAttr(), getSeed())) ||
+      failed(verifyDropoutRank(*this, getDropoutAttr(), getRank(), getType())))
     return failure();
-  return verifyDropoutRank(*this, getDropoutAttr(), getRank(), getType());
+  return verifyRopeEpilogue();
+}
+
+/// The rotary embedding epilogue: the tables of `lamina.rope` on the result
+/// viewed as [..., heads, head_dim], and no other epilogue step.
+LogicalResult FusedLinearOp::verifyRopeEpilogue() {
+  if (!getRopeCos() && !getRopeSin())
+    return success();
+  if (!getRopeCos() || !getRopeSin())
+    return emitOpError("a rope epilogue takes both tables, cos and sin");
+  if (getSyncAttr() || getBias() || getActivationAttr() || getDropoutAttr())
+    return emitOpError("a rope epilogue takes no sync, bias, activation or "
+                       "dropout");
+  auto cos = cast<RankedTensorType>(getRopeCos().getType());
+  if (getRopeSin().getType() != cos)
+    return emitOpError("rope tables cos and sin must have the same type");
+  RankedTensorType result = getType();
+  if (!cos.hasStaticShape() || !result.hasStaticShape())
+    return emitOpError("a rope epilogue needs static shapes");
+  if (cos.getRank() != result.getRank() + 1)
+    return emitOpError("rope tables have the rank of the result viewed as "
+                       "[..., heads, head_dim], ")
+           << result.getRank() + 1 << ", not " << cos.getRank();
+  int64_t headDim = 2 * cos.getShape().back();
+  int64_t features = result.getShape().back();
+  if (headDim == 0 || features % headDim != 0)
+    return emitOpError("rope tables of ")
+           << cos.getShape().back() << " angles give heads of " << headDim
+           << " features, which do not divide the result's " << features;
+  SmallVector<int64_t> view(result.getShape().drop_back());
+  view.append({features / headDim, cos.getShape().back()});
+  for (auto [dim, table, size] : llvm::enumerate(cos.getShape(), view))
+    if (table != size && table != 1)
+      return emitOpError("rope table dim ")
+             << dim << " is " << table << "; it must be " << size
+             << " (the result viewed as [..., heads, head_dim / 2]) or 1";
+  return success();
 }
 
 LogicalResult FusedQKVOp::verify() {
@@ -448,7 +485,8 @@ struct FusedLinearInactiveDropout : OpRewritePattern<FusedLinearOp> {
     rewriter.replaceOpWithNewOp<FusedLinearOp>(
         op, op.getType(), op.getPathAttr(), op.getInput(), op.getWeight(),
         op.getSyncAttr(), op.getBias(), op.getActivationAttr(),
-        /*dropout=*/DropoutAttr(), /*seed=*/Value(), /*rank=*/Value());
+        /*dropout=*/DropoutAttr(), /*seed=*/Value(), /*rank=*/Value(),
+        op.getRopeCos(), op.getRopeSin());
     return success();
   }
 };

@@ -2,6 +2,7 @@
 
 #include "lamina/Lamina/Transforms/Passes.h"
 
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
@@ -18,13 +19,61 @@ static Operation *getSoleUser(Value value) {
   return value.hasOneUse() ? *value.getUsers().begin() : nullptr;
 }
 
+/// matmul → expand_shape splitting the last dim alone ([..., N] → [...,
+/// heads, head_dim]) → interleaved lamina.rope, each the previous value's
+/// only user: one fused_linear with the rope epilogue, viewed as the rope
+/// was.
+static FailureOr<FusedLinearOp> fuseRope(RewriterBase &rewriter,
+                                         MatmulOp matmul,
+                                         const LinearLayerParts &parts) {
+  auto heads =
+      dyn_cast_or_null<tensor::ExpandShapeOp>(getSoleUser(matmul.getResult()));
+  if (!heads || !heads.getResultType().hasStaticShape())
+    return failure();
+  auto rope = dyn_cast_or_null<RopeOp>(getSoleUser(heads.getResult()));
+  if (!rope || rope.getInput() != heads.getResult() ||
+      rope.getPairs() != RopePairs::interleaved ||
+      !rope.getCos().getType().hasStaticShape())
+    return failure();
+  SmallVector<ReassociationIndices> groups = heads.getReassociationIndices();
+  int64_t rank = matmul.getType().getRank();
+  if (heads.getResultType().getRank() != rank + 1 ||
+      llvm::any_of(ArrayRef(groups).drop_back(),
+                   [](const ReassociationIndices &group) {
+                     return group.size() != 1;
+                   }))
+    return failure();
+  // At the rope, where the tables are defined.
+  rewriter.setInsertionPoint(rope);
+  auto fused = FusedLinearOp::create(rewriter, matmul.getLoc(),
+                                     matmul.getType(), parts);
+  fused.getRopeCosMutable().assign(rope.getCos());
+  fused.getRopeSinMutable().assign(rope.getSin());
+  if (failed(fused.verifyRopeEpilogue())) {
+    rewriter.eraseOp(fused);
+    return failure();
+  }
+  Value view = tensor::ExpandShapeOp::create(
+      rewriter, heads.getLoc(), heads.getResultType(), fused.getResult(),
+      groups);
+  rewriter.replaceOp(rope, view);
+  rewriter.eraseOp(heads);
+  rewriter.eraseOp(matmul);
+  return fused;
+}
+
 FailureOr<FusedLinearOp>
-mlir::lamina::fuseMatmulEpilogue(RewriterBase &rewriter, MatmulOp matmul) {
+mlir::lamina::fuseMatmulEpilogue(RewriterBase &rewriter, MatmulOp matmul,
+                                 bool rope) {
   LinearLayerParts parts;
   parts.path =
       matmul.getPathAttr() ? matmul.getPathAttr() : rewriter.getStringAttr("");
   parts.input = matmul.getInput();
   parts.weight = matmul.getWeight();
+  if (rope)
+    if (FailureOr<FusedLinearOp> fused = fuseRope(rewriter, matmul, parts);
+        succeeded(fused))
+      return fused;
   Value tail = matmul.getResult();
   SmallVector<Operation *> absorbed;
 
@@ -78,27 +127,34 @@ mlir::lamina::fuseMatmulEpilogue(RewriterBase &rewriter, MatmulOp matmul) {
 
 namespace {
 /// matmul → [fwd_post sync] → [bias_add] → [activation] → [dropout], each
-/// step the sole user of the previous value, becomes one fused_linear.
+/// step the sole user of the previous value, becomes one fused_linear (or,
+/// with `rope`, matmul → heads view → rope).
 struct FuseMatmulEpilogue : OpRewritePattern<MatmulOp> {
-  using OpRewritePattern::OpRewritePattern;
+  FuseMatmulEpilogue(MLIRContext *context, bool rope)
+      : OpRewritePattern(context), rope(rope) {}
 
   LogicalResult matchAndRewrite(MatmulOp matmul,
                                 PatternRewriter &rewriter) const override {
-    return fuseMatmulEpilogue(rewriter, matmul);
+    return fuseMatmulEpilogue(rewriter, matmul, rope);
   }
+
+  bool rope;
 };
 
 struct LaminaFuseEpiloguesPass
     : mlir::lamina::impl::LaminaFuseEpiloguesBase<LaminaFuseEpiloguesPass> {
+  using Base::Base;
+
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
-    populateFuseEpiloguePatterns(patterns);
+    populateFuseEpiloguePatterns(patterns, rope);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();
   }
 };
 } // namespace
 
-void mlir::lamina::populateFuseEpiloguePatterns(RewritePatternSet &patterns) {
-  patterns.add<FuseMatmulEpilogue>(patterns.getContext());
+void mlir::lamina::populateFuseEpiloguePatterns(RewritePatternSet &patterns,
+                                                bool rope) {
+  patterns.add<FuseMatmulEpilogue>(patterns.getContext(), rope);
 }
