@@ -5,9 +5,9 @@ LLaMA's query projection x·Wᵀ viewed as [batch, seq, heads, head_dim] and
 rotated in interleaved pairs (lamina.rope), fp32, one thread pinned to one
 core, compiled by lamina-run three ways:
 
-- fused: lamina-cpu-pipeline, the rotation the matmul's epilogue on the
-  register tile (lamina-fuse-epilogues{rope=true});
-- apart: lamina-cpu-pipeline{fuse-epilogues=false}, the projection, then the
+- fused: lamina-cpu-pipeline{fuse-rope=true}, the rotation the matmul's
+  epilogue on the register tile (lamina-fuse-epilogues{rope=true});
+- apart: lamina-cpu-pipeline (the default), the projection, then the
   rotation's own pass over its result;
 - projection alone, without the rotation: what the fused form costs beyond
   the matmul.
@@ -53,8 +53,8 @@ ROTATE = """%2 = lamina.rope "attention" %1, %cos, %sin interleaved : tensor<1x{
   return %2 : tensor<1x{t}x{h}x{hd}xf32>"""
 ALONE = "return %1 : tensor<1x{t}x{h}x{hd}xf32>"
 
-CONTENDERS = [("fused", ROTATE, "lamina-cpu-pipeline"),
-              ("apart", ROTATE, "lamina-cpu-pipeline{fuse-epilogues=false}"),
+CONTENDERS = [("fused", ROTATE, "lamina-cpu-pipeline{fuse-rope=true}"),
+              ("apart", ROTATE, "lamina-cpu-pipeline"),
               ("projection alone", ALONE, "lamina-cpu-pipeline")]
 
 

@@ -407,7 +407,8 @@ cpu::buildLayerMatmulSchedule(unsigned index, const LayerMatmul &target,
     depth = ranges[4];
   }
   // With threads, each runs the plan on its part of the blocks (a rotary
-  // epilogue's pair partners are not fused into the threads' parts).
+  // epilogue's pair partners are not fused into the threads' parts: one
+  // thread runs it; lamina-cpu-pipeline fuses no rotation with threads).
   int64_t parts =
       threads > 1 && blocks % threads == 0 && !target.rotates ? threads : 1;
   // A pair of k is one step of the tiles' k: twice the elements.

@@ -51,8 +51,10 @@ void mlir::lamina::buildLaminaCpuPipeline(OpPassManager &pm,
   pm.addPass(createLaminaDecompose());
   pm.addPass(createLaminaPartition());
   if (options.fuseEpilogues) {
+    // Rotary embeddings in the projections' epilogues on request, on one
+    // thread: the threads' parts of a matmul take no pair partners.
     LaminaFuseEpiloguesOptions fuse;
-    fuse.rope = true; // rotary embeddings in the projections' epilogues
+    fuse.rope = options.fuseRope && options.threads == 1;
     pm.addPass(createLaminaFuseEpilogues(fuse));
   }
   ConvertLaminaToLinalgOptions toLinalg;

@@ -102,24 +102,26 @@ def test_rotary_embeddings_import_as_one_op(make, ropes):
 @pytest.mark.parametrize("dim, heads", [(64, 4), (24, 3)],
                          ids=["packed", "unpacked"])
 def test_rotary_embeddings_fuse_into_the_projections(dim, heads):
-    """The CPU pipeline makes each rotation the epilogue of its projection
-    (lamina-fuse-epilogues{rope=true}): its results and gradients equal
-    eager's, and the forward's are bit for bit those of the pipeline
-    without epilogue fusion (the rotation a pass of its own). 64 features
-    are packed in blocks of 16, whose pair partners the epilogue reads; 24
-    are not, and the projection is followed by lamina.rope's generic."""
-    make = lambda: Rotary(dim=dim, heads=heads)  # noqa: E731
-    compiled = eager_twins.compiled_matches_eager(make, (2, 8, dim))
+    """lamina-cpu-pipeline{fuse-rope=true} makes each rotation the epilogue
+    of its projection (lamina-fuse-epilogues{rope=true}): its results and
+    gradients equal eager's, and the forward's are bit for bit those of the
+    default pipeline (the rotation a pass of its own). 64 features are
+    packed in blocks of 16, whose pair partners the epilogue reads; 24 are
+    not, and the projection is followed by lamina.rope's generic."""
+    model, eager = eager_twins.twins(lambda: Rotary(dim=dim, heads=heads))
+    compiled = lamina.build(lamina.create_schedule(model),
+                            pipeline="lamina-cpu-pipeline{fuse-rope=true}")
+    x = torch.randn(2, 8, dim, generator=torch.Generator().manual_seed(1))
+    eager_twins.results_and_input_gradients_match(compiled, eager, x,
+                                                  cotangent_seed=2)
     fused = lamina._lamina.Module(compiled.ir("scheduled")).transform(
         pipeline="lamina-decompose,lamina-fuse-epilogues{rope=true}")
     ropes = [line for line in str(fused).splitlines()
              if "lamina.fused_linear" in line and " rope " in line]
     assert len(ropes) == 2 and "lamina.rope" not in str(fused), str(fused)
 
-    model, _ = eager_twins.twins(make)
-    x = torch.randn(2, 8, dim, generator=torch.Generator().manual_seed(3))
-    apart = lamina.build(lamina.create_schedule(model), pipeline=(
-        "lamina-cpu-pipeline{fuse-epilogues=false}"))
+    apart = lamina.build(lamina.create_schedule(eager_twins.twins(
+        lambda: Rotary(dim=dim, heads=heads))[0]))
     with torch.no_grad():
         assert torch.equal(compiled(x), apart(x))
 

@@ -45,11 +45,11 @@ def LaminaFuseEpilogues : Pass<"lamina-fuse-epilogues"> {
     %2 = lamina.fused_linear "fc" %x, %w bias %b activation gelu_tanh : ...
     ```
 
-    With `rope` (the CPU pipeline's), a matmul whose result is only viewed
-    as `[..., heads, head_dim]` (an expand_shape of its last dim) and
-    rotated by an interleaved `lamina.rope` (LLaMA's queries and keys) gets
-    the rotation as its epilogue: the projection writes the rotated value
-    once.
+    With `rope` (`lamina-cpu-pipeline{fuse-rope=true}`), a matmul whose
+    result is only viewed as `[..., heads, head_dim]` (an expand_shape of its
+    last dim) and rotated by an interleaved `lamina.rope` (LLaMA's queries
+    and keys) gets the rotation as its epilogue: the projection writes the
+    rotated value once.
 
     ```mlir
     %q = lamina.matmul "wq" %x, %w : ...

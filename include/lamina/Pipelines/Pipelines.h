@@ -28,6 +28,13 @@ struct CpuPipelineOptions : public PassPipelineOptions<CpuPipelineOptions> {
       llvm::cl::desc("fuse bias, activation and dropout into the matmul "
                      "tile (false: separate loop nests, for comparison)"),
       llvm::cl::init(true)};
+  Option<bool> fuseRope{
+      *this, "fuse-rope",
+      llvm::cl::desc("fuse interleaved rotary embeddings into their "
+                     "projections' epilogues, on one thread (slower than "
+                     "the rotation's own pass today: the epilogue gathers "
+                     "its tables element by element)"),
+      llvm::cl::init(false)};
   Option<bool> lnsTables{
       *this, "lns-tables",
       llvm::cl::desc("LNS additions from precomputed tables where f <= 16 "
