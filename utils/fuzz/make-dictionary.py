@@ -22,6 +22,7 @@ bf16 f32 f64 !lns.num<f !lns.num<f=10> #lamina.layout<R> #lamina.layout<P>
 #lamina.packed_weights<[tensor<2x8x16xf32>]from[1]> lamina.weight_packing
 lamina.pipeline_cut lamina.checkpoint lamina.layer_path lamina.training
 bias activation dropout seed training gelu gelu_tanh relu silu sigmoid none
+rope interleaved halves shard.process_multi_index
 weight input output axis path fwd_pre fwd_post bwd_pre bwd_post all_reduce
 all_gather reduce_scatter scatter transform.named_sequence @__transform_main
 transform.yield transform.any_op transform.with_named_sequence
