@@ -349,7 +349,6 @@ def zero_steps(stage, steps=4):
     theirs = torch.optim.AdamW(eager.parameters(), lr=1e-3,
                                weight_decay=0.01)
     own = dict(compiled.named_parameters())
-    names = {id(p): n for n, p in own.items()}
 
     def step(batch, target, check=True):
         x, t = replica_slice(batch, grid), replica_slice(target, grid)

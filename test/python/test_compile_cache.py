@@ -5,15 +5,12 @@ CompileCacheWarning, removed and compiled again; processes storing the same
 entry at once leave a whole one; LAMINA_CACHE=0 turns it off."""
 
 import os
-import pathlib
 import subprocess
 import sys
 import warnings
 
 import numpy as np
 import pytest
-import torch
-from torch import nn
 
 import lamina
 

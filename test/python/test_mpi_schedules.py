@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from lamina.tools import run_ir, run_ir_on_ranks, tool
+from lamina.tools import run_ir_on_ranks, tool
 
 # Each test launches MPI ranks: run in the serial pass (test/CMakeLists.txt).
 pytestmark = pytest.mark.ranks
@@ -122,7 +122,8 @@ def test_megatron_mlp_on_a_data_and_tensor_grid(tmp_path):
 
 def test_grid_needs_its_world(tmp_path):
     """A module declaring a grid of 4 ranks, run as one process: lamina-run
-    names the sizes and the launch it needs."""
+    names the sizes and the launch it needs; a grid axis other than dp, pp
+    and tp is named."""
     ir = tmp_path / "mlp_grid.mlir"
     ir.write_text((EXAMPLES / "gpt2_mlp.mlir").read_text().replace(
         "module attributes {lamina.world_size = 2 : i64}",
@@ -133,6 +134,16 @@ def test_grid_needs_its_world(tmp_path):
     assert completed.returncode != 0
     assert "the module's grid has 4 ranks but the MPI world has 1; launch " \
         "it with `mpirun.mpich -np 4`" in completed.stderr
+    # An axis the runtime has no communicator for.
+    ir.write_text((EXAMPLES / "gpt2_mlp.mlir").read_text().replace(
+        "module attributes {lamina.world_size = 2 : i64}",
+        "module attributes {lamina.grid = {ep = 2, tp = 2}}"))
+    completed = subprocess.run(
+        [tool("lamina-run"), str(ir), "--entry=mlp", "--random-inputs"],
+        capture_output=True, text=True)
+    assert completed.returncode != 0
+    assert "the module's grid has an axis 'ep'; lamina-run runs grids of " \
+        "the axes dp, pp and tp" in completed.stderr
 
 
 @pytest.mark.parametrize("ranks", [2, 4])

@@ -1,7 +1,6 @@
 """lamina.op: the Slapo layer classes' eager semantics, and the compiled
 lamina ops against them on the same weights."""
 
-import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F

@@ -260,18 +260,14 @@ static llvm::Error useDeclaredGrid(ModuleOp module) {
   SmallVector<GridAxis> axes = getGridAxes(module);
   if (axes.size() < 2)
     return llvm::Error::success();
-  int64_t sizes[3] = {1, 1, 1};
+  int64_t sizes[3] = {1, 1, 1}; // by MpiAxis
   for (const GridAxis &axis : axes) {
-    StringRef name = axis.name.getValue();
-    int index = name == LaminaDialect::kDataAxisName     ? 0
-                : name == "pp"                           ? 1
-                : name == LaminaDialect::kTensorAxisName ? 2
-                                                         : -1;
-    if (index < 0)
+    std::optional<MpiAxis> runtimeAxis = getMpiAxisNamed(axis.name);
+    if (!runtimeAxis)
       return llvm::createStringError(
-          "the module's grid has an axis '" + name.str() +
+          "the module's grid has an axis '" + axis.name.str() +
           "'; lamina-run runs grids of the axes dp, pp and tp");
-    sizes[index] = axis.size;
+    sizes[static_cast<int>(*runtimeAxis)] = axis.size;
   }
   int64_t ranks = sizes[0] * sizes[1] * sizes[2];
   if (ranks != mpiWorldSize())

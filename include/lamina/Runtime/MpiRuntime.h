@@ -12,9 +12,11 @@
 #define LAMINA_RUNTIME_MPIRUNTIME_H
 
 #include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/StringRef.h"
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <utility>
 
 extern "C" {
@@ -72,6 +74,18 @@ double getMpiReplicaWaitSeconds();
 
 /// The axes of a device grid.
 enum class MpiAxis { Data = 0, Pipeline = 1, Tensor = 2 };
+
+/// The axis a device grid's axis name stands for (`lamina.grid`'s `dp`,
+/// `pp`, `tp`); none for another name.
+inline std::optional<MpiAxis> getMpiAxisNamed(llvm::StringRef name) {
+  if (name == "dp")
+    return MpiAxis::Data;
+  if (name == "pp")
+    return MpiAxis::Pipeline;
+  if (name == "tp")
+    return MpiAxis::Tensor;
+  return std::nullopt;
+}
 
 /// Puts the grid of `data` × `pipeline` × `tensor` ranks in use (their
 /// product is the world size; the tensor axis varies fastest, then the

@@ -2,6 +2,7 @@
 
 #include "lamina/Conversion/Passes.h"
 #include "lamina/Lamina/IR/Lamina.h"
+#include "lamina/Runtime/MpiRuntime.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -14,7 +15,6 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/SymbolTable.h"
 
-#include "llvm/ADT/StringSwitch.h"
 
 namespace mlir::lamina {
 #define GEN_PASS_DEF_CONVERTSHARDTOLAMINAMPI
@@ -177,25 +177,22 @@ static FailureOr<int64_t> getRuntimeAxis(Operation *op,
   SmallVector<lamina::GridAxis> axes = lamina::getGridAxes(op);
   int16_t index = gridAxes.front();
   if (axes.empty())
-    return index == 0 ? FailureOr<int64_t>(2)
-                      : op->emitOpError("acts on grid axis ")
-                            << index << " of a one-axis grid";
+    return index == 0
+               ? FailureOr<int64_t>(static_cast<int64_t>(lamina::MpiAxis::Tensor))
+               : op->emitOpError("acts on grid axis ")
+                     << index << " of a one-axis grid";
   if (index < 0 || index >= static_cast<int16_t>(axes.size()))
     return op->emitOpError("acts on grid axis ")
            << index << ", but the module's grid has " << axes.size()
            << " axes";
   StringRef name = axes[index].name.getValue();
-  int64_t runtimeAxis = llvm::StringSwitch<int64_t>(name)
-                            .Case(lamina::LaminaDialect::kDataAxisName, 0)
-                            .Case("pp", 1)
-                            .Case(lamina::LaminaDialect::kTensorAxisName, 2)
-                            .Default(-1);
-  if (runtimeAxis < 0)
+  std::optional<lamina::MpiAxis> runtimeAxis = lamina::getMpiAxisNamed(name);
+  if (!runtimeAxis)
     return op->emitOpError("acts on grid axis '")
            << name
            << "', which has no communicator in Lamina's MPI runtime (dp, "
               "pp and tp have)";
-  return runtimeAxis;
+  return static_cast<int64_t>(*runtimeAxis);
 }
 
 static LogicalResult checkSum(Operation *op, shard::ReductionKind kind) {
