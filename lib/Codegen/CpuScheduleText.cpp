@@ -119,13 +119,13 @@ std::string hoistAccumulator(unsigned index) {
 
 /// Vectorizes every linalg op in `nest` (a handle).
 std::string vectorizeNest(unsigned index, StringRef nest, bool extracts) {
-  return llvm::formatv(
-             "  %lin{0} = transform.structured.match interface{{LinalgOp} in "
-             "{1} : (!transform.any_op) -> !transform.any_op\n"
-             "  transform.structured.vectorize %lin{0} {2}: "
-             "!transform.any_op\n",
-             index, nest, extracts ? "{vectorize_nd_extract} " : "")
-      .str();
+  std::string ops = "%lin" + std::to_string(index);
+  return llvm::formatv("  {0} = transform.structured.match "
+                       "interface{{LinalgOp} in {1} : (!transform.any_op) -> "
+                       "!transform.any_op\n",
+                       ops, nest)
+             .str() +
+         vectorizeOp(ops, {}, extracts);
 }
 
 } // namespace mlir::lamina::cpu

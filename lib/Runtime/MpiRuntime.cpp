@@ -105,9 +105,6 @@ struct CollectiveTimer {
   ~CollectiveTimer() { collectiveSeconds += MPI_Wtime() - start; }
 };
 
-/// The ranks of the tensor-parallel axis.
-int worldSize() { return int(mlir::lamina::mpiAxisSize(MpiAxis::Tensor)); }
-
 /// The grid axis a compiled collective names (an MpiAxis value).
 MpiAxis gridAxis(int64_t axis) {
   if (axis < 0 || axis > static_cast<int64_t>(MpiAxis::Tensor)) {
@@ -463,8 +460,6 @@ int64_t laminaMpiAxisRank(int64_t axis) {
   return mlir::lamina::mpiAxisRank(gridAxis(axis));
 }
 
-int64_t laminaMpiWorldSize() { return worldSize(); }
-
 #define LAMINA_MPI_DEFINE(suffix, T)                                           \
   void laminaMpiAllReduce_##suffix(int64_t r0, void *d0, int64_t r1,           \
                                    void *d1, int64_t axis) {                   \
@@ -528,7 +523,6 @@ mlir::lamina::getMpiRuntimeSymbols() {
   }
   static const std::pair<const char *, void *> symbols[] = {
       {"laminaMpiAxisRank", reinterpret_cast<void *>(&laminaMpiAxisRank)},
-      {"laminaMpiWorldSize", reinterpret_cast<void *>(&laminaMpiWorldSize)},
       LAMINA_MPI_ENTRY(f32),
       LAMINA_MPI_ENTRY(f64),
       LAMINA_MPI_ENTRY(f16),

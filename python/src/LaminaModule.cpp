@@ -275,12 +275,8 @@ private:
 
 /// The runtime's axis for a grid axis's name.
 static MpiAxis gridAxis(const std::string &name) {
-  if (name == "dp")
-    return MpiAxis::Data;
-  if (name == "pp")
-    return MpiAxis::Pipeline;
-  if (name == "tp")
-    return MpiAxis::Tensor;
+  if (std::optional<MpiAxis> axis = getMpiAxisNamed(name))
+    return *axis;
   throw py::value_error("grid axes are 'dp', 'pp' and 'tp'; got '" + name +
                         "'");
 }

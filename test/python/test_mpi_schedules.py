@@ -84,18 +84,25 @@ def test_megatron_mlp(ranks, tmp_path):
     assert 0.05 < (whole == 0).mean() < 0.15
 
 
+def mlp_on_grid(path, grid):
+    """The GPT-2 MLP example declared on the device grid `grid` (the text of
+    a lamina.grid dictionary) instead of its world size, written to
+    `path`."""
+    text = (EXAMPLES / "gpt2_mlp.mlir").read_text()
+    declared = "module attributes {lamina.world_size = 2 : i64}"
+    assert declared in text
+    path.write_text(text.replace(
+        declared, f"module attributes {{lamina.grid = {grid}}}"))
+    return path
+
+
 def test_megatron_mlp_on_a_data_and_tensor_grid(tmp_path):
     """The MLP declared on a grid of 2 data replicas × 2 tensor ranks
     (lamina.grid), run on 4 ranks: the all-reduce of each replica's program
     runs over its tensor axis alone (over the world it would sum 4 partial
     products, twice the layer), so every rank's result and gradient blocks
     are the unsharded program's."""
-    ir = tmp_path / "mlp_grid.mlir"
-    text = (EXAMPLES / "gpt2_mlp.mlir").read_text()
-    declared = "module attributes {lamina.world_size = 2 : i64}"
-    assert declared in text
-    ir.write_text(text.replace(
-        declared, "module attributes {lamina.grid = {dp = 2, tp = 2}}"))
+    ir = mlp_on_grid(tmp_path / "mlp_grid.mlir", "{dp = 2, tp = 2}")
     inputs = mlp_inputs()
     dy = tmp_path / "dy.npy"
     np.save(dy, torch.randn(2, 16, 64, generator=torch.Generator()
@@ -124,26 +131,19 @@ def test_grid_needs_its_world(tmp_path):
     """A module declaring a grid of 4 ranks, run as one process: lamina-run
     names the sizes and the launch it needs; a grid axis other than dp, pp
     and tp is named."""
-    ir = tmp_path / "mlp_grid.mlir"
-    ir.write_text((EXAMPLES / "gpt2_mlp.mlir").read_text().replace(
-        "module attributes {lamina.world_size = 2 : i64}",
-        "module attributes {lamina.grid = {dp = 2, tp = 2}}"))
-    completed = subprocess.run(
-        [tool("lamina-run"), str(ir), "--entry=mlp", "--random-inputs"],
-        capture_output=True, text=True)
-    assert completed.returncode != 0
+    def run_alone(grid):
+        ir = mlp_on_grid(tmp_path / "mlp_grid.mlir", grid)
+        completed = subprocess.run(
+            [tool("lamina-run"), str(ir), "--entry=mlp", "--random-inputs"],
+            capture_output=True, text=True)
+        assert completed.returncode != 0
+        return completed.stderr
+
     assert "the module's grid has 4 ranks but the MPI world has 1; launch " \
-        "it with `mpirun.mpich -np 4`" in completed.stderr
+        "it with `mpirun.mpich -np 4`" in run_alone("{dp = 2, tp = 2}")
     # An axis the runtime has no communicator for.
-    ir.write_text((EXAMPLES / "gpt2_mlp.mlir").read_text().replace(
-        "module attributes {lamina.world_size = 2 : i64}",
-        "module attributes {lamina.grid = {ep = 2, tp = 2}}"))
-    completed = subprocess.run(
-        [tool("lamina-run"), str(ir), "--entry=mlp", "--random-inputs"],
-        capture_output=True, text=True)
-    assert completed.returncode != 0
     assert "the module's grid has an axis 'ep'; lamina-run runs grids of " \
-        "the axes dp, pp and tp" in completed.stderr
+        "the axes dp, pp and tp" in run_alone("{ep = 2, tp = 2}")
 
 
 @pytest.mark.parametrize("ranks", [2, 4])

@@ -20,10 +20,8 @@
 #include <utility>
 
 extern "C" {
-/// The process's rank on grid axis `axis` (an MpiAxis value), and the
-/// tensor axis's size.
+/// The process's rank on grid axis `axis` (an MpiAxis value).
 int64_t laminaMpiAxisRank(int64_t axis);
-int64_t laminaMpiWorldSize();
 
 // Collectives over the ranks of grid axis `axis` (the last argument, an
 // MpiAxis value); gathers and scatters along a tensor dim (the one before).

@@ -236,9 +236,9 @@ static Value buildEpilogue(OpBuilder &b, Location loc, Value source,
 // Matmul
 //===----------------------------------------------------------------------===//
 
-/// A zero-filled accumulator of `shape`.
-static Value buildZeroAccumulator(OpBuilder &b, Location loc,
-                                  ArrayRef<OpFoldResult> shape, Type accElt) {
+Value mlir::lamina::buildZeroAccumulator(OpBuilder &b, Location loc,
+                                         ArrayRef<OpFoldResult> shape,
+                                         Type accElt) {
   Value empty = tensor::EmptyOp::create(b, loc, shape, accElt);
   Value zero = arith::ConstantOp::create(b, loc, b.getZeroAttr(accElt));
   return linalg::FillOp::create(b, loc, ValueRange{zero}, ValueRange{empty})

@@ -14,6 +14,10 @@ namespace mlir {
 class RewritePatternSet;
 namespace lamina {
 
+/// A zero-filled accumulator of `shape`.
+Value buildZeroAccumulator(OpBuilder &b, Location loc,
+                           ArrayRef<OpFoldResult> shape, Type accElt);
+
 /// The rotary embedding (interleaved pairs) of a linear layer's packed
 /// accumulator `acc` [M, N/B, B], whose result of type `resultType` (rows
 /// flattened into M) is viewed as [..., heads, 2 · cos's last dim] with the

@@ -19,6 +19,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 
 using namespace mlir;
 using namespace mlir::lamina;
@@ -37,12 +38,9 @@ static Value buildPartners(OpBuilder &b, Location loc, Value acc) {
   Value exchange = arith::ConstantOp::create(
       b, loc, DenseElementsAttr::get(exchangeType, entries));
 
-  Value zero = arith::ConstantOp::create(b, loc, b.getZeroAttr(element));
-  Value init = linalg::FillOp::create(
-                   b, loc, zero,
-                   tensor::EmptyOp::create(b, loc, type.getShape(), element)
-                       .getResult())
-                   .getResult(0);
+  Value init = buildZeroAccumulator(
+      b, loc, getAsIndexOpFoldResult(b.getContext(), type.getShape()),
+      element);
   MLIRContext *context = b.getContext();
   AffineExpr m, n1, n0, j;
   bindDims(context, m, n1, n0, j);
@@ -63,13 +61,11 @@ static Value buildPartners(OpBuilder &b, Location loc, Value acc) {
   return partners.getResult(0);
 }
 
-/// `table`[indices] as f32.
-static Value readTable(OpBuilder &b, Location loc, Value table,
-                       ValueRange indices) {
-  Value value = tensor::ExtractOp::create(b, loc, table, indices);
-  if (!value.getType().isF32())
-    value = arith::ExtFOp::create(b, loc, b.getF32Type(), value);
-  return value;
+/// `value` as f32 (the epilogue computes in f32).
+static Value widen(OpBuilder &b, Location loc, Value value) {
+  if (value.getType().isF32())
+    return value;
+  return arith::ExtFOp::create(b, loc, b.getF32Type(), value);
 }
 
 Value mlir::lamina::buildRopeEpilogue(OpBuilder &b, Location loc, Value acc,
@@ -127,21 +123,20 @@ Value mlir::lamina::buildRopeEpilogue(OpBuilder &b, Location loc, Value acc,
                 : arith::DivUIOp::create(nb, nloc, feature, constant(headDim))
                       .getResult();
         indices.back() = pair;
-        Value c = readTable(nb, nloc, cos, indices);
-        Value s = readTable(nb, nloc, sin, indices);
+        Value c =
+            widen(nb, nloc, tensor::ExtractOp::create(nb, nloc, cos, indices));
+        Value s =
+            widen(nb, nloc, tensor::ExtractOp::create(nb, nloc, sin, indices));
         // (a, b) → (a·cos − b·sin, b·cos + a·sin): the partner's term is
         // subtracted on a pair's first element.
         Value signedSin =
             arith::SelectOp::create(nb, nloc, second, s,
                                     arith::NegFOp::create(nb, nloc, s));
-        auto toF32 = [&](Value v) -> Value {
-          return v.getType().isF32()
-                     ? v
-                     : arith::ExtFOp::create(nb, nloc, nb.getF32Type(), v);
-        };
         Value value = arith::AddFOp::create(
-            nb, nloc, arith::MulFOp::create(nb, nloc, toF32(args[0]), c),
-            arith::MulFOp::create(nb, nloc, toF32(args[1]), signedSin));
+            nb, nloc,
+            arith::MulFOp::create(nb, nloc, widen(nb, nloc, args[0]), c),
+            arith::MulFOp::create(nb, nloc, widen(nb, nloc, args[1]),
+                                  signedSin));
         if (resultElt != value.getType())
           value = arith::TruncFOp::create(nb, nloc, resultElt, value);
         linalg::YieldOp::create(nb, nloc, value);

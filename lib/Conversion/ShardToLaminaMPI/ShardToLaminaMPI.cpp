@@ -176,11 +176,12 @@ static FailureOr<int64_t> getRuntimeAxis(Operation *op,
            << " grid axes; Lamina's MPI runtime communicates along one";
   SmallVector<lamina::GridAxis> axes = lamina::getGridAxes(op);
   int16_t index = gridAxes.front();
-  if (axes.empty())
-    return index == 0
-               ? FailureOr<int64_t>(static_cast<int64_t>(lamina::MpiAxis::Tensor))
-               : op->emitOpError("acts on grid axis ")
-                     << index << " of a one-axis grid";
+  if (axes.empty()) {
+    if (index != 0)
+      return op->emitOpError("acts on grid axis ")
+             << index << " of a one-axis grid";
+    return static_cast<int64_t>(lamina::MpiAxis::Tensor);
+  }
   if (index < 0 || index >= static_cast<int16_t>(axes.size()))
     return op->emitOpError("acts on grid axis ")
            << index << ", but the module's grid has " << axes.size()
