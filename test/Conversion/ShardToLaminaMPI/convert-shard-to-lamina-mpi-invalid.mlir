@@ -104,3 +104,13 @@ module attributes {lamina.grid = {dp = 2 : i64, tp = 2 : i64}} {
     return %0 : index
   }
 }
+
+// -----
+
+// Without lamina.grid the grid is the world's one axis.
+shard.grid @lamina_grid(shape = 2x2) {sym_visibility = "private"}
+func.func @second_axis_of_one(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{acts on grid axis 1 of a one-axis grid}}
+  %0 = shard.all_reduce %x on @lamina_grid grid_axes = [1] : tensor<4x8xf32> -> tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}

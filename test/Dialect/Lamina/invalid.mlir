@@ -803,3 +803,19 @@ func.func @rope_table_types(%x: tensor<16x128xf32>, %w: tensor<128x128xf32>, %co
   %0 = lamina.fused_linear "wq" %x, %w rope %cos, %sin : (tensor<16x128xf32>, tensor<128x128xf32>, tensor<16x1x16xf32>, tensor<1x1x16xf32>) -> tensor<16x128xf32>
   return %0 : tensor<16x128xf32>
 }
+
+// -----
+
+func.func @rope_dynamic_tables(%x: tensor<16x128xf32>, %w: tensor<128x128xf32>, %cos: tensor<?x1x16xf32>) -> tensor<16x128xf32> {
+  // expected-error @+1 {{a rope epilogue needs static shapes}}
+  %0 = lamina.fused_linear "wq" %x, %w rope %cos, %cos : (tensor<16x128xf32>, tensor<128x128xf32>, tensor<?x1x16xf32>, tensor<?x1x16xf32>) -> tensor<16x128xf32>
+  return %0 : tensor<16x128xf32>
+}
+
+// -----
+
+func.func @unknown_stage(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'lamina.stage' must be "matmul", "epilogue" or "pair_partners"}}
+  %0 = arith.addf %x, %x {lamina.stage = "prologue"} : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
