@@ -252,6 +252,58 @@ def LaminaOutlineLoopNests
                            "::mlir::scf::SCFDialect"];
 }
 
+def LaminaOutlineRepeatedBlocks
+    : Pass<"lamina-outline-repeated-blocks", "::mlir::ModuleOp"> {
+  let summary = "Move each function's repeated blocks into one function, "
+                "called once per repetition";
+  let description = [{
+    A model's repeated blocks (GPT's `transformer.h.0` … `h.11`, LLaMA's
+    `layers.*`) lower to the same ops again and again, one block after the
+    other in the forward and, reversed, in the backward. Run on tensors
+    before the CPU schedules, this pass finds in each function's body the
+    longest run of equal consecutive segments (the ops that take operands;
+    constants and static empty tensors stay outside, rebuilt inside), checks
+    that every repetition computes the same thing from its own values (same
+    ops and attributes, same wiring inside the segment), and moves the
+    segment into a private function `@<function>_block` called once per
+    repetition. Its arguments are what a repetition reads from outside (a
+    layer's parameters, the stream it continues; constants that differ
+    between repetitions, such as each layer's dropout offset, are arguments
+    too), its results what any repetition's outside reads. Everything after
+    it (schedules, bufferization, LLVM) then handles one block, whatever
+    the depth.
+
+    ```mlir
+    func.func @f(%x: tensor<4xf32>, %w0: tensor<4xf32>, %w1: tensor<4xf32>)
+        -> tensor<4xf32> {
+      %0 = arith.mulf %x, %w0 : tensor<4xf32>
+      %1 = math.tanh %0 : tensor<4xf32>
+      %2 = arith.mulf %1, %w1 : tensor<4xf32>
+      %3 = math.tanh %2 : tensor<4xf32>
+      return %3 : tensor<4xf32>
+    }
+    // becomes (with min-ops=2)
+    func.func @f(%x: tensor<4xf32>, %w0: tensor<4xf32>, %w1: tensor<4xf32>)
+        -> tensor<4xf32> {
+      %0 = call @f_block(%x, %w0) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+      %1 = call @f_block(%0, %w1) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+      return %1 : tensor<4xf32>
+    }
+    func.func private @f_block(%x: tensor<4xf32>, %w: tensor<4xf32>)
+        -> tensor<4xf32> {
+      %0 = arith.mulf %x, %w : tensor<4xf32>
+      %1 = math.tanh %0 : tensor<4xf32>
+      return %1 : tensor<4xf32>
+    }
+    ```
+  }];
+  let options = [
+    Option<"minOps", "min-ops", "unsigned", /*default=*/"16",
+           "outline segments of at least this many ops">,
+  ];
+  let dependentDialects = ["::mlir::func::FuncDialect"];
+}
+
 def LaminaDeduplicateFunctions
     : Pass<"lamina-deduplicate-functions", "::mlir::ModuleOp"> {
   let summary = "Keep one of the private functions that are the same but "

@@ -74,6 +74,10 @@ void mlir::lamina::buildLaminaCpuPipeline(OpPassManager &pm,
   pm.addPass(createCSEPass());
   pm.addPass(createLaminaHoistWeightPacking());
   pm.addPass(createLaminaDecomposeAggregates());
+  // Each repeated block once: the schedules, bufferization and LLVM below
+  // see one layer, whatever the depth.
+  if (options.outlineRepeatedBlocks)
+    pm.addPass(createLaminaOutlineRepeatedBlocks());
 
   // Cache and register tiles of each matmul with its epilogue, vectorized.
   LaminaCpuTileAndVectorizeOptions schedule;

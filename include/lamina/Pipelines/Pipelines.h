@@ -61,6 +61,13 @@ struct CpuPipelineOptions : public PassPipelineOptions<CpuPipelineOptions> {
           clEnumValN(Bf16Matmuls::Widen, "widen",
                      "operands widened to f32, then FMAs")),
       llvm::cl::init(Bf16Matmuls::Host)};
+  Option<bool> outlineRepeatedBlocks{
+      *this, "outline-repeated-blocks",
+      llvm::cl::desc("one function per repeated block (a model's layers), "
+                     "called once per layer, so that compile time stays "
+                     "flat in depth (false: every layer compiled, for "
+                     "comparison)"),
+      llvm::cl::init(true)};
   Option<bool> outlineLoopNests{
       *this, "outline-loop-nests",
       llvm::cl::desc("one LLVM function per top-level loop nest, so that "
