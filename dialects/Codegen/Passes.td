@@ -435,4 +435,31 @@ def LaminaDistinctResults : Pass<"lamina-distinct-results",
   let dependentDialects = ["::mlir::bufferization::BufferizationDialect"];
 }
 
+def LaminaElideResultCopies : Pass<"lamina-elide-result-copies",
+                                     "::mlir::func::FuncOp"> {
+  let summary = "Write a returned buffer straight into its out-parameter";
+  let description = [{
+    buffer-results-to-out-params writes a function's results into
+    out-parameters the caller allocates. It rewrites the calls of the
+    functions it changes only after every function's returns: a value a
+    function returns from a call (the results of a block that
+    lamina-outline-repeated-blocks outlined) is still the call's result
+    when its return is rewritten, so it is copied into the out-parameter,
+    and the call then writes it into a buffer allocated for it. This pass
+    takes such a copy away: when the copy's source is an allocation of the
+    same function and type, used only before the copy, and its target an
+    out-parameter nothing else touches, the allocation's uses (the call)
+    write the out-parameter instead.
+
+    ```mlir
+    %buffer = memref.alloc() : memref<64x768xf32>
+    call @f_block(%x, %buffer) : (memref<64x768xf32>, memref<64x768xf32>) -> ()
+    memref.copy %buffer, %out : memref<64x768xf32> to memref<64x768xf32>
+    // becomes
+    call @f_block(%x, %out) : (memref<64x768xf32>, memref<64x768xf32>) -> ()
+    ```
+  }];
+  let dependentDialects = ["::mlir::memref::MemRefDialect"];
+}
+
 #endif // LAMINA_CODEGEN_PASSES_TD

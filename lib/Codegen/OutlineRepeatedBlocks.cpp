@@ -19,6 +19,8 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/OperationSupport.h"
 #include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Transforms/RegionUtils.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SetVector.h"
@@ -33,21 +35,48 @@ using namespace mlir::lamina;
 
 namespace {
 
-/// Ops any function can rebuild (constants, empty tensors of static
-/// shape, fills of them): they stay out of the segments, and a segment's
-/// function clones them when every repetition reads the same. (CSE leaves
-/// one fill of a shape for the whole function, in the first layer that
-/// needs it: without this, the first layer would differ from the others.)
-bool isRematerializable(Operation *op) {
-  if (auto fill = dyn_cast<linalg::FillOp>(op))
-    return fill.hasPureTensorSemantics() &&
-           llvm::all_of(fill->getOperands(), [](Value operand) {
-             Operation *def = operand.getDefiningOp();
-             return def && isRematerializable(def);
-           });
-  return op->getNumOperands() == 0 && op->getNumRegions() == 0 &&
-         (op->hasTrait<OpTrait::ConstantLike>() || isa<tensor::EmptyOp>(op));
+/// The values `op` reads from outside itself: its operands and the values
+/// its regions capture.
+SmallVector<Value> valuesReadBy(Operation *op) {
+  llvm::SetVector<Value> values(op->operand_begin(), op->operand_end());
+  for (Region &region : op->getRegions())
+    getUsedValuesDefinedAbove(region, values);
+  return values.takeVector();
 }
+
+/// Values any function can rebuild: constants, and what side-effect-free
+/// ops compute from them alone (empty tensors, their fills, a mask built
+/// from constants). They stay out of the segments; a segment's function
+/// rebuilds them when every repetition reads the same, else takes them.
+/// (CSE leaves one such value for the whole function, in the first layer
+/// that needs it: without this, the first layer would differ from the
+/// others.)
+class Rematerializable {
+public:
+  bool operator()(Operation *op) {
+    auto [it, inserted] = known.try_emplace(op, false);
+    if (!inserted)
+      return it->second;
+    bool result;
+    if (op->hasTrait<OpTrait::ConstantLike>())
+      result = op->getNumOperands() == 0;
+    else
+      result = op->getNumResults() > 0 && isMemoryEffectFree(op) &&
+               llvm::all_of(valuesReadBy(op), [&](Value value) {
+                 Operation *def = value.getDefiningOp();
+                 return def && (*this)(def);
+               });
+    known[op] = result;
+    return result;
+  }
+  bool operator()(Value value) {
+    Operation *def = value.getDefiningOp();
+    return def && (*this)(def);
+  }
+
+private:
+  DenseMap<Operation *, bool> known;
+};
 
 /// `value`, rebuilt at `builder`'s insertion point with what it is made
 /// of (once: `mapping` remembers).
@@ -55,10 +84,10 @@ Value rematerialize(OpBuilder &builder, Value value, IRMapping &mapping) {
   if (Value known = mapping.lookupOrNull(value))
     return known;
   Operation *op = value.getDefiningOp();
-  for (Value operand : op->getOperands())
-    rematerialize(builder, operand, mapping);
-  return builder.clone(*op, mapping)
-      ->getResult(cast<OpResult>(value).getResultNumber());
+  for (Value read : valuesReadBy(op))
+    rematerialize(builder, read, mapping);
+  builder.clone(*op, mapping);
+  return mapping.lookup(value);
 }
 
 /// What an op computes, its operands set aside: name, attributes, types
@@ -112,26 +141,42 @@ struct Segment {
   ArrayRef<Operation *> ops;
   /// The values it reads from outside, in the order of their first use.
   SmallVector<Value> inputs;
+  /// The rebuildable values it reads, one per use (CSE may have merged a
+  /// layer's constant with an unrelated one of equal value in one layer
+  /// and not in another: identity says nothing about them).
+  SmallVector<Value> constants;
   /// Each use, in walk order: {0, op, result} for a value of its own ops,
-  /// {1, input, 0} for one from outside.
+  /// {1, input, 0} for one from outside, {2, constant, 0} for a
+  /// rebuildable one.
   SmallVector<std::array<int64_t, 3>> uses;
   /// Its ops' values read after it, as {op, result}.
   SmallVector<std::pair<int64_t, int64_t>> escaping;
 };
 
-/// `ops`, read: their inputs, uses and escaping values. `body` is the
-/// function's body: values defined there (not inside an op) are the ones
-/// a segment can read from outside.
-Segment describe(ArrayRef<Operation *> ops, Region *body) {
+/// Calls `visit(op, operand index, value)` for each value `ops` read from
+/// `body` (not from inside an op), in one fixed order.
+void forEachRead(ArrayRef<Operation *> ops, Region *body,
+                 function_ref<void(Operation *, unsigned, Value)> visit) {
+  for (Operation *op : ops)
+    op->walk<WalkOrder::PreOrder>([&](Operation *nested) {
+      for (OpOperand &operand : nested->getOpOperands())
+        if (operand.get().getParentRegion() == body)
+          visit(nested, operand.getOperandNumber(), operand.get());
+    });
+}
+
+/// `ops`, read: their inputs, constants, uses and escaping values. `body`
+/// is the function's body: values defined there (not inside an op) are the
+/// ones a segment can read from outside.
+Segment describe(ArrayRef<Operation *> ops, Region *body,
+                 Rematerializable &rematerializable) {
   Segment segment;
   segment.ops = ops;
   DenseMap<Operation *, int64_t> position;
   for (auto [index, op] : llvm::enumerate(ops))
     position[op] = int64_t(index);
   llvm::MapVector<Value, int64_t> inputs;
-  auto use = [&](Value value) {
-    if (value.getParentRegion() != body)
-      return; // defined inside the op itself
+  forEachRead(ops, body, [&](Operation *, unsigned, Value value) {
     if (auto result = dyn_cast<OpResult>(value)) {
       auto it = position.find(result.getOwner());
       if (it != position.end()) {
@@ -139,14 +184,14 @@ Segment describe(ArrayRef<Operation *> ops, Region *body) {
         return;
       }
     }
+    if (rematerializable(value)) {
+      segment.uses.push_back({2, int64_t(segment.constants.size()), 0});
+      segment.constants.push_back(value);
+      return;
+    }
     auto [it, inserted] = inputs.try_emplace(value, int64_t(inputs.size()));
     segment.uses.push_back({1, it->second, 0});
-  };
-  for (Operation *op : ops)
-    op->walk([&](Operation *nested) {
-      for (Value operand : nested->getOperands())
-        use(operand);
-    });
+  });
   segment.inputs = llvm::to_vector(llvm::make_first_range(inputs));
   // A use escapes when its owner, as seen from the body, is not one of
   // the segment's ops.
@@ -178,7 +223,8 @@ bool equivalentOps(Operation *a, Operation *b, Region *body) {
 /// Whether `other` repeats `first`: the same ops, reading their values
 /// the same way.
 bool repeats(const Segment &first, const Segment &other, Region *body) {
-  if (first.uses != other.uses || first.inputs.size() != other.inputs.size())
+  if (first.uses != other.uses || first.inputs.size() != other.inputs.size() ||
+      first.constants.size() != other.constants.size())
     return false;
   for (auto [a, b] : llvm::zip_equal(first.ops, other.ops))
     if (!equivalentOps(a, b, body))
@@ -186,17 +232,40 @@ bool repeats(const Segment &first, const Segment &other, Region *body) {
   return true;
 }
 
-/// Whether input `index` is the same rebuildable value in every segment
-/// (then the function clones it instead of taking it).
-bool isSharedConstant(ArrayRef<Segment> segments, size_t index) {
-  Operation *first = segments.front().inputs[index].getDefiningOp();
-  if (!first || !isRematerializable(first))
+/// Whether `a` and `b` are rebuilt the same: one value, or equal ops
+/// (each layer's own fill of its own empty tensor) on values rebuilt the
+/// same.
+bool rebuiltAlike(Value a, Value b) {
+  if (a == b)
+    return true;
+  Operation *opA = a.getDefiningOp(), *opB = b.getDefiningOp();
+  if (!opA || !opB ||
+      cast<OpResult>(a).getResultNumber() !=
+          cast<OpResult>(b).getResultNumber())
     return false;
+  DenseMap<Value, Value> equivalent;
+  bool capturedAlike = true;
+  bool equal = OperationEquivalence::isEquivalentTo(
+      opA, opB,
+      [&](Value lhs, Value rhs) -> LogicalResult {
+        auto it = equivalent.find(lhs);
+        if (it != equivalent.end())
+          return success(it->second == rhs);
+        // Read from outside the ops: rebuilt alike, in turn.
+        capturedAlike &= rebuiltAlike(lhs, rhs);
+        return success();
+      },
+      [&](Value lhs, Value rhs) { equivalent[lhs] = rhs; },
+      OperationEquivalence::IgnoreLocations);
+  return equal && capturedAlike;
+}
+
+/// Whether the rebuildable value of use `index` is rebuilt alike in every
+/// segment (then the function rebuilds it instead of taking it).
+bool isSharedConstant(ArrayRef<Segment> segments, size_t index) {
+  Value first = segments.front().constants[index];
   return llvm::all_of(segments, [&](const Segment &segment) {
-    Operation *op = segment.inputs[index].getDefiningOp();
-    return op && (op == first || OperationEquivalence::isEquivalentTo(
-                                     first, op,
-                                     OperationEquivalence::IgnoreLocations));
+    return rebuiltAlike(first, segment.constants[index]);
   });
 }
 
@@ -213,17 +282,22 @@ escapingOfAny(ArrayRef<Segment> segments) {
 }
 
 /// Moves `segments` (repetitions of the first) into one new function
-/// next to `function`, and calls it in their place.
+/// next to `function`, and calls it in their place. Its arguments: the
+/// segments' inputs, then the rebuildable values that differ between
+/// them.
 void outline(func::FuncOp function, ArrayRef<Segment> segments,
              SymbolTable &symbols) {
   const Segment &first = segments.front();
+  Region *body = &function.getBody();
   SmallVector<std::pair<int64_t, int64_t>> escaping = escapingOfAny(segments);
-  SmallVector<bool> cloned;
-  SmallVector<Type> argumentTypes, resultTypes;
-  for (auto [index, input] : llvm::enumerate(first.inputs)) {
-    cloned.push_back(isSharedConstant(segments, index));
-    if (!cloned.back())
-      argumentTypes.push_back(input.getType());
+  SmallVector<Type> argumentTypes(first.inputs.size()), resultTypes;
+  llvm::transform(first.inputs, argumentTypes.begin(),
+                  [](Value input) { return input.getType(); });
+  SmallVector<bool> shared;
+  for (auto [index, constant] : llvm::enumerate(first.constants)) {
+    shared.push_back(isSharedConstant(segments, index));
+    if (!shared.back())
+      argumentTypes.push_back(constant.getType());
   }
   for (auto [op, result] : escaping)
     resultTypes.push_back(first.ops[op]->getResult(result).getType());
@@ -241,14 +315,33 @@ void outline(func::FuncOp function, ArrayRef<Segment> segments,
   Block *entry = block.addEntryBlock();
   builder.setInsertionPointToStart(entry);
   IRMapping mapping;
-  unsigned argument = 0;
-  for (auto [input, clone] : llvm::zip_equal(first.inputs, cloned))
-    if (clone)
-      rematerialize(builder, input, mapping);
-    else
-      mapping.map(input, entry->getArgument(argument++));
-  for (Operation *op : first.ops)
-    builder.clone(*op, mapping);
+  for (auto [input, argument] :
+       llvm::zip(first.inputs, entry->getArguments()))
+    mapping.map(input, argument);
+  SmallVector<Value> constants;
+  IRMapping rebuilt;
+  unsigned argument = first.inputs.size();
+  for (auto [constant, isShared] : llvm::zip_equal(first.constants, shared))
+    constants.push_back(isShared ? rematerialize(builder, constant, rebuilt)
+                                 : Value(entry->getArgument(argument++)));
+  // The clones read the original constants until each use gets its own.
+  DenseMap<Operation *, Operation *> cloneOf;
+  for (Operation *op : first.ops) {
+    Operation *clone = builder.clone(*op, mapping);
+    SmallVector<Operation *> originals, clones;
+    op->walk<WalkOrder::PreOrder>(
+        [&](Operation *nested) { originals.push_back(nested); });
+    clone->walk<WalkOrder::PreOrder>(
+        [&](Operation *nested) { clones.push_back(nested); });
+    for (auto [original, copy] : llvm::zip_equal(originals, clones))
+      cloneOf[original] = copy;
+  }
+  size_t use = 0;
+  forEachRead(first.ops, body, [&](Operation *op, unsigned operand, Value) {
+    const std::array<int64_t, 3> &how = first.uses[use++];
+    if (how[0] == 2)
+      cloneOf[op]->setOperand(operand, constants[how[1]]);
+  });
   SmallVector<Value> results;
   for (auto [op, result] : escaping)
     results.push_back(mapping.lookup(first.ops[op]->getResult(result)));
@@ -258,15 +351,17 @@ void outline(func::FuncOp function, ArrayRef<Segment> segments,
   DenseMap<Value, Value> replaced;
   for (const Segment &segment : segments) {
     SmallVector<Value> arguments;
-    for (auto [input, clone] : llvm::zip_equal(segment.inputs, cloned))
-      if (!clone)
-        arguments.push_back(replaced.lookup_or(input, input));
+    for (Value input : segment.inputs)
+      arguments.push_back(replaced.lookup_or(input, input));
+    for (auto [constant, isShared] :
+         llvm::zip_equal(segment.constants, shared))
+      if (!isShared)
+        arguments.push_back(constant);
     builder.setInsertionPointAfter(segment.ops.back());
     auto call = func::CallOp::create(builder, segment.ops.front()->getLoc(),
                                      block, arguments);
     llvm::SmallPtrSet<Operation *, 32> own(segment.ops.begin(),
                                            segment.ops.end());
-    Region *body = &function.getBody();
     for (auto [value, replacement] :
          llvm::zip_equal(escaping, call.getResults())) {
       Value original = segment.ops[value.first]->getResult(value.second);
@@ -287,10 +382,11 @@ void outlineRepeatedBlocks(func::FuncOp function, size_t minOps,
   if (!function.getBody().hasOneBlock())
     return;
   Block &body = function.getBody().front();
+  Rematerializable rematerializable;
   SmallVector<Operation *> ops;
   SmallVector<llvm::hash_code> hashes;
   for (Operation &op : body.without_terminator()) {
-    if (isRematerializable(&op))
+    if (rematerializable(&op))
       continue;
     ops.push_back(&op);
     hashes.push_back(hashOp(&op));
@@ -300,12 +396,14 @@ void outlineRepeatedBlocks(func::FuncOp function, size_t minOps,
     return;
   ArrayRef<Operation *> all(ops);
   Region *region = &function.getBody();
-  Segment first = describe(all.slice(run.start, run.length), region);
-  SmallVector<Segment> segments{first};
+  auto segment = [&](size_t index) {
+    return describe(all.slice(run.start + index * run.length, run.length),
+                    region, rematerializable);
+  };
+  std::vector<Segment> segments{segment(0)};
   for (size_t i = 1; i < run.count; ++i) {
-    Segment other = describe(
-        all.slice(run.start + i * run.length, run.length), region);
-    if (repeats(first, other, region))
+    Segment other = segment(i);
+    if (repeats(segments.front(), other, region))
       segments.push_back(std::move(other));
   }
   if (segments.size() >= 2)

@@ -109,6 +109,9 @@ void mlir::lamina::buildLaminaCpuPipeline(OpPassManager &pm,
   outParams.hoistStaticAllocs = true;
   outParams.modifyPublicFunctions = true;
   pm.addPass(bufferization::createBufferResultsToOutParamsPass(outParams));
+  // Results an outlined block returns are written straight into the
+  // caller's out-parameters.
+  pm.addNestedPass<func::FuncOp>(createLaminaElideResultCopies());
   bufferization::BufferDeallocationPipelineOptions deallocation;
   bufferization::buildBufferDeallocationPipeline(pm, deallocation);
 

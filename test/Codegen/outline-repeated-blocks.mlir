@@ -109,3 +109,42 @@ func.func @h(%x: tensor<4xf32>, %w0: tensor<4xf32>, %w1: tensor<4xf32>, %w2: ten
   %d2 = math.tanh %c2 : tensor<4xf32>
   return %d2 : tensor<4xf32>
 }
+
+// -----
+
+// CSE made the second repetition's own constant (2.0) the very value all
+// three add (2.0): a constant is compared use by use, not by identity, so
+// the repetitions still match. The shared 2.0 is rebuilt inside; each
+// repetition's own constant is an argument.
+// CHECK-LABEL: func.func @k(
+// CHECK-SAME: %[[X:[^:]+]]: tensor<4xf32>, %[[W0:[^:]+]]: tensor<4xf32>, %[[W1:[^:]+]]: tensor<4xf32>, %[[W2:[^:]+]]: tensor<4xf32>)
+// CHECK-DAG: %[[TWO:.+]] = arith.constant dense<2.000000e+00>
+// CHECK-DAG: %[[S0:.+]] = arith.constant dense<5.000000e-01>
+// CHECK-DAG: %[[S2:.+]] = arith.constant dense<1.250000e-01>
+// CHECK: %[[R0:.+]] = call @k_block(%[[X]], %[[W0]], %[[S0]])
+// CHECK-NEXT: %[[R1:.+]] = call @k_block(%[[R0]], %[[W1]], %[[TWO]])
+// CHECK-NEXT: call @k_block(%[[R1]], %[[W2]], %[[S2]])
+// CHECK-LABEL: func.func private @k_block(
+// CHECK-SAME: %[[A:[^:]+]]: tensor<4xf32>, %[[B:[^:]+]]: tensor<4xf32>, %[[C:[^:]+]]: tensor<4xf32>) -> tensor<4xf32>
+// CHECK: %[[SHARED:.+]] = arith.constant dense<2.000000e+00>
+// CHECK: %[[M:.+]] = arith.mulf %[[A]], %[[B]]
+// CHECK: %[[P:.+]] = arith.addf %[[M]], %[[C]]
+// CHECK: arith.addf %[[P]], %[[SHARED]]
+func.func @k(%x: tensor<4xf32>, %w0: tensor<4xf32>, %w1: tensor<4xf32>, %w2: tensor<4xf32>) -> tensor<4xf32> {
+  %two = arith.constant dense<2.0> : tensor<4xf32>
+  %s0 = arith.constant dense<0.5> : tensor<4xf32>
+  %s2 = arith.constant dense<0.125> : tensor<4xf32>
+  %a0 = arith.mulf %x, %w0 : tensor<4xf32>
+  %b0 = arith.addf %a0, %s0 : tensor<4xf32>
+  %c0 = arith.addf %b0, %two : tensor<4xf32>
+  %d0 = math.tanh %c0 : tensor<4xf32>
+  %a1 = arith.mulf %d0, %w1 : tensor<4xf32>
+  %b1 = arith.addf %a1, %two : tensor<4xf32>
+  %c1 = arith.addf %b1, %two : tensor<4xf32>
+  %d1 = math.tanh %c1 : tensor<4xf32>
+  %a2 = arith.mulf %d1, %w2 : tensor<4xf32>
+  %b2 = arith.addf %a2, %s2 : tensor<4xf32>
+  %c2 = arith.addf %b2, %two : tensor<4xf32>
+  %d2 = math.tanh %c2 : tensor<4xf32>
+  return %d2 : tensor<4xf32>
+}
