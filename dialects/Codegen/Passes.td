@@ -261,17 +261,19 @@ def LaminaOutlineRepeatedBlocks
     `layers.*`) lower to the same ops again and again, one block after the
     other in the forward and, reversed, in the backward. Run on tensors
     before the CPU schedules, this pass finds in each function's body the
-    longest run of equal consecutive segments (the ops that take operands;
-    constants and static empty tensors stay outside, rebuilt inside), checks
-    that every repetition computes the same thing from its own values (same
-    ops and attributes, same wiring inside the segment), and moves the
-    segment into a private function `@<function>_block` called once per
-    repetition. Its arguments are what a repetition reads from outside (a
-    layer's parameters, the stream it continues; constants that differ
-    between repetitions, such as each layer's dropout offset, are arguments
-    too), its results what any repetition's outside reads. Everything after
-    it (schedules, bufferization, LLVM) then handles one block, whatever
-    the depth.
+    longest run of equal consecutive segments (of the ops that do not
+    compute from constants alone: constants, empty tensors, their fills and
+    what else side-effect-free ops make of them stay outside), checks that
+    every repetition computes the same thing from its own values (same ops
+    and attributes, same wiring inside the segment; constants compared use
+    by use, since CSE merges equal ones across layers), and moves the
+    segment into a private function `@<function>_block` (`noinline`) called
+    once per repetition. Its arguments are what a repetition reads from
+    outside (a layer's parameters, the stream it continues) and the
+    constants that differ between repetitions (each layer's dropout
+    stream); constants they share are rebuilt inside. Its results are what
+    any repetition's outside reads. Everything after it (schedules,
+    bufferization, LLVM) then handles one block, whatever the depth.
 
     ```mlir
     func.func @f(%x: tensor<4xf32>, %w0: tensor<4xf32>, %w1: tensor<4xf32>)
