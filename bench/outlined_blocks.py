@@ -21,6 +21,7 @@ import argparse
 import datetime
 import os
 import pathlib
+import statistics
 import subprocess
 import sys
 
@@ -99,14 +100,6 @@ def measure(depth, rounds, steps, warmup):
     return times
 
 
-def median(values):
-    ordered = sorted(values)
-    middle = len(ordered) // 2
-    if len(ordered) % 2:
-        return ordered[middle]
-    return (ordered[middle - 1] + ordered[middle]) / 2
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--depths", default="4,12")
@@ -120,8 +113,10 @@ def main():
     for depth in (int(d) for d in args.depths.split(",")):
         times = measure(depth, args.rounds, args.steps, args.warmup)
         outlined, inlined = times["outlined"], times["inlined"]
-        row = (depth, median(outlined[0]), median(inlined[0]),
-               median(outlined[1]), median(inlined[1]))
+        row = (depth, statistics.median(outlined[0]),
+               statistics.median(inlined[0]),
+               statistics.median(outlined[1]),
+               statistics.median(inlined[1]))
         rows.append(row)
         print(f"depth {depth}: forward {row[1] * 1e3:.1f} / "
               f"{row[2] * 1e3:.1f} ms, step {row[3] * 1e3:.1f} / "
