@@ -131,10 +131,7 @@ def LaminaAutocast : Pass<"lamina-autocast"> {
     each result is `arith.extf`'d back to f32 for the ops after it, which
     compute in f32 (PyTorch's fp32 ops: softmax, norms, losses; and at
     least the eager precision of the others). A truncation of such a
-    widening (one layer feeding the next) folds away. A public function
-    that no other calls (an entry) returns a layer's result as the layer
-    computed it, bf16, as eager autocast does (logits); a widening the
-    model wrote itself (`.float()`) stays.
+    widening (one layer feeding the next) folds away.
 
     ```mlir
     %y = lamina.linear "fc" %x, %w : (tensor<4x8xf32>, tensor<16x8xf32>) -> tensor<4x16xf32>

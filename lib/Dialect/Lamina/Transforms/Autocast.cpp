@@ -16,8 +16,6 @@
 #include "lamina/Lamina/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
-#include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/IR/SymbolTable.h"
 #include "mlir/IR/Builders.h"
 
 namespace mlir::lamina {
@@ -72,11 +70,9 @@ static Value truncateOnce(Value value, RankedTensorType type,
   return narrow;
 }
 
-/// `op` on `element` operands, its results widened back to f32 (the
-/// widenings added to `widenings`).
+/// `op` on `element` operands, its results widened back to f32.
 static void castOp(Operation *op, Type element,
-                   DenseMap<Value, Value> &truncated,
-                   llvm::SmallPtrSetImpl<Operation *> &widenings) {
+                   DenseMap<Value, Value> &truncated) {
   OpBuilder builder(op);
   Location loc = op->getLoc();
   SmallVector<Value> operands;
@@ -96,10 +92,8 @@ static void castOp(Operation *op, Type element,
   for (auto [old, result] :
        llvm::zip_equal(op->getResults(), narrow->getResults())) {
     Value widened = result;
-    if (result.getType() != old.getType()) {
+    if (result.getType() != old.getType())
       widened = arith::ExtFOp::create(builder, loc, old.getType(), result);
-      widenings.insert(widened.getDefiningOp());
-    }
     old.replaceAllUsesWith(widened);
   }
   op->erase();
@@ -116,37 +110,6 @@ static void foldRoundTrips(Operation *root) {
     if (extend->use_empty())
       extend->erase();
   });
-}
-
-/// An entry's results that are a layer's result widened back to f32 (one
-/// of `widenings`, not a cast the model wrote) are returned as the layer
-/// computed them, as eager autocast returns them (bf16 logits); functions
-/// called inside the module keep their types.
-static void
-returnNarrowResults(func::FuncOp function,
-                    const llvm::SmallPtrSetImpl<Operation *> &widenings) {
-  Operation *table = SymbolTable::getNearestSymbolTable(function);
-  if (function.isExternal() || !function.isPublic() ||
-      (table && table != function &&
-       !SymbolTable::symbolKnownUseEmpty(function, table)))
-    return;
-  bool changed = false;
-  function.walk([&](func::ReturnOp ret) {
-    for (OpOperand &operand : ret->getOpOperands())
-      if (auto widened = operand.get().getDefiningOp<arith::ExtFOp>();
-          widened && widenings.contains(widened)) {
-        operand.set(widened.getIn());
-        if (widened->use_empty())
-          widened->erase();
-        changed = true;
-      }
-  });
-  if (!changed)
-    return;
-  auto ret = cast<func::ReturnOp>(function.getBody().back().getTerminator());
-  function.setFunctionType(FunctionType::get(function.getContext(),
-                                             function.getArgumentTypes(),
-                                             ret.getOperandTypes()));
 }
 
 namespace {
@@ -173,12 +136,8 @@ struct LaminaAutocastPass
         ops.push_back(op);
     });
     DenseMap<Value, Value> truncated;
-    llvm::SmallPtrSet<Operation *, 16> widenings;
     for (Operation *op : ops)
-      castOp(op, target, truncated, widenings);
-    getOperation()->walk([&](func::FuncOp function) {
-      returnNarrowResults(function, widenings);
-    });
+      castOp(op, target, truncated);
     foldRoundTrips(getOperation());
   }
 };
