@@ -18,15 +18,6 @@ using namespace mlir::lamina;
 
 namespace {
 
-/// Drops the module path ops carry (`lamina.module`, for schedules and
-/// checkpoints, long done by now): where an op came from is not what it
-/// computes, and every layer's copy of a nest names its own layer.
-void dropModulePaths(func::FuncOp function) {
-  function.walk([](Operation *op) {
-    op->removeDiscardableAttr(LaminaDialect::kModuleAttrName);
-  });
-}
-
 /// `function` printed with its name set aside: equal texts, equal
 /// functions.
 std::string printWithoutName(func::FuncOp function) {

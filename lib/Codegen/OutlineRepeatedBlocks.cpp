@@ -270,13 +270,12 @@ bool isSharedConstant(ArrayRef<Segment> segments, size_t index) {
 /// The escaping values of all segments, as {op, result}, in order.
 SmallVector<std::pair<int64_t, int64_t>>
 escapingOfAny(ArrayRef<Segment> segments) {
-  llvm::SmallSetVector<std::pair<int64_t, int64_t>, 16> escaping;
+  SmallVector<std::pair<int64_t, int64_t>> escaping;
   for (const Segment &segment : segments)
-    escaping.insert(segment.escaping.begin(), segment.escaping.end());
-  SmallVector<std::pair<int64_t, int64_t>> sorted(escaping.begin(),
-                                                  escaping.end());
-  llvm::sort(sorted);
-  return sorted;
+    llvm::append_range(escaping, segment.escaping);
+  llvm::sort(escaping);
+  escaping.erase(llvm::unique(escaping), escaping.end());
+  return escaping;
 }
 
 /// Moves `segments` (repetitions of the first) into one new function
@@ -418,11 +417,8 @@ struct LaminaOutlineRepeatedBlocksPass
     for (auto function : llvm::to_vector(module.getOps<func::FuncOp>())) {
       if (function.isExternal())
         continue;
-      // Module paths (for schedules and checkpoints, done by now) name
-      // each layer: not what its ops compute.
-      function.walk([](Operation *op) {
-        op->removeDiscardableAttr(LaminaDialect::kModuleAttrName);
-      });
+      // Each layer's ops name their layer: not what they compute.
+      dropModulePaths(function);
       outlineRepeatedBlocks(function, minOps, symbols);
     }
   }

@@ -99,6 +99,11 @@ PackedWeightsAttr getPackedWeights(ModuleOp module, StringRef function);
 /// printing; the op keeps the name's child location.
 void recordModulePaths(Operation *root);
 
+/// Drops the module paths (`lamina.module`) of `root` and the ops in it:
+/// once schedules and checkpoints have read them, they only name the layer
+/// an op came from, which two layers' equal ops differ in.
+void dropModulePaths(Operation *root);
+
 /// Whether `op` computes part of the module at path `module`: its layer
 /// `path`, or the module the importer recorded for it (`lamina.module`), is
 /// `module` or one of its submodules' paths.

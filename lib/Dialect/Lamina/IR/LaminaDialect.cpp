@@ -638,6 +638,12 @@ void mlir::lamina::recordModulePaths(Operation *root) {
   });
 }
 
+void mlir::lamina::dropModulePaths(Operation *root) {
+  root->walk([](Operation *op) {
+    op->removeDiscardableAttr(LaminaDialect::kModuleAttrName);
+  });
+}
+
 bool mlir::lamina::isInModule(Operation *op, StringRef module) {
   for (StringRef name :
        {StringRef("path"), StringRef(LaminaDialect::kModuleAttrName)}) {
