@@ -50,7 +50,7 @@ def _cpu_flags():
 
 
 # The glibc malloc settings Lamina's runtime gives its own process
-# (JitProgram.cpp, keepFreedMemory): freed memory is kept for reuse, so
+# (Program.cpp, keepFreedMemory): freed memory is kept for reuse, so
 # that a step does not pay a page fault per 4 KiB of the buffers it
 # allocates again. Eager PyTorch gets them too: without them its GPT-2 MLP
 # training step faults in up to 32 MiB a step, 1.3-2x slower on a VM.

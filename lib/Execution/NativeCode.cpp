@@ -29,9 +29,14 @@ using namespace mlir::lamina;
 NativeCode::NativeCode() = default;
 NativeCode::~NativeCode() = default;
 
+/// The C interface of `function`, which the host calls.
+static std::string interfaceName(llvm::StringRef function) {
+  return ("_mlir_ciface_" + function).str();
+}
+
 /// The packed-interface wrapper ExecutionEngine adds for `function`.
 static std::string packedName(llvm::StringRef function) {
-  return ("_mlir_" + function).str();
+  return "_mlir_" + interfaceName(function);
 }
 
 /// Lamina's MPI runtime, which partitioned programs call.
@@ -143,7 +148,7 @@ NativeCode::compile(ModuleOp module, llvm::ArrayRef<std::string> functions,
   // generation runs at the first lookup).
   TimingScope codegen = timing.nest("LLVM: generate code");
   for (const std::string &name : functions) {
-    auto function = code->engine->lookupPacked(name);
+    auto function = code->engine->lookupPacked(interfaceName(name));
     if (!function)
       return function.takeError();
     code->functions[name] = *function;
@@ -219,12 +224,16 @@ NativeCode::load(llvm::MemoryBufferRef object, bool usesOpenMP,
   return code;
 }
 
-llvm::Error NativeCode::invoke(llvm::StringRef function,
-                               llvm::MutableArrayRef<void *> arguments) const {
+llvm::Error NativeCode::call(llvm::StringRef function,
+                             llvm::ArrayRef<CallValue> args,
+                             llvm::ArrayRef<CallValue> outputs) {
   auto found = functions.find(function);
   if (found == functions.end())
     return llvm::createStringError("the program has no function '" +
                                    function + "'");
-  found->second(arguments.data());
+  SmallVector<CallValue> values(args);
+  values.append(outputs.begin(), outputs.end());
+  PackedCall packed(values);
+  found->second(packed.getArguments());
   return llvm::Error::success();
 }

@@ -10,7 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "lamina/Execution/JitProgram.h"
+#include "lamina/Execution/Program.h"
 #include "lamina/Runtime/MpiRuntime.h"
 
 #include <map>
@@ -22,7 +22,7 @@ using llvm::createStringError;
 
 /// `arg` as stage argument `spec` takes it: this rank's block of a sharded
 /// argument given whole (tensor parallelism inside the stages).
-HostTensor JitProgram::stageArgument(const HostTensor &arg, size_t index,
+HostTensor Program::stageArgument(const HostTensor &arg, size_t index,
                                      bool isBlock) const {
   const ArgumentSpec &spec = inputs[index];
   if (spec.shardAxis && !isBlock && worldSize > 1)
@@ -31,8 +31,8 @@ HostTensor JitProgram::stageArgument(const HostTensor &arg, size_t index,
   return arg.clone();
 }
 
-llvm::Expected<JitProgram::PreparedArguments>
-JitProgram::preparePipeline(llvm::ArrayRef<HostTensor> args,
+llvm::Expected<Program::PreparedArguments>
+Program::preparePipeline(llvm::ArrayRef<HostTensor> args,
                             llvm::ArrayRef<bool> isBlock) {
   PreparedArguments prepared;
   int64_t rank = getStageRank();
@@ -62,7 +62,7 @@ JitProgram::preparePipeline(llvm::ArrayRef<HostTensor> args,
   return prepared;
 }
 
-llvm::Error JitProgram::packStage(const StageCall &stage,
+llvm::Error Program::packStage(const StageCall &stage,
                                   std::vector<HostTensor> &stageArgs) {
   stageArgs.resize(stage.inputs.size());
   std::vector<HostTensor> packed;
@@ -83,7 +83,7 @@ llvm::Error JitProgram::packStage(const StageCall &stage,
 }
 
 llvm::Error
-JitProgram::updatePipeline(PreparedArguments &prepared,
+Program::updatePipeline(PreparedArguments &prepared,
                            std::vector<std::pair<size_t, HostTensor>> args,
                            llvm::ArrayRef<bool> isBlock) {
   int64_t rank = getStageRank();
@@ -117,7 +117,7 @@ static int64_t messageTag(int64_t call, int64_t index) {
 }
 
 llvm::Expected<std::vector<std::optional<HostTensor>>>
-JitProgram::runPipeline(const PreparedArguments &args, bool stageLocal) {
+Program::runPipeline(const PreparedArguments &args, bool stageLocal) {
   int64_t rank = getStageRank();
   // Values this rank computed or received, by (call, result index).
   std::map<std::pair<int64_t, int64_t>, HostTensor> values;
@@ -209,7 +209,7 @@ JitProgram::runPipeline(const PreparedArguments &args, bool stageLocal) {
   return results;
 }
 
-std::vector<int64_t> JitProgram::getResultStages() const {
+std::vector<int64_t> Program::getResultStages() const {
   std::vector<int64_t> stages;
   for (const ValueSource &source : resultSources)
     stages.push_back(source.call < 0 ? -1 : stageCalls[source.call].rank);

@@ -246,9 +246,8 @@ static llvm::Error link(const GpuArtefactOptions &options, StringRef object,
   return llvm::Error::success();
 }
 
-llvm::Error mlir::lamina::buildGpuArtefact(ModuleOp module,
-                                           const GpuArtefactOptions &options,
-                                           StringRef libraryPath) {
+llvm::Error mlir::lamina::lowerGpuArtefact(ModuleOp module,
+                                           const GpuArtefactOptions &options) {
   std::string toolkit = findCudaToolkit(options.cudaPath);
   if (toolkit.empty() || !llvm::sys::fs::is_directory(toolkit))
     return error("no CUDA toolkit at '" + toolkit +
@@ -261,13 +260,19 @@ llvm::Error mlir::lamina::buildGpuArtefact(ModuleOp module,
   if (!options.ptxPath.empty())
     if (llvm::Error failed = writePtx(module, options.ptxPath))
       return failed;
+  return llvm::Error::success();
+}
 
+llvm::Error mlir::lamina::linkGpuArtefact(ModuleOp module,
+                                          const GpuArtefactOptions &options,
+                                          StringRef libraryPath) {
   SmallString<128> dir;
   if (std::error_code ec =
           llvm::sys::fs::createUniqueDirectory("lamina-artefact", dir))
     return error("cannot create a temporary directory: " + ec.message());
   llvm::scope_exit cleanup([&] { llvm::sys::fs::remove_directories(dir); });
-  if (llvm::Error failed = packFatbins(module, options, toolkit, dir))
+  if (llvm::Error failed = packFatbins(module, options,
+                                       findCudaToolkit(options.cudaPath), dir))
     return failed;
   addPackedEntryPoints(module);
 
@@ -281,4 +286,12 @@ llvm::Error mlir::lamina::buildGpuArtefact(ModuleOp module,
   if (llvm::Error failed = emitObject(*host, object))
     return failed;
   return link(options, object, libraryPath);
+}
+
+llvm::Error mlir::lamina::buildGpuArtefact(ModuleOp module,
+                                           const GpuArtefactOptions &options,
+                                           StringRef libraryPath) {
+  if (llvm::Error failed = lowerGpuArtefact(module, options))
+    return failed;
+  return linkGpuArtefact(module, options, libraryPath);
 }

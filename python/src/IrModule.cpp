@@ -39,27 +39,11 @@ std::shared_ptr<MLIRContext> mlir::lamina::python::makeContext() {
   return context;
 }
 
-namespace {
-/// Collects the diagnostics emitted while it lives.
-class Diagnostics {
-public:
-  explicit Diagnostics(MLIRContext *context)
-      : stream(text), handler(sourceMgr, context, stream) {}
-  std::string take() { return std::move(text); }
-
-private:
-  std::string text;
-  llvm::raw_string_ostream stream;
-  llvm::SourceMgr sourceMgr;
-  SourceMgrDiagnosticHandler handler;
-};
-} // namespace
-
 IrModule IrModule::parse(const std::string &source) {
   std::shared_ptr<MLIRContext> context = makeContext();
   OwningOpRef<ModuleOp> module;
   {
-    Diagnostics diagnostics(context.get());
+    DiagnosticCollector diagnostics(context.get());
     module = parseVerifiedModule(source, context.get(), "program.mlir");
     if (!module)
       throw py::value_error("cannot parse the program:\n" +
@@ -73,7 +57,7 @@ IrModule IrModule::parse(const std::string &source) {
 IrModule IrModule::transform(const std::string &schedule,
                              const std::string &pipeline) const {
   OwningOpRef<ModuleOp> result = clone();
-  Diagnostics diagnostics(context.get());
+  DiagnosticCollector diagnostics(context.get());
   if (!schedule.empty() &&
       failed(applyTransformScript(*result, schedule, "__transform_main",
                                   "schedule.mlir")))
@@ -169,7 +153,7 @@ IrModule onGrid(const IrModule &module,
   (*result)->removeAttr(LaminaDialect::kWorldSizeAttrName);
   (*result)->setAttr(LaminaDialect::kGridAttrName,
                      DictionaryAttr::get(context, axes));
-  Diagnostics diagnostics(context);
+  DiagnosticCollector diagnostics(context);
   if (failed(verify(*result)))
     throw py::value_error(diagnostics.take());
   return IrModule(module.getContext(), std::move(result));

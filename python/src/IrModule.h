@@ -11,8 +11,11 @@
 #define LAMINA_PYTHON_IRMODULE_H
 
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/OwningOpRef.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/raw_ostream.h"
 
 #include <pybind11/pybind11.h>
 
@@ -32,6 +35,21 @@ Statistics &getStatistics();
 /// A context with every dialect, extension and external model registered;
 /// diagnostics without a dump of the op (a Python user reads the message).
 std::shared_ptr<MLIRContext> makeContext();
+
+/// Collects the diagnostics emitted in `context` while it lives: what a
+/// Python error says.
+class DiagnosticCollector {
+public:
+  explicit DiagnosticCollector(MLIRContext *context)
+      : stream(text), handler(sourceMgr, context, stream) {}
+  std::string take() { return std::move(text); }
+
+private:
+  std::string text;
+  llvm::raw_string_ostream stream;
+  llvm::SourceMgr sourceMgr;
+  SourceMgrDiagnosticHandler handler;
+};
 
 class IrModule {
 public:

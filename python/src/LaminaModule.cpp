@@ -1,22 +1,22 @@
 //===- LaminaModule.cpp - Python bindings over Lamina's C++ API -----------===//
 //
-// A thin pybind11 module: compile an IR module (IrModule.h) with a named
-// pipeline and call it on NumPy arrays. Everything else of the Python
-// package is pure Python.
+// A thin pybind11 module: compile an IR module (IrModule.h) for the host CPU
+// or a GPU, or its training pair, and call it on NumPy arrays or on device
+// buffers. Everything else of the Python package is pure Python.
 //
 //===----------------------------------------------------------------------===//
 
 #include "IrModule.h"
 #include "ScheduleSession.h"
 
-#include "lamina/Execution/JitProgram.h"
+#include "lamina/Execution/CudaTarget.h"
+#include "lamina/Execution/Program.h"
+#include "lamina/Execution/TrainingPair.h"
 #include "lamina/Lamina/IR/Lamina.h"
 #include "lamina/InitAll.h"
 #include "lamina/Runtime/MpiRuntime.h"
 
 #include "mlir/IR/MLIRContext.h"
-#include "llvm/Support/SourceMgr.h"
-#include "llvm/Support/raw_ostream.h"
 
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
@@ -52,9 +52,10 @@ py::dtype dtypeOf(ElementKind kind) {
 
 /// `error` (and the `diagnostics` that came with it) as a Python
 /// exception: lamina.AllocationError (a MemoryError) for a tensor that
-/// cannot be allocated, ValueError otherwise.
+/// cannot be allocated, RuntimeError when no GPU can run a program,
+/// ValueError otherwise.
 [[noreturn]] void raise(llvm::Error error, const std::string &diagnostics = "") {
-  bool allocation = false;
+  bool allocation = false, noGpu = false;
   std::string message;
   llvm::handleAllErrors(
       std::move(error),
@@ -62,9 +63,15 @@ py::dtype dtypeOf(ElementKind kind) {
         allocation = true;
         message = failed.message();
       },
+      [&](const NoUsableGpuError &failed) {
+        noGpu = true;
+        message = failed.message();
+      },
       [&](const llvm::ErrorInfoBase &other) { message = other.message(); });
   if (!diagnostics.empty())
     message += "\n" + diagnostics;
+  if (noGpu)
+    throw std::runtime_error(message);
   if (!allocation)
     throw py::value_error(message);
   py::object type = py::module_::import("lamina.errors").attr("AllocationError");
@@ -72,31 +79,47 @@ py::dtype dtypeOf(ElementKind kind) {
   throw py::error_already_set();
 }
 
+/// The target named `name` ("cpu" with the pass pipeline `pipeline`, or
+/// "cuda").
+std::unique_ptr<ProgramTarget> makeTarget(const std::string &name,
+                                          const std::string &pipeline) {
+  if (name == "cpu")
+    return std::make_unique<CpuTarget>(pipeline);
+  if (name == "cuda")
+    return std::make_unique<CudaTarget>();
+  throw py::value_error("targets are 'cpu' and 'cuda'; got '" + name + "'");
+}
+
 /// A compiled entry function and the context that owns its IR.
-class Program {
+class PyProgram {
 public:
   /// Compiles `entry` of a copy of `module` (which stays as it is).
-  Program(const python::IrModule &module, const std::string &entry,
-          const std::string &pipeline)
+  PyProgram(const python::IrModule &module, const std::string &entry,
+            const std::string &pipeline, const std::string &target)
       : context(module.getContext()) {
-    std::string diagnostics;
-    llvm::raw_string_ostream stream(diagnostics);
-    llvm::SourceMgr sourceMgr;
-    SourceMgrDiagnosticHandler handler(sourceMgr, context.get(), stream);
+    std::unique_ptr<ProgramTarget> compileTarget = makeTarget(target, pipeline);
+    python::DiagnosticCollector diagnostics(context.get());
     OwningOpRef<ModuleOp> copy = module.clone();
     // Other Python threads (progress reports) run while it compiles.
     auto compiled = [&] {
       py::gil_scoped_release release;
-      return JitProgram::compile(std::move(copy), entry, pipeline);
+      return Program::compile(std::move(copy), entry, *compileTarget);
     }();
     if (!compiled)
-      raise(compiled.takeError(), diagnostics);
+      raise(compiled.takeError(), diagnostics.take());
     ++python::getStatistics().compiles;
-    program = std::move(*compiled);
+    std::shared_ptr<Program> owned = std::move(*compiled);
+    program = owned.get();
+    owner = std::move(owned);
   }
-  Program(const std::string &source, const std::string &entry,
-          const std::string &pipeline)
-      : Program(python::IrModule::parse(source), entry, pipeline) {}
+  PyProgram(const std::string &source, const std::string &entry,
+            const std::string &pipeline, const std::string &target)
+      : PyProgram(python::IrModule::parse(source), entry, pipeline, target) {}
+  /// `program`, which `owner` keeps alive.
+  PyProgram(std::shared_ptr<MLIRContext> context, std::shared_ptr<void> owner,
+            Program &program)
+      : context(std::move(context)), owner(std::move(owner)),
+        program(&program) {}
 
   /// (dtype name, shape) of each argument, scalars with shape ().
   std::vector<std::pair<std::string, std::vector<int64_t>>> inputs() const {
@@ -152,7 +175,65 @@ public:
   int64_t worldSize() const { return program->getWorldSize(); }
 
   /// Checks and packs the arguments once; returns an opaque handle.
-  std::shared_ptr<JitProgram::PreparedArguments>
+  /// Calls the entry on buffers already in the target's memory (PyTorch
+  /// CUDA tensors): `args` in order, each a (pointer, dtype name, shape)
+  /// tensor or an int (an i64 scalar), then one (pointer, dtype, shape) per
+  /// result, filled; ordered on `stream` (a cudaStream_t, 0: the default).
+  void runResident(const std::vector<py::object> &args,
+                   const std::vector<py::tuple> &outputs, uintptr_t stream) {
+    llvm::ArrayRef<ArgumentSpec> inputs = program->getInputs();
+    if (args.size() != inputs.size())
+      throw py::value_error("the program takes " +
+                            std::to_string(inputs.size()) + " arguments, got " +
+                            std::to_string(args.size()));
+    // The values' shapes and scalars, which the call values point into.
+    std::vector<std::vector<int64_t>> shapes;
+    std::vector<int64_t> scalars;
+    shapes.reserve(args.size() + outputs.size());
+    scalars.reserve(args.size());
+    SmallVector<CallValue> argValues, outputValues;
+    auto tensor = [&](const py::handle &given, const ArgumentSpec &spec,
+                      const std::string &role) {
+      auto [pointer, dtype, shape] =
+          given.cast<std::tuple<uintptr_t, std::string, std::vector<int64_t>>>();
+      if (dtype != getElementName(spec.kind))
+        throw py::value_error(role + " must be " + spec.typeText + ", got " +
+                              dtype);
+      std::vector<int64_t> &held = shapes.emplace_back(std::move(shape));
+      int64_t elements = 1;
+      for (int64_t size : held)
+        elements *= size;
+      return CallValue{reinterpret_cast<void *>(pointer), held,
+                       size_t(elements) * getElementSize(spec.kind)};
+    };
+    for (auto [index, arg] : llvm::enumerate(args)) {
+      const ArgumentSpec &spec = inputs[index];
+      std::string role = "argument " + std::to_string(index);
+      if (!spec.isScalar) {
+        argValues.push_back(tensor(arg, spec, role));
+        continue;
+      }
+      if (!py::isinstance<py::int_>(arg))
+        throw py::value_error(role + " is a scalar " + spec.typeText);
+      scalars.push_back(arg.cast<int64_t>());
+      argValues.push_back({&scalars.back(), {}, sizeof(int64_t), true});
+    }
+    for (auto [index, output] : llvm::enumerate(outputs)) {
+      if (index >= program->getResults().size())
+        break;
+      outputValues.push_back(tensor(output, program->getResults()[index],
+                                    "result " + std::to_string(index)));
+    }
+    llvm::Error error = [&] {
+      py::gil_scoped_release release;
+      return program->runResident(argValues, outputValues,
+                                  reinterpret_cast<void *>(stream));
+    }();
+    if (error)
+      raise(std::move(error));
+  }
+
+  std::shared_ptr<Program::PreparedArguments>
   prepare(const std::vector<py::array> &arrays) {
     llvm::ArrayRef<ArgumentSpec> specs = program->getInputs();
     if (arrays.size() != specs.size())
@@ -165,13 +246,13 @@ public:
     auto prepared = program->prepare(std::move(tensors));
     if (!prepared)
       raise(prepared.takeError());
-    return std::make_shared<JitProgram::PreparedArguments>(
+    return std::make_shared<Program::PreparedArguments>(
         std::move(*prepared));
   }
 
   /// Replaces some arguments of `prepared` in place (argument number →
   /// array); the weights are packed again only if the packing reads one.
-  void update(const std::shared_ptr<JitProgram::PreparedArguments> &prepared,
+  void update(const std::shared_ptr<Program::PreparedArguments> &prepared,
               const std::map<size_t, py::array> &arrays) {
     std::vector<std::pair<size_t, HostTensor>> tensors;
     for (const auto &[index, array] : arrays) {
@@ -193,7 +274,7 @@ public:
   }
 
   std::vector<py::array>
-  run(const std::shared_ptr<JitProgram::PreparedArguments> &prepared) {
+  run(const std::shared_ptr<Program::PreparedArguments> &prepared) {
     llvm::Expected<std::vector<HostTensor>> outputs = [&] {
       py::gil_scoped_release release;
       return program->run(*prepared);
@@ -207,9 +288,9 @@ public:
   }
 
   /// This rank's stages of a pipelined entry alone: the results it computed
-  /// or received, None for the others (JitProgram::runStage).
+  /// or received, None for the others (Program::runStage).
   py::list
-  runStage(const std::shared_ptr<JitProgram::PreparedArguments> &prepared) {
+  runStage(const std::shared_ptr<Program::PreparedArguments> &prepared) {
     llvm::Expected<std::vector<std::optional<HostTensor>>> outputs = [&] {
       py::gil_scoped_release release;
       return program->runStage(*prepared);
@@ -268,7 +349,78 @@ private:
 
   /// Shared with the modules of the same parse; outlives the program.
   std::shared_ptr<MLIRContext> context;
-  std::unique_ptr<JitProgram> program;
+  /// Keeps `program` alive: itself, or the training pair it belongs to.
+  std::shared_ptr<void> owner;
+  Program *program = nullptr;
+};
+
+/// A function's training pair, compiled (TrainingPair).
+class PyTrainingPair {
+public:
+  /// `replicas`: None, or (first parameter argument, per parameter argument
+  /// its owning replica or -1, mean, overlap). `on_step` is called with the
+  /// name of each step as it starts.
+  PyTrainingPair(const python::IrModule &module, const std::string &entry,
+                 const std::string &pipeline, const std::string &target,
+                 const std::vector<int64_t> &constants,
+                 const std::optional<std::tuple<int64_t, std::vector<int64_t>,
+                                                bool, bool>> &replicas,
+                 const std::optional<py::function> &onStep)
+      : context(module.getContext()) {
+    std::unique_ptr<ProgramTarget> compileTarget = makeTarget(target, pipeline);
+    TrainingPairOptions options;
+    options.constants.assign(constants.begin(), constants.end());
+    if (replicas) {
+      auto &[first, owners, mean, overlap] = *replicas;
+      options.replicas = ReplicaReduction{
+          first, SmallVector<int64_t>(owners.begin(), owners.end()), mean,
+          overlap};
+    }
+    if (onStep)
+      options.onStep = [&](llvm::StringRef step) {
+        py::gil_scoped_acquire gil;
+        // The compile goes on through LLVM code that cannot unwind.
+        try {
+          (*onStep)(step.str());
+        } catch (py::error_already_set &failed) {
+          failed.discard_as_unraisable("TrainingPair(on_step=...)");
+        }
+      };
+    python::DiagnosticCollector diagnostics(context.get());
+    auto compiled = [&] {
+      py::gil_scoped_release release;
+      return TrainingPair::compile(module.get(), entry, *compileTarget,
+                                   options);
+    }();
+    if (!compiled) {
+      std::string text = diagnostics.take();
+      llvm::Error error = llvm::handleErrors(
+          compiled.takeError(), [&](const TrainingPairError &failed) {
+            throw py::value_error(failed.message() + ": " +
+                                  llvm::StringRef(text).trim().str());
+          });
+      raise(std::move(error), text);
+    }
+    python::getStatistics().compiles += 2;
+    pair = std::make_shared<TrainingPair>(std::move(*compiled));
+  }
+
+  PyProgram forward() { return PyProgram(context, pair, pair->getForward()); }
+  PyProgram backward() {
+    return PyProgram(context, pair, pair->getBackward());
+  }
+  python::IrModule module() const {
+    return python::IrModule(context, pair->getModule().clone());
+  }
+  int64_t saved() const { return pair->getNumSaved(); }
+  std::vector<int64_t> gradients() const {
+    return {pair->getGradientArguments().begin(),
+            pair->getGradientArguments().end()};
+  }
+
+private:
+  std::shared_ptr<MLIRContext> context;
+  std::shared_ptr<TrainingPair> pair;
 };
 
 } // namespace
@@ -286,60 +438,95 @@ PYBIND11_MODULE(_lamina, m) {
             "package";
   registerAllPasses();
 
-  py::class_<JitProgram::PreparedArguments,
-             std::shared_ptr<JitProgram::PreparedArguments>>(
+  py::class_<Program::PreparedArguments,
+             std::shared_ptr<Program::PreparedArguments>>(
       m, "PreparedArguments",
       "Arguments checked and with weights packed, ready for repeated calls");
 
-  py::class_<Program>(m, "Program",
-                      "An IR module compiled with a named pipeline for the "
-                      "host CPU and loaded with the JIT")
+  py::class_<PyProgram>(m, "Program",
+                        "An IR module compiled for the host CPU (a named "
+                        "pipeline and the JIT) or a GPU ('cuda': an "
+                        "artefact loaded into this process)")
       .def(py::init<const python::IrModule &, const std::string &,
-                    const std::string &>(),
+                    const std::string &, const std::string &>(),
            py::arg("module"), py::arg("entry") = "main",
-           py::arg("pipeline") = "lamina-cpu-pipeline")
+           py::arg("pipeline") = "lamina-cpu-pipeline",
+           py::arg("target") = "cpu")
       .def(py::init<const std::string &, const std::string &,
-                    const std::string &>(),
+                    const std::string &, const std::string &>(),
            py::arg("source"), py::arg("entry") = "main",
-           py::arg("pipeline") = "lamina-cpu-pipeline")
-      .def_property_readonly("inputs", &Program::inputs,
+           py::arg("pipeline") = "lamina-cpu-pipeline",
+           py::arg("target") = "cpu")
+      .def_property_readonly("inputs", &PyProgram::inputs,
                              "(dtype, shape) of every argument")
-      .def_property_readonly("input_types", &Program::inputTypes,
+      .def_property_readonly("input_types", &PyProgram::inputTypes,
                              "the MLIR type of every argument")
-      .def_property_readonly("results", &Program::results,
+      .def_property_readonly("results", &PyProgram::results,
                              "(dtype, whole shape, shard axis or None) of "
                              "every result")
-      .def_property_readonly("input_shard_axes", &Program::inputShardAxes,
+      .def_property_readonly("input_shard_axes", &PyProgram::inputShardAxes,
                              "shard axis (or None) of every argument")
-      .def_property_readonly("input_shard_groups", &Program::inputShardGroups,
+      .def_property_readonly("input_shard_groups", &PyProgram::inputShardGroups,
                              "groups of the sharded axis of every argument "
                              "(S(axis, groups = g); 1 when not grouped)")
-      .def_property_readonly("world_size", &Program::worldSize,
+      .def_property_readonly("world_size", &PyProgram::worldSize,
                              "the MPI ranks the program runs on (1: no MPI)")
-      .def("prepare", &Program::prepare, py::arg("arrays"),
+      .def("prepare", &PyProgram::prepare, py::arg("arrays"),
            "check the arguments and pack the weights once")
-      .def("update", &Program::update, py::arg("prepared"),
+      .def("update", &PyProgram::update, py::arg("prepared"),
            py::arg("arrays"),
            "replace arguments of prepared arguments in place ({number: "
            "array}); the weights are packed again only if one of them is "
            "packed")
-      .def_property_readonly("pack_count", &Program::packCount,
+      .def_property_readonly("pack_count", &PyProgram::packCount,
                              "how many times the weights have been packed")
-      .def_property_readonly("cache_status", &Program::cacheStatus,
+      .def_property_readonly("cache_status", &PyProgram::cacheStatus,
                              "'hit' (loaded from the compile cache), 'miss' "
                              "(compiled and stored) or 'off'")
-      .def_property_readonly("warnings", &Program::warnings,
+      .def_property_readonly("warnings", &PyProgram::warnings,
                              "what the compile reported without failing "
                              "(a damaged compile cache entry)")
-      .def("run", &Program::run, py::arg("prepared"),
+      .def("run_resident", &PyProgram::runResident, py::arg("args"),
+           py::arg("outputs"), py::arg("stream") = 0,
+           "call the function on buffers in the target's memory: "
+           "(pointer, dtype, shape) tensors and int scalars, then one "
+           "(pointer, dtype, shape) per result; ordered on `stream`")
+      .def("run", &PyProgram::run, py::arg("prepared"),
            "call the function; returns its results as NumPy arrays")
-      .def("run_stage", &Program::runStage, py::arg("prepared"),
+      .def("run_stage", &PyProgram::runStage, py::arg("prepared"),
            "run this rank's stages of a pipelined function alone: the "
            "results it computed or received, None for the others; its sends "
            "complete later (complete_deferred_sends)")
-      .def_property_readonly("result_stages", &Program::resultStages,
+      .def_property_readonly("result_stages", &PyProgram::resultStages,
                              "per result, the rank of the pipeline stage "
                              "computing it (-1: not pipelined)");
+
+  py::class_<PyTrainingPair>(
+      m, "TrainingPair",
+      "lamina-generate-backward's forward / backward pair of a function, "
+      "each compiled alone")
+      .def(py::init<const python::IrModule &, const std::string &,
+                    const std::string &, const std::string &,
+                    const std::vector<int64_t> &,
+                    const std::optional<std::tuple<
+                        int64_t, std::vector<int64_t>, bool, bool>> &,
+                    const std::optional<py::function> &>(),
+           py::arg("module"), py::arg("entry"),
+           py::arg("pipeline") = "lamina-cpu-pipeline",
+           py::arg("target") = "cpu", py::arg("constants") = std::vector<int64_t>(),
+           py::arg("replicas") = py::none(), py::arg("on_step") = py::none())
+      .def_property_readonly("forward", &PyTrainingPair::forward,
+                             "the entry's results, then the saved values")
+      .def_property_readonly("backward", &PyTrainingPair::backward,
+                             "the gradients, from the arguments, the saved "
+                             "values and one cotangent per result")
+      .def_property_readonly("module", &PyTrainingPair::module,
+                             "the differentiated module the programs were "
+                             "compiled from")
+      .def_property_readonly("saved", &PyTrainingPair::saved,
+                             "how many saved values the forward returns")
+      .def_property_readonly("gradients", &PyTrainingPair::gradients,
+                             "the arguments the gradients are of, in order");
 
   python::populateIrModuleBindings(m);
   python::populateScheduleSessionBindings(m);

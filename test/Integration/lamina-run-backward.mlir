@@ -11,6 +11,8 @@
 // RUN: not lamina-run %s --cotangent=%t/dy.npy --random-inputs 2>&1 | FileCheck %s --check-prefix=NOTBACKWARD
 // RUN: not lamina-run %s --backward --random-inputs --cotangent=%t/dy.npy --cotangent=%t/dy.npy 2>&1 | FileCheck %s --check-prefix=TOOMANY
 // RUN: not lamina-run %s --backward --input=%t/x.npy --input=%t/w.npy --input=%t/b.npy 2>&1 | FileCheck %s --check-prefix=MISSING
+// The pair builds for the GPU like any program (f32 layers have no
+// tensor-core kernel; lamina-run-cuda-backward.mlir runs a bf16 one).
 // RUN: not lamina-run %s --backward --target=cuda --random-inputs 2>&1 | FileCheck %s --check-prefix=CUDA
 
 // OUT: results: the gradients of arguments 0, 1, 2
@@ -20,7 +22,8 @@
 // NOTBACKWARD: lamina-run: error: --cotangent is for --backward
 // TOOMANY: lamina-run: error: @main has 1 results, 2 --cotangent given
 // MISSING: lamina-run: error: @main has 1 results, 0 --cotangent given (add --cotangent, or --random-inputs)
-// CUDA: lamina-run: error: --backward runs on --target=cpu
+// CUDA: error: 'lamina.fused_linear' op tensor-core kernels take bf16 or f16 inputs and weights of one type; got 'f32' and 'f32'
+// CUDA: lamina-run: error: lamina-gpu-pipeline failed (diagnostics above)
 
 func.func @main(%x: tensor<4x8xf32>, %w: tensor<16x8xf32>, %b: tensor<16xf32>) -> tensor<4x16xf32> {
   %0 = lamina.linear_act "fc" %x, %w bias %b activation relu : (tensor<4x8xf32>, tensor<16x8xf32>, tensor<16xf32>) -> tensor<4x16xf32>

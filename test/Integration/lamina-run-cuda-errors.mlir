@@ -5,7 +5,7 @@
 // RUN: not lamina-run %s --target=cuda --entry=dynamic --random-inputs 2>&1 | FileCheck %s --check-prefix=DYNAMIC
 
 // ENTRY: lamina-run: error: no function @missing in the module
-// SCALAR: lamina-run: error: GPU entry points return tensors; result 1 is i64
+// SCALAR: lamina-run: error: result 1 is a scalar; entry functions return tensors
 // DYNAMIC: lamina-run: error: argument 0 of type tensor<?x64xbf16>: only static shapes can be called from the host
 
 func.func @scalar(%x: tensor<16x64xbf16>, %w: tensor<64x64xbf16>, %seed: i64) -> (tensor<16x64xbf16>, i64) {

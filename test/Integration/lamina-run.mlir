@@ -17,8 +17,7 @@
 // RUN: not lamina-run %s --input=%t/result0.npy --random-inputs 2>&1 | FileCheck %s --check-prefix=SHAPE
 // RUN: not lamina-run %s --input=i64:3 --random-inputs 2>&1 | FileCheck %s --check-prefix=KIND
 // RUN: not lamina-run %s --random-inputs --pipeline=no-such-pass 2>&1 | FileCheck %s --check-prefix=PIPELINE
-// RUN: not lamina-run %s --random-inputs --repeat=2 --repack --target=cuda 2>&1 | FileCheck %s --check-prefix=REPACKGPU
-// RUN: not lamina-run %s --random-inputs --repeat=2 --repack --backward 2>&1 | FileCheck %s --check-prefix=REPACKGPU
+// RUN: not lamina-run %s --random-inputs --repeat=2 --repack --backward 2>&1 | FileCheck %s --check-prefix=REPACKBACKWARD
 // RUN: not lamina-run %s --random-inputs --seed=5 --reference=%t/result0.npy 2>&1 | FileCheck %s --check-prefix=MISMATCH
 
 // RUN: %python -c "import numpy as n; n.save('%t/x.npy', n.ones((4, 8), n.float64))"
@@ -31,7 +30,7 @@
 // REPACK: time over 3 calls
 // REPACK-NEXT: weights packed 5 times
 // SAME: result 0 vs reference: max abs err 0, {{.*}}: ok
-// REPACKGPU: lamina-run: error: --repack is for --target=cpu without --backward
+// REPACKBACKWARD: lamina-run: error: --repack is for runs without --backward
 // NOFUNC: lamina-run: error: no function @nope in the module; it defines: @main
 // COUNT: lamina-run: error: @main takes 3 arguments, 0 given (add --input, or --random-inputs)
 // UNREADABLE: lamina-run: error: cannot read '{{.*}}missing.npy': No such file or directory

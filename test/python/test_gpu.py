@@ -393,3 +393,81 @@ def test_stream_ordered_calls_allocate_temporaries_on_the_stream(tmp_path):
                       "cuMemFreeAsync"]
     assert "cuMemAllocAsync bytes=98304 stream=0x77" in lines  # 128×384 bf16
     assert "cuMemFreeAsync stream=0x77" in lines
+
+
+_FAKE_BINDING = _FAKE_PRELUDE + r"""
+import sys
+from lamina import _lamina
+
+program = _lamina.Program(_lamina.Module(open(sys.argv[1]).read()), "main",
+                          target="cuda")
+
+
+def resident(tensor, dtype):
+    return (tensor.data_ptr(), dtype, tuple(tensor.shape))
+
+
+x = torch.zeros(2, 8, 512, dtype=torch.float16)
+w = torch.zeros(200, 512, dtype=torch.float16)
+b = torch.zeros(200)
+out = torch.full((2, 8, 200), 7.0)
+for args, outputs in (
+        ([resident(x, "f32"), resident(w, "f16"), resident(b, "f32"), 1],
+         [resident(out, "f32")]),
+        ([resident(x, "f16"), resident(w, "f16"), resident(b, "f32")],
+         [resident(out, "f32")])):
+    try:
+        program.run_resident(args, outputs, stream=0x77)
+    except ValueError as error:
+        print(error)
+program.run_resident(
+    [resident(x, "f16"), resident(w, "f16"), resident(b, "f32"), 1234],
+    [resident(out, "f32")], stream=0x77)
+"""
+
+
+@needs_toolkit
+def test_binding_builds_and_calls_gpu_programs_in_process(tmp_path):
+    """target='cuda' through the binding (what lamina.build(target='cuda')
+    uses): the artefact is built and loaded in this process, no
+    lamina-compile and no ctypes; device buffers given as (pointer, dtype,
+    shape) reach the generated host code as memref descriptors (the TMA
+    maps of x[16, 512] and W[200, 512]) and the kernel launches on the
+    caller's stream. Arguments that do not match the signature are
+    refused before anything runs."""
+    check = next(c for c in cases.CHECKS if c["name"] == "dropout_f16_decode")
+    source = tmp_path / "model.mlir"
+    source.write_text(check["ir"])
+    env = _build_fake_driver(tmp_path)
+    script = tmp_path / "script.py"
+    script.write_text(_FAKE_BINDING)
+    ran = subprocess.run([sys.executable, str(script), str(source)], env=env,
+                         capture_output=True, text=True, check=True)
+    assert ran.stdout.splitlines() == [
+        "argument 0 must be tensor<2x8x512xf16>, got f32",
+        "the program takes 4 arguments, got 3"]
+    lines = (tmp_path / "log").read_text().splitlines()
+    maps = [line for line in lines if line.startswith("cuTensorMapEncodeTiled")]
+    assert len(maps) == 2
+    assert "dtype=6 rank=2 dims=[512,16] stride=1024 box=[64,64]" in maps[0]
+    assert "dtype=6 rank=2 dims=[512,200] stride=1024 box=[64,64]" in maps[1]
+    launches = [line for line in lines if line.startswith("cuLaunchKernel")]
+    assert launches == ["cuLaunchKernel grid=(4,1,1) block=(256,1,1) "
+                        "smem=131072 stream=0x77"]
+
+
+@needs_toolkit
+def test_binding_says_why_no_gpu_runs_the_program():
+    """Without a CUDA driver the artefact still builds, and loading it says
+    why it cannot run (RuntimeError, as lamina.build(target='cuda')
+    reports it)."""
+    import ctypes.util
+    from lamina import _lamina
+
+    if ctypes.util.find_library("cuda"):
+        pytest.skip("a CUDA driver is installed")
+    module = _lamina.Module(cases.CHECKS[0]["ir"])
+    with pytest.raises(RuntimeError, match="no usable GPU: "):
+        _lamina.Program(module, "main", target="cuda")
+    with pytest.raises(ValueError, match="targets are 'cpu' and 'cuda'"):
+        _lamina.Program(module, "main", target="tpu")

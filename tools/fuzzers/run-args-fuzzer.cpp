@@ -10,7 +10,7 @@
 
 #include "FuzzHarness.h"
 
-#include "lamina/Execution/JitProgram.h"
+#include "lamina/Execution/Program.h"
 #include "lamina/Execution/RunInputs.h"
 
 #include "mlir/Parser/Parser.h"
@@ -31,7 +31,7 @@ func.func @main(%x: tensor<2x3x8xf32>, %w: tensor<16x8xf32>,
 }
 )mlir";
 
-static JitProgram *program;
+static Program *program;
 
 extern "C" int LLVMFuzzerInitialize(int *, char ***) {
   initialize();
@@ -41,7 +41,7 @@ extern "C" int LLVMFuzzerInitialize(int *, char ***) {
   if (!module)
     reportBug("the harness's program does not parse");
   auto compiled =
-      JitProgram::compile(std::move(module), "main", "lamina-cpu-pipeline");
+      Program::compile(std::move(module), "main", "lamina-cpu-pipeline");
   if (!compiled)
     reportBug("the harness's program does not compile: " +
               llvm::toString(compiled.takeError()));

@@ -7,11 +7,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "TrainingStep.h"
-
-#include "lamina/Execution/GpuProgram.h"
-#include "lamina/Execution/JitProgram.h"
+#include "lamina/Execution/CudaTarget.h"
+#include "lamina/Execution/Program.h"
 #include "lamina/Execution/RunInputs.h"
+#include "lamina/Execution/TrainingPair.h"
 #include "lamina/Support/ParseModule.h"
 #include "lamina/Support/TransformScript.h"
 #include "lamina/Runtime/MpiRuntime.h"
@@ -90,7 +89,7 @@ static cl::opt<std::string> chip("chip", cl::desc(gpuChipOptionHelp()),
                                  cl::init(kDefaultGpuChip.str()));
 static cl::opt<bool> backwardOption(
     "backward",
-    cl::desc("run a training step of --entry instead (cpu): "
+    cl::desc("run a training step of --entry instead: "
              "lamina-generate-backward's forward on the arguments, then its "
              "backward on them, the saved values and one cotangent per "
              "result (--cotangent, else seeded random data); the results are "
@@ -212,13 +211,13 @@ static bool compare(unsigned index, const HostTensor &got,
   return bad == 0;
 }
 
-/// The cotangent of each result of `step`: --cotangent files in order (a
+/// The cotangent of each result of `pair`: --cotangent files in order (a
 /// sharded result's whole cotangent gives this rank's block), then random
 /// data from the --seed stream after the arguments'.
-static llvm::Error readCotangents(TrainingStep &step, int64_t rank,
+static llvm::Error readCotangents(TrainingPair &pair, int64_t rank,
                                   int64_t worldSize,
                                   std::vector<HostTensor> &cotangents) {
-  llvm::ArrayRef<ArgumentSpec> results = step.getResults();
+  llvm::ArrayRef<ArgumentSpec> results = pair.getResults();
   if (cotangentArgs.size() > results.size())
     return llvm::createStringError(
         std::errc::invalid_argument, "@%s has %zu results, %zu --cotangent given",
@@ -323,87 +322,69 @@ int main(int argc, char **argv) {
     return fail("the schedule '" + scheduleFile +
                 "' failed (diagnostics above)");
 
-  // The compiled program, on either target.
-  llvm::SmallVector<ArgumentSpec> specs, resultSpecs;
-  int64_t worldSize = 1, rank = 0;
-  std::function<llvm::Error(std::vector<HostTensor> &)> prepare;
-  std::function<llvm::Expected<std::vector<HostTensor>>()> runOnce;
-  std::unique_ptr<JitProgram> jit;
-  std::unique_ptr<GpuProgram> gpu;
-  std::optional<JitProgram::PreparedArguments> prepared;
-  std::vector<HostTensor> gpuArgs;
-  std::optional<TrainingStep> step;
-  std::vector<HostTensor> stepArgs, cotangents;
-  if (backwardOption && target != "cpu")
-    return fail("--backward runs on --target=cpu");
-  if (!cotangentArgs.empty() && !backwardOption)
-    return fail("--cotangent is for --backward");
-  if (repack && (target != "cpu" || backwardOption))
-    return fail("--repack is for --target=cpu without --backward");
-
-  auto compileStart = std::chrono::steady_clock::now();
-  if (target == "cuda") {
+  std::unique_ptr<ProgramTarget> compileTarget;
+  if (target == "cpu") {
+    compileTarget = std::make_unique<CpuTarget>(pipelineText);
+  } else if (target == "cuda") {
     GpuArtefactOptions options;
     options.chip = chip;
-    auto program = GpuProgram::compile(std::move(module), entryName, options);
-    if (!program)
-      return fail(program.takeError());
-    gpu = std::move(*program);
-    specs.assign(gpu->getInputs().begin(), gpu->getInputs().end());
-    resultSpecs.assign(gpu->getResults().begin(), gpu->getResults().end());
-    prepare = [&](std::vector<HostTensor> &args) {
-      gpuArgs = std::move(args);
-      return llvm::Error::success();
-    };
-    runOnce = [&] { return gpu->run(gpuArgs); };
-  } else if (target == "cpu" && backwardOption) {
-    auto compiled = TrainingStep::compile(*module, entryName, pipelineText);
-    if (!compiled)
-      return fail(compiled.takeError());
-    step.emplace(std::move(*compiled));
-    JitProgram &forward = step->getForward();
-    specs.assign(forward.getInputs().begin(), forward.getInputs().end());
-    resultSpecs.assign(step->getGradients().begin(),
-                       step->getGradients().end());
-    prepare = [&](std::vector<HostTensor> &args) -> llvm::Error {
-      auto ready = forward.prepare(viewAll(args));
-      if (!ready)
-        return ready.takeError();
-      prepared.emplace(std::move(*ready));
-      stepArgs = std::move(args);
-      worldSize = forward.getActiveWorldSize();
-      rank = forward.getRank();
-      return readCotangents(*step, rank, worldSize, cotangents);
-    };
-    runOnce = [&] { return step->run(*prepared, stepArgs, cotangents); };
-  } else if (target == "cpu") {
-    auto program = JitProgram::compile(std::move(module), entryName,
-                                       pipelineText);
-    if (!program)
-      return fail(program.takeError());
-    for (const std::string &warning : (*program)->getWarnings())
-      llvm::errs() << "lamina-run: warning: " << warning << "\n";
-    jit = std::move(*program);
-    specs.assign(jit->getInputs().begin(), jit->getInputs().end());
-    resultSpecs.assign(jit->getResults().begin(), jit->getResults().end());
-    prepare = [&](std::vector<HostTensor> &args) -> llvm::Error {
-      auto ready = jit->prepare(viewAll(args));
-      if (!ready)
-        return ready.takeError();
-      prepared.emplace(std::move(*ready));
-      worldSize = jit->getActiveWorldSize();
-      rank = jit->getRank();
-      return llvm::Error::success();
-    };
-    runOnce = [&]() -> llvm::Expected<std::vector<HostTensor>> {
-      if (repack)
-        if (llvm::Error error = jit->repack(*prepared))
-          return std::move(error);
-      return jit->run(*prepared);
-    };
+    compileTarget = std::make_unique<CudaTarget>(options);
   } else {
     return fail("unknown --target '" + target + "': expected cpu or cuda");
   }
+  if (!cotangentArgs.empty() && !backwardOption)
+    return fail("--cotangent is for --backward");
+  if (repack && backwardOption)
+    return fail("--repack is for runs without --backward");
+
+  // The compiled program, or the training pair whose forward takes the
+  // arguments.
+  std::unique_ptr<Program> program;
+  std::optional<TrainingPair> pair;
+  auto compileStart = std::chrono::steady_clock::now();
+  if (backwardOption) {
+    auto compiled = TrainingPair::compile(*module, entryName, *compileTarget);
+    if (!compiled)
+      return fail(compiled.takeError());
+    pair.emplace(std::move(*compiled));
+  } else {
+    auto compiled =
+        Program::compile(std::move(module), entryName, *compileTarget);
+    if (!compiled)
+      return fail(compiled.takeError());
+    program = std::move(*compiled);
+  }
+  Program &called = pair ? pair->getForward() : *program;
+  for (Program *compiled : {&called, pair ? &pair->getBackward() : nullptr})
+    if (compiled)
+      for (const std::string &warning : compiled->getWarnings())
+        llvm::errs() << "lamina-run: warning: " << warning << "\n";
+  llvm::ArrayRef<ArgumentSpec> specs = called.getInputs();
+  llvm::ArrayRef<ArgumentSpec> resultSpecs =
+      pair ? pair->getGradients() : program->getResults();
+  int64_t worldSize = 1, rank = 0;
+  std::optional<Program::PreparedArguments> prepared;
+  std::vector<HostTensor> stepArgs, cotangents;
+  auto prepare = [&](std::vector<HostTensor> &args) -> llvm::Error {
+    auto ready = called.prepare(viewAll(args));
+    if (!ready)
+      return ready.takeError();
+    prepared.emplace(std::move(*ready));
+    worldSize = called.getActiveWorldSize();
+    rank = called.getRank();
+    if (!pair)
+      return llvm::Error::success();
+    stepArgs = std::move(args);
+    return readCotangents(*pair, rank, worldSize, cotangents);
+  };
+  auto runOnce = [&]() -> llvm::Expected<std::vector<HostTensor>> {
+    if (pair)
+      return pair->step(*prepared, stepArgs, cotangents);
+    if (repack)
+      if (llvm::Error error = program->repack(*prepared))
+        return std::move(error);
+    return program->run(*prepared);
+  };
   auto compileStop = std::chrono::steady_clock::now();
 
   // Arguments: --input values in order, then random data if asked.
@@ -478,9 +459,9 @@ int main(int argc, char **argv) {
                  << llvm::format(" median %.4f ms, min %.4f ms\n",
                                  seconds[seconds.size() / 2] * 1e3,
                                  seconds.front() * 1e3);
-    if (jit)
-      llvm::outs() << rankPrefix << "weights packed " << jit->getPackCount()
-                   << " times\n";
+    if (program)
+      llvm::outs() << rankPrefix << "weights packed "
+                   << program->getPackCount() << " times\n";
     if (worldSize > 1) {
       double total = std::accumulate(seconds.begin(), seconds.end(), 0.0);
       double collectives = getMpiCollectiveSeconds() - collectivesBefore;
@@ -492,9 +473,9 @@ int main(int argc, char **argv) {
     }
   }
 
-  if (step) {
+  if (pair) {
     llvm::outs() << rankPrefix << "results: the gradients of arguments";
-    for (auto [i, argument] : llvm::enumerate(step->getGradientArguments()))
+    for (auto [i, argument] : llvm::enumerate(pair->getGradientArguments()))
       llvm::outs() << (i ? ", " : " ") << argument;
     llvm::outs() << "\n";
   }

@@ -50,6 +50,14 @@ std::string getDefaultLinker();
 llvm::Error buildGpuArtefact(ModuleOp module, const GpuArtefactOptions &options,
                              llvm::StringRef libraryPath);
 
+/// The two steps of buildGpuArtefact: lamina-gpu-pipeline on `module`
+/// (kernels as PTX, written to `options.ptxPath` if set), then the kernels
+/// packed into fatbins, the host code compiled and linked into
+/// `libraryPath`.
+llvm::Error lowerGpuArtefact(ModuleOp module, const GpuArtefactOptions &options);
+llvm::Error linkGpuArtefact(ModuleOp module, const GpuArtefactOptions &options,
+                            llvm::StringRef libraryPath);
+
 } // namespace mlir::lamina
 
 #endif // LAMINA_EXECUTION_GPUARTEFACT_H

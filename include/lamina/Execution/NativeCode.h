@@ -1,14 +1,16 @@
 //===- NativeCode.h - A program's machine code in this process ---*- C++ -*-===//
 //
-// The JIT-compiled functions of a lowered module, callable through their
-// packed interface (`_mlir_<name>(void **)`): compiled from the LLVM dialect
-// with MLIR's ExecutionEngine, or loaded from an object file that such a
-// compile produced (the compile cache).
+// The JIT-compiled functions of a lowered module, the host CPU's
+// Executable: compiled from the LLVM dialect with MLIR's ExecutionEngine, or
+// loaded from an object file that such a compile produced (the compile
+// cache).
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef LAMINA_EXECUTION_NATIVECODE_H
 #define LAMINA_EXECUTION_NATIVECODE_H
+
+#include "lamina/Execution/Executable.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Support/Timing.h"
@@ -26,13 +28,13 @@ namespace mlir {
 class ExecutionEngine;
 namespace lamina {
 
-class NativeCode {
+class NativeCode : public Executable {
 public:
-  ~NativeCode();
+  ~NativeCode() override;
 
   /// Translates the LLVM-dialect `module` to LLVM IR, optimizes it (O3) and
-  /// generates code for this host, resolving `functions` (their C-interface
-  /// names) now so that no call pays for JIT compilation. `keepObject`
+  /// generates code for this host, resolving `functions` (the functions
+  /// with a C interface the host calls) now so that no call pays for JIT compilation. `keepObject`
   /// keeps the object file (getObject).
   static llvm::Expected<std::unique_ptr<NativeCode>>
   compile(ModuleOp module, llvm::ArrayRef<std::string> functions,
@@ -48,11 +50,10 @@ public:
   static bool usesOpenMP(ModuleOp module);
 
   /// The object file of a compile with `keepObject`; null otherwise.
-  const llvm::MemoryBuffer *getObject() const { return object.get(); }
+  const llvm::MemoryBuffer *getObject() const override { return object.get(); }
 
-  /// Calls `function` (a C-interface name) with its packed arguments.
-  llvm::Error invoke(llvm::StringRef function,
-                     llvm::MutableArrayRef<void *> arguments) const;
+  llvm::Error call(llvm::StringRef function, llvm::ArrayRef<CallValue> args,
+                   llvm::ArrayRef<CallValue> outputs) override;
 
 private:
   NativeCode();

@@ -2,22 +2,19 @@
 ranks."""
 
 import contextlib
-import pathlib
-import subprocess
-import tempfile
 
 import numpy as np
 import torch
 from torch import nn
 
-from .. import _lamina, tools
+from .. import _lamina
 from ..errors import ScheduleError
 from ..importer import import_model, ir, unsharded_fused_qkv
 from ..importer.model import result_tensors
 from ..lns.graph import clear_gradient
 from ..lns.layers import lns_parameter_groups
 from ..schedule import Schedule
-from . import aot, precision as precision_module, state, training
+from . import precision as precision_module, state, training
 from . import microbatches as microbatches_module
 from .face import Face
 from .generation import Generation, model_max_length
@@ -102,11 +99,26 @@ def _result_types(imported):
     return results
 
 
-class _CompiledCuda:
-    """One ahead-of-time GPU artefact (lamina-compile) for one set of input
-    shapes, its weights resident on the GPU."""
+# The element names of the binding's signatures, per torch dtype.
+_ELEMENT_NAMES = {torch.float32: "f32", torch.float16: "f16",
+                  torch.bfloat16: "bf16", torch.int64: "i64",
+                  torch.float64: "f64", torch.int32: "i32"}
 
-    def __init__(self, imported, scheduled, workdir):
+
+def _resident(value):
+    """A CUDA tensor as the binding passes a device buffer (pointer, element
+    name, shape); an int as it is."""
+    if isinstance(value, int):
+        return value
+    return (value.data_ptr(), _ELEMENT_NAMES[value.dtype], tuple(value.shape))
+
+
+class _CompiledCuda:
+    """One GPU program (the scheduled module built into an artefact and
+    loaded into this process by the binding) for one set of input shapes,
+    its weights resident on the GPU."""
+
+    def __init__(self, imported, scheduled):
         if not torch.cuda.is_available():
             raise RuntimeError("target='cuda' needs a CUDA GPU visible to "
                                "PyTorch; none is")
@@ -114,21 +126,15 @@ class _CompiledCuda:
         self.scheduled = scheduled
         # The schedule's transforms keep the function's signature.
         self.results = _result_types(imported)
-        workdir = pathlib.Path(tempfile.mkdtemp(prefix="model-", dir=workdir))
-        source = workdir / "model.mlir"
-        source.write_text(str(self.scheduled))
-        library = workdir / "libmodel.so"
-        with stage("compiling for the GPU (lamina-compile)"):
-            completed = subprocess.run(
-                [tools.tool("lamina-compile"), str(source), "-o",
-                 str(library)], capture_output=True, text=True)
-        if completed.returncode != 0:
-            raise ScheduleError(completed.stderr.strip())
-        self.artefact = aot.Artefact(library)
-        reason = self.artefact.gpu_unavailable()
-        if reason is not None:
-            raise RuntimeError(f"target='cuda': {reason}")
-        # (LNS layers' codes are float64 Parameters; the artefact takes
+        try:
+            with stage("compiling for the GPU (lamina-gpu-pipeline)"):
+                self.program = compiled(_lamina.Program(
+                    scheduled, entry=imported.entry, target="cuda"))
+        except ValueError as error:
+            raise ScheduleError(str(error).strip()) from None
+        except RuntimeError as error:  # no usable GPU
+            raise RuntimeError(f"target='cuda': {error}") from None
+        # (LNS layers' codes are float64 Parameters; the program takes
         # them as int64.)
         self.params = [t.detach().to(
             "cuda", torch.int64 if t.dtype == torch.float64 else t.dtype)
@@ -141,7 +147,11 @@ class _CompiledCuda:
             args.append(dropout_key)
         outputs = [torch.empty(shape, dtype=dtype, device="cuda")
                    for shape, dtype in self.results]
-        self.artefact.call(self.imported.entry, *args, *outputs)
+        # On PyTorch's current stream, without waiting: torch orders what
+        # reads the outputs after it.
+        self.program.run_resident(
+            [_resident(a) for a in args], [_resident(o) for o in outputs],
+            torch.cuda.current_stream().cuda_stream)
         return outputs
 
     @property
@@ -252,8 +262,6 @@ class CompiledModule(Face, nn.Module):
         # decode steps of generation (runtime/generation.py).
         self._state = {"shapes": {}, "programs": {}, "last": None,
                        "generation": None, "max_seq_len": max_seq_len}
-        self._workdir = (tempfile.TemporaryDirectory(prefix="lamina-")
-                         if target == "cuda" else None)
         model = schedule.model
         self._flags = {model.training: {name: module.training for name,
                                         module in model.named_modules()}}
@@ -330,7 +338,7 @@ class CompiledModule(Face, nn.Module):
             text = str(scheduled)
             if text not in programs:
                 programs[text] = (
-                    _CompiledCuda(imported, scheduled, self._workdir.name)
+                    _CompiledCuda(imported, scheduled)
                     if self.target == "cuda" else
                     _Compiled(imported, scheduled, self.pipeline,
                               lambda module: self._parameters_for(

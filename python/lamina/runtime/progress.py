@@ -134,6 +134,18 @@ def stage(name):
         yield
 
 
+@contextlib.contextmanager
+def steps():
+    """A function that starts each stage of a compile made of steps (the
+    C++ training pair reports each step as it starts), ending the one
+    before; the last ends with the block."""
+    with contextlib.ExitStack() as current:
+        def begin(name):
+            current.close()
+            current.enter_context(stage(name))
+        yield begin
+
+
 def compiled(program):
     """Records a compiled `program` (a `_lamina.Program`) in the compile
     under way: whether the compile cache held it, and its warnings as

@@ -331,20 +331,6 @@ def register_lns_parameters(module, model, imported, scheduled):
 # -- the forward / backward pair ----------------------------------------------
 
 
-def _compile_function(module, function, pipeline):
-    """`function` of `module` compiled alone (the module's other public
-    functions made private and dropped first: each would be compiled
-    too)."""
-    try:
-        alone = module.transform(
-            pipeline=f"symbol-privatize{{exclude={function}}},symbol-dce")
-        with progress.stage(f"compiling @{function} ({pipeline})"):
-            return CachedProgram(progress.compiled(_lamina.Program(
-                alone, entry=function, pipeline=pipeline)))
-    except ValueError as error:
-        raise ScheduleError(str(error)) from None
-
-
 def generate_backward(scheduled, entry, constants=()):
     """The `scheduled` module with `@f_forward` and `@f_backward` added
     (lamina-generate-backward), a new module; `constants`: the argument
@@ -361,60 +347,37 @@ def generate_backward(scheduled, entry, constants=()):
                             f"{str(error).strip()}") from None
 
 
-def reduce_replica_gradients(module, backward, results, mean, roots=()):
-    """`module` with the `results` of `backward` (parameter gradients)
-    reduced over the data-parallel replicas (lamina-reduce-replica-gradients),
-    each reduction starting as its gradient is final; `roots`: per result,
-    the replica it goes to (-1: every replica)."""
-    options = (f"function={backward} results={','.join(map(str, results))} "
-               f"mean={str(mean).lower()} "
-               f"overlap={str(grid.overlaps()).lower()}")
-    if roots:
-        options += f" roots={','.join(map(str, roots))}"
-    try:
-        return module.transform(
-            pipeline=f"lamina-reduce-replica-gradients{{{options}}}")
-    except ValueError as error:
-        raise ScheduleError(f"the gradients cannot be reduced over the "
-                            f"data-parallel replicas: "
-                            f"{str(error).strip()}") from None
-
-
 class TrainingPair:
-    """`@f_forward` and `@f_backward` of the scheduled program, compiled;
-    `constants`: the argument indices that get no gradient (tensors that
-    do not require one), for which the backward computes nothing.
-    `replicas`: None, or (number of inputs, mean, owners) on a grid with a
-    data axis, whose backward reduces the parameters' gradients over it
-    (to every replica, or per parameter argument to its owner)."""
+    """`@f_forward` and `@f_backward` of the scheduled program, compiled
+    (``_lamina.TrainingPair``: differentiated, reduced over the replicas
+    and compiled in C++, as ``lamina-run --backward`` does); `constants`:
+    the argument indices that get no gradient (tensors that do not require
+    one), for which the backward computes nothing. `replicas`: None, or
+    (number of inputs, mean, owners) on a grid with a data axis, whose
+    backward reduces the parameters' gradients over it (to every replica,
+    or per parameter argument to its owner)."""
 
     def __init__(self, scheduled, entry, pipeline, constants=(),
                  replicas=None):
         if scheduled.world_size > 1:
             check_gradient_layouts(scheduled, constants)
-        module = generate_backward(scheduled, entry, constants)
-        try:
-            info = module.training_entry(entry)
-        except ValueError as error:
-            raise ScheduleError(str(error)) from None
+        reduction = None
         if replicas is not None:
             num_inputs, mean, owners = replicas
-            parameters = [index for index, argument in
-                          enumerate(info["gradients"])
-                          if num_inputs <= argument < num_inputs +
-                          len(owners)]
-            roots = [owners[info["gradients"][index] - num_inputs]
-                     for index in parameters]
-            if parameters:
-                module = reduce_replica_gradients(
-                    module, info["backward"], parameters, mean,
-                    roots if any(r >= 0 for r in roots) else ())
-        self.module = module
-        self.saved = info["saved"]
-        self.gradients = info["gradients"]
-        self.forward = _compile_function(module, info["forward"], pipeline)
-        self.backward = _compile_function(module, info["backward"],
-                                          pipeline)
+            reduction = (num_inputs, list(owners), mean, grid.overlaps())
+        try:
+            with progress.steps() as begin:
+                pair = _lamina.TrainingPair(
+                    scheduled, entry, pipeline=pipeline,
+                    constants=list(constants), replicas=reduction,
+                    on_step=begin)
+        except ValueError as error:
+            raise ScheduleError(str(error).strip()) from None
+        self.module = pair.module
+        self.saved = pair.saved
+        self.gradients = pair.gradients
+        self.forward = CachedProgram(progress.compiled(pair.forward))
+        self.backward = CachedProgram(progress.compiled(pair.backward))
 
 
 # -- calls ------------------------------------------------------------------

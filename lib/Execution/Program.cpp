@@ -1,6 +1,6 @@
-//===- JitProgram.cpp - Compile a module and run it on the host -----------===//
+//===- Program.cpp - Compile a module and run it from the host ------------===//
 
-#include "lamina/Execution/JitProgram.h"
+#include "lamina/Execution/Program.h"
 
 #include "lamina/Execution/CompileCache.h"
 #include "lamina/Execution/NativeCode.h"
@@ -179,7 +179,7 @@ static llvm::Error readPackedWeights(ModuleOp module, StringRef function,
   return llvm::Error::success();
 }
 
-JitProgram::~JitProgram() = default;
+Program::~Program() = default;
 
 /// The function `entry` of `module`, or an error naming the ones it has.
 static llvm::Expected<func::FuncOp> lookupEntry(ModuleOp module,
@@ -252,7 +252,7 @@ static llvm::Error addSpec(SmallVector<ArgumentSpec> &specs, Type type,
   return llvm::Error::success();
 }
 
-llvm::Error JitProgram::describeSignature(func::FuncOp function,
+llvm::Error Program::describeSignature(func::FuncOp function,
                                           bool partitioned) {
   bool multiRank = worldSize > 1;
   for (auto [index, type] : llvm::enumerate(function.getArgumentTypes()))
@@ -280,7 +280,7 @@ llvm::Error JitProgram::describeSignature(func::FuncOp function,
   return llvm::Error::success();
 }
 
-llvm::Error JitProgram::describePipelineStages(func::FuncOp function) {
+llvm::Error Program::describePipelineStages(func::FuncOp function) {
   SmallVector<func::CallOp> calls = getStageCalls(function);
   if (calls.empty())
     return llvm::Error::success();
@@ -363,7 +363,7 @@ static bool callsMpiRuntime(ModuleOp module) {
                       });
 }
 
-llvm::Error JitProgram::readWeightPacking(ModuleOp module) {
+llvm::Error Program::readWeightPacking(ModuleOp module) {
   if (!module->hasAttr(LaminaDialect::kWeightPackingAttrName))
     return llvm::Error::success();
   if (llvm::Error error = readPackedWeights(module, entry, packedWeights,
@@ -391,29 +391,19 @@ static void stripLayouts(ModuleOp module) {
   });
 }
 
-llvm::SmallVector<std::string> JitProgram::getHostFunctions() const {
-  llvm::SmallVector<std::string> functions = {"_mlir_ciface_" + entry};
+llvm::SmallVector<std::string> Program::getHostFunctions() const {
+  llvm::SmallVector<std::string> functions = {entry};
   if (!packedWeights.empty())
-    functions.push_back("_mlir_ciface_" + entry + "_pack_weights");
+    functions.push_back(entry + "_pack_weights");
   for (const StageCall &stage : stageCalls) {
-    functions.push_back("_mlir_ciface_" + stage.function);
+    functions.push_back(stage.function);
     if (!stage.packedWeights.empty())
-      functions.push_back("_mlir_ciface_" + stage.function + "_pack_weights");
+      functions.push_back(stage.function + "_pack_weights");
   }
   return functions;
 }
 
-llvm::Error JitProgram::createEngine(ModuleOp module, TimingScope &timing,
-                                     bool keepObject) {
-  auto compiled =
-      NativeCode::compile(module, getHostFunctions(), keepObject, timing);
-  if (!compiled)
-    return compiled.takeError();
-  code = std::move(*compiled);
-  return llvm::Error::success();
-}
-
-void JitProgram::settleWorldSize(bool callsMpi) {
+void Program::settleWorldSize(bool callsMpi) {
   auto sharded = [](const ArgumentSpec &spec) {
     return spec.shardAxis.has_value();
   };
@@ -446,8 +436,9 @@ static std::string describeForCache(ModuleOp module) {
   return text;
 }
 
-llvm::Error JitProgram::loadCached(MLIRContext *context,
-                                   const CacheEntry &cached) {
+llvm::Error Program::loadCached(MLIRContext *context,
+                                const CacheEntry &cached,
+                                const ProgramTarget &target) {
   OwningOpRef<ModuleOp> facts = parseSourceString<ModuleOp>(
       cached.metadata, ParserConfig(context, /*verifyAfterParse=*/false));
   if (!facts)
@@ -455,9 +446,9 @@ llvm::Error JitProgram::loadCached(MLIRContext *context,
   settleWorldSize((*facts)->hasAttr(kCallsMpiAttr));
   if (llvm::Error error = readWeightPacking(*facts))
     return error;
-  auto loaded = NativeCode::load(cached.object->getMemBufferRef(),
-                                 (*facts)->hasAttr(kUsesOpenMPAttr),
-                                 getHostFunctions());
+  auto loaded = target.load(cached.object->getMemBufferRef(),
+                             (*facts)->hasAttr(kUsesOpenMPAttr),
+                             getHostFunctions());
   if (!loaded)
     return loaded.takeError();
   code = std::move(*loaded);
@@ -482,9 +473,15 @@ static void keepFreedMemory() {
   });
 }
 
-llvm::Expected<std::unique_ptr<JitProgram>>
-JitProgram::compile(OwningOpRef<ModuleOp> module, StringRef entry,
-                    StringRef pipeline) {
+llvm::Expected<std::unique_ptr<Program>>
+Program::compile(OwningOpRef<ModuleOp> module, StringRef entry,
+                 StringRef pipeline) {
+  return compile(std::move(module), entry, CpuTarget(pipeline));
+}
+
+llvm::Expected<std::unique_ptr<Program>>
+Program::compile(OwningOpRef<ModuleOp> module, StringRef entry,
+                 const ProgramTarget &target) {
   keepFreedMemory();
   // The times of this compile's stages (MLIR passes, LLVM): on stderr at
   // its end with lamina-run --mlir-timing, or LAMINA_TIMING=1 (Python).
@@ -493,7 +490,7 @@ JitProgram::compile(OwningOpRef<ModuleOp> module, StringRef entry,
   if (const char *setting = std::getenv("LAMINA_TIMING"))
     timingManager.setEnabled(StringRef(setting) != "0");
   TimingScope timing = timingManager.getRootScope();
-  std::unique_ptr<JitProgram> program(new JitProgram());
+  std::unique_ptr<Program> program(new Program());
   program->entry = entry.str();
   if (llvm::Error error = lookupEntry(*module, entry).takeError())
     return std::move(error);
@@ -529,14 +526,17 @@ JitProgram::compile(OwningOpRef<ModuleOp> module, StringRef entry,
   makeHostCallable(function);
 
   // A process that compiled this program before left its code on disk.
-  CompileCache cache = CompileCache::fromEnvironment();
+  std::string pipeline = target.getCachedPipeline();
+  CompileCache cache = pipeline.empty() ? CompileCache()
+                                        : CompileCache::fromEnvironment();
   std::string key;
   if (cache.isEnabled()) {
     TimingScope lookup = timing.nest("compile cache lookup");
     key = CompileCache::computeKey(*module, entry, pipeline);
     if (std::optional<CacheEntry> cached =
             cache.lookup(key, program->warnings)) {
-      llvm::Error error = program->loadCached(module->getContext(), *cached);
+      llvm::Error error =
+          program->loadCached(module->getContext(), *cached, target);
       if (!error) {
         program->cacheStatus = "hit";
         return program;
@@ -552,16 +552,18 @@ JitProgram::compile(OwningOpRef<ModuleOp> module, StringRef entry,
     }
   }
 
-  if (llvm::Error error = runPassPipeline(*module, pipeline, &timing))
+  if (llvm::Error error = target.lower(*module, timing))
     return std::move(error);
   program->settleWorldSize(callsMpiRuntime(*module));
   std::string facts = cache.isEnabled() ? describeForCache(*module) : "";
   if (llvm::Error error = program->readWeightPacking(*module))
     return std::move(error);
   stripLayouts(*module);
-  if (llvm::Error error =
-          program->createEngine(*module, timing, cache.isEnabled()))
-    return std::move(error);
+  auto code = target.build(*module, program->getHostFunctions(),
+                           cache.isEnabled(), timing);
+  if (!code)
+    return code.takeError();
+  program->code = std::move(*code);
   if (cache.isEnabled()) {
     cache.store(key, facts, program->code->getObject()->getMemBufferRef(),
                 program->warnings);
@@ -570,46 +572,28 @@ JitProgram::compile(OwningOpRef<ModuleOp> module, StringRef entry,
   return program;
 }
 
-namespace {
-/// A memref descriptor of any rank, laid out as the C interface expects:
-/// {allocated, aligned, offset, sizes[rank], strides[rank]}.
-struct Descriptor {
-  std::vector<int64_t> words;
-
-  Descriptor(void *data, llvm::ArrayRef<int64_t> shape) {
-    auto pointer = static_cast<int64_t>(reinterpret_cast<intptr_t>(data));
-    words = {pointer, pointer, 0};
-    words.insert(words.end(), shape.begin(), shape.end());
-    std::vector<int64_t> strides(shape.size(), 1);
-    for (int64_t d = int64_t(shape.size()) - 2; d >= 0; --d)
-      strides[d] = strides[d + 1] * shape[d + 1];
-    words.insert(words.end(), strides.begin(), strides.end());
-  }
-};
-} // namespace
-
-int64_t JitProgram::getTensorRank() const {
+int64_t Program::getTensorRank() const {
   return worldSize > 1 ? mpiAxisRank(MpiAxis::Tensor) : 0;
 }
 
-int64_t JitProgram::getStageRank() const {
+int64_t Program::getStageRank() const {
   return stageCount > 1 ? mpiAxisRank(MpiAxis::Pipeline) : 0;
 }
 
-int64_t JitProgram::getActiveStageCount() const {
+int64_t Program::getActiveStageCount() const {
   return stageCount > 1 ? mpiAxisSize(MpiAxis::Pipeline) : 1;
 }
 
-int64_t JitProgram::getRank() const {
+int64_t Program::getRank() const {
   return worldSize > 1 ? getTensorRank() : getStageRank();
 }
 
-int64_t JitProgram::getActiveWorldSize() const {
+int64_t Program::getActiveWorldSize() const {
   return worldSize > 1 ? mpiAxisSize(MpiAxis::Tensor) : getActiveStageCount();
 }
 
 llvm::SmallVector<int64_t>
-JitProgram::getLocalShape(const ArgumentSpec &spec) const {
+Program::getLocalShape(const ArgumentSpec &spec) const {
   llvm::SmallVector<int64_t> shape(spec.shape);
   if (spec.shardAxis)
     shape[*spec.shardAxis] /= worldSize;
@@ -638,7 +622,7 @@ static llvm::Error checkAxis(llvm::StringRef entry, const char *axis,
       static_cast<long long>(actual), static_cast<long long>(expected));
 }
 
-llvm::Error JitProgram::checkWorld() const {
+llvm::Error Program::checkWorld() const {
   if (worldSize > 1)
     if (llvm::Error error = checkAxis(entry, "tensor", worldSize,
                                       mpiAxisSize(MpiAxis::Tensor)))
@@ -648,8 +632,8 @@ llvm::Error JitProgram::checkWorld() const {
   return llvm::Error::success();
 }
 
-llvm::Expected<JitProgram::PreparedArguments>
-JitProgram::prepare(std::vector<HostTensor> args) {
+llvm::Expected<Program::PreparedArguments>
+Program::prepare(std::vector<HostTensor> args) {
   // A pipeline runs one stage per rank, or every stage in a world of one.
   bool wholePipelineHere = !stageCalls.empty() && getActiveStageCount() == 1;
   if (!wholePipelineHere)
@@ -683,7 +667,7 @@ JitProgram::prepare(std::vector<HostTensor> args) {
   return prepared;
 }
 
-llvm::Error JitProgram::checkArgument(size_t index, const HostTensor &arg,
+llvm::Error Program::checkArgument(size_t index, const HostTensor &arg,
                                       bool &isBlock) const {
   const ArgumentSpec &spec = inputs[index];
   isBlock = spec.shardAxis && worldSize > 1 &&
@@ -717,7 +701,7 @@ llvm::Error JitProgram::checkArgument(size_t index, const HostTensor &arg,
                            text(arg.shape).c_str());
 }
 
-llvm::Error JitProgram::pack(PreparedArguments &prepared) {
+llvm::Error Program::pack(PreparedArguments &prepared) {
   if (packedWeights.empty())
     return llvm::Error::success();
   // Packing writes every element (padding included); packing again (an
@@ -745,7 +729,7 @@ llvm::Error JitProgram::pack(PreparedArguments &prepared) {
   return llvm::Error::success();
 }
 
-llvm::Error JitProgram::repack(PreparedArguments &prepared) {
+llvm::Error Program::repack(PreparedArguments &prepared) {
   if (!prepared.stageArguments.empty())
     return createStringError(std::errc::invalid_argument,
                              "the arguments of a pipeline split over ranks "
@@ -754,7 +738,7 @@ llvm::Error JitProgram::repack(PreparedArguments &prepared) {
 }
 
 llvm::Error
-JitProgram::update(PreparedArguments &prepared,
+Program::update(PreparedArguments &prepared,
                    std::vector<std::pair<size_t, HostTensor>> args) {
   SmallVector<bool> isBlock;
   if (llvm::Error error = checkUpdatedArguments(args, isBlock))
@@ -776,7 +760,7 @@ JitProgram::update(PreparedArguments &prepared,
   return repack ? pack(prepared) : llvm::Error::success();
 }
 
-llvm::Error JitProgram::checkUpdatedArguments(
+llvm::Error Program::checkUpdatedArguments(
     llvm::ArrayRef<std::pair<size_t, HostTensor>> args,
     SmallVectorImpl<bool> &isBlock) const {
   for (const auto &[index, arg] : args) {
@@ -793,7 +777,7 @@ llvm::Error JitProgram::checkUpdatedArguments(
 }
 
 llvm::Expected<std::vector<std::optional<HostTensor>>>
-JitProgram::runStage(const PreparedArguments &args) {
+Program::runStage(const PreparedArguments &args) {
   if (!args.stageArguments.empty())
     return runPipeline(args, /*stageLocal=*/true);
   llvm::Expected<std::vector<HostTensor>> outputs = run(args);
@@ -805,7 +789,7 @@ JitProgram::runStage(const PreparedArguments &args) {
 }
 
 llvm::Expected<std::vector<HostTensor>>
-JitProgram::run(const PreparedArguments &args) {
+Program::run(const PreparedArguments &args) {
   if (!args.stageArguments.empty()) {
     auto results = runPipeline(args, /*stageLocal=*/false);
     if (!results)
@@ -831,31 +815,46 @@ JitProgram::run(const PreparedArguments &args) {
   return outputs;
 }
 
-llvm::Error JitProgram::invoke(llvm::StringRef function,
-                               llvm::ArrayRef<HostTensor> args,
-                               llvm::ArrayRef<ArgumentSpec> argSpecs,
-                               std::vector<HostTensor> &outputs) {
-  // Packed calling convention: one pointer per argument to where the
-  // argument's value lives; a memref's value is a pointer to its descriptor.
-  std::vector<Descriptor> descriptors;
-  descriptors.reserve(args.size() + outputs.size());
-  std::vector<void *> descriptorPointers;
-  descriptorPointers.reserve(args.size() + outputs.size());
-  std::vector<void *> packed;
-  for (auto [arg, spec] : llvm::zip_equal(args, argSpecs)) {
-    if (spec.isScalar) {
-      packed.push_back(const_cast<uint8_t *>(arg.bytes.data()));
-      continue;
-    }
-    descriptors.emplace_back(const_cast<uint8_t *>(arg.bytes.data()),
-                             arg.shape);
-    descriptorPointers.push_back(descriptors.back().words.data());
-    packed.push_back(&descriptorPointers.back());
-  }
-  for (HostTensor &output : outputs) {
-    descriptors.emplace_back(output.bytes.data(), output.shape);
-    descriptorPointers.push_back(descriptors.back().words.data());
-    packed.push_back(&descriptorPointers.back());
-  }
-  return code->invoke(("_mlir_ciface_" + function).str(), packed);
+llvm::Error Program::invoke(llvm::StringRef function,
+                            llvm::ArrayRef<HostTensor> args,
+                            llvm::ArrayRef<ArgumentSpec> argSpecs,
+                            std::vector<HostTensor> &outputs) {
+  SmallVector<CallValue> argValues, outputValues;
+  for (auto [arg, spec] : llvm::zip_equal(args, argSpecs))
+    argValues.push_back({const_cast<uint8_t *>(arg.bytes.data()), arg.shape,
+                         arg.bytes.size(), spec.isScalar});
+  for (HostTensor &output : outputs)
+    outputValues.push_back(
+        {output.bytes.data(), output.shape, output.bytes.size()});
+  return code->call(function, argValues, outputValues);
+}
+
+llvm::Error Program::runResident(llvm::ArrayRef<CallValue> args,
+                                 llvm::ArrayRef<CallValue> outputs,
+                                 void *stream) {
+  if (!stageCalls.empty() || !packedWeights.empty() || worldSize > 1)
+    return createStringError(std::errc::invalid_argument,
+                             "@%s runs on one rank with packed weights or "
+                             "stages; pass it host tensors",
+                             entry.c_str());
+  auto check = [&](llvm::ArrayRef<CallValue> values,
+                   llvm::ArrayRef<ArgumentSpec> specs,
+                   const char *what) -> llvm::Error {
+    if (values.size() != specs.size())
+      return createStringError(std::errc::invalid_argument,
+                               "@%s takes %zu %s, got %zu", entry.c_str(),
+                               specs.size(), what, values.size());
+    for (auto [index, value, spec] : llvm::enumerate(values, specs))
+      if (value.isScalar != spec.isScalar ||
+          (!spec.isScalar && value.shape != llvm::ArrayRef(spec.shape)))
+        return createStringError(std::errc::invalid_argument,
+                                 "%s %zu of @%s must be %s", what, index,
+                                 entry.c_str(), spec.typeText.c_str());
+    return llvm::Error::success();
+  };
+  if (llvm::Error error = check(args, inputs, "inputs"))
+    return error;
+  if (llvm::Error error = check(outputs, results, "results"))
+    return error;
+  return code->callResident(entry, args, outputs, stream);
 }

@@ -1,8 +1,15 @@
-//===- JitProgram.h - Compile a module and run it on the host ---*- C++ -*-===//
+//===- Program.h - Compile a module and run it from the host ---*- C++ -*-===//
+//
+// One API for every target (Executable.h): a module compiled for the host
+// CPU or a GPU, its signature read, arguments checked, sharded over ranks
+// and packed once, pipeline stages run on their ranks.
+//
+//===----------------------------------------------------------------------===//
 
-#ifndef LAMINA_EXECUTION_JITPROGRAM_H
-#define LAMINA_EXECUTION_JITPROGRAM_H
+#ifndef LAMINA_EXECUTION_PROGRAM_H
+#define LAMINA_EXECUTION_PROGRAM_H
 
+#include "lamina/Execution/Executable.h"
 #include "lamina/Execution/HostTensor.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -15,7 +22,6 @@
 
 namespace mlir {
 namespace lamina {
-class NativeCode;
 struct CacheEntry;
 
 /// One argument or result of the entry function as the host sees it.
@@ -51,20 +57,23 @@ llvm::Error checkFitsInMemory(RankedTensorType type, llvm::StringRef role);
 llvm::Error runPassPipeline(ModuleOp module, llvm::StringRef pipeline,
                             TimingScope *timing = nullptr);
 
-/// A module compiled for the host CPU with a named pipeline and loaded with
-/// the MLIR ExecutionEngine. Inputs are never written; results are returned
-/// in fresh host tensors.
-class JitProgram {
+/// A module compiled for a target and loaded for calls from the host.
+/// Inputs are never written; results are returned in fresh host tensors.
+class Program {
 public:
   /// Prepares `module` for the host (the `lamina-host-prepare` pipeline),
-  /// reads `entry`'s signature, compiles it with the textual pass pipeline
-  /// `pipeline` (e.g. "lamina-cpu-pipeline") and loads it for calls. Both
-  /// pipelines must be registered (registerAllPasses).
-  static llvm::Expected<std::unique_ptr<JitProgram>>
+  /// reads `entry`'s signature, lowers and builds it for `target` and loads
+  /// it for calls. The pipelines must be registered (registerAllPasses).
+  static llvm::Expected<std::unique_ptr<Program>>
+  compile(OwningOpRef<ModuleOp> module, llvm::StringRef entry,
+          const ProgramTarget &target);
+  /// compile() for the host CPU with the textual pass pipeline `pipeline`
+  /// (e.g. "lamina-cpu-pipeline").
+  static llvm::Expected<std::unique_ptr<Program>>
   compile(OwningOpRef<ModuleOp> module, llvm::StringRef entry,
           llvm::StringRef pipeline);
 
-  ~JitProgram();
+  ~Program();
 
   llvm::ArrayRef<ArgumentSpec> getInputs() const { return inputs; }
   llvm::ArrayRef<ArgumentSpec> getResults() const { return results; }
@@ -127,6 +136,14 @@ public:
   /// rank returns the whole results.
   llvm::Expected<std::vector<HostTensor>> run(const PreparedArguments &args);
 
+  /// Runs the entry on values already in the target's memory (`args` in
+  /// signature order, `outputs` one per result, filled), ordered on the
+  /// target's `stream`, without waiting where the target can: how
+  /// PyTorch's CUDA tensors are passed. Only for an entry of one rank
+  /// whose weights are not packed.
+  llvm::Error runResident(llvm::ArrayRef<CallValue> args,
+                          llvm::ArrayRef<CallValue> outputs, void *stream);
+
   /// Runs this rank's stages of a pipelined entry alone: the results it
   /// computed or received (nullopt for the others), and its sends left to
   /// complete while later calls run (mpiCompleteDeferredSends), so that
@@ -140,9 +157,9 @@ public:
   std::vector<int64_t> getResultStages() const;
 
 private:
-  JitProgram() = default;
+  Program() = default;
 
-  std::unique_ptr<NativeCode> code;
+  std::unique_ptr<Executable> code;
   std::string entry;
   std::string cacheStatus = "off";
   std::vector<std::string> warnings;
@@ -181,11 +198,10 @@ private:
   void settleWorldSize(bool callsMpi);
   /// The C-interface functions the host calls.
   llvm::SmallVector<std::string> getHostFunctions() const;
-  llvm::Error createEngine(ModuleOp module, TimingScope &timing,
-                           bool keepObject);
   /// Loads a cached compile of the lowered program: its facts, then its
   /// code.
-  llvm::Error loadCached(MLIRContext *context, const CacheEntry &cached);
+  llvm::Error loadCached(MLIRContext *context, const CacheEntry &cached,
+                         const ProgramTarget &target);
 
   llvm::Expected<PreparedArguments>
   preparePipeline(llvm::ArrayRef<HostTensor> args,
@@ -247,4 +263,4 @@ private:
 } // namespace lamina
 } // namespace mlir
 
-#endif // LAMINA_EXECUTION_JITPROGRAM_H
+#endif // LAMINA_EXECUTION_PROGRAM_H
