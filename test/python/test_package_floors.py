@@ -7,6 +7,7 @@ is shadowed by a function of the same name. Read from the sources with
 
 import ast
 import pathlib
+import tokenize
 
 import pytest
 
@@ -104,3 +105,16 @@ def test_the_runtime_modules_keep_their_public_names():
     assert lamina.training is lamina.runtime.training
     assert lamina.rng.manual_seed is lamina.manual_seed
     assert lamina.aot is lamina.runtime.aot
+
+
+def test_autograd_over_compiled_programs_names_no_number_format():
+    """runtime/training.py handles every parameter's number format through
+    runtime/formats.py (registration, names, gradient accumulation): none
+    of its identifiers names LNS, the format formats.py plugs in."""
+    path = PACKAGE / "runtime" / "training.py"
+    with tokenize.open(path) as source:
+        names = [token.string for token in
+                 tokenize.generate_tokens(source.readline)
+                 if token.type == tokenize.NAME]
+    assert "formats" in names
+    assert [n for n in names if "lns" in n.lower()] == []

@@ -198,9 +198,15 @@ def test_prepared_arguments_are_reused_until_a_parameter_changes(
 
 def test_backward_is_compiled_once_per_shape(monkeypatch):
     compiled_functions = []
-    real = training._compile_function
-    monkeypatch.setattr(training, "_compile_function", lambda m, f, p: (
-        compiled_functions.append(f), real(m, f, p))[1])
+    real = training._lamina.TrainingPair
+
+    def recording(*args, on_step, **kwargs):
+        def step(name):  # "compiling @f (pipeline)"
+            if name.startswith("compiling @"):
+                compiled_functions.append(name.split()[1][1:])
+            on_step(name)
+        return real(*args, on_step=step, **kwargs)
+    monkeypatch.setattr(training._lamina, "TrainingPair", recording)
     torch.manual_seed(9)
     model = MLP()
     compiled = lamina.build(lamina.create_schedule(model),

@@ -14,7 +14,7 @@ from ..importer.model import result_tensors
 from ..lns.graph import clear_gradient
 from ..lns.layers import lns_parameter_groups
 from ..schedule import Schedule
-from . import precision as precision_module, state, training
+from . import formats, precision as precision_module, state, training
 from . import microbatches as microbatches_module
 from .face import Face
 from .generation import Generation, model_max_length
@@ -355,7 +355,7 @@ class CompiledModule(Face, nn.Module):
         after); then the schedule's backward layouts are checked when the
         module trains."""
         model = self.schedule.model
-        training.register_lns_parameters(self, model, imported, scheduled)
+        formats.register_parameters(self, model, imported, scheduled)
         if scheduled.world_size > 1:
             training.register_parameter_blocks(self, model, imported,
                                                scheduled)

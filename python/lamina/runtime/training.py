@@ -25,11 +25,7 @@ from torch import nn
 
 from .. import _lamina
 from ..errors import ScheduleError, UnsupportedOperationError
-from ..lns.base import Base
-from ..lns.graph import accumulate
-from ..lns.layers import LNSModule, register_lns_codes
-from ..lns.tensor import lnstensor
-from . import grid, progress
+from . import formats, grid, progress
 from .optim import OWNER
 from .face import Face
 
@@ -58,8 +54,8 @@ def _argument_key(argument):
 
 def _array(argument, kind=None):
     """`argument` as the NumPy array a program takes; `kind` is the
-    argument's element kind (an LNS parameter's float64 codes go to an i64
-    argument as int64)."""
+    argument's element kind (a parameter held as float64 codes, formats.py,
+    goes to an i64 argument as int64)."""
     if isinstance(argument, torch.Tensor):
         tensor = argument.detach().cpu().contiguous()
         if tensor.dtype == torch.bfloat16:
@@ -160,14 +156,7 @@ def register_parameters(module, model):
     model may equal an attribute of `module` (`ir`, `schedule`)."""
     for name, parameter in model.named_parameters():
         set_parameter(module, name, parameter, model)
-    # An LNS layer's parameters keep their base and LNS name (lns.layers).
-    for path, owner in model.named_modules():
-        for name in owner.__dict__.get("_lns_names", ()):
-            target = module.get_submodule(path) if path else module
-            target._buffers[f"{name}_base"] = owner._buffers[f"{name}_base"]
-            target.__dict__.setdefault("_lns_names", set()).add(name)
-            owner._parameters[f"{name}_lns"]._lns_base = getattr(owner,
-                                                                name).lns_base
+    formats.copy_registration(module, model)
 
 
 def set_parameter(module, name, parameter, model=None):
@@ -186,14 +175,13 @@ def set_parameter(module, name, parameter, model=None):
     owner._parameters[leaf] = parameter
 
 
-class Parameters(Face, LNSModule):
+class Parameters(Face, *formats.MODULE_BASES):
     """A module of the compiled model's tree: the parameters under one path
     of the scheduled model, facing the model's module at that path (face.py:
     what the node does not hold is the model module's, and calling the node
-    runs that module). An LNSModule, so that an LNS layer's parameter
-    (`<name>_lns` and `<name>_base`) also reads as an LNSTensor, as on
-    lamina.lns layers (`compiled.fc.weight`); printed with its parameters'
-    types."""
+    runs that module). A parameter held in another number format reads as
+    that format's tensor (formats.MODULE_BASES: an LNS layer's as an
+    LNSTensor, `compiled.fc.weight`); printed with its parameters' types."""
 
     def __init__(self, original=None):
         super().__init__()
@@ -229,9 +217,7 @@ def register_parameter_blocks(module, model, imported, scheduled):
     ranks = scheduled.world_size
     rank = _lamina.rank() % ranks
     for (_, tensor), (axis, parts) in zip(imported.parameters, shards):
-        name = names.get(id(tensor))
-        # An LNS layer's parameter is its codes (register_lns_parameters).
-        key = name if name in own else f"{name}_lns"
+        key = formats.registered_name(names.get(id(tensor)), own)
         current = own.get(key)
         if axis is None or current is None or current.shape != tensor.shape:
             continue  # not sharded, or already this rank's block
@@ -279,7 +265,7 @@ def check_gradient_layouts(scheduled, constants=()):
 def parameter_arguments(module, model, imported):
     """A function giving the tensor each parameter argument of `imported`
     takes now: the Parameter registered on `module` under the model's name
-    of the traced tensor (an LNS layer's codes under `<name>_lns`), or the
+    of the traced tensor (in its number format, formats.py), or the
     traced tensor itself when the model has no such parameter (a buffer).
     Looked up at every call: a Parameter replaced on the compiled module
     (``compiled.fc.weight = nn.Parameter(...)``) is the one used."""
@@ -289,43 +275,10 @@ def parameter_arguments(module, model, imported):
 
     def current():
         own = dict(module.named_parameters())
-        return [own.get(name, own.get(f"{name}_lns", tensor))
+        return [own.get(formats.registered_name(name, own), tensor)
                 if name is not None else tensor
                 for name, tensor in arguments]
     return current
-
-
-def _lns_base(base):
-    """The Base of an argument_lns_bases entry (None: not LNS)."""
-    if base is None:
-        return None
-    kind, value = base
-    return Base(f=value) if kind == "f" else Base(b=value)
-
-
-def register_lns_parameters(module, model, imported, scheduled):
-    """Registers, in place of each of `model`'s Parameters that the
-    `scheduled` module takes as LNS codes (a layer replaced by its LNS variant), an LNS
-    parameter as lamina.lns layers register one: its codes in a float64
-    Parameter `<name>_lns`, its base in a buffer `<name>_base` (and the
-    name in the owner's `_lns_names`, which lns_parameters() reads). The
-    codes encode the model's weights at the first compile; later compiles
-    keep them."""
-    bases = [_lns_base(base) for base in scheduled.argument_lns_bases(
-        imported.entry)[imported.num_inputs:]]
-    names = {id(p): n for n, p in model.named_parameters()}
-    own = dict(module.named_parameters())
-    for (_, tensor), base in zip(imported.parameters, bases):
-        name = names.get(id(tensor))
-        if base is None or name is None or own.get(name) is not tensor or \
-                getattr(tensor, "_lns_base", None) is not None:
-            continue  # not a float parameter, or codes already
-        *path, leaf = name.split(".")
-        owner = module.get_submodule(".".join(path)) if path else module
-        codes = nn.Parameter(lnstensor(tensor.detach(), **base.kw()).lns,
-                             requires_grad=tensor.requires_grad)
-        codes._lns_base = base  # the base its gradients accumulate in
-        register_lns_codes(owner, leaf, codes, base.tensor())
 
 
 # -- the forward / backward pair ----------------------------------------------
@@ -591,13 +544,14 @@ class ProgramCall:
             if slot >= ctx.num_inputs and not self._reduced_here(
                     self.distinct[slot - ctx.num_inputs]):
                 continue  # ZeRO stage 2: reduced to its owner only
-            if slot >= ctx.num_inputs and getattr(
-                    self.distinct[slot - ctx.num_inputs], "_lns_base", None):
-                # LNS codes: added to earlier calls' in LNS, as lamina.lns
-                # leaves are (torch's engine would add them as floats).
-                _accumulate_lns(self.distinct[slot - ctx.num_inputs],
-                                gradient)
-                continue
+            if slot >= ctx.num_inputs:
+                # In the parameter's number format (LNS codes add in LNS);
+                # None: accumulated already.
+                parameter = self.distinct[slot - ctx.num_inputs]
+                gradient = formats.of(parameter).accumulate(parameter,
+                                                            gradient)
+                if gradient is None:
+                    continue
             gradient = as_tensor(gradient).to(tensors[slot].dtype)
             gradients[slot] = gradient if gradients[slot] is None else \
                 gradients[slot] + gradient
@@ -607,11 +561,6 @@ class ProgramCall:
 def _layout(dtype, shape):
     """float32 [4096, 1024]"""
     return f"{str(dtype).removeprefix('torch.')} {list(shape)}"
-
-
-def _accumulate_lns(parameter, codes):
-    accumulate(parameter, torch.from_numpy(
-        np.asarray(codes, dtype=np.int64).astype(np.float64)))
 
 
 class _Strategy:
