@@ -218,12 +218,14 @@ public:
       scalars.push_back(arg.cast<int64_t>());
       argValues.push_back({&scalars.back(), {}, sizeof(int64_t), true});
     }
-    for (auto [index, output] : llvm::enumerate(outputs)) {
-      if (index >= program->getResults().size())
-        break;
-      outputValues.push_back(tensor(output, program->getResults()[index],
-                                    "result " + std::to_string(index)));
-    }
+    llvm::ArrayRef<ArgumentSpec> results = program->getResults();
+    if (outputs.size() != results.size())
+      throw py::value_error("the program has " +
+                            std::to_string(results.size()) + " results, got " +
+                            std::to_string(outputs.size()) + " outputs");
+    for (auto [index, output] : llvm::enumerate(outputs))
+      outputValues.push_back(
+          tensor(output, results[index], "result " + std::to_string(index)));
     llvm::Error error = [&] {
       py::gil_scoped_release release;
       return program->runResident(argValues, outputValues,
