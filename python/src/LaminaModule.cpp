@@ -515,7 +515,8 @@ PYBIND11_MODULE(_lamina, m) {
                     const std::optional<py::function> &>(),
            py::arg("module"), py::arg("entry"),
            py::arg("pipeline") = "lamina-cpu-pipeline",
-           py::arg("target") = "cpu", py::arg("constants") = std::vector<int64_t>(),
+           py::arg("target") = "cpu",
+           py::arg("constants") = std::vector<int64_t>(),
            py::arg("replicas") = py::none(), py::arg("on_step") = py::none())
       .def_property_readonly("forward", &PyTrainingPair::forward,
                              "the entry's results, then the saved values")

@@ -82,7 +82,9 @@ public:
   llvm::ArrayRef<ArgumentSpec> getResults() const {
     return forward->getResults().take_front(numResults);
   }
-  size_t getNumSaved() const { return forward->getResults().size() - numResults; }
+  size_t getNumSaved() const {
+    return forward->getResults().size() - numResults;
+  }
   /// The gradients the backward returns, in argument order.
   llvm::ArrayRef<ArgumentSpec> getGradients() const {
     return backward->getResults();
