@@ -23,7 +23,7 @@ using llvm::createStringError;
 /// `arg` as stage argument `spec` takes it: this rank's block of a sharded
 /// argument given whole (tensor parallelism inside the stages).
 HostTensor Program::stageArgument(const HostTensor &arg, size_t index,
-                                     bool isBlock) const {
+                                  bool isBlock) const {
   const ArgumentSpec &spec = inputs[index];
   if (spec.shardAxis && !isBlock && worldSize > 1)
     return arg.getBlock(*spec.shardAxis, getTensorRank(), worldSize,
@@ -33,7 +33,7 @@ HostTensor Program::stageArgument(const HostTensor &arg, size_t index,
 
 llvm::Expected<Program::PreparedArguments>
 Program::preparePipeline(llvm::ArrayRef<HostTensor> args,
-                            llvm::ArrayRef<bool> isBlock) {
+                         llvm::ArrayRef<bool> isBlock) {
   PreparedArguments prepared;
   int64_t rank = getStageRank();
   for (const StageCall &stage : stageCalls) {
@@ -63,7 +63,7 @@ Program::preparePipeline(llvm::ArrayRef<HostTensor> args,
 }
 
 llvm::Error Program::packStage(const StageCall &stage,
-                                  std::vector<HostTensor> &stageArgs) {
+                               std::vector<HostTensor> &stageArgs) {
   stageArgs.resize(stage.inputs.size());
   std::vector<HostTensor> packed;
   for (const ArgumentSpec &spec : stage.packedWeights) {
@@ -84,8 +84,8 @@ llvm::Error Program::packStage(const StageCall &stage,
 
 llvm::Error
 Program::updatePipeline(PreparedArguments &prepared,
-                           std::vector<std::pair<size_t, HostTensor>> args,
-                           llvm::ArrayRef<bool> isBlock) {
+                        std::vector<std::pair<size_t, HostTensor>> args,
+                        llvm::ArrayRef<bool> isBlock) {
   int64_t rank = getStageRank();
   for (auto [callIndex, stage] : llvm::enumerate(stageCalls)) {
     if (stage.rank != rank)

@@ -253,7 +253,7 @@ static llvm::Error addSpec(SmallVector<ArgumentSpec> &specs, Type type,
 }
 
 llvm::Error Program::describeSignature(func::FuncOp function,
-                                          bool partitioned) {
+                                       bool partitioned) {
   bool multiRank = worldSize > 1;
   for (auto [index, type] : llvm::enumerate(function.getArgumentTypes()))
     if (llvm::Error error = addSpec(
@@ -668,7 +668,7 @@ Program::prepare(std::vector<HostTensor> args) {
 }
 
 llvm::Error Program::checkArgument(size_t index, const HostTensor &arg,
-                                      bool &isBlock) const {
+                                   bool &isBlock) const {
   const ArgumentSpec &spec = inputs[index];
   isBlock = spec.shardAxis && worldSize > 1 &&
             llvm::ArrayRef(arg.shape) == llvm::ArrayRef(getLocalShape(spec));
@@ -739,7 +739,7 @@ llvm::Error Program::repack(PreparedArguments &prepared) {
 
 llvm::Error
 Program::update(PreparedArguments &prepared,
-                   std::vector<std::pair<size_t, HostTensor>> args) {
+                std::vector<std::pair<size_t, HostTensor>> args) {
   SmallVector<bool> isBlock;
   if (llvm::Error error = checkUpdatedArguments(args, isBlock))
     return error;

@@ -22,10 +22,10 @@ static std::string join(llvm::ArrayRef<int64_t> values) {
 
 /// `pipeline` on `module`; on failure, a TrainingPairError saying `what`.
 static llvm::Error runStep(ModuleOp module, const std::string &pipeline,
-                           TrainingPairError::Step step, llvm::StringRef what) {
+                           llvm::StringRef what) {
   if (llvm::Error error = runPassPipeline(module, pipeline)) {
     llvm::consumeError(std::move(error));
-    return llvm::make_error<TrainingPairError>(step, what.str());
+    return llvm::make_error<TrainingPairError>(what.str());
   }
   return llvm::Error::success();
 }
@@ -88,21 +88,19 @@ TrainingPair::compile(ModuleOp module, llvm::StringRef entry,
   generate += "}";
   if (llvm::Error error =
           runStep(*differentiated, generate,
-                  TrainingPairError::Step::Differentiate,
                   "the program cannot be differentiated"))
     return std::move(error);
   TrainingPairAttr pair = getTrainingPair(*differentiated, entry);
   if (!pair)
     return llvm::make_error<TrainingPairError>(
-        TrainingPairError::Step::Differentiate,
         ("lamina-generate-backward recorded no pair for @" + entry).str());
   if (options.replicas) {
     std::string reduce = reductionPipeline(*options.replicas, pair);
     if (!reduce.empty())
-      if (llvm::Error error = runStep(
-              *differentiated, reduce, TrainingPairError::Step::ReduceReplicas,
-              "the gradients cannot be reduced over the data-parallel "
-              "replicas"))
+      if (llvm::Error error =
+              runStep(*differentiated, reduce,
+                      "the gradients cannot be reduced over the "
+                      "data-parallel replicas"))
         return std::move(error);
   }
   TrainingPair result;

@@ -362,29 +362,6 @@ int main(int argc, char **argv) {
   llvm::ArrayRef<ArgumentSpec> specs = called.getInputs();
   llvm::ArrayRef<ArgumentSpec> resultSpecs =
       pair ? pair->getGradients() : program->getResults();
-  int64_t worldSize = 1, rank = 0;
-  std::optional<Program::PreparedArguments> prepared;
-  std::vector<HostTensor> stepArgs, cotangents;
-  auto prepare = [&](std::vector<HostTensor> &args) -> llvm::Error {
-    auto ready = called.prepare(viewAll(args));
-    if (!ready)
-      return ready.takeError();
-    prepared.emplace(std::move(*ready));
-    worldSize = called.getActiveWorldSize();
-    rank = called.getRank();
-    if (!pair)
-      return llvm::Error::success();
-    stepArgs = std::move(args);
-    return readCotangents(*pair, rank, worldSize, cotangents);
-  };
-  auto runOnce = [&]() -> llvm::Expected<std::vector<HostTensor>> {
-    if (pair)
-      return pair->step(*prepared, stepArgs, cotangents);
-    if (repack)
-      if (llvm::Error error = program->repack(*prepared))
-        return std::move(error);
-    return program->run(*prepared);
-  };
   auto compileStop = std::chrono::steady_clock::now();
 
   // Arguments: --input values in order, then random data if asked.
@@ -415,9 +392,26 @@ int main(int argc, char **argv) {
 
   // Weights are packed once, as a deployed program would at load time.
   auto packStart = std::chrono::steady_clock::now();
-  if (llvm::Error failed = prepare(args))
-    return fail(std::move(failed));
+  auto ready = called.prepare(viewAll(args));
+  if (!ready)
+    return fail(ready.takeError());
+  Program::PreparedArguments prepared = std::move(*ready);
+  int64_t worldSize = called.getActiveWorldSize();
+  int64_t rank = called.getRank();
+  std::vector<HostTensor> cotangents;
+  if (pair)
+    if (llvm::Error failed =
+            readCotangents(*pair, rank, worldSize, cotangents))
+      return fail(std::move(failed));
   auto packStop = std::chrono::steady_clock::now();
+  auto runOnce = [&]() -> llvm::Expected<std::vector<HostTensor>> {
+    if (pair)
+      return pair->step(prepared, args, cotangents);
+    if (repack)
+      if (llvm::Error error = program->repack(prepared))
+        return std::move(error);
+    return program->run(prepared);
+  };
   // A multi-rank run's lines and files name the process's rank in the MPI
   // world: on a grid, several processes hold each tensor rank.
   bool multiRank = worldSize > 1 || onGrid;

@@ -34,8 +34,8 @@ public:
 
   /// Translates the LLVM-dialect `module` to LLVM IR, optimizes it (O3) and
   /// generates code for this host, resolving `functions` (the functions
-  /// with a C interface the host calls) now so that no call pays for JIT compilation. `keepObject`
-  /// keeps the object file (getObject).
+  /// with a C interface the host calls) now so that no call pays for JIT
+  /// compilation. `keepObject` keeps the object file (getObject).
   static llvm::Expected<std::unique_ptr<NativeCode>>
   compile(ModuleOp module, llvm::ArrayRef<std::string> functions,
           bool keepObject, TimingScope &timing);

@@ -196,7 +196,7 @@ private:
   /// A program of several ranks that neither shards a value nor calls MPI
   /// (`callsMpi`) runs on any number of processes.
   void settleWorldSize(bool callsMpi);
-  /// The C-interface functions the host calls.
+  /// The functions the host calls (through their C interfaces).
   llvm::SmallVector<std::string> getHostFunctions() const;
   /// Loads a cached compile of the lowered program: its facts, then its
   /// code.

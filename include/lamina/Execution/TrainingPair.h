@@ -41,14 +41,11 @@ struct TrainingPairOptions {
 };
 
 /// The error of a step of TrainingPair::compile before its programs
-/// compile: what failed, in words; the diagnostics went to the context's
-/// handler.
+/// compile (differentiating, reducing over replicas): what failed, in
+/// words; the diagnostics went to the context's handler.
 class TrainingPairError : public llvm::ErrorInfo<TrainingPairError> {
 public:
-  enum class Step { Differentiate, ReduceReplicas };
-  TrainingPairError(Step step, std::string what)
-      : step(step), what(std::move(what)) {}
-  Step getStep() const { return step; }
+  explicit TrainingPairError(std::string what) : what(std::move(what)) {}
   void log(llvm::raw_ostream &os) const override { os << what; }
   std::error_code convertToErrorCode() const override {
     return llvm::inconvertibleErrorCode();
@@ -56,7 +53,6 @@ public:
   static char ID;
 
 private:
-  Step step;
   std::string what;
 };
 

@@ -1,5 +1,5 @@
-"""Number formats of a compiled model's parameters, so that the runtime
-(training.py, state.py, build.py) names none of them: how each format's
+"""Number formats of a compiled model's parameters, so that the autograd
+over compiled programs (training.py) names none of them: how each format's
 parameters are registered on the built module, under which name, and how
 their gradients accumulate. Float parameters are PyTorch's own; LNS ones
 are ``lamina.lns.parameters``. A format is a class with the static methods
@@ -48,14 +48,10 @@ def of(parameter):
     return next(f for f in FORMATS if f.holds(parameter))
 
 
-def holds_codes(parameter):
-    """Whether `parameter` is held in a format other than PyTorch's."""
-    return of(parameter) is not FloatParameters
-
-
 def registered_name(name, own):
     """The name under which `own` (a module's named parameters) holds the
-    model's parameter `name` in whichever format; None if it does not."""
+    model's parameter `name` in whichever format (PyTorch's own name
+    first); None if it does not."""
     for number_format in reversed(FORMATS):
         key = number_format.registered_name(name)
         if key in own:

@@ -17,6 +17,7 @@ import collections
 
 import torch
 
+from ..lns.parameters import LnsParameters
 from .training import parameter_block
 
 
@@ -53,7 +54,7 @@ def state_dict(compiled, model, destination=None, prefix="",
     tensors = _compiled_tensors(compiled, model, state)
     for key, tensor in state.items():
         tensor = tensors.get(key, tensor)
-        if _is_lns(tensor):
+        if LnsParameters.holds(tensor):
             entries = {f"{key}_lns": tensor,
                        f"{key}_base": compiled.get_buffer(f"{key}_base")}
         else:
@@ -61,10 +62,6 @@ def state_dict(compiled, model, destination=None, prefix="",
         for name, value in entries.items():
             result[prefix + name] = value if keep_vars else value.detach()
     return result
-
-
-def _is_lns(tensor):
-    return getattr(tensor, "_lns_base", None) is not None
 
 
 def load_state_dict(compiled, model, state, strict=True):
@@ -78,7 +75,7 @@ def load_state_dict(compiled, model, state, strict=True):
         for_model._metadata = state._metadata
     lns = {}  # model key → (codes, base) given
     for key, tensor in tensors.items():
-        if _is_lns(tensor) and f"{key}_lns" in state:
+        if LnsParameters.holds(tensor) and f"{key}_lns" in state:
             lns[key] = (for_model.pop(f"{key}_lns"),
                         for_model.pop(f"{key}_base", None))
             # The model keeps its float tensor.
@@ -86,7 +83,8 @@ def load_state_dict(compiled, model, state, strict=True):
     for key, value in state.items():
         tensor = tensors.get(key)
         model_tensor = current.get(key)
-        if tensor is None or tensor is model_tensor or _is_lns(tensor) or \
+        if tensor is None or tensor is model_tensor or \
+                LnsParameters.holds(tensor) or \
                 not isinstance(value, torch.Tensor):
             continue
         if tuple(value.shape) == tuple(tensor.shape) and \
@@ -100,7 +98,7 @@ def load_state_dict(compiled, model, state, strict=True):
         for key, value in state.items():
             tensor = tensors.get(key)
             if tensor is None or tensor is current.get(key) or \
-                    _is_lns(tensor):
+                    LnsParameters.holds(tensor):
                 continue
             tensor.copy_(_own_form(tensor, value))
         for key, (codes, base) in lns.items():
