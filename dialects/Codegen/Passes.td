@@ -76,6 +76,44 @@ def LaminaHoistWeightPacking : Pass<"lamina-hoist-weight-packing",
                            "::mlir::tensor::TensorDialect"];
 }
 
+def LaminaSelectCpuStrategy : Pass<"lamina-select-cpu-strategy"> {
+  let summary = "Choose how each float matmul is laid out for the CPU's "
+                "register tiles";
+  let description = [{
+    The CPU target's strategy: for each float matmul of a layer
+    (`lamina.fused_linear`, `lamina.matmul`, `lamina.fused_qkv`, a linear
+    layer) whose static weight `W[N, K]` has `N % 16 == 0`, this pass
+    records under the op's `lamina.codegen` the `#lamina.cpu_matmul` that
+    `convert-lamina-to-linalg` follows; the others stay plain
+    `linalg.matmul`s. An op that already has a layout keeps it.
+
+    - `weight_block = 16`: two AVX2 registers of f32 (one AVX-512
+      register) of output features per `k`.
+    - `row_panel`: the register tile's rows (8 with `vector-bits=512`, 4
+      with 256), for a matmul without epilogue whose input is a 2-D
+      transpose `Tᵀ` with `M` divisible by it (the backward's
+      `dW = dyᵀ·x`), and whose result is its accumulator.
+    - `k_group = 2` with `bf16-dots` (AVX512-BF16's `vdpbf16ps`), for bf16
+      operands of an even depth `K ≥ 4`.
+    - `accumulator`: f32 for f16/bf16 operands, else their type.
+
+    ```mlir
+    %y = lamina.fused_linear %x, %w, %b : ... -> tensor<8x32xf32>
+    // becomes
+    %y = lamina.fused_linear %x, %w, %b {lamina.codegen =
+        #lamina.cpu_matmul<weight_block = 16, accumulator = f32>} ...
+    ```
+  }];
+  let options = [
+    Option<"vectorBits", "vector-bits", "unsigned", /*default=*/"256",
+           "vector width of the target in bits (256: AVX2, 512: AVX-512)">,
+    Option<"bf16Dots", "bf16-dots", "bool", /*default=*/"false",
+           "the target executes AVX512-BF16's dot products (with "
+           "vector-bits=512)">,
+  ];
+  let dependentDialects = ["::mlir::lamina::LaminaDialect"];
+}
+
 def LaminaCpuTileAndVectorize : Pass<"lamina-cpu-tile-and-vectorize",
                                       "::mlir::ModuleOp"> {
   let summary = "Tile each packed matmul with its epilogue for caches and "

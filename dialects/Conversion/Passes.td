@@ -12,9 +12,9 @@ def ConvertLaminaToLinalg : Pass<"convert-lamina-to-linalg"> {
     accumulation for f16/bf16 inputs) writing an accumulator, followed by
     one element-wise `linalg.generic` epilogue that adds the bias, applies
     the activation and the dropout and converts to the result type, reading
-    the accumulator it overwrites. The two carry `lamina.stage = "matmul"`
-    and `"epilogue"` so that the CPU and GPU pipelines fuse the epilogue
-    into the matmul tile.
+    the accumulator it overwrites. The two carry `lamina.stage =
+    #lamina<stage matmul>` and `#lamina<stage epilogue>` so that the CPU
+    and GPU pipelines fuse the epilogue into the matmul tile.
 
     Dropout draws its mask from a counter-based Philox-4x32-10 generator
     written in `arith`: key = the seed operand, counter = (global element
@@ -31,41 +31,31 @@ def ConvertLaminaToLinalg : Pass<"convert-lamina-to-linalg"> {
     `cross_entropy` (or its gradient) all-reduces its row statistics with
     `shard.all_reduce` over the partitioner's grid.
 
-    With `weight-block=B` (the CPU pipeline uses 16), a float weight
-    `W[N, K]` with `N % B == 0` is packed by `linalg.pack` into
-    `Wp[N/B, K, B]`, so that a register tile reads `B` contiguous output
-    features per `k`; the matmul then becomes a `linalg.generic` over
-    `(m, n1, n0, k)` writing `[M, N/B, B]` (the same memory as row-major
-    `[M, N]`), and the epilogue runs on that view.
+    A layer's matmul follows the `#lamina.cpu_matmul` under its
+    `lamina.codegen` (chosen by `lamina-select-cpu-strategy`); without one
+    it is a plain `linalg.matmul`. With `weight_block = B`, the float weight
+    `W[N, K]` is packed by `linalg.pack` into `Wp[N/B, K, B]`, so that a
+    register tile reads `B` contiguous output features per `k`; the matmul
+    then becomes a `linalg.generic` over `(m, n1, n0, k)` writing
+    `[M, N/B, B]` (the same memory as row-major `[M, N]`), and the epilogue
+    runs on that view.
 
-    With `row-panel=P` as well (the CPU pipeline uses the register tile's
-    rows: 8 with 512-bit vectors, 4 with 256-bit ones), a matmul without
-    epilogue whose input is a 2-D transpose `Tᵀ` (the backward's
-    `dW = dyᵀ·x`) with `M % P == 0` packs `T[K, M]` itself into
+    With `row_panel = P` as well, the matmul's input, a 2-D transpose `Tᵀ`
+    (the backward's `dW = dyᵀ·x`), is packed from `T[K, M]` itself into
     `Xp[M/P, K, P]`: the matmul becomes a generic over
     `(m1, m0, n1, n0, k)` writing `[M/P, P, N/B, B]`, and a register tile
     reads its `P` rows' elements of one `k` as one contiguous run, where
     the materialized transpose would cost a pass over `T` and the strided
-    reads of `T` in place one TLB miss per `k`.
+    reads of `T` in place one TLB miss per `k`. An input that is not such a
+    transpose is an error.
 
-    With `bf16-pairs` as well, a matmul whose operands are bf16 and whose
-    depth `K` is even packs them in pairs of consecutive `k`, the layout of
-    AVX512-BF16's `vdpbf16ps` (a dot product of two bf16 pairs per f32
-    lane): `Wp[N/B, K/2, B, 2]`, `Xp[M/P, K/2, P, 2]`, and `x[M, K]` read
-    as `[M, K/2, 2]` (the same memory). The generic then has two reduction
-    loops, `(m, n1, n0, k2, p)` or `(m1, m0, n1, n0, k2, p)`.
+    With `k_group = 2`, bf16 operands are packed in pairs of consecutive
+    `k`, the layout of AVX512-BF16's `vdpbf16ps` (a dot product of two bf16
+    pairs per f32 lane): `Wp[N/B, K/2, B, 2]`, `Xp[M/P, K/2, P, 2]`, and
+    `x[M, K]` read as `[M, K/2, 2]` (the same memory). The generic then has
+    two reduction loops, `(m, n1, n0, k2, p)` or `(m1, m0, n1, n0, k2, p)`.
+    The matmul sums in the layout's `accumulator` type.
   }];
-  let options = [
-    Option<"weightBlock", "weight-block", "int64_t", /*default=*/"0",
-           "pack weights into blocks of this many output features "
-           "(0: keep [N, K])">,
-    Option<"rowPanel", "row-panel", "int64_t", /*default=*/"0",
-           "pack a transposed matmul input into panels of this many rows "
-           "(0: read it as it is; needs weight-block)">,
-    Option<"bf16Pairs", "bf16-pairs", "bool", /*default=*/"false",
-           "pack bf16 matmul operands in pairs of consecutive k as well "
-           "(AVX512-BF16's layout; needs weight-block)">,
-  ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
     "::mlir::linalg::LinalgDialect",

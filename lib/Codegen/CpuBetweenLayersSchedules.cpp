@@ -38,7 +38,8 @@ static bool hasPermutationMaps(linalg::LinalgOp op) {
 /// be pulled in and vectorized with the contraction.
 std::optional<SmallVector<int64_t>> planBetweenLayersMatmul(linalg::LinalgOp op,
                                                             bool wide) {
-  if (!op.hasPureTensorSemantics() || hasStage(op, "matmul") ||
+  if (!op.hasPureTensorSemantics() ||
+      hasLoweredStage(op, LoweredStage::matmul) ||
       !isa<linalg::MatmulOp, linalg::BatchMatmulOp>(op))
     return std::nullopt;
   if (auto matmul = dyn_cast<linalg::MatmulOp>(op.getOperation());
@@ -95,7 +96,7 @@ OpSchedule buildBetweenLayersMatmulSchedule(unsigned index,
 /// (a vocabulary of 65, a hidden size of 76).
 std::optional<Tiles> planElementwise(linalg::GenericOp op) {
   if (!op.hasPureTensorSemantics() || op.getNumReductionLoops() != 0 ||
-      hasStage(op, "matmul") || !hasPermutationMaps(op))
+      hasLoweredStage(op, LoweredStage::matmul) || !hasPermutationMaps(op))
     return std::nullopt;
   SmallVector<int64_t> ranges = op.getStaticLoopRanges();
   if (ranges.empty() || llvm::any_of(ranges, ShapedType::isDynamic) ||
@@ -131,8 +132,8 @@ std::optional<Tiles> planElementwise(linalg::GenericOp op) {
 /// vectorized with masks (its masked-off lanes keep their partial sums).
 std::optional<Tiles> planRowReduction(linalg::GenericOp op) {
   if (!op.hasPureTensorSemantics() || op.getNumDpsInits() != 1 ||
-      op.getNumReductionLoops() != 1 || hasStage(op, "matmul") ||
-      !hasPermutationMaps(op) ||
+      op.getNumReductionLoops() != 1 ||
+      hasLoweredStage(op, LoweredStage::matmul) || !hasPermutationMaps(op) ||
       !op.getBody()->getOps<linalg::IndexOp>().empty())
     return std::nullopt;
   SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
@@ -208,8 +209,8 @@ bool hasExtract(Operation *op) {
 /// chunks outermost.
 std::optional<Tiles> planColumnSum(linalg::LinalgOp op) {
   if (!isa<linalg::ReduceOp, linalg::GenericOp>(op) ||
-      !op.hasPureTensorSemantics() || hasStage(op, "matmul") ||
-      !hasPermutationMaps(op) ||
+      !op.hasPureTensorSemantics() ||
+      hasLoweredStage(op, LoweredStage::matmul) || !hasPermutationMaps(op) ||
       !op.getBlock()->getOps<linalg::IndexOp>().empty())
     return std::nullopt;
   SmallVector<int64_t> ranges = op.getStaticLoopRanges();

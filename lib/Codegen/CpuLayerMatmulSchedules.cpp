@@ -40,7 +40,7 @@ static constexpr int64_t kPrefetchDistanceBytes = 4096;
 /// (k2, p) when bf16 operands are packed in pairs of k.
 static linalg::GenericOp getPackedMatmul(Operation *op) {
   auto generic = dyn_cast_or_null<linalg::GenericOp>(op);
-  if (!generic || !hasStage(generic, "matmul"))
+  if (!generic || !hasLoweredStage(generic, LoweredStage::matmul))
     return {};
   unsigned parallel = generic.getNumParallelLoops();
   if ((parallel != 3 && parallel != 4) ||
@@ -276,9 +276,9 @@ static OpSchedule buildChunkedSchedule(unsigned index, const TilePlan &plan,
   matmulLayout.numLoops += layout.pairs ? 1 : 0;
   SmallVector<int64_t> rowTile = matmulLayout.tile(plan.registerRows, 0);
   SmallVector<int64_t> epilogueRowTile = layout.tile(plan.registerRows, 0);
+  script += matchStage("mm" + std::to_string(index), LoweredStage::matmul,
+                       nest);
   script += llvm::formatv(
-      "  %mm{0} = transform.structured.match attributes {{lamina.stage = "
-      "\"matmul\"} in {1} : (!transform.any_op) -> !transform.any_op\n"
       "  %mmc{0}, %chunk{0} = transform.structured.tile_using_for %mm{0} "
       "tile_sizes {2} : (!transform.any_op) -> (!transform.any_op, "
       "!transform.any_op)\n"
@@ -303,15 +303,15 @@ static OpSchedule buildChunkedSchedule(unsigned index, const TilePlan &plan,
         "!transform.any_op)\n",
         index, group, tileSizes(epilogueRowTile));
   // A rotary epilogue's pair partners, row by row with it.
-  if (layer.rotates)
+  if (layer.rotates) {
+    script += matchStage("pp" + std::to_string(index),
+                         LoweredStage::pair_partners, nest);
     script += llvm::formatv(
-        "  %pp{0} = transform.structured.match attributes {{lamina.stage = "
-        "\"pair_partners\"} in {1} : (!transform.any_op) -> "
-        "!transform.any_op\n"
         "  %ppr{0}, %pprows{0} = transform.structured.fuse_into_containing_op "
         "%pp{0} into %erows{0} : (!transform.any_op, !transform.any_op) -> "
         "(!transform.any_op, !transform.any_op)\n",
-        index, nest);
+        index);
+  }
   script += vectorizeNest(index, nest, layer.rotates);
   return {script, hoistAccumulator(index) + prefetchRowsOf(index),
           /*contracts=*/true};
@@ -346,9 +346,9 @@ static OpSchedule buildSchedule(unsigned index, const TilePlan &plan,
   // The register-tile loop nest holds the matmul tile, fill and epilogue.
   std::string nest = "%" + inner + "_loops#0";
   if (plan.kStep) {
+    script += matchStage(llvm::formatv("mm{0}r", index).str(),
+                         LoweredStage::matmul, nest);
     script += llvm::formatv(
-        "  %mm{0}r = transform.structured.match attributes {{lamina.stage = "
-        "\"matmul\"} in {1} : (!transform.any_op) -> !transform.any_op\n"
         "  %k{0}, %kloop{0} = transform.structured.tile_using_for %mm{0}r "
         "tile_sizes {2} : (!transform.any_op) -> "
         "(!transform.any_op, !transform.any_op)\n",
@@ -370,16 +370,17 @@ static OpSchedule buildSchedule(unsigned index, const TilePlan &plan,
 
 std::optional<LayerMatmul> cpu::getLayerMatmul(linalg::GenericOp op) {
   LayerMatmul target;
-  if (hasStage(op, "epilogue") && op.getNumLoops() == 3) {
+  if (hasLoweredStage(op, LoweredStage::epilogue) && op.getNumLoops() == 3) {
     for (Value operand : op->getOperands())
       if ((target.matmul = getPackedMatmul(operand.getDefiningOp())))
         break;
     target.rotates = llvm::any_of(op->getOperands(), [](Value operand) {
-      return hasStage(operand.getDefiningOp(), "pair_partners");
+      return hasLoweredStage(operand.getDefiningOp(),
+                             LoweredStage::pair_partners);
     });
   } else if (getPackedMatmul(op) &&
              llvm::none_of(op->getUsers(), [](Operation *user) {
-               return hasStage(user, "epilogue");
+               return hasLoweredStage(user, LoweredStage::epilogue);
              })) {
     target.matmul = op;
     target.targetIsMatmul = true;

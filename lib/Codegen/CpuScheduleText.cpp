@@ -15,12 +15,6 @@ using namespace mlir;
 
 namespace mlir::lamina::cpu {
 
-bool hasStage(Operation *op, StringRef stage) {
-  auto attr = op ? op->getAttrOfType<StringAttr>(LaminaDialect::kStageAttrName)
-                 : StringAttr();
-  return attr && attr.getValue() == stage;
-}
-
 /// Whether `op` reads or writes booleans, which stay scalar: LLVM stores a
 /// vector<Nxi1> as packed bits, a memref of i1 holds one byte per element.
 bool hasBooleanOperand(Operation *op) {
@@ -105,6 +99,16 @@ std::string matchTarget(unsigned index) {
                        "{{{1} = {0} : i64} in %root : (!transform.any_op) -> "
                        "!transform.any_op\n",
                        index, kTargetAttr)
+      .str();
+}
+
+std::string matchStage(StringRef result, LoweredStage stage,
+                       StringRef nest) {
+  return llvm::formatv("  %{0} = transform.structured.match attributes "
+                       "{{{1} = #lamina<stage {2}>} in {3} : "
+                       "(!transform.any_op) -> !transform.any_op\n",
+                       result, LaminaDialect::kStageAttrName,
+                       stringifyLoweredStage(stage), nest)
       .str();
 }
 

@@ -13,6 +13,8 @@
 #ifndef LAMINA_LIB_CODEGEN_CPUSCHEDULES_H
 #define LAMINA_LIB_CODEGEN_CPUSCHEDULES_H
 
+#include "lamina/Lamina/IR/Lamina.h"
+
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 
 #include <optional>
@@ -25,10 +27,6 @@ namespace mlir::lamina::cpu {
 inline constexpr llvm::StringLiteral kTargetAttr = "__lamina_tile_target";
 inline constexpr llvm::StringLiteral kMatmulAttr = "__lamina_tile_matmul";
 inline constexpr llvm::StringLiteral kFillAttr = "__lamina_tile_fill";
-
-/// Whether `op` has the role `stage` ("matmul" or "epilogue") in a lowered
-/// layer.
-bool hasStage(Operation *op, StringRef stage);
 
 /// Whether `op` reads or writes booleans, which stay scalar: LLVM stores a
 /// vector<Nxi1> as packed bits, a memref of i1 holds one byte per element.
@@ -77,6 +75,9 @@ std::string mergeFusedCopies(StringRef result, ArrayRef<int64_t> sizes);
 
 /// The op schedule `index` applies to, as the handle `%t<index>`.
 std::string matchTarget(unsigned index);
+
+/// The ops of role `stage` in `nest` (a handle), as the handle `%<result>`.
+std::string matchStage(StringRef result, LoweredStage stage, StringRef nest);
 
 /// Keeps the accumulator of schedule `index`'s k loop (`%kloop<index>`) in
 /// registers across it: read before the loop, written after.

@@ -123,7 +123,7 @@ struct LaminaCpuTileAndVectorizePass
     });
     // A rotary epilogue's pair partners are scheduled with its matmul.
     auto fusedIntoEpilogue = [](Operation *op) {
-      return hasStage(op, "pair_partners");
+      return hasLoweredStage(op, LoweredStage::pair_partners);
     };
     module.walk([&](linalg::LinalgOp op) {
       if (fusedIntoEpilogue(op))

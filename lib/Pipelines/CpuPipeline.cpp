@@ -22,9 +22,6 @@
 
 using namespace mlir;
 
-/// Output features per packed weight block: two AVX2 registers of f32.
-static constexpr int64_t kWeightBlock = 16;
-
 /// The host's vector width: 512 bits with AVX-512 (F and VL), else AVX2's
 /// 256. The JIT compiles for the host.
 static unsigned hostVectorBits() {
@@ -57,11 +54,11 @@ void mlir::lamina::buildLaminaCpuPipeline(OpPassManager &pm,
     fuse.rope = options.fuseRope && options.threads == 1;
     pm.addPass(createLaminaFuseEpilogues(fuse));
   }
-  ConvertLaminaToLinalgOptions toLinalg;
-  toLinalg.weightBlock = kWeightBlock;
-  toLinalg.rowPanel = vectorBits == 512 ? 8 : 4; // the register tile's rows
-  toLinalg.bf16Pairs = bf16Dots;
-  pm.addPass(createConvertLaminaToLinalg(toLinalg));
+  LaminaSelectCpuStrategyOptions strategy;
+  strategy.vectorBits = vectorBits;
+  strategy.bf16Dots = bf16Dots;
+  pm.addPass(createLaminaSelectCpuStrategy(strategy));
+  pm.addPass(createConvertLaminaToLinalg());
   pm.addPass(createConvertShardToLaminaMPI());
   pm.addPass(lns::createLaminaLnsDecompose());
   if (options.lnsTables)

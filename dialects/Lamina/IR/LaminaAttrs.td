@@ -77,6 +77,23 @@ def Lamina_LayoutKindEnum : I32EnumAttr<"LayoutKind",
   let cppNamespace = "::mlir::lamina";
 }
 
+def Lamina_StageMatmul : I32EnumAttrCase<"matmul", 0>;
+def Lamina_StageEpilogue : I32EnumAttrCase<"epilogue", 1>;
+def Lamina_StagePairPartners : I32EnumAttrCase<"pair_partners", 2>;
+def Lamina_LoweredStageEnum : I32EnumAttr<"LoweredStage",
+    "the role of a lowered linalg op in its layer's loop nest",
+    [Lamina_StageMatmul, Lamina_StageEpilogue, Lamina_StagePairPartners]> {
+  let genSpecializedAttr = 0;
+  let cppNamespace = "::mlir::lamina";
+}
+def Lamina_LoweredStageAttr
+    : EnumAttr<Lamina_Dialect, Lamina_LoweredStageEnum, "stage"> {
+  let summary = "`matmul` (a layer's matmul), `epilogue` (the element-wise "
+                "op after it) or `pair_partners` (a rotary epilogue's "
+                "partner elements), which the code-generation pipelines "
+                "fuse into one loop nest";
+}
+
 //===----------------------------------------------------------------------===//
 // Attributes
 //===----------------------------------------------------------------------===//
@@ -259,6 +276,35 @@ def Lamina_PackedWeightsAttr : Lamina_Attr<"PackedWeights", "packed_weights"> {
   let parameters = (ins ArrayRefParameter<"::mlir::Type", "">:$types,
                     ArrayRefParameter<"int64_t", "">:$sources);
   let hasCustomAssemblyFormat = 1;
+  let genVerifyDecl = 1;
+}
+
+def Lamina_CpuMatmulAttr : Lamina_Attr<"CpuMatmul", "cpu_matmul"> {
+  let summary = "how a float matmul is laid out for a CPU's register tiles";
+  let description = [{
+    The code-generation choice `lamina-select-cpu-strategy` makes for a
+    layer's matmul (`lamina.fused_linear`, `lamina.matmul`,
+    `lamina.fused_qkv`, a linear layer), under the op's `lamina.codegen`,
+    and which `convert-lamina-to-linalg` follows:
+
+    - `weight_block`: `W[N, K]` is packed into `Wp[N/B, K, B]`, `B` output
+      features a register tile reads contiguously per `k`;
+    - `row_panel` (0: none): the input, a transpose `Tᵀ` (the backward's
+      `dW = dyᵀ·x`), is packed from `T` into panels `Xp[M/P, K, P]`;
+    - `k_group` (1 or 2): consecutive `k` packed together, 2 being
+      AVX512-BF16's pairs (`Wp[N/B, K/2, B, 2]`);
+    - `accumulator`: the element type the matmul sums in.
+
+    ```mlir
+    %y = lamina.matmul %x, %w {lamina.codegen = #lamina.cpu_matmul<
+        weight_block = 16, row_panel = 4, accumulator = f32>} ...
+    ```
+  }];
+  let parameters = (ins "int64_t":$weight_block,
+                    DefaultValuedParameter<"int64_t", "0">:$row_panel,
+                    DefaultValuedParameter<"int64_t", "1">:$k_group,
+                    "::mlir::Type":$accumulator);
+  let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
 }
 

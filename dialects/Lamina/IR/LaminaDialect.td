@@ -105,15 +105,18 @@ def Lamina_Dialect : Dialect {
     /// eager code), instead of needing partial sums.
     static constexpr ::llvm::StringLiteral kAsWrittenAttrName =
         "lamina.as_written";
-    /// Attribute naming the role of a lowered linalg op ("matmul",
-    /// "epilogue", or "pair_partners": a rotary epilogue's pair partners),
-    /// which the code-generation pipelines match on.
+    /// Attribute naming the role of a lowered linalg op
+    /// (#lamina.stage), which the code-generation pipelines match on.
     static constexpr ::llvm::StringLiteral kStageAttrName = "lamina.stage";
     /// Attribute on a register tile's loop over k that streams its packed
     /// weight from memory (no cache tile reuses it): how many bytes ahead of
     /// each row read lamina-cpu-prefetch-rows prefetches.
     static constexpr ::llvm::StringLiteral kPrefetchRowsAttrName =
         "lamina.prefetch_rows";
+    /// Attribute on a layer's matmul: the #lamina.cpu_matmul layout its
+    /// lowering follows (lamina-select-cpu-strategy).
+    static constexpr ::llvm::StringLiteral kCodegenAttrName =
+        "lamina.codegen";
     /// Module attribute mapping each function with hoisted weight packing
     /// to its #lamina.packed_weights.
     static constexpr ::llvm::StringLiteral kWeightPackingAttrName =

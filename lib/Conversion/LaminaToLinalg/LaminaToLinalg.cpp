@@ -32,8 +32,6 @@ namespace mlir::lamina {
 using namespace mlir;
 using namespace mlir::lamina;
 
-static constexpr StringLiteral kStageAttrName = LaminaDialect::kStageAttrName;
-
 //===----------------------------------------------------------------------===//
 // Shapes
 //===----------------------------------------------------------------------===//
@@ -228,7 +226,7 @@ static Value buildEpilogue(OpBuilder &b, Location loc, Value source,
           value = arith::TruncFOp::create(nb, nloc, resultElt, value);
         linalg::YieldOp::create(nb, nloc, value);
       });
-  generic->setAttr(kStageAttrName, b.getStringAttr("epilogue"));
+  setLoweredStage(generic, LoweredStage::epilogue);
   return generic.getResult(0);
 }
 
@@ -265,7 +263,7 @@ static Value buildMatmul(OpBuilder &b, Location loc, Value input,
   auto matmul = linalg::MatmulOp::create(
       b, loc, TypeRange{acc.getType()}, ValueRange{rows, weight},
       ValueRange{acc}, {b.getNamedAttr("indexing_maps", maps)});
-  matmul->setAttr(kStageAttrName, b.getStringAttr("matmul"));
+  setLoweredStage(matmul, LoweredStage::matmul);
   return matmul.getResult(0);
 }
 
@@ -302,19 +300,6 @@ static Value packWeight(OpBuilder &b, Location loc, Value weight,
       .getResult();
 }
 
-/// Whether a packed matmul of x[..., K] by `weight` packs its operands in
-/// pairs of k: bf16 operands, an even K of at least two pairs (one pair
-/// would leave a unit k loop, which the tiles never make), and
-/// `packing.bf16Pairs`.
-static bool packsPairs(Value input, Value weight, MatmulPacking packing) {
-  auto inputType = cast<RankedTensorType>(input.getType());
-  auto weightType = cast<RankedTensorType>(weight.getType());
-  int64_t k = weightType.getDimSize(1);
-  return packing.bf16Pairs && inputType.getElementType().isBF16() &&
-         weightType.getElementType().isBF16() && !ShapedType::isDynamic(k) &&
-         k >= 4 && k % 2 == 0;
-}
-
 /// The body of a packed matmul: acc + x·w, widened to the accumulator's
 /// type.
 static void buildMultiplyAdd(OpBuilder &b, Location loc, ValueRange args,
@@ -344,7 +329,7 @@ static Value buildPackedMatmulGeneric(OpBuilder &b, Location loc,
       [&](OpBuilder &nb, Location nloc, ValueRange args) {
         buildMultiplyAdd(nb, nloc, args, accElt);
       });
-  matmul->setAttr(kStageAttrName, b.getStringAttr("matmul"));
+  setLoweredStage(matmul, LoweredStage::matmul);
   return matmul.getResult(0);
 }
 
@@ -390,16 +375,10 @@ static Value buildBlockedMatmul(OpBuilder &b, Location loc, Value input,
                                   /*pairs=*/false);
 }
 
-/// The source T[K, M] of an input x = Tᵀ that can be packed in panels of
-/// `panel` rows: a 2-D transpose with a static M that `panel` divides.
-static Value getPanelSource(Value input, int64_t panel) {
+/// The source T[K, M] of an input x = Tᵀ (a 2-D transpose), or null.
+static Value getTransposeSource(Value input) {
   auto transpose = input.getDefiningOp<linalg::TransposeOp>();
-  if (panel <= 0 || !transpose ||
-      transpose.getPermutation() != ArrayRef<int64_t>{1, 0})
-    return {};
-  auto type = cast<RankedTensorType>(input.getType());
-  int64_t m = type.getDimSize(0);
-  if (ShapedType::isDynamic(m) || m == 0 || m % panel != 0)
+  if (!transpose || transpose.getPermutation() != ArrayRef<int64_t>{1, 0})
     return {};
   return transpose.getInput();
 }
@@ -411,12 +390,13 @@ static Value getPanelSource(Value input, int64_t panel) {
 /// `pairs`, Xp[M/P, K/2, P, 2] and Wp[N/B, K/2, B, 2], over
 /// (m1, m0, n1, n0, k2, p).
 static Value buildPanelMatmul(OpBuilder &b, Location loc, Value source,
-                              Value weight, Type accElt,
-                              MatmulPacking packing, bool pairs) {
+                              Value weight, CpuMatmulAttr layout) {
   auto sourceType = cast<RankedTensorType>(source.getType());
   int64_t k = sourceType.getDimSize(0), m = sourceType.getDimSize(1);
   int64_t n = cast<RankedTensorType>(weight.getType()).getDimSize(0);
-  int64_t panel = packing.rowPanel, block = packing.weightBlock;
+  int64_t panel = layout.getRowPanel(), block = layout.getWeightBlock();
+  bool pairs = layout.getKGroup() == 2;
+  Type accElt = layout.getAccumulator();
   SmallVector<int64_t> panelsShape = {m / panel, k, panel};
   SmallVector<int64_t> innerDims = {1};
   SmallVector<OpFoldResult> tiles = {b.getIndexAttr(panel)};
@@ -462,6 +442,7 @@ static Value buildPanelMatmul(OpBuilder &b, Location loc, Value source,
       ArrayRef<ReassociationIndices>{{0, 1}, {2}, {3}});
 }
 
+/// The accumulator of a plain matmul: f32 for f16/bf16 inputs.
 static Type accumulatorType(OpBuilder &b, Type inputElt) {
   return inputElt.getIntOrFloatBitWidth() < 32 ? b.getF32Type() : inputElt;
 }
@@ -486,37 +467,31 @@ static Value buildRopeAfter(OpBuilder &b, Location loc, Value result,
 }
 
 /// A float linear layer: matmul, then one epilogue, then the result shape.
-/// With `packing.weightBlock > 0` and a static weight whose N it divides,
-/// the weight is packed in blocks of that many output features, and a
-/// transposed input of a matmul without epilogue in panels of
-/// `packing.rowPanel` rows.
+/// The matmul follows `layout` (verified against the op): its weight packed
+/// in blocks, its transposed input in panels, k in pairs; without one it is
+/// a plain linalg.matmul.
 static Value buildFloatLinear(OpBuilder &b, Location loc, Value input,
                               Value weight, EpilogueSteps steps,
                               RankedTensorType resultType,
-                              MatmulPacking packing) {
-  int64_t weightBlock = packing.weightBlock;
-  Type inputElt = cast<RankedTensorType>(input.getType()).getElementType();
-  Type accElt = accumulatorType(b, inputElt);
-  auto weightType = cast<RankedTensorType>(weight.getType());
-  bool blocked = weightBlock > 0 && weightType.hasStaticShape() &&
-                 weightType.getDimSize(0) % weightBlock == 0;
+                              CpuMatmulAttr layout) {
+  bool blocked = bool(layout);
   // Unpacked, a rotary embedding is lamina.rope's own generic after the
   // matmul: its epilogue reads pair partners within blocks of features.
   if (steps.ropeCos && !blocked) {
     Value result = buildFloatLinear(b, loc, input, weight, EpilogueSteps(),
-                                    resultType, packing);
+                                    resultType, layout);
     return buildRopeAfter(b, loc, result, steps.ropeCos, steps.ropeSin);
   }
-  Value panelSource;
-  if (blocked && steps.empty() && accElt == resultType.getElementType())
-    panelSource = getPanelSource(input, packing.rowPanel);
-  bool pairs = blocked && packsPairs(input, weight, packing);
+  Type inputElt = cast<RankedTensorType>(input.getType()).getElementType();
+  Type accElt = blocked ? layout.getAccumulator() : accumulatorType(b, inputElt);
+  auto weightType = cast<RankedTensorType>(weight.getType());
+  int64_t weightBlock = blocked ? layout.getWeightBlock() : 0;
   Value acc =
-      panelSource ? buildPanelMatmul(b, loc, panelSource, weight, accElt,
-                                     packing, pairs)
-      : blocked   ? buildBlockedMatmul(b, loc, input, weight, accElt,
-                                       weightBlock, pairs)
-                  : buildMatmul(b, loc, input, weight, accElt);
+      blocked && layout.getRowPanel()
+          ? buildPanelMatmul(b, loc, getTransposeSource(input), weight, layout)
+      : blocked ? buildBlockedMatmul(b, loc, input, weight, accElt,
+                                     weightBlock, layout.getKGroup() == 2)
+                : buildMatmul(b, loc, input, weight, accElt);
   if (blocked && hasGroupedKeepMask(acc, steps.draw()))
     steps.keepMask = buildBlockedKeepMask(b, loc, acc, steps.draw());
   if (steps.derivative) {
@@ -572,9 +547,7 @@ static bool isLns(Value value) {
 
 namespace {
 struct FusedLinearToLinalg : OpRewritePattern<FusedLinearOp> {
-  FusedLinearToLinalg(MLIRContext *context, MatmulPacking packing)
-      : OpRewritePattern(context), packing(packing) {}
-  MatmulPacking packing;
+  using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(FusedLinearOp op,
                                 PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
@@ -594,15 +567,13 @@ struct FusedLinearToLinalg : OpRewritePattern<FusedLinearOp> {
     steps.ropeSin = op.getRopeSin();
     rewriter.replaceOp(op, buildFloatLinear(rewriter, loc, op.getInput(),
                                             op.getWeight(), steps,
-                                            op.getType(), packing));
+                                            op.getType(), getCpuMatmul(op)));
     return success();
   }
 };
 
 struct MatmulToLinalg : OpRewritePattern<MatmulOp> {
-  MatmulToLinalg(MLIRContext *context, MatmulPacking packing)
-      : OpRewritePattern(context), packing(packing) {}
-  MatmulPacking packing;
+  using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(MatmulOp op,
                                 PatternRewriter &rewriter) const override {
     if (isLns(op.getInput())) {
@@ -613,7 +584,7 @@ struct MatmulToLinalg : OpRewritePattern<MatmulOp> {
     rewriter.replaceOp(op, buildFloatLinear(rewriter, op.getLoc(),
                                             op.getInput(), op.getWeight(),
                                             EpilogueSteps(), op.getType(),
-                                            packing));
+                                            getCpuMatmul(op)));
     return success();
   }
 };
@@ -692,9 +663,7 @@ struct SyncToIdentity : OpRewritePattern<SyncOp> {
 
 /// qkv = x·Wᵀ + b viewed as [..., heads, hd, 3] and split on the last dim.
 struct FusedQKVToLinalg : OpRewritePattern<FusedQKVOp> {
-  FusedQKVToLinalg(MLIRContext *context, MatmulPacking packing)
-      : OpRewritePattern(context), packing(packing) {}
-  MatmulPacking packing;
+  using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(FusedQKVOp op,
                                 PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
@@ -710,7 +679,7 @@ struct FusedQKVToLinalg : OpRewritePattern<FusedQKVOp> {
     EpilogueSteps steps;
     steps.bias = op.getBias();
     Value qkv = buildFloatLinear(rewriter, loc, op.getInput(), op.getWeight(),
-                                 steps, qkvType, packing);
+                                 steps, qkvType, getCpuMatmul(op));
 
     // [..., 3·heads·hd] → [..., heads, hd, 3]
     SmallVector<int64_t> splitShape(qType.getShape());
@@ -782,12 +751,26 @@ struct ConvertLaminaToLinalgPass
     });
     if (unpartitioned.wasInterrupted())
       return signalPassFailure();
+    // Row panels are packed from a transposed input, which only the
+    // matmul's producer shows.
+    WalkResult misplacedPanels = root->walk([](Operation *op) {
+      CpuMatmulAttr layout = getCpuMatmul(op);
+      if (!layout || !layout.getRowPanel() ||
+          getTransposeSource(getMatmulOperands(op).first))
+        return WalkResult::advance();
+      op->emitError("row_panel ")
+          << layout.getRowPanel()
+          << " packs a transposed input, but the input is not a "
+             "linalg.transpose of a 2-D tensor";
+      return WalkResult::interrupt();
+    });
+    if (misplacedPanels.wasInterrupted())
+      return signalPassFailure();
 
     // The backward's activation derivatives join the matmuls producing
     // their cotangents first.
     RewritePatternSet fusion(&getContext());
-    MatmulPacking packing{weightBlock, rowPanel, bf16Pairs};
-    populateActivationGradFusionPatterns(fusion, packing);
+    populateActivationGradFusionPatterns(fusion);
     if (failed(applyPatternsGreedily(root, std::move(fusion))))
       return signalPassFailure();
 
@@ -797,7 +780,7 @@ struct ConvertLaminaToLinalgPass
     target.addLegalOp<ReduceReplicasOp>();
     target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
     RewritePatternSet patterns(&getContext());
-    populateLaminaToLinalgPatterns(patterns, packing);
+    populateLaminaToLinalgPatterns(patterns);
     if (failed(applyPartialConversion(root, target, std::move(patterns))))
       signalPassFailure();
   }
@@ -809,21 +792,20 @@ namespace {
 /// as one matmul whose epilogue multiplies by act′(x): no pass of its own
 /// over dH.
 struct FuseActivationGradIntoMatmul : OpRewritePattern<ActivationGradOp> {
-  FuseActivationGradIntoMatmul(MLIRContext *context, MatmulPacking packing)
-      : OpRewritePattern(context), packing(packing) {}
-  MatmulPacking packing;
+  using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(ActivationGradOp op,
                                 PatternRewriter &rewriter) const override {
     auto matmul = op.getCotangent().getDefiningOp<MatmulOp>();
+    CpuMatmulAttr layout = matmul ? getCpuMatmul(matmul) : CpuMatmulAttr();
     if (!matmul || !matmul->hasOneUse() || isLns(matmul.getInput()) ||
-        matmul.getType() != op.getType())
+        matmul.getType() != op.getType() || (layout && layout.getRowPanel()))
       return failure();
     EpilogueSteps steps;
     steps.derivative = op.getKindAttr();
     steps.derivativeInput = op.getInput();
     Value fused = buildFloatLinear(rewriter, op.getLoc(), matmul.getInput(),
                                    matmul.getWeight(), steps, op.getType(),
-                                   packing);
+                                   layout);
     rewriter.replaceOp(op, fused);
     rewriter.eraseOp(matmul);
     return success();
@@ -832,16 +814,15 @@ struct FuseActivationGradIntoMatmul : OpRewritePattern<ActivationGradOp> {
 } // namespace
 
 void mlir::lamina::populateActivationGradFusionPatterns(
-    RewritePatternSet &patterns, MatmulPacking packing) {
-  patterns.add<FuseActivationGradIntoMatmul>(patterns.getContext(), packing);
+    RewritePatternSet &patterns) {
+  patterns.add<FuseActivationGradIntoMatmul>(patterns.getContext());
 }
 
-void mlir::lamina::populateLaminaToLinalgPatterns(RewritePatternSet &patterns,
-                                                  MatmulPacking packing) {
+void mlir::lamina::populateLaminaToLinalgPatterns(
+    RewritePatternSet &patterns) {
   populateLayerToFusedLinearPatterns(patterns);
-  patterns.add<FusedLinearToLinalg, MatmulToLinalg, FusedQKVToLinalg>(
-      patterns.getContext(), packing);
-  patterns.add<BiasAddToLinalg, ActivationToLinalg, DropoutToLinalg,
+  patterns.add<FusedLinearToLinalg, MatmulToLinalg, FusedQKVToLinalg,
+               BiasAddToLinalg, ActivationToLinalg, DropoutToLinalg,
                SyncToIdentity>(patterns.getContext());
   populateNormalizationToLinalgPatterns(patterns);
   populateDerivativesToLinalgPatterns(patterns);

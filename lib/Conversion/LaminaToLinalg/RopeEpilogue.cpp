@@ -56,8 +56,7 @@ static Value buildPartners(OpBuilder &b, Location loc, Value acc) {
             nb, nloc,
             arith::AddFOp::create(nb, nloc, args[2], product).getResult());
       });
-  partners->setAttr(LaminaDialect::kStageAttrName,
-                    b.getStringAttr("pair_partners"));
+  setLoweredStage(partners, LoweredStage::pair_partners);
   return partners.getResult(0);
 }
 
@@ -141,7 +140,6 @@ Value mlir::lamina::buildRopeEpilogue(OpBuilder &b, Location loc, Value acc,
           value = arith::TruncFOp::create(nb, nloc, resultElt, value);
         linalg::YieldOp::create(nb, nloc, value);
       });
-  epilogue->setAttr(LaminaDialect::kStageAttrName,
-                    b.getStringAttr("epilogue"));
+  setLoweredStage(epilogue, LoweredStage::epilogue);
   return epilogue.getResult(0);
 }

@@ -1,6 +1,6 @@
-// RUN: lamina-opt %s --convert-lamina-to-linalg="weight-block=16 row-panel=8 bf16-pairs" --split-input-file | FileCheck %s
+// RUN: lamina-opt %s --lamina-select-cpu-strategy="vector-bits=512 bf16-dots" --convert-lamina-to-linalg --split-input-file | FileCheck %s
 
-// With bf16-pairs, bf16 operands of an even depth K >= 4 are packed in
+// With k_group = 2 (bf16-dots), bf16 operands of an even depth K >= 4 are packed in
 // pairs of k as well: W[32, 6] into [2, 3, 16, 2] (Wp[n1, k2, n0, p] =
 // W[16·n1 + n0, 2·k2 + p]), x[8, 6] read as [8, 3, 2] (the same memory),
 // and the matmul is a generic over (m, n1, n0, k2, p) with two reductions.
@@ -11,7 +11,7 @@
 // CHECK-SAME: (%[[XARG:.+]]: tensor<8x6xbf16>, %[[WARG:.+]]: tensor<32x6xbf16>)
 // CHECK: %[[WP:.+]] = linalg.pack %[[WARG]] inner_dims_pos = [0, 1] inner_tiles = [16, 2] into %{{.*}} : tensor<32x6xbf16> -> tensor<2x3x16x2xbf16>
 // CHECK: %[[XP:.+]] = tensor.expand_shape %[[XARG]] {{\[\[}}0], [1, 2]] output_shape [8, 3, 2] : tensor<8x6xbf16> into tensor<8x3x2xbf16>
-// CHECK: linalg.generic {indexing_maps = [#[[X]], #[[W]], #[[OUT]]], iterator_types = ["parallel", "parallel", "parallel", "reduction", "reduction"]} ins(%[[XP]], %[[WP]] : tensor<8x3x2xbf16>, tensor<2x3x16x2xbf16>) outs(%{{.*}} : tensor<8x2x16xf32>) attrs = {lamina.stage = "matmul"}
+// CHECK: linalg.generic {indexing_maps = [#[[X]], #[[W]], #[[OUT]]], iterator_types = ["parallel", "parallel", "parallel", "reduction", "reduction"]} ins(%[[XP]], %[[WP]] : tensor<8x3x2xbf16>, tensor<2x3x16x2xbf16>) outs(%{{.*}} : tensor<8x2x16xf32>) attrs = {lamina.stage = #lamina<stage matmul>}
 func.func @layer(%x: tensor<8x6xbf16>, %w: tensor<32x6xbf16>) -> tensor<8x32xbf16> {
   %y = lamina.matmul "fc" %x, %w : (tensor<8x6xbf16>, tensor<32x6xbf16>) -> tensor<8x32xbf16>
   return %y : tensor<8x32xbf16>

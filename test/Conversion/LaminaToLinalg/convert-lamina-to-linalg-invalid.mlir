@@ -26,3 +26,14 @@ func.func @loss_without_grid(%x: tensor<16x32xf32>, %t: tensor<16xi64>, %r: inde
   %0 = lamina.cross_entropy %x, %t ignore_index -1 shards 2 rank %r : (tensor<16x32xf32>, tensor<16xi64>, index) -> tensor<f32>
   return %0 : tensor<f32>
 }
+
+// -----
+
+// A layout asking for row panels of an input that is not a transpose (a
+// hand-written layout; lamina-select-cpu-strategy asks only for
+// transposes).
+func.func @panels_of_no_transpose(%x: tensor<8x4xf32>, %w: tensor<32x4xf32>) -> tensor<8x32xf32> {
+  // expected-error @+1 {{row_panel 4 packs a transposed input, but the input is not a linalg.transpose of a 2-D tensor}}
+  %0 = lamina.matmul "fc" %x, %w {lamina.codegen = #lamina.cpu_matmul<weight_block = 16, row_panel = 4, accumulator = f32>} : (tensor<8x4xf32>, tensor<32x4xf32>) -> tensor<8x32xf32>
+  return %0 : tensor<8x32xf32>
+}

@@ -11,10 +11,10 @@ func.func @gelu_layer(%x: tensor<2x4x8xf32>, %w: tensor<16x8xf32>, %b: tensor<16
   // Leading dims flatten into M; W stays [N, K] (transposed-B maps).
   // CHECK: %[[ROWS:.+]] = tensor.collapse_shape %[[X]] {{\[\[}}0, 1], [2]] : tensor<2x4x8xf32> into tensor<8x8xf32>
   // CHECK: %[[FILL:.+]] = linalg.fill ins(%{{.*}} : f32) outs(%{{.*}} : tensor<8x16xf32>)
-  // CHECK: %[[MM:.+]] = linalg.matmul indexing_maps = [#[[MX]], #[[MW]], #[[MY]]] {lamina.stage = "matmul"} ins(%[[ROWS]], %[[W]] : tensor<8x8xf32>, tensor<16x8xf32>) outs(%[[FILL]] : tensor<8x16xf32>)
+  // CHECK: %[[MM:.+]] = linalg.matmul indexing_maps = [#[[MX]], #[[MW]], #[[MY]]] {lamina.stage = #lamina<stage matmul>} ins(%[[ROWS]], %[[W]] : tensor<8x8xf32>, tensor<16x8xf32>) outs(%[[FILL]] : tensor<8x16xf32>)
   // The epilogue reads the bias broadcast over rows and overwrites the
   // accumulator in place.
-  // CHECK: %[[EPI:.+]] = linalg.generic {indexing_maps = [#[[BIAS]], #[[ID]]], iterator_types = ["parallel", "parallel"]} ins(%[[B]] : tensor<16xf32>) outs(%[[MM]] : tensor<8x16xf32>) attrs = {lamina.stage = "epilogue"}
+  // CHECK: %[[EPI:.+]] = linalg.generic {indexing_maps = [#[[BIAS]], #[[ID]]], iterator_types = ["parallel", "parallel"]} ins(%[[B]] : tensor<16xf32>) outs(%[[MM]] : tensor<8x16xf32>) attrs = {lamina.stage = #lamina<stage epilogue>}
   // CHECK: ^bb0(%[[BV:.+]]: f32, %[[ACC:.+]]: f32):
   // CHECK: %[[SUM:.+]] = arith.addf %[[ACC]], %[[BV]]
   // CHECK: arith.constant 4.471500e-02
@@ -109,7 +109,7 @@ func.func @identities(%x: tensor<4x16xf32>, %seed: i64) -> tensor<4x16xf32> {
 // and split on the last dim.
 // CHECK-LABEL: func.func @qkv
 func.func @qkv(%x: tensor<2x8xf32>, %w: tensor<24x8xf32>, %b: tensor<24xf32>) -> (tensor<2x2x4xf32>, tensor<2x2x4xf32>, tensor<2x2x4xf32>) {
-  // CHECK: %[[P:.+]] = linalg.generic {{.*}} attrs = {lamina.stage = "epilogue"}
+  // CHECK: %[[P:.+]] = linalg.generic {{.*}} attrs = {lamina.stage = #lamina<stage epilogue>}
   // CHECK: %[[S:.+]] = tensor.expand_shape %[[P]] {{\[\[}}0], [1, 2, 3]] output_shape [2, 2, 4, 3] : tensor<2x24xf32> into tensor<2x2x4x3xf32>
   // CHECK: %[[Q:.+]] = tensor.extract_slice %[[S]][0, 0, 0, 0] [2, 2, 4, 1] [1, 1, 1, 1] : tensor<2x2x4x3xf32> to tensor<2x2x4xf32>
   // CHECK: %[[K:.+]] = tensor.extract_slice %[[S]][0, 0, 0, 1] [2, 2, 4, 1] [1, 1, 1, 1] : tensor<2x2x4x3xf32> to tensor<2x2x4xf32>
@@ -154,18 +154,18 @@ func.func @lns(%x: tensor<4x8x!lns.num<f = 10>>, %w: tensor<16x8x!lns.num<f = 10
 
 // -----
 
-// RUN: lamina-opt %s --convert-lamina-to-linalg=weight-block=16 --split-input-file | FileCheck %s --check-prefix=BLOCK
+// RUN: lamina-opt %s --lamina-select-cpu-strategy --convert-lamina-to-linalg --split-input-file | FileCheck %s --check-prefix=BLOCK
 
-// With weight-block=16, W[32, 8] is packed into [2, 8, 16], the matmul is a
+// With weight_block = 16, W[32, 8] is packed into [2, 8, 16], the matmul is a
 // generic over (m, n1, n0, k) on the [M, 2, 16] view of the output, the bias
 // is viewed as [2, 16]; N = 24 is not a multiple of 16 and stays unpacked.
 // BLOCK-LABEL: func.func @blocked
 // BLOCK-SAME: (%[[X:.+]]: tensor<4x8xf32>, %[[W:.+]]: tensor<32x8xf32>, %[[B:.+]]: tensor<32xf32>, %[[W2:.+]]: tensor<24x8xf32>)
 func.func @blocked(%x: tensor<4x8xf32>, %w: tensor<32x8xf32>, %b: tensor<32xf32>, %w2: tensor<24x8xf32>) -> (tensor<4x32xf32>, tensor<4x24xf32>) {
   // BLOCK: %[[P:.+]] = linalg.pack %[[W]] inner_dims_pos = [0] inner_tiles = [16] into %{{.*}} : tensor<32x8xf32> -> tensor<2x8x16xf32>
-  // BLOCK: %[[MM:.+]] = linalg.generic {{{.*}}iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%[[X]], %[[P]] : tensor<4x8xf32>, tensor<2x8x16xf32>) outs(%{{.*}} : tensor<4x2x16xf32>) attrs = {lamina.stage = "matmul"}
+  // BLOCK: %[[MM:.+]] = linalg.generic {{{.*}}iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%[[X]], %[[P]] : tensor<4x8xf32>, tensor<2x8x16xf32>) outs(%{{.*}} : tensor<4x2x16xf32>) attrs = {lamina.stage = #lamina<stage matmul>}
   // BLOCK: %[[B2:.+]] = tensor.expand_shape %[[B]] {{\[\[}}0, 1]] output_shape [2, 16] : tensor<32xf32> into tensor<2x16xf32>
-  // BLOCK: %[[E:.+]] = linalg.generic {{.*}} ins(%[[B2]] : tensor<2x16xf32>) outs(%[[MM]] : tensor<4x2x16xf32>) attrs = {lamina.stage = "epilogue"}
+  // BLOCK: %[[E:.+]] = linalg.generic {{.*}} ins(%[[B2]] : tensor<2x16xf32>) outs(%[[MM]] : tensor<4x2x16xf32>) attrs = {lamina.stage = #lamina<stage epilogue>}
   // BLOCK: tensor.collapse_shape %[[E]] {{\[\[}}0], [1, 2]] : tensor<4x2x16xf32> into tensor<4x32xf32>
   // BLOCK: linalg.matmul {{.*}} ins(%[[X]], %[[W2]] : tensor<4x8xf32>, tensor<24x8xf32>)
   %0 = lamina.linear_act "fc" %x, %w bias %b activation relu : (tensor<4x8xf32>, tensor<32x8xf32>, tensor<32xf32>) -> tensor<4x32xf32>
@@ -197,15 +197,15 @@ func.func @blocked_transposed_weight(%dy: tensor<4x8xf32>, %t: tensor<8x32xf32>)
 // BLOCK-LABEL: func.func @activation_grad_of_matmul
 // BLOCK-SAME: (%[[DY:.+]]: tensor<4x8xf32>, %[[W:.+]]: tensor<32x8xf32>, %[[X:.+]]: tensor<4x32xf32>)
 func.func @activation_grad_of_matmul(%dy: tensor<4x8xf32>, %w: tensor<32x8xf32>, %x: tensor<4x32xf32>) -> (tensor<4x32xf32>, tensor<4x32xf32>, tensor<4x32xf32>) {
-  // BLOCK: %[[MM:.+]] = linalg.generic {{.*}} ins(%[[DY]], %{{.*}} : tensor<4x8xf32>, tensor<2x8x16xf32>) {{.*}} attrs = {lamina.stage = "matmul"}
+  // BLOCK: %[[MM:.+]] = linalg.generic {{.*}} ins(%[[DY]], %{{.*}} : tensor<4x8xf32>, tensor<2x8x16xf32>) {{.*}} attrs = {lamina.stage = #lamina<stage matmul>}
   // BLOCK: %[[XV:.+]] = tensor.expand_shape %[[X]] {{\[\[}}0], [1, 2]] output_shape [4, 2, 16] : tensor<4x32xf32> into tensor<4x2x16xf32>
-  // BLOCK: %[[E:.+]] = linalg.generic {{.*}} ins(%[[XV]] : tensor<4x2x16xf32>) outs(%[[MM]] : tensor<4x2x16xf32>) attrs = {lamina.stage = "epilogue"}
+  // BLOCK: %[[E:.+]] = linalg.generic {{.*}} ins(%[[XV]] : tensor<4x2x16xf32>) outs(%[[MM]] : tensor<4x2x16xf32>) attrs = {lamina.stage = #lamina<stage epilogue>}
   // BLOCK: math.tanh
   // BLOCK: tensor.collapse_shape %[[E]]
   // BLOCK-NOT: lamina.activation_grad
   %dh = lamina.matmul "fc2" %dy, %w : (tensor<4x8xf32>, tensor<32x8xf32>) -> tensor<4x32xf32>
   %g = lamina.activation_grad "fc1" gelu_tanh %x, %dh : tensor<4x32xf32>
-  // BLOCK: linalg.generic {{.*}} attrs = {lamina.stage = "matmul"}
+  // BLOCK: linalg.generic {{.*}} attrs = {lamina.stage = #lamina<stage matmul>}
   // BLOCK: linalg.generic {{.*}} ins(%[[X]], %{{.*}} : tensor<4x32xf32>, tensor<4x32xf32>)
   %dh2 = lamina.matmul "fc2" %dy, %w : (tensor<4x8xf32>, tensor<32x8xf32>) -> tensor<4x32xf32>
   %g2 = lamina.activation_grad "fc1" relu %x, %dh2 : tensor<4x32xf32>
@@ -241,7 +241,7 @@ func.func @blocked_dropout(%x: tensor<4x8xf32>, %w: tensor<32x8xf32>, %b: tensor
   // BLOCK-NEXT: linalg.yield %[[S0]] : i8
   // BLOCK: %[[ROWS:.+]] = tensor.collapse_shape %[[I]] {{\[\[}}0], [1, 2]] : tensor<4x8x4xi8> into tensor<4x32xi8>
   // BLOCK: %[[M:.+]] = tensor.expand_shape %[[ROWS]] {{\[\[}}0], [1, 2]] output_shape [4, 2, 16] : tensor<4x32xi8> into tensor<4x2x16xi8>
-  // BLOCK: linalg.generic {{.*}} ins(%{{.*}}, %[[M]] : tensor<2x16xf32>, tensor<4x2x16xi8>) outs(%{{.*}} : tensor<4x2x16xf32>) attrs = {lamina.stage = "epilogue"}
+  // BLOCK: linalg.generic {{.*}} ins(%{{.*}}, %[[M]] : tensor<2x16xf32>, tensor<4x2x16xi8>) outs(%{{.*}} : tensor<4x2x16xf32>) attrs = {lamina.stage = #lamina<stage epilogue>}
   // BLOCK: arith.trunci %{{.*}} : i8 to i1
   // BLOCK-NOT: arith.muli %{{.*}}, %{{.*}} : i64
   %0 = lamina.linear_dropout "fc" %x, %w bias %b dropout <p = 0.5, training> seed %s : (tensor<4x8xf32>, tensor<32x8xf32>, tensor<32xf32>, i64) -> tensor<4x32xf32>
@@ -250,9 +250,9 @@ func.func @blocked_dropout(%x: tensor<4x8xf32>, %w: tensor<32x8xf32>, %b: tensor
 
 // -----
 
-// RUN: lamina-opt %s --convert-lamina-to-linalg="weight-block=16 row-panel=8" --split-input-file | FileCheck %s --check-prefix=PANEL
+// RUN: lamina-opt %s --lamina-select-cpu-strategy=vector-bits=512 --convert-lamina-to-linalg --split-input-file | FileCheck %s --check-prefix=PANEL
 
-// With row-panel=8, an input that is a transpose of T[K, M] (the
+// With row_panel = 8, an input that is a transpose of T[K, M] (the
 // backward's dW = dyᵀ·x) is packed from T itself into [M/8, K, 8]
 // (Xp[m1, k, m0] = T[k, 8·m1 + m0]): the matmul is a generic over
 // (m1, m0, n1, n0, k) into [M/8, 8, N/16, 16], collapsed to [M, N/16, 16]
@@ -264,7 +264,7 @@ func.func @blocked_dropout(%x: tensor<4x8xf32>, %w: tensor<32x8xf32>, %b: tensor
 // PANEL-SAME: (%[[DY:.+]]: tensor<4x16xf32>, %[[X:.+]]: tensor<4x32xf32>)
 // PANEL: %[[P:.+]] = linalg.pack %[[DY]] outer_dims_perm = [1, 0] inner_dims_pos = [1] inner_tiles = [8] into %{{.*}} : tensor<4x16xf32> -> tensor<2x4x8xf32>
 // PANEL: %[[W:.+]] = linalg.pack %[[X]] outer_dims_perm = [1, 0] inner_dims_pos = [1] inner_tiles = [16] into %{{.*}} : tensor<4x32xf32> -> tensor<2x4x16xf32>
-// PANEL: %[[MM:.+]] = linalg.generic {indexing_maps = [#[[PANELS]], #[[BLOCKS]], #[[OUT]]], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%[[P]], %[[W]] : tensor<2x4x8xf32>, tensor<2x4x16xf32>) outs(%{{.*}} : tensor<2x8x2x16xf32>) attrs = {lamina.stage = "matmul"}
+// PANEL: %[[MM:.+]] = linalg.generic {indexing_maps = [#[[PANELS]], #[[BLOCKS]], #[[OUT]]], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%[[P]], %[[W]] : tensor<2x4x8xf32>, tensor<2x4x16xf32>) outs(%{{.*}} : tensor<2x8x2x16xf32>) attrs = {lamina.stage = #lamina<stage matmul>}
 // PANEL: %[[ROWS:.+]] = tensor.collapse_shape %[[MM]] {{\[\[}}0, 1], [2], [3]] : tensor<2x8x2x16xf32> into tensor<16x2x16xf32>
 // PANEL: %[[Y:.+]] = tensor.collapse_shape %[[ROWS]] {{\[\[}}0], [1, 2]] : tensor<16x2x16xf32> into tensor<16x32xf32>
 // PANEL: return %[[Y]]
@@ -299,4 +299,22 @@ func.func @no_row_panels(%dy: tensor<4x12xf32>, %dy2: tensor<4x16xf32>, %x: tens
   %1 = lamina.linear "b" %t2, %w bias %b : (tensor<16x4xf32>, tensor<32x4xf32>, tensor<32xf32>) -> tensor<16x32xf32>
   %2 = lamina.matmul "c" %x, %w : (tensor<8x4xf32>, tensor<32x4xf32>) -> tensor<8x32xf32>
   return %0, %1, %2 : tensor<12x32xf32>, tensor<16x32xf32>, tensor<8x32xf32>
+}
+
+// -----
+
+// The lowering follows the layout under lamina.codegen, whoever chose it:
+// blocks of 8 features; bf16 operands summed in bf16 (the strategy's
+// choice would be f32), with no epilogue to round the sums.
+// BLOCK-LABEL: func.func @written_layout
+// BLOCK: linalg.pack %{{.*}} inner_dims_pos = [0] inner_tiles = [8] into %{{.*}} : tensor<32x8xbf16> -> tensor<4x8x8xbf16>
+// BLOCK: %[[MM:.+]] = linalg.generic {{.*}} outs(%{{.*}} : tensor<4x4x8xbf16>) attrs = {lamina.stage = #lamina<stage matmul>}
+// BLOCK-NEXT: ^bb0(%[[A:.+]]: bf16, %[[B:.+]]: bf16, %[[ACC:.+]]: bf16):
+// BLOCK-NEXT: %[[P:.+]] = arith.mulf %[[A]], %[[B]] : bf16
+// BLOCK-NEXT: arith.addf %[[ACC]], %[[P]] : bf16
+// BLOCK-NOT: lamina.stage = #lamina<stage epilogue>
+// BLOCK: tensor.collapse_shape %[[MM]]
+func.func @written_layout(%x: tensor<4x8xbf16>, %w: tensor<32x8xbf16>) -> tensor<4x32xbf16> {
+  %0 = lamina.matmul "fc" %x, %w {lamina.codegen = #lamina.cpu_matmul<weight_block = 8, accumulator = bf16>} : (tensor<4x8xbf16>, tensor<32x8xbf16>) -> tensor<4x32xbf16>
+  return %0 : tensor<4x32xbf16>
 }

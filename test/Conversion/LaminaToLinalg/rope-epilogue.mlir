@@ -1,4 +1,4 @@
-// RUN: lamina-opt %s --convert-lamina-to-linalg=weight-block=16 | FileCheck %s
+// RUN: lamina-opt %s --lamina-select-cpu-strategy --convert-lamina-to-linalg | FileCheck %s
 // RUN: lamina-opt %s --convert-lamina-to-linalg | FileCheck %s --check-prefix=UNPACKED
 
 // The rope epilogue of a packed projection: the accumulator [rows, N/16,
@@ -12,13 +12,13 @@
 // CHECK-LABEL: func.func @queries
 // CHECK-SAME: %[[COS:[a-z0-9]+]]: tensor<1x16x1x16xf32>, %[[SIN:[a-z0-9]+]]: tensor<1x16x1x16xf32>
 // CHECK: %[[ACC:.+]] = linalg.generic
-// CHECK-SAME: lamina.stage = "matmul"
+// CHECK-SAME: lamina.stage = #lamina<stage matmul>
 // Row 0 of the exchange matrix: 0, 1, 0, ...
 // CHECK: %[[EXCHANGE:.+]] = arith.constant dense<"0x000000000000803F00000000{{.*}}"> : tensor<16x16xf32>
 // CHECK: %[[PARTNERS:.+]] = linalg.generic {indexing_maps = [#[[$PART_ACC]], #[[$PART_P]], #[[$PART_OUT]]], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%[[ACC]], %[[EXCHANGE]] : tensor<32x8x16xf32>, tensor<16x16xf32>)
-// CHECK-SAME: lamina.stage = "pair_partners"
+// CHECK-SAME: lamina.stage = #lamina<stage pair_partners>
 // CHECK: linalg.generic {{.*}} ins(%[[ACC]], %[[PARTNERS]] : tensor<32x8x16xf32>, tensor<32x8x16xf32>)
-// CHECK-SAME: lamina.stage = "epilogue"
+// CHECK-SAME: lamina.stage = #lamina<stage epilogue>
 // CHECK: ^bb0(%[[A:.+]]: f32, %[[P:.+]]: f32, %{{.+}}: f32):
 // CHECK: %[[FEATURE:.+]] = arith.addi
 // CHECK: %[[C32:.+]] = arith.constant 32 : index

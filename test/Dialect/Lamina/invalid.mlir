@@ -815,7 +815,7 @@ func.func @rope_dynamic_tables(%x: tensor<16x128xf32>, %w: tensor<128x128xf32>, 
 // -----
 
 func.func @unknown_stage(%x: tensor<4xf32>) -> tensor<4xf32> {
-  // expected-error @+1 {{'lamina.stage' must be "matmul", "epilogue" or "pair_partners"}}
+  // expected-error @+1 {{'lamina.stage' must be a #lamina<stage ...>}}
   %0 = arith.addf %x, %x {lamina.stage = "prologue"} : tensor<4xf32>
   return %0 : tensor<4xf32>
 }

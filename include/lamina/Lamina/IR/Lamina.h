@@ -94,6 +94,29 @@ void setTrainingPair(ModuleOp module, StringRef entry, TrainingPairAttr pair);
 /// in `module`'s `lamina.weight_packing`, or null.
 PackedWeightsAttr getPackedWeights(ModuleOp module, StringRef function);
 
+/// The input and weight of an op computing x·Wᵀ that a #lamina.cpu_matmul
+/// can lay out (a linear layer, lamina.matmul, lamina.fused_qkv), or nulls.
+std::pair<Value, Value> getMatmulOperands(Operation *op);
+
+/// Whether the matmul of `op` (see getMatmulOperands) has element-wise
+/// steps after it in its own loop nest: a bias, an activation, an active
+/// dropout or a rotation.
+bool hasMatmulEpilogue(Operation *op);
+
+/// The CPU layout lamina-select-cpu-strategy chose for `op`'s matmul
+/// (`lamina.codegen`), or null.
+CpuMatmulAttr getCpuMatmul(Operation *op);
+
+/// Checks that `config` fits the matmul of `op`: the block divides N, pairs
+/// of k have bf16 operands and an even K.
+LogicalResult verifyCpuMatmul(Operation *op, CpuMatmulAttr config);
+
+/// Marks `op` with its role in a lowered layer (`lamina.stage`).
+void setLoweredStage(Operation *op, LoweredStage stage);
+
+/// Whether `op` (possibly null) has the role `stage` in a lowered layer.
+bool hasLoweredStage(Operation *op, LoweredStage stage);
+
 /// Moves the module path the importer gives each op as its name location
 /// (`loc("h.0.attn")`) into a `lamina.module` attribute, which survives
 /// printing; the op keeps the name's child location.

@@ -810,15 +810,17 @@ LogicalResult LaminaDialect::verifyOperationAttribute(Operation *op,
     return success();
   }
   if (attr.getName() == kStageAttrName) {
-    auto stage = dyn_cast<StringAttr>(attr.getValue());
-    if (!stage || !llvm::is_contained({StringRef("matmul"),
-                                        StringRef("epilogue"),
-                                        StringRef("pair_partners")},
-                                       stage.getValue()))
+    if (!isa<LoweredStageAttr>(attr.getValue()))
       return op->emitError() << "'" << kStageAttrName
-                             << "' must be \"matmul\", \"epilogue\" or "
-                                "\"pair_partners\"";
+                             << "' must be a #lamina<stage ...>";
     return success();
+  }
+  if (attr.getName() == kCodegenAttrName) {
+    auto config = dyn_cast<CpuMatmulAttr>(attr.getValue());
+    if (!config)
+      return op->emitError() << "'" << kCodegenAttrName
+                             << "' must be a #lamina.cpu_matmul";
+    return verifyCpuMatmul(op, config);
   }
   if (attr.getName() == kPrefetchRowsAttrName) {
     auto distance = dyn_cast<IntegerAttr>(attr.getValue());

@@ -1,5 +1,6 @@
 //===- LayerToFusedLinear.cpp - Layers as fused_linear ops ----------------===//
 
+#include "lamina/Lamina/IR/Lamina.h"
 #include "lamina/Lamina/Transforms/Passes.h"
 
 #include "mlir/IR/PatternMatch.h"
@@ -17,8 +18,10 @@ struct LayerToFusedLinear
                                 PatternRewriter &rewriter) const override {
     if (isa<FusedLinearOp>(op))
       return failure();
-    rewriter.replaceOpWithNewOp<FusedLinearOp>(
+    auto fused = rewriter.replaceOpWithNewOp<FusedLinearOp>(
         op, op->getResult(0).getType(), op.getLayerParts());
+    if (CpuMatmulAttr layout = getCpuMatmul(op))
+      fused->setAttr(LaminaDialect::kCodegenAttrName, layout);
     return success();
   }
 };

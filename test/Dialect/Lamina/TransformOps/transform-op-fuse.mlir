@@ -23,7 +23,7 @@ module attributes {transform.with_named_sequence} {
 // RUN: lamina-opt %s --transform-interpreter --split-input-file --convert-lamina-to-linalg | FileCheck %s --check-prefix=LOOPS
 // LOOPS-LABEL: func.func @one_loop_nest
 // LOOPS-COUNT-1: linalg.matmul
-// LOOPS-COUNT-1: linalg.generic {{.*}}lamina.stage = "epilogue"
+// LOOPS-COUNT-1: linalg.generic {{.*}}lamina.stage = #lamina<stage epilogue>
 // LOOPS-NOT: linalg.generic
 func.func @one_loop_nest(%x: tensor<4x8xf32>, %w: tensor<16x8xf32>, %b: tensor<16xf32>, %s: i64) -> tensor<4x16xf32> {
   %0 = lamina.linear_dropout "fc" %x, %w bias %b dropout <p = 0.1, training> seed %s : (tensor<4x8xf32>, tensor<16x8xf32>, tensor<16xf32>, i64) -> tensor<4x16xf32>
@@ -53,7 +53,7 @@ module attributes {transform.with_named_sequence} {
 // One loop nest again, as for a layer.
 // LOOPS-LABEL: func.func @matmul_chain
 // LOOPS-COUNT-1: linalg.matmul
-// LOOPS-COUNT-1: linalg.generic {{.*}}lamina.stage = "epilogue"
+// LOOPS-COUNT-1: linalg.generic {{.*}}lamina.stage = #lamina<stage epilogue>
 // LOOPS-NOT: linalg.generic
 func.func @matmul_chain(%x: tensor<4x8xf32>, %w: tensor<16x8xf32>, %b: tensor<16xf32>, %s: i64) -> tensor<4x16xf32> {
   %0 = lamina.matmul "fc" %x, %w : (tensor<4x8xf32>, tensor<16x8xf32>) -> tensor<4x16xf32>

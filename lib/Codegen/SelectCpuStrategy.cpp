@@ -1,0 +1,91 @@
+//===- SelectCpuStrategy.cpp - The CPU target's layouts of matmuls --------===//
+//
+// Chooses each layer matmul's #lamina.cpu_matmul from its static shapes,
+// element types and the target's vector width; convert-lamina-to-linalg
+// follows the choice.
+//
+//===----------------------------------------------------------------------===//
+
+#include "lamina/Codegen/Passes.h"
+#include "lamina/Lamina/IR/Lamina.h"
+#include "lamina/Support/VectorBits.h"
+
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+
+namespace mlir::lamina {
+#define GEN_PASS_DEF_LAMINASELECTCPUSTRATEGY
+#include "lamina/Codegen/Passes.h.inc"
+} // namespace mlir::lamina
+
+using namespace mlir;
+using namespace mlir::lamina;
+
+/// Output features per packed weight block: two AVX2 registers of f32.
+static constexpr int64_t kWeightBlock = 16;
+
+/// Whether convert-lamina-to-linalg fuses the activation derivative that
+/// is `matmul`'s one user into its epilogue (the backward's dH).
+static bool feedsActivationGrad(Operation *matmul) {
+  if (!isa<MatmulOp>(matmul) || !matmul->hasOneUse())
+    return false;
+  auto grad = dyn_cast<ActivationGradOp>(*matmul->user_begin());
+  return grad && grad.getCotangent() == matmul->getResult(0) &&
+         grad.getType() == matmul->getResult(0).getType();
+}
+
+/// Whether `input` is a 2-D transpose whose static rows `panel` divides.
+static bool isTransposeInPanels(Value input, int64_t panel) {
+  auto transpose = input.getDefiningOp<linalg::TransposeOp>();
+  auto type = cast<RankedTensorType>(input.getType());
+  return transpose && transpose.getPermutation() == ArrayRef<int64_t>{1, 0} &&
+         type.getRank() == 2 && !type.isDynamicDim(0) &&
+         type.getDimSize(0) != 0 && type.getDimSize(0) % panel == 0;
+}
+
+/// The layout of `op`'s matmul of `input` by `weight`, or null where it
+/// stays a plain matmul.
+static CpuMatmulAttr chooseLayout(Operation *op, Value input, Value weight,
+                                  unsigned vectorBits, bool bf16Dots) {
+  auto inputType = cast<RankedTensorType>(input.getType());
+  auto weightType = cast<RankedTensorType>(weight.getType());
+  auto element = dyn_cast<FloatType>(inputType.getElementType());
+  if (!element || !weightType.hasStaticShape() ||
+      weightType.getDimSize(0) % kWeightBlock != 0)
+    return {};
+  MLIRContext *context = op->getContext();
+  Type accumulator =
+      element.getWidth() < 32 ? Float32Type::get(context) : Type(element);
+  int64_t k = weightType.getDimSize(1);
+  bool pairs = bf16Dots && element.isBF16() &&
+               weightType.getElementType().isBF16() && k >= 4 && k % 2 == 0;
+  // The register tile's rows.
+  int64_t panel = vectorBits == 512 ? 8 : 4;
+  Type result = getElementTypeOrSelf(op->getResult(0).getType());
+  bool panels = !hasMatmulEpilogue(op) && !feedsActivationGrad(op) &&
+                result == accumulator && isTransposeInPanels(input, panel);
+  return CpuMatmulAttr::get(context, kWeightBlock, panels ? panel : 0,
+                            pairs ? 2 : 1, accumulator);
+}
+
+namespace {
+struct LaminaSelectCpuStrategyPass
+    : mlir::lamina::impl::LaminaSelectCpuStrategyBase<
+          LaminaSelectCpuStrategyPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    Operation *root = getOperation();
+    if (failed(verifyVectorBits(root, vectorBits)))
+      return signalPassFailure();
+    root->walk([&](Operation *op) {
+      // A layout written in the input (a test's, a user's) is kept.
+      auto [input, weight] = getMatmulOperands(op);
+      if (!weight || getCpuMatmul(op))
+        return;
+      if (CpuMatmulAttr layout = chooseLayout(op, input, weight, vectorBits,
+                                              bf16Dots && vectorBits == 512))
+        op->setAttr(LaminaDialect::kCodegenAttrName, layout);
+    });
+  }
+};
+} // namespace
