@@ -2,7 +2,8 @@
 //
 // The schedules are transform-dialect scripts, instantiated per op with
 // tile sizes chosen from its static shape (CpuSchedules.h), gathered into
-// one named sequence and applied with the transform interpreter.
+// one named sequence per function and applied to that function with the
+// transform interpreter.
 //
 //===----------------------------------------------------------------------===//
 
@@ -83,7 +84,121 @@ static void reshapeUnitDimTransposes(ModuleOp module) {
   });
 }
 
+/// The schedule script of every op of `function` it applies to, each op
+/// tagged with its schedule's number; empty where no op has one.
+static std::string buildFunctionSchedule(func::FuncOp function,
+                                         unsigned vectorBits,
+                                         unsigned threads) {
+  MLIRContext *context = function.getContext();
+  // Every op's steps, then one cleanup, then what follows it.
+  std::string steps, afterCleanup;
+  bool contracts = false;
+  unsigned index = 0;
+  auto add = [&](const OpSchedule &schedule) {
+    steps += schedule.steps;
+    afterCleanup += schedule.afterCleanup;
+    contracts |= schedule.contracts;
+  };
+  // Tags `op` as the target of the next schedule, whose number it is;
+  // returns the tag.
+  auto markTarget = [&](Operation *op) {
+    auto tag = IntegerAttr::get(IntegerType::get(context, 64), index);
+    op->setAttr(kTargetAttr, tag);
+    return tag;
+  };
+  function.walk([&](linalg::TransposeOp op) {
+    if (isRowTranspose(op)) {
+      markTarget(op);
+      add(buildRowTransposeSchedule(index++));
+    } else if (std::optional<Tiles> tiles = planTranspose(op)) {
+      markTarget(op);
+      add(buildElementwiseSchedule(index++, *tiles));
+    }
+  });
+  // A rotary epilogue's pair partners are scheduled with its matmul.
+  auto fusedIntoEpilogue = [](Operation *op) {
+    return hasLoweredStage(op, LoweredStage::pair_partners);
+  };
+  function.walk([&](linalg::LinalgOp op) {
+    if (fusedIntoEpilogue(op))
+      return;
+    if (std::optional<Tiles> tiles = planColumnSum(op)) {
+      markTarget(op);
+      add(buildColumnSumSchedule(index++, *tiles));
+    }
+  });
+  function.walk([&](linalg::LinalgOp op) {
+    if (fusedIntoEpilogue(op))
+      return;
+    if (std::optional<SmallVector<int64_t>> sizes =
+            planBetweenLayersMatmul(op, vectorBits == 512)) {
+      markTarget(op);
+      add(buildBetweenLayersMatmulSchedule(index++, *sizes));
+    }
+  });
+  function.walk([&](linalg::GenericOp op) {
+    if (fusedIntoEpilogue(op))
+      return;
+    std::optional<LayerMatmul> target = getLayerMatmul(op);
+    if (!target) {
+      if (std::optional<Tiles> tiles = planElementwise(op)) {
+        markTarget(op);
+        add(buildElementwiseSchedule(index++, *tiles, hasExtract(op)));
+      } else if (std::optional<Tiles> lanes = planRowReduction(op)) {
+        markTarget(op);
+        add(buildRowReductionSchedule(index++, *lanes));
+      }
+      return;
+    }
+    std::optional<OpSchedule> schedule =
+        buildLayerMatmulSchedule(index, *target, vectorBits == 512, threads);
+    if (!schedule)
+      return;
+    IntegerAttr tag = markTarget(op);
+    target->matmul->setAttr(kMatmulAttr, tag);
+    if (Operation *fill = target->matmul.getDpsInits()[0].getDefiningOp())
+      fill->setAttr(kFillAttr, tag);
+    add(*schedule);
+    ++index;
+  });
+  if (index == 0)
+    return "";
+  return "module attributes {transform.with_named_sequence} {\n"
+         "transform.named_sequence @schedule(%root: !transform.any_op "
+         "{transform.readonly}) {\n"
+         "  %func = transform.structured.match ops{[\"func.func\"]} in %root "
+         ": (!transform.any_op) -> !transform.any_op\n" +
+         steps +
+         "  transform.apply_patterns to %func {\n"
+         "    transform.apply_patterns.canonicalization\n"
+         "    transform.apply_patterns.tensor.fold_tensor_subset_ops_into_"
+         "vector_transfers\n"
+         "  } : !transform.any_op\n" +
+         // Element-wise ops between a read's broadcast and a contraction (a
+         // half-precision operand's widening) sink below the broadcast, so
+         // that the contraction takes the broadcast into its maps and
+         // lowers to the FMA tile (bf16 widened: 451 → 29 ms at 512 × 1024
+         // × 4096) instead of scalar reductions.
+         (contracts ? "  transform.apply_patterns to %func {\n"
+                      "    transform.apply_patterns.vector.transfer_"
+                      "permutation_patterns\n"
+                      "    transform.apply_patterns.vector.sink_ops\n"
+                      "    transform.apply_patterns.vector.reduction_to_"
+                      "contract\n"
+                      "  } : !transform.any_op\n"
+                      "  transform.apply_cse to %func : !transform.any_op\n"
+                    : "") +
+         afterCleanup +
+         "  transform.apply_patterns to %func {\n"
+         "    transform.apply_patterns.canonicalization\n"
+         "  } : !transform.any_op\n"
+         "  transform.yield\n}\n}\n";
+}
+
 namespace {
+/// Schedules each function on its own: its schedules' matches and cleanups
+/// walk that function only, so the cost grows with the program's size, not
+/// with its size times its number of functions.
 struct LaminaCpuTileAndVectorizePass
     : mlir::lamina::impl::LaminaCpuTileAndVectorizeBase<
           LaminaCpuTileAndVectorizePass> {
@@ -96,112 +211,14 @@ struct LaminaCpuTileAndVectorizePass
     if (vectorBits == 512)
       allowWideVectors(module);
     reshapeUnitDimTransposes(module);
-    // Every op's steps, then one cleanup, then what follows it.
-    std::string steps, afterCleanup;
-    bool contracts = false;
-    unsigned index = 0;
-    auto add = [&](const OpSchedule &schedule) {
-      steps += schedule.steps;
-      afterCleanup += schedule.afterCleanup;
-      contracts |= schedule.contracts;
-    };
-    // Tags `op` as the target of the next schedule, whose number it is;
-    // returns the tag.
-    auto markTarget = [&](Operation *op) {
-      auto tag = IntegerAttr::get(IntegerType::get(&getContext(), 64), index);
-      op->setAttr(kTargetAttr, tag);
-      return tag;
-    };
-    module.walk([&](linalg::TransposeOp op) {
-      if (isRowTranspose(op)) {
-        markTarget(op);
-        add(buildRowTransposeSchedule(index++));
-      } else if (std::optional<Tiles> tiles = planTranspose(op)) {
-        markTarget(op);
-        add(buildElementwiseSchedule(index++, *tiles));
-      }
-    });
-    // A rotary epilogue's pair partners are scheduled with its matmul.
-    auto fusedIntoEpilogue = [](Operation *op) {
-      return hasLoweredStage(op, LoweredStage::pair_partners);
-    };
-    module.walk([&](linalg::LinalgOp op) {
-      if (fusedIntoEpilogue(op))
-        return;
-      if (std::optional<Tiles> tiles = planColumnSum(op)) {
-        markTarget(op);
-        add(buildColumnSumSchedule(index++, *tiles));
-      }
-    });
-    module.walk([&](linalg::LinalgOp op) {
-      if (fusedIntoEpilogue(op))
-        return;
-      if (std::optional<SmallVector<int64_t>> sizes =
-              planBetweenLayersMatmul(op, vectorBits == 512)) {
-        markTarget(op);
-        add(buildBetweenLayersMatmulSchedule(index++, *sizes));
-      }
-    });
-    module.walk([&](linalg::GenericOp op) {
-      if (fusedIntoEpilogue(op))
-        return;
-      std::optional<LayerMatmul> target = getLayerMatmul(op);
-      if (!target) {
-        if (std::optional<Tiles> tiles = planElementwise(op)) {
-          markTarget(op);
-          add(buildElementwiseSchedule(index++, *tiles, hasExtract(op)));
-        } else if (std::optional<Tiles> lanes = planRowReduction(op)) {
-          markTarget(op);
-          add(buildRowReductionSchedule(index++, *lanes));
-        }
-        return;
-      }
-      std::optional<OpSchedule> schedule = buildLayerMatmulSchedule(
-          index, *target, vectorBits == 512, threads);
-      if (!schedule)
-        return;
-      IntegerAttr tag = markTarget(op);
-      target->matmul->setAttr(kMatmulAttr, tag);
-      if (Operation *fill = target->matmul.getDpsInits()[0].getDefiningOp())
-        fill->setAttr(kFillAttr, tag);
-      add(*schedule);
-      ++index;
-    });
-    if (index == 0)
-      return;
-    std::string script =
-        "module attributes {transform.with_named_sequence} {\n"
-        "transform.named_sequence @schedule(%root: !transform.any_op "
-        "{transform.readonly}) {\n"
-        "  %func = transform.structured.match ops{[\"func.func\"]} in %root "
-        ": (!transform.any_op) -> !transform.any_op\n" +
-        steps +
-        "  transform.apply_patterns to %func {\n"
-        "    transform.apply_patterns.canonicalization\n"
-        "    transform.apply_patterns.tensor.fold_tensor_subset_ops_into_"
-        "vector_transfers\n"
-        "  } : !transform.any_op\n" +
-        // Element-wise ops between a read's broadcast and a contraction (a
-        // half-precision operand's widening) sink below the broadcast, so
-        // that the contraction takes the broadcast into its maps and
-        // lowers to the FMA tile (bf16 widened: 451 → 29 ms at 512 × 1024
-        // × 4096) instead of scalar reductions.
-        (contracts ? "  transform.apply_patterns to %func {\n"
-                     "    transform.apply_patterns.vector.transfer_"
-                     "permutation_patterns\n"
-                     "    transform.apply_patterns.vector.sink_ops\n"
-                     "    transform.apply_patterns.vector.reduction_to_"
-                     "contract\n"
-                     "  } : !transform.any_op\n"
-                     "  transform.apply_cse to %func : !transform.any_op\n"
-                   : "") +
-        afterCleanup +
-        "  transform.apply_patterns to %func {\n"
-        "    transform.apply_patterns.canonicalization\n"
-        "  } : !transform.any_op\n"
-        "  transform.yield\n}\n}\n";
-    if (failed(applyTransformScript(module, script, "schedule")))
-      return signalPassFailure();
+    for (auto function : module.getOps<func::FuncOp>()) {
+      std::string script =
+          buildFunctionSchedule(function, vectorBits, threads);
+      if (script.empty())
+        continue;
+      if (failed(applyTransformScript(function, script, "schedule")))
+        return signalPassFailure();
+    }
     RewritePatternSet shuffles(&getContext());
     populatePermutationContractionPatterns(shuffles);
     if (failed(applyPatternsGreedily(module, std::move(shuffles))))

@@ -47,16 +47,16 @@ mlir::lamina::parseTransformScript(MLIRContext *context, StringRef text,
   return script;
 }
 
-LogicalResult mlir::lamina::applyTransformScript(ModuleOp module,
+LogicalResult mlir::lamina::applyTransformScript(Operation *payload,
                                                  StringRef text,
                                                  StringRef entry,
                                                  StringRef sourceName) {
   FailureOr<TransformScript> script =
-      parseTransformScript(module.getContext(), text, entry, sourceName);
+      parseTransformScript(payload->getContext(), text, entry, sourceName);
   if (failed(script))
     return failure();
   return transform::applyTransformNamedSequence(
-      module, script->entry, *script->library, transform::TransformOptions());
+      payload, script->entry, *script->library, transform::TransformOptions());
 }
 
 LogicalResult mlir::lamina::applyScheduleFile(ModuleOp module,

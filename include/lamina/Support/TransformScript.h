@@ -23,11 +23,11 @@ FailureOr<TransformScript> parseTransformScript(MLIRContext *context,
                                                 StringRef sourceName);
 
 /// Parses `text` (a module of transform named sequences, named `sourceName`
-/// in diagnostics) and applies its sequence `entry` to `module` with the
-/// transform interpreter: the compiler's own generated scripts and users'
-/// schedules (`@__transform_main`) alike. Diagnostics go to the context's
-/// handler.
-LogicalResult applyTransformScript(ModuleOp module, StringRef text,
+/// in diagnostics) and applies its sequence `entry` to `payload` (a module,
+/// or one function) with the transform interpreter: the compiler's own
+/// generated scripts and users' schedules (`@__transform_main`) alike.
+/// Diagnostics go to the context's handler.
+LogicalResult applyTransformScript(Operation *payload, StringRef text,
                                    StringRef entry,
                                    StringRef sourceName = "schedule");
 
