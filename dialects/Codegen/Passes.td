@@ -96,6 +96,13 @@ def LaminaSelectCpuStrategy : Pass<"lamina-select-cpu-strategy"> {
     - `k_group = 2` with `bf16-dots` (AVX512-BF16's `vdpbf16ps`), for bf16
       operands of an even depth `K ≥ 4`.
     - `accumulator`: f32 for f16/bf16 operands, else their type.
+    - `tiles`: the `#lamina.cpu_tiles` from the static shape: cache tiles
+      of 128 rows × 2 or 8 blocks for L2 (`M ≥ 256`), slabs of rows that
+      fit a share of L3, register tiles of 4 rows × 1 block (8 × 2 with
+      512-bit vectors), k in steps of 4 or 2, chunks of k shared by the
+      register tiles of uncached matmuls; with `threads=N`, each thread's
+      part of the blocks. Dynamic rows, a depth of 1, or a single register
+      tile get no tiles: the matmul stays a loop nest.
 
     ```mlir
     %y = lamina.fused_linear %x, %w, %b : ... -> tensor<8x32xf32>
@@ -110,6 +117,8 @@ def LaminaSelectCpuStrategy : Pass<"lamina-select-cpu-strategy"> {
     Option<"bf16Dots", "bf16-dots", "bool", /*default=*/"false",
            "the target executes AVX512-BF16's dot products (with "
            "vector-bits=512)">,
+    Option<"threads", "threads", "unsigned", /*default=*/"1",
+           "threads sharing each matmul's blocks">,
   ];
   let dependentDialects = ["::mlir::lamina::LaminaDialect"];
 }
@@ -119,19 +128,23 @@ def LaminaCpuTileAndVectorize : Pass<"lamina-cpu-tile-and-vectorize",
   let summary = "Tile each packed matmul with its epilogue for caches and "
                 "registers, and vectorize the tile";
   let description = [{
-    For every `lamina.stage = "epilogue"` op fed by a packed matmul (the
-    `(m, n1, n0, k)` generic of `convert-lamina-to-linalg{weight-block=16}`),
-    or a packed matmul without an epilogue, this pass picks tile sizes from
-    the static shapes and applies a transform-dialect schedule:
+    For every `#lamina<stage epilogue>` op fed by a packed matmul (the
+    `(m, n1, n0, k)` generic of `convert-lamina-to-linalg`), or a packed
+    matmul without an epilogue, this pass applies the `#lamina.cpu_tiles`
+    of the matmul's layout (`lamina.codegen`, chosen by
+    `lamina-select-cpu-strategy`) as a transform-dialect schedule:
 
-    1. fuse the epilogue with the matmul and its fill into a cache-level
-       tile (256×16 blocks of 16 features for M ≥ 1024, 128×2 for M ≥ 256);
-    2. fuse again into a 4×16 register tile, 8×32 with `vector-bits=512`
-       (rows are fewer when M is not a multiple of them);
-    3. tile K by 4 and vectorize the matmul, the fill and the epilogue;
+    1. fuse the epilogue with the matmul and its fill into the cache-level
+       tile (with `thread_blocks`, first into one `scf.forall` part per
+       thread, which the pipeline runs on its threads through OpenMP);
+    2. fuse again into the register tile;
+    3. tile K by `k_step` and vectorize the matmul, the fill and the
+       epilogue;
     4. hoist the accumulator out of the K loop, so that it lives in
        registers and the epilogue (bias, GELU, dropout) is applied to it
        before the output tile is written once.
+
+    A packed matmul whose layout has no tiles stays a loop nest.
 
     Other element-wise ops (residual adds, a bias add or activation that was
     not fused, the epilogue of an unpacked matmul) are tiled into rows of 16
@@ -150,10 +163,6 @@ def LaminaCpuTileAndVectorize : Pass<"lamina-cpu-tile-and-vectorize",
     allow a clean schedule (dynamic, or a large odd K) are left to the loop
     lowering.
 
-    With `threads=N > 1`, the cache-level tiles form an `scf.forall` (the
-    matmul and its fill fused into it), which the pipeline runs on N
-    threads through OpenMP.
-
     `vector-bits` is the target's vector width: 256 (AVX2: 16 registers,
     register tiles of 4 rows × 16 features, 8 accumulators) or 512
     (AVX-512: 32 registers of 16 lanes, register tiles of 8 rows × 32
@@ -163,8 +172,6 @@ def LaminaCpuTileAndVectorize : Pass<"lamina-cpu-tile-and-vectorize",
     512-bit vectors in two on CPUs that prefer 256-bit ones.
   }];
   let options = [
-    Option<"threads", "threads", "unsigned", /*default=*/"1",
-           "threads sharing the cache-level tiles">,
     Option<"vectorBits", "vector-bits", "unsigned", /*default=*/"256",
            "vector width of the target in bits (256: AVX2, 512: AVX-512)">,
   ];

@@ -107,6 +107,44 @@ struct OpSchedule {
 // The linear layers' packed matmuls
 //===----------------------------------------------------------------------===//
 
+/// Tile sizes of a layer matmul's schedule (CpuTilePlans.cpp), as
+/// #lamina.cpu_tiles records them.
+struct TilePlan {
+  // 0: no cache-level tile; its loops run blocks outside rows.
+  int64_t cacheRows = 0, cacheBlocks = 0;
+  // 0: the cache tiles' loops cover every row; else they run over slabs
+  // of this many rows, one after the other.
+  int64_t slabRows = 0;
+  int64_t registerRows = 1;
+  bool tileRegisterBlocks = true;
+  int64_t kStep = 0; // 0: K not tiled
+  // 0: each register tile runs all of K; else the register tiles of a
+  // group of blocks run, in turn, over chunks of this many k of its panel.
+  int64_t kChunk = 0;
+  int64_t registerBlocks = 1; // blocks of 16 features per register tile
+  // 0: one thread; else each thread runs the plan on its own part of this
+  // many blocks (the tile sizes above are for one part).
+  int64_t threadBlocks = 0;
+
+  CpuTilesAttr toAttr(MLIRContext *context) const;
+  static TilePlan fromAttr(CpuTilesAttr tiles);
+};
+
+/// What a packed matmul's tiles are planned from: M rows (`rowPanel` per
+/// panel, 0: not in panels), N/16 blocks of 16 features, the depth in steps
+/// of k (pairs of k count as one, `inputBytes` then being a pair's), and
+/// whether a rotary epilogue reads the tile.
+struct LayerMatmulShape {
+  int64_t rows = 0, blocks = 0, depth = 0, inputBytes = 4, rowPanel = 0;
+  bool rotates = false;
+};
+
+/// The tiles of a packed matmul of `shape` (its blocks shared out among
+/// `threads` threads where they divide evenly; `wide`: 512-bit vectors), or
+/// none for a shape that stays a loop nest.
+std::optional<TilePlan> planLayerMatmulTiles(const LayerMatmulShape &shape,
+                                             bool wide, unsigned threads);
+
 /// A layer's packed matmul and the op its schedule targets: the matmul's
 /// epilogue, or the matmul itself when it has none.
 struct LayerMatmul {
@@ -124,12 +162,10 @@ void populatePermutationContractionPatterns(RewritePatternSet &patterns);
 /// The packed matmul `op` is the schedule target of, on tensors, if any.
 std::optional<LayerMatmul> getLayerMatmul(linalg::GenericOp op);
 
-/// The schedule of `target` (its blocks shared out among `threads` threads
-/// where they divide evenly; `wide`: 512-bit vectors), or none for a shape that
-/// stays a loop nest.
+/// The schedule of `target`, applying the #lamina.cpu_tiles of its
+/// matmul's layout, or none where the layout has no tiles.
 std::optional<OpSchedule> buildLayerMatmulSchedule(unsigned index,
-                                                   const LayerMatmul &target,
-                                                   bool wide, unsigned threads);
+                                                   const LayerMatmul &target);
 
 //===----------------------------------------------------------------------===//
 // The ops between layers

@@ -87,8 +87,7 @@ static void reshapeUnitDimTransposes(ModuleOp module) {
 /// The schedule script of every op of `function` it applies to, each op
 /// tagged with its schedule's number; empty where no op has one.
 static std::string buildFunctionSchedule(func::FuncOp function,
-                                         unsigned vectorBits,
-                                         unsigned threads) {
+                                         unsigned vectorBits) {
   MLIRContext *context = function.getContext();
   // Every op's steps, then one cleanup, then what follows it.
   std::string steps, afterCleanup;
@@ -151,7 +150,7 @@ static std::string buildFunctionSchedule(func::FuncOp function,
       return;
     }
     std::optional<OpSchedule> schedule =
-        buildLayerMatmulSchedule(index, *target, vectorBits == 512, threads);
+        buildLayerMatmulSchedule(index, *target);
     if (!schedule)
       return;
     IntegerAttr tag = markTarget(op);
@@ -212,8 +211,7 @@ struct LaminaCpuTileAndVectorizePass
       allowWideVectors(module);
     reshapeUnitDimTransposes(module);
     for (auto function : module.getOps<func::FuncOp>()) {
-      std::string script =
-          buildFunctionSchedule(function, vectorBits, threads);
+      std::string script = buildFunctionSchedule(function, vectorBits);
       if (script.empty())
         continue;
       if (failed(applyTransformScript(function, script, "schedule")))

@@ -6,6 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "CpuSchedules.h"
+
 #include "lamina/Codegen/Passes.h"
 #include "lamina/Lamina/IR/Lamina.h"
 #include "lamina/Support/VectorBits.h"
@@ -42,10 +44,36 @@ static bool isTransposeInPanels(Value input, int64_t panel) {
          type.getDimSize(0) != 0 && type.getDimSize(0) % panel == 0;
 }
 
+/// The tiles of `op`'s packed matmul of `input` by `weight` in `layout`,
+/// or null where it stays a loop nest (dynamic rows, shapes no tile fits).
+static CpuTilesAttr planTiles(Operation *op, Value input, Value weight,
+                              int64_t weightBlock, int64_t rowPanel,
+                              int64_t kGroup, bool wide, unsigned threads) {
+  auto inputType = cast<RankedTensorType>(input.getType());
+  auto weightType = cast<RankedTensorType>(weight.getType());
+  if (llvm::any_of(inputType.getShape().drop_back(), ShapedType::isDynamic))
+    return {};
+  cpu::LayerMatmulShape shape;
+  shape.rows = 1;
+  for (int64_t size : inputType.getShape().drop_back())
+    shape.rows *= size;
+  shape.blocks = weightType.getDimSize(0) / weightBlock;
+  shape.depth = weightType.getDimSize(1) / kGroup;
+  shape.inputBytes =
+      inputType.getElementType().getIntOrFloatBitWidth() / 8 * kGroup;
+  shape.rowPanel = rowPanel;
+  auto fused = dyn_cast<FusedLinearOp>(op);
+  shape.rotates = fused && fused.getRopeCos();
+  std::optional<cpu::TilePlan> plan =
+      cpu::planLayerMatmulTiles(shape, wide, threads);
+  return plan ? plan->toAttr(op->getContext()) : CpuTilesAttr();
+}
+
 /// The layout of `op`'s matmul of `input` by `weight`, or null where it
 /// stays a plain matmul.
 static CpuMatmulAttr chooseLayout(Operation *op, Value input, Value weight,
-                                  unsigned vectorBits, bool bf16Dots) {
+                                  unsigned vectorBits, bool bf16Dots,
+                                  unsigned threads) {
   auto inputType = cast<RankedTensorType>(input.getType());
   auto weightType = cast<RankedTensorType>(weight.getType());
   auto element = dyn_cast<FloatType>(inputType.getElementType());
@@ -63,8 +91,11 @@ static CpuMatmulAttr chooseLayout(Operation *op, Value input, Value weight,
   Type result = getElementTypeOrSelf(op->getResult(0).getType());
   bool panels = !hasMatmulEpilogue(op) && !feedsActivationGrad(op) &&
                 result == accumulator && isTransposeInPanels(input, panel);
-  return CpuMatmulAttr::get(context, kWeightBlock, panels ? panel : 0,
-                            pairs ? 2 : 1, accumulator);
+  int64_t rowPanel = panels ? panel : 0, kGroup = pairs ? 2 : 1;
+  return CpuMatmulAttr::get(
+      context, kWeightBlock, rowPanel, kGroup, accumulator,
+      planTiles(op, input, weight, kWeightBlock, rowPanel, kGroup,
+                vectorBits == 512, threads));
 }
 
 namespace {
@@ -82,8 +113,9 @@ struct LaminaSelectCpuStrategyPass
       auto [input, weight] = getMatmulOperands(op);
       if (!weight || getCpuMatmul(op))
         return;
-      if (CpuMatmulAttr layout = chooseLayout(op, input, weight, vectorBits,
-                                              bf16Dots && vectorBits == 512))
+      if (CpuMatmulAttr layout =
+              chooseLayout(op, input, weight, vectorBits,
+                           bf16Dots && vectorBits == 512, threads))
         op->setAttr(LaminaDialect::kCodegenAttrName, layout);
     });
   }

@@ -57,6 +57,7 @@ void mlir::lamina::buildLaminaCpuPipeline(OpPassManager &pm,
   LaminaSelectCpuStrategyOptions strategy;
   strategy.vectorBits = vectorBits;
   strategy.bf16Dots = bf16Dots;
+  strategy.threads = options.threads;
   pm.addPass(createLaminaSelectCpuStrategy(strategy));
   pm.addPass(createConvertLaminaToLinalg());
   pm.addPass(createConvertShardToLaminaMPI());
@@ -78,7 +79,6 @@ void mlir::lamina::buildLaminaCpuPipeline(OpPassManager &pm,
 
   // Cache and register tiles of each matmul with its epilogue, vectorized.
   LaminaCpuTileAndVectorizeOptions schedule;
-  schedule.threads = options.threads;
   schedule.vectorBits = vectorBits;
   pm.addPass(createLaminaCpuTileAndVectorize(schedule));
   // The partial tiles of sizes the tiles do not divide are vectorized

@@ -78,3 +78,18 @@ func.func private @triples() attributes {config = #lamina.cpu_matmul<weight_bloc
 
 // expected-error @+1 {{accumulator must be a float type, got 'i32'}}
 func.func private @integer_sums() attributes {config = #lamina.cpu_matmul<weight_block = 16, accumulator = i32>}
+
+// -----
+
+// expected-error @+1 {{tile sizes are 0 (not tiled) or positive, got -4}}
+func.func private @negative_tile() attributes {tiles = #lamina.cpu_tiles<register_rows = -4>}
+
+// -----
+
+// expected-error @+1 {{a cache tile has rows and blocks, got 128 × 0}}
+func.func private @rows_only() attributes {tiles = #lamina.cpu_tiles<cache_rows = 128>}
+
+// -----
+
+// expected-error @+1 {{k_chunk 6 must be a multiple of k_step 4}}
+func.func private @ragged_chunks() attributes {tiles = #lamina.cpu_tiles<k_step = 4, k_chunk = 6>}

@@ -279,6 +279,42 @@ def Lamina_PackedWeightsAttr : Lamina_Attr<"PackedWeights", "packed_weights"> {
   let genVerifyDecl = 1;
 }
 
+def Lamina_CpuTilesAttr : Lamina_Attr<"CpuTiles", "cpu_tiles"> {
+  let summary = "the cache and register tiles of a layer's matmul on a CPU";
+  let description = [{
+    The tile plan `lamina-select-cpu-strategy` chooses for a packed matmul
+    of `M` rows, `N/16` blocks of 16 features and depth `K` (steps of `k`
+    are pairs with `k_group = 2`), which `lamina-cpu-tile-and-vectorize`
+    applies (0 everywhere means "not tiled"):
+
+    - `cache_rows` × `cache_blocks`: the cache-level tile, blocks outer;
+    - `slab_rows`: the cache tiles run over slabs of this many rows, one
+      after the other;
+    - `register_rows` × `register_blocks`: the register tile (0 rows: the
+      rows left are one tile; 0 blocks: all of the cache tile's);
+    - `k_step`: k in steps of this many, the accumulators in registers;
+    - `k_chunk`: without cache tiles, the register tiles of a group of
+      blocks run in turn over chunks of this many k;
+    - `thread_blocks`: each thread runs the plan on its part of this many
+      blocks.
+
+    ```mlir
+    #lamina.cpu_tiles<cache_rows = 128, cache_blocks = 8, register_rows = 4,
+                      register_blocks = 1, k_step = 4>
+    ```
+  }];
+  let parameters = (ins DefaultValuedParameter<"int64_t", "0">:$cache_rows,
+                    DefaultValuedParameter<"int64_t", "0">:$cache_blocks,
+                    DefaultValuedParameter<"int64_t", "0">:$slab_rows,
+                    DefaultValuedParameter<"int64_t", "0">:$register_rows,
+                    DefaultValuedParameter<"int64_t", "0">:$register_blocks,
+                    DefaultValuedParameter<"int64_t", "0">:$k_step,
+                    DefaultValuedParameter<"int64_t", "0">:$k_chunk,
+                    DefaultValuedParameter<"int64_t", "0">:$thread_blocks);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
 def Lamina_CpuMatmulAttr : Lamina_Attr<"CpuMatmul", "cpu_matmul"> {
   let summary = "how a float matmul is laid out for a CPU's register tiles";
   let description = [{
@@ -293,7 +329,10 @@ def Lamina_CpuMatmulAttr : Lamina_Attr<"CpuMatmul", "cpu_matmul"> {
       `dW = dyᵀ·x`), is packed from `T` into panels `Xp[M/P, K, P]`;
     - `k_group` (1 or 2): consecutive `k` packed together, 2 being
       AVX512-BF16's pairs (`Wp[N/B, K/2, B, 2]`);
-    - `accumulator`: the element type the matmul sums in.
+    - `accumulator`: the element type the matmul sums in;
+    - `tiles` (optional): its `#lamina.cpu_tiles`; without them the matmul
+      stays a loop nest. Lowering copies the layout onto the packed
+      matmul, where the schedules read it.
 
     ```mlir
     %y = lamina.matmul %x, %w {lamina.codegen = #lamina.cpu_matmul<
@@ -303,7 +342,8 @@ def Lamina_CpuMatmulAttr : Lamina_Attr<"CpuMatmul", "cpu_matmul"> {
   let parameters = (ins "int64_t":$weight_block,
                     DefaultValuedParameter<"int64_t", "0">:$row_panel,
                     DefaultValuedParameter<"int64_t", "1">:$k_group,
-                    "::mlir::Type":$accumulator);
+                    "::mlir::Type":$accumulator,
+                    OptionalParameter<"::mlir::lamina::CpuTilesAttr">:$tiles);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
 }

@@ -314,13 +314,14 @@ static void buildMultiplyAdd(OpBuilder &b, Location loc, ValueRange args,
 }
 
 /// The packed matmul's generic: `maps` over its loops, all parallel but the
-/// last (k), or the last two (k2, p) with `pairs`, tagged as the matmul
-/// stage.
+/// last (k), or the last two (k2, p) with pairs of k, tagged as the matmul
+/// stage and with the `layout` it follows, which the schedules read.
 static Value buildPackedMatmulGeneric(OpBuilder &b, Location loc,
                                       ValueRange inputs, Value acc,
-                                      ArrayRef<AffineMap> maps, Type accElt,
-                                      bool pairs) {
-  unsigned reductions = pairs ? 2 : 1;
+                                      ArrayRef<AffineMap> maps,
+                                      CpuMatmulAttr layout) {
+  Type accElt = layout.getAccumulator();
+  unsigned reductions = layout.getKGroup() == 2 ? 2 : 1;
   SmallVector<utils::IteratorType> iterators(
       maps.front().getNumDims() - reductions, utils::IteratorType::parallel);
   iterators.append(reductions, utils::IteratorType::reduction);
@@ -330,15 +331,18 @@ static Value buildPackedMatmulGeneric(OpBuilder &b, Location loc,
         buildMultiplyAdd(nb, nloc, args, accElt);
       });
   setLoweredStage(matmul, LoweredStage::matmul);
+  matmul->setAttr(LaminaDialect::kCodegenAttrName, layout);
   return matmul.getResult(0);
 }
 
 /// x[..., K]·W[N, K]ᵀ with W packed into Wp[N/B, K, B]: a [M, N/B, B]
-/// accumulator, the same memory as row-major [M, N]. With `pairs`, x is read
+/// accumulator, the same memory as row-major [M, N]. With pairs of k, x is read
 /// as [M, K/2, 2] and W packed into Wp[N/B, K/2, B, 2].
 static Value buildBlockedMatmul(OpBuilder &b, Location loc, Value input,
-                                Value weight, Type accElt, int64_t block,
-                                bool pairs) {
+                                Value weight, CpuMatmulAttr layout) {
+  Type accElt = layout.getAccumulator();
+  int64_t block = layout.getWeightBlock();
+  bool pairs = layout.getKGroup() == 2;
   Value rows = flattenRows(b, loc, input);
   auto weightType = cast<RankedTensorType>(weight.getType());
   int64_t n = weightType.getDimSize(0), k = weightType.getDimSize(1);
@@ -363,16 +367,14 @@ static Value buildBlockedMatmul(OpBuilder &b, Location loc, Value input,
         AffineMap::get(5, 0, {m, k2, p}, context),
         AffineMap::get(5, 0, {n1, k2, n0, p}, context),
         AffineMap::get(5, 0, {m, n1, n0}, context)};
-    return buildPackedMatmulGeneric(b, loc, {rows, packed}, acc, maps, accElt,
-                                    /*pairs=*/true);
+    return buildPackedMatmulGeneric(b, loc, {rows, packed}, acc, maps, layout);
   }
   AffineExpr mm, n1, n0, kk;
   bindDims(context, mm, n1, n0, kk);
   SmallVector<AffineMap> maps = {AffineMap::get(4, 0, {mm, kk}, context),
                                  AffineMap::get(4, 0, {n1, kk, n0}, context),
                                  AffineMap::get(4, 0, {mm, n1, n0}, context)};
-  return buildPackedMatmulGeneric(b, loc, {rows, packed}, acc, maps, accElt,
-                                  /*pairs=*/false);
+  return buildPackedMatmulGeneric(b, loc, {rows, packed}, acc, maps, layout);
 }
 
 /// The source T[K, M] of an input x = Tᵀ (a 2-D transpose), or null.
@@ -435,8 +437,8 @@ static Value buildPanelMatmul(OpBuilder &b, Location loc, Value source,
             AffineMap::get(5, 0, {n1, kk, n0}, context),
             AffineMap::get(5, 0, {m1, m0, n1, n0}, context)};
   }
-  Value matmul = buildPackedMatmulGeneric(b, loc, {panels, packed}, acc, maps,
-                                          accElt, pairs);
+  Value matmul =
+      buildPackedMatmulGeneric(b, loc, {panels, packed}, acc, maps, layout);
   return tensor::CollapseShapeOp::create(
       b, loc, matmul,
       ArrayRef<ReassociationIndices>{{0, 1}, {2}, {3}});
@@ -483,14 +485,14 @@ static Value buildFloatLinear(OpBuilder &b, Location loc, Value input,
     return buildRopeAfter(b, loc, result, steps.ropeCos, steps.ropeSin);
   }
   Type inputElt = cast<RankedTensorType>(input.getType()).getElementType();
-  Type accElt = blocked ? layout.getAccumulator() : accumulatorType(b, inputElt);
+  Type accElt =
+      blocked ? layout.getAccumulator() : accumulatorType(b, inputElt);
   auto weightType = cast<RankedTensorType>(weight.getType());
   int64_t weightBlock = blocked ? layout.getWeightBlock() : 0;
   Value acc =
       blocked && layout.getRowPanel()
           ? buildPanelMatmul(b, loc, getTransposeSource(input), weight, layout)
-      : blocked ? buildBlockedMatmul(b, loc, input, weight, accElt,
-                                     weightBlock, layout.getKGroup() == 2)
+      : blocked ? buildBlockedMatmul(b, loc, input, weight, layout)
                 : buildMatmul(b, loc, input, weight, accElt);
   if (blocked && hasGroupedKeepMask(acc, steps.draw()))
     steps.keepMask = buildBlockedKeepMask(b, loc, acc, steps.draw());

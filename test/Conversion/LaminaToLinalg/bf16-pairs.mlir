@@ -11,7 +11,7 @@
 // CHECK-SAME: (%[[XARG:.+]]: tensor<8x6xbf16>, %[[WARG:.+]]: tensor<32x6xbf16>)
 // CHECK: %[[WP:.+]] = linalg.pack %[[WARG]] inner_dims_pos = [0, 1] inner_tiles = [16, 2] into %{{.*}} : tensor<32x6xbf16> -> tensor<2x3x16x2xbf16>
 // CHECK: %[[XP:.+]] = tensor.expand_shape %[[XARG]] {{\[\[}}0], [1, 2]] output_shape [8, 3, 2] : tensor<8x6xbf16> into tensor<8x3x2xbf16>
-// CHECK: linalg.generic {indexing_maps = [#[[X]], #[[W]], #[[OUT]]], iterator_types = ["parallel", "parallel", "parallel", "reduction", "reduction"]} ins(%[[XP]], %[[WP]] : tensor<8x3x2xbf16>, tensor<2x3x16x2xbf16>) outs(%{{.*}} : tensor<8x2x16xf32>) attrs = {lamina.stage = #lamina<stage matmul>}
+// CHECK: linalg.generic {indexing_maps = [#[[X]], #[[W]], #[[OUT]]], iterator_types = ["parallel", "parallel", "parallel", "reduction", "reduction"]} ins(%[[XP]], %[[WP]] : tensor<8x3x2xbf16>, tensor<2x3x16x2xbf16>) outs(%{{.*}} : tensor<8x2x16xf32>) attrs = {lamina.codegen = #lamina.cpu_matmul<{{.*}}>, lamina.stage = #lamina<stage matmul>}
 func.func @layer(%x: tensor<8x6xbf16>, %w: tensor<32x6xbf16>) -> tensor<8x32xbf16> {
   %y = lamina.matmul "fc" %x, %w : (tensor<8x6xbf16>, tensor<32x6xbf16>) -> tensor<8x32xbf16>
   return %y : tensor<8x32xbf16>

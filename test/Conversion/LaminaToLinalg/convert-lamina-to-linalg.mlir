@@ -163,7 +163,7 @@ func.func @lns(%x: tensor<4x8x!lns.num<f = 10>>, %w: tensor<16x8x!lns.num<f = 10
 // BLOCK-SAME: (%[[X:.+]]: tensor<4x8xf32>, %[[W:.+]]: tensor<32x8xf32>, %[[B:.+]]: tensor<32xf32>, %[[W2:.+]]: tensor<24x8xf32>)
 func.func @blocked(%x: tensor<4x8xf32>, %w: tensor<32x8xf32>, %b: tensor<32xf32>, %w2: tensor<24x8xf32>) -> (tensor<4x32xf32>, tensor<4x24xf32>) {
   // BLOCK: %[[P:.+]] = linalg.pack %[[W]] inner_dims_pos = [0] inner_tiles = [16] into %{{.*}} : tensor<32x8xf32> -> tensor<2x8x16xf32>
-  // BLOCK: %[[MM:.+]] = linalg.generic {{{.*}}iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%[[X]], %[[P]] : tensor<4x8xf32>, tensor<2x8x16xf32>) outs(%{{.*}} : tensor<4x2x16xf32>) attrs = {lamina.stage = #lamina<stage matmul>}
+  // BLOCK: %[[MM:.+]] = linalg.generic {{{.*}}iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%[[X]], %[[P]] : tensor<4x8xf32>, tensor<2x8x16xf32>) outs(%{{.*}} : tensor<4x2x16xf32>) attrs = {lamina.codegen = #lamina.cpu_matmul<{{.*}}>, lamina.stage = #lamina<stage matmul>}
   // BLOCK: %[[B2:.+]] = tensor.expand_shape %[[B]] {{\[\[}}0, 1]] output_shape [2, 16] : tensor<32xf32> into tensor<2x16xf32>
   // BLOCK: %[[E:.+]] = linalg.generic {{.*}} ins(%[[B2]] : tensor<2x16xf32>) outs(%[[MM]] : tensor<4x2x16xf32>) attrs = {lamina.stage = #lamina<stage epilogue>}
   // BLOCK: tensor.collapse_shape %[[E]] {{\[\[}}0], [1, 2]] : tensor<4x2x16xf32> into tensor<4x32xf32>
@@ -197,7 +197,7 @@ func.func @blocked_transposed_weight(%dy: tensor<4x8xf32>, %t: tensor<8x32xf32>)
 // BLOCK-LABEL: func.func @activation_grad_of_matmul
 // BLOCK-SAME: (%[[DY:.+]]: tensor<4x8xf32>, %[[W:.+]]: tensor<32x8xf32>, %[[X:.+]]: tensor<4x32xf32>)
 func.func @activation_grad_of_matmul(%dy: tensor<4x8xf32>, %w: tensor<32x8xf32>, %x: tensor<4x32xf32>) -> (tensor<4x32xf32>, tensor<4x32xf32>, tensor<4x32xf32>) {
-  // BLOCK: %[[MM:.+]] = linalg.generic {{.*}} ins(%[[DY]], %{{.*}} : tensor<4x8xf32>, tensor<2x8x16xf32>) {{.*}} attrs = {lamina.stage = #lamina<stage matmul>}
+  // BLOCK: %[[MM:.+]] = linalg.generic {{.*}} ins(%[[DY]], %{{.*}} : tensor<4x8xf32>, tensor<2x8x16xf32>) {{.*}} attrs = {lamina.codegen = #lamina.cpu_matmul<{{.*}}>, lamina.stage = #lamina<stage matmul>}
   // BLOCK: %[[XV:.+]] = tensor.expand_shape %[[X]] {{\[\[}}0], [1, 2]] output_shape [4, 2, 16] : tensor<4x32xf32> into tensor<4x2x16xf32>
   // BLOCK: %[[E:.+]] = linalg.generic {{.*}} ins(%[[XV]] : tensor<4x2x16xf32>) outs(%[[MM]] : tensor<4x2x16xf32>) attrs = {lamina.stage = #lamina<stage epilogue>}
   // BLOCK: math.tanh
@@ -205,7 +205,7 @@ func.func @activation_grad_of_matmul(%dy: tensor<4x8xf32>, %w: tensor<32x8xf32>,
   // BLOCK-NOT: lamina.activation_grad
   %dh = lamina.matmul "fc2" %dy, %w : (tensor<4x8xf32>, tensor<32x8xf32>) -> tensor<4x32xf32>
   %g = lamina.activation_grad "fc1" gelu_tanh %x, %dh : tensor<4x32xf32>
-  // BLOCK: linalg.generic {{.*}} attrs = {lamina.stage = #lamina<stage matmul>}
+  // BLOCK: linalg.generic {{.*}} attrs = {lamina.codegen = #lamina.cpu_matmul<{{.*}}>, lamina.stage = #lamina<stage matmul>}
   // BLOCK: linalg.generic {{.*}} ins(%[[X]], %{{.*}} : tensor<4x32xf32>, tensor<4x32xf32>)
   %dh2 = lamina.matmul "fc2" %dy, %w : (tensor<4x8xf32>, tensor<32x8xf32>) -> tensor<4x32xf32>
   %g2 = lamina.activation_grad "fc1" relu %x, %dh2 : tensor<4x32xf32>
@@ -264,7 +264,7 @@ func.func @blocked_dropout(%x: tensor<4x8xf32>, %w: tensor<32x8xf32>, %b: tensor
 // PANEL-SAME: (%[[DY:.+]]: tensor<4x16xf32>, %[[X:.+]]: tensor<4x32xf32>)
 // PANEL: %[[P:.+]] = linalg.pack %[[DY]] outer_dims_perm = [1, 0] inner_dims_pos = [1] inner_tiles = [8] into %{{.*}} : tensor<4x16xf32> -> tensor<2x4x8xf32>
 // PANEL: %[[W:.+]] = linalg.pack %[[X]] outer_dims_perm = [1, 0] inner_dims_pos = [1] inner_tiles = [16] into %{{.*}} : tensor<4x32xf32> -> tensor<2x4x16xf32>
-// PANEL: %[[MM:.+]] = linalg.generic {indexing_maps = [#[[PANELS]], #[[BLOCKS]], #[[OUT]]], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%[[P]], %[[W]] : tensor<2x4x8xf32>, tensor<2x4x16xf32>) outs(%{{.*}} : tensor<2x8x2x16xf32>) attrs = {lamina.stage = #lamina<stage matmul>}
+// PANEL: %[[MM:.+]] = linalg.generic {indexing_maps = [#[[PANELS]], #[[BLOCKS]], #[[OUT]]], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%[[P]], %[[W]] : tensor<2x4x8xf32>, tensor<2x4x16xf32>) outs(%{{.*}} : tensor<2x8x2x16xf32>) attrs = {lamina.codegen = #lamina.cpu_matmul<{{.*}}>, lamina.stage = #lamina<stage matmul>}
 // PANEL: %[[ROWS:.+]] = tensor.collapse_shape %[[MM]] {{\[\[}}0, 1], [2], [3]] : tensor<2x8x2x16xf32> into tensor<16x2x16xf32>
 // PANEL: %[[Y:.+]] = tensor.collapse_shape %[[ROWS]] {{\[\[}}0], [1, 2]] : tensor<16x2x16xf32> into tensor<16x32xf32>
 // PANEL: return %[[Y]]
@@ -308,7 +308,7 @@ func.func @no_row_panels(%dy: tensor<4x12xf32>, %dy2: tensor<4x16xf32>, %x: tens
 // choice would be f32), with no epilogue to round the sums.
 // BLOCK-LABEL: func.func @written_layout
 // BLOCK: linalg.pack %{{.*}} inner_dims_pos = [0] inner_tiles = [8] into %{{.*}} : tensor<32x8xbf16> -> tensor<4x8x8xbf16>
-// BLOCK: %[[MM:.+]] = linalg.generic {{.*}} outs(%{{.*}} : tensor<4x4x8xbf16>) attrs = {lamina.stage = #lamina<stage matmul>}
+// BLOCK: %[[MM:.+]] = linalg.generic {{.*}} outs(%{{.*}} : tensor<4x4x8xbf16>) attrs = {lamina.codegen = #lamina.cpu_matmul<{{.*}}>, lamina.stage = #lamina<stage matmul>}
 // BLOCK-NEXT: ^bb0(%[[A:.+]]: bf16, %[[B:.+]]: bf16, %[[ACC:.+]]: bf16):
 // BLOCK-NEXT: %[[P:.+]] = arith.mulf %[[A]], %[[B]] : bf16
 // BLOCK-NEXT: arith.addf %[[ACC]], %[[P]] : bf16

@@ -13,9 +13,28 @@ using namespace mlir;
 using namespace mlir::lamina;
 
 LogicalResult
+CpuTilesAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                     int64_t cacheRows, int64_t cacheBlocks, int64_t slabRows,
+                     int64_t registerRows, int64_t registerBlocks,
+                     int64_t kStep, int64_t kChunk, int64_t threadBlocks) {
+  for (int64_t size : {cacheRows, cacheBlocks, slabRows, registerRows,
+                       registerBlocks, kStep, kChunk, threadBlocks})
+    if (size < 0)
+      return emitError() << "tile sizes are 0 (not tiled) or positive, got "
+                         << size;
+  if ((cacheRows == 0) != (cacheBlocks == 0))
+    return emitError() << "a cache tile has rows and blocks, got "
+                       << cacheRows << " × " << cacheBlocks;
+  if (kChunk % std::max<int64_t>(kStep, 1) != 0 || (kChunk && !kStep))
+    return emitError() << "k_chunk " << kChunk
+                       << " must be a multiple of k_step " << kStep;
+  return success();
+}
+
+LogicalResult
 CpuMatmulAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                       int64_t weightBlock, int64_t rowPanel, int64_t kGroup,
-                      Type accumulator) {
+                      Type accumulator, CpuTilesAttr tiles) {
   if (weightBlock < 1)
     return emitError() << "weight_block must be positive, got "
                        << weightBlock;
@@ -58,6 +77,9 @@ CpuMatmulAttr mlir::lamina::getCpuMatmul(Operation *op) {
 
 LogicalResult mlir::lamina::verifyCpuMatmul(Operation *op,
                                             CpuMatmulAttr config) {
+  // The lowered matmul keeps its layout for the schedules.
+  if (hasLoweredStage(op, LoweredStage::matmul))
+    return success();
   auto [input, weight] = getMatmulOperands(op);
   if (!weight)
     return op->emitError() << "'" << LaminaDialect::kCodegenAttrName
