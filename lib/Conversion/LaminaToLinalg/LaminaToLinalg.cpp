@@ -542,9 +542,10 @@ static Value buildFloatLinear(OpBuilder &b, Location loc, Value input,
 // Patterns
 //===----------------------------------------------------------------------===//
 
-static bool isLns(Value value) {
-  return isa<lns::NumType>(
-      cast<RankedTensorType>(value.getType()).getElementType());
+/// Whether `value` holds floats, which this file lowers; other number
+/// formats lower in their own files (LnsLayers.cpp).
+static bool holdsFloats(Value value) {
+  return isa<FloatType>(getElementTypeOrSelf(value.getType()));
 }
 
 namespace {
@@ -553,11 +554,8 @@ struct FusedLinearToLinalg : OpRewritePattern<FusedLinearOp> {
   LogicalResult matchAndRewrite(FusedLinearOp op,
                                 PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    if (isLns(op.getInput())) {
-      rewriter.replaceOpWithNewOp<lns::LinearOp>(
-          op, op.getType(), op.getInput(), op.getWeight(), op.getBias());
-      return success();
-    }
+    if (!holdsFloats(op.getInput()))
+      return failure();
     EpilogueSteps steps;
     steps.bias = op.getBias();
     steps.activation = op.getActivationAttr();
@@ -578,11 +576,8 @@ struct MatmulToLinalg : OpRewritePattern<MatmulOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(MatmulOp op,
                                 PatternRewriter &rewriter) const override {
-    if (isLns(op.getInput())) {
-      rewriter.replaceOpWithNewOp<lns::LinearOp>(
-          op, op.getType(), op.getInput(), op.getWeight(), Value());
-      return success();
-    }
+    if (!holdsFloats(op.getInput()))
+      return failure();
     rewriter.replaceOp(op, buildFloatLinear(rewriter, op.getLoc(),
                                             op.getInput(), op.getWeight(),
                                             EpilogueSteps(), op.getType(),
@@ -595,25 +590,11 @@ struct BiasAddToLinalg : OpRewritePattern<BiasAddOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(BiasAddOp op,
                                 PatternRewriter &rewriter) const override {
-    Location loc = op.getLoc();
-    if (isLns(op.getInput())) {
-      // Broadcast the bias over the leading dims, then add element-wise.
-      auto type = op.getType();
-      auto biasElt =
-          cast<RankedTensorType>(op.getBias().getType()).getElementType();
-      Value init = emptyLike(rewriter, loc, op.getInput(), biasElt);
-      SmallVector<int64_t> leading;
-      for (int64_t d = 0; d < type.getRank() - 1; ++d)
-        leading.push_back(d);
-      Value bias = linalg::BroadcastOp::create(rewriter, loc, op.getBias(),
-                                               init, leading)
-                       .getResult()[0];
-      rewriter.replaceOpWithNewOp<lns::AddOp>(op, op.getInput(), bias);
-      return success();
-    }
+    if (!holdsFloats(op.getInput()))
+      return failure();
     EpilogueSteps steps;
     steps.bias = op.getBias();
-    rewriter.replaceOp(op, buildEpilogue(rewriter, loc, op.getInput(),
+    rewriter.replaceOp(op, buildEpilogue(rewriter, op.getLoc(), op.getInput(),
                                          op.getType().getElementType(),
                                          steps));
     return success();
@@ -799,7 +780,7 @@ struct FuseActivationGradIntoMatmul : OpRewritePattern<ActivationGradOp> {
                                 PatternRewriter &rewriter) const override {
     auto matmul = op.getCotangent().getDefiningOp<MatmulOp>();
     CpuMatmulAttr layout = matmul ? getCpuMatmul(matmul) : CpuMatmulAttr();
-    if (!matmul || !matmul->hasOneUse() || isLns(matmul.getInput()) ||
+    if (!matmul || !matmul->hasOneUse() || !holdsFloats(matmul.getInput()) ||
         matmul.getType() != op.getType() || (layout && layout.getRowPanel()))
       return failure();
     EpilogueSteps steps;
@@ -830,4 +811,5 @@ void mlir::lamina::populateLaminaToLinalgPatterns(
   populateDerivativesToLinalgPatterns(patterns);
   populateModelOpsToLinalgPatterns(patterns);
   populateRopeToLinalgPatterns(patterns);
+  populateLnsLayersToLnsPatterns(patterns);
 }

@@ -38,6 +38,10 @@ void populateModelOpsToLinalgPatterns(RewritePatternSet &patterns);
 /// lamina.rope → one linalg.generic over the input's pairs.
 void populateRopeToLinalgPatterns(RewritePatternSet &patterns);
 
+/// Layers on LNS numbers: lamina.fused_linear and lamina.matmul →
+/// lns.linear, lamina.bias_add → lns.add of the broadcast bias.
+void populateLnsLayersToLnsPatterns(RewritePatternSet &patterns);
+
 /// lamina.activation_grad, softmax_grad, layer_norm_grad → linalg.
 void populateDerivativesToLinalgPatterns(RewritePatternSet &patterns);
 
