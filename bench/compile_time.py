@@ -14,7 +14,9 @@ processes:
   bench/machine.py sets it up).
 
 Each depth runs cold (an empty compile cache, LAMINA_CACHE_DIR a fresh
-directory), then warm: the same builds in new processes that find the
+directory; LAMINA_TIMING=1, whose reports' totals give the seconds spent
+in the training pair's compiles, MLIR pipelines and LLVM, apart from
+tracing, differentiation and the first step's run), then warm: the same builds in new processes that find the
 first ones' programs in the cache. The `LAMINA_TIMING=1` report of the
 deepest training pair's cold compile (MLIR pipelines, translation, LLVM)
 closes the table.
@@ -90,6 +92,12 @@ print(first, ready, statistics.median(times))
        "heads": HEADS, "hidden": HIDDEN}
 
 
+def compile_seconds(report):
+    """The seconds the `LAMINA_TIMING=1` reports in `report` add up to."""
+    return sum(float(line.split()[-2]) for line in report.splitlines()
+               if "Total Execution Time:" in line)
+
+
 def run(depth, what, steps, env, pipeline, timing=False, cache=None):
     env = dict(env, OMP_NUM_THREADS="1",
                PYTHONPATH=str(BUILD / "python"))
@@ -121,17 +129,20 @@ def main():
         with tempfile.TemporaryDirectory() as cache:
             (forward,), _ = run(depth, "forward", 0, os.environ, pipeline,
                                 cache=cache)
-            (pair, _, step), _ = run(depth, "train", args.steps,
-                                     os.environ, pipeline, cache=cache)
+            (pair, _, step), report = run(depth, "train", args.steps,
+                                          os.environ, pipeline, timing=True,
+                                          cache=cache)
+            compiles = compile_seconds(report)
             (warm_forward,), _ = run(depth, "forward", 0, os.environ,
                                      pipeline, cache=cache)
             (warm_pair, ready, _), _ = run(depth, "train", 1, os.environ,
                                            pipeline, cache=cache)
         (_, _, eager), _ = run(depth, "eager", args.steps, blas, pipeline)
-        rows.append((depth, forward, pair, warm_forward, warm_pair, ready,
-                     step, eager))
+        rows.append((depth, forward, pair, compiles, warm_forward, warm_pair,
+                     ready, step, eager))
         print(f"depth {depth}: forward {forward:.1f} s (warm "
-              f"{warm_forward:.2f} s), training pair {pair:.1f} s (warm "
+              f"{warm_forward:.2f} s), training pair {pair:.1f} s "
+              f"({compiles:.2f} s compiling; warm "
               f"{warm_pair:.2f} s, {ready:.2f} s to the first step's "
               f"start), step {step * 1e3:.0f} ms (eager "
               f"{eager * 1e3:.0f} ms)", flush=True)
@@ -151,17 +162,21 @@ def main():
         "from the cache, its `lamina` logger record). "
         f"Eager PyTorch on {openblas_kernels(blas)}.",
         "",
-        "| layers | forward cold | training pair cold | forward warm | "
-        "training pair warm | to the first step's start, warm | "
-        "step (Lamina) | step (eager) |",
-        "|---|---|---|---|---|---|---|---|",
+        "| layers | forward cold | training pair cold | its compiles "
+        "(MLIR + LLVM) | forward warm | training pair warm | to the first "
+        "step's start, warm | step (Lamina) | step (eager) |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
-    for (depth, forward, pair, warm_forward, warm_pair, ready, step,
-         eager) in rows:
+    for (depth, forward, pair, compiles, warm_forward, warm_pair, ready,
+         step, eager) in rows:
         lines.append(f"| {depth} | {forward:.1f} s | {pair:.1f} s | "
-                     f"{warm_forward:.2f} s | {warm_pair:.2f} s | "
-                     f"{ready:.2f} s | {step * 1e3:.0f} ms | "
-                     f"{eager * 1e3:.0f} ms |")
+                     f"{compiles:.2f} s | {warm_forward:.2f} s | "
+                     f"{warm_pair:.2f} s | {ready:.2f} s | "
+                     f"{step * 1e3:.0f} ms | {eager * 1e3:.0f} ms |")
+    first, last = rows[0], rows[-1]
+    lines += ["", f"Depth {last[0]} against depth {first[0]}: the training "
+              f"pair cold {last[2] / first[2]:.2f}×, its compiles "
+              f"{last[3] / first[3]:.2f}×."]
     lines += ["", f"Stages of the {depths[-1]}-layer training pair's "
               "compiles (`LAMINA_TIMING=1`; the forward, then the "
               "backward):", "", "```",
