@@ -123,6 +123,44 @@ def LaminaSelectCpuStrategy : Pass<"lamina-select-cpu-strategy"> {
   let dependentDialects = ["::mlir::lamina::LaminaDialect"];
 }
 
+def LaminaSelectCpuLoopTiles : Pass<"lamina-select-cpu-loop-tiles",
+                                     "::mlir::ModuleOp"> {
+  let summary = "Choose the CPU schedule and tiles of each op between the "
+                "layers";
+  let description = [{
+    The CPU target's strategy for the linalg ops between the layers, once
+    they are lowered: from each op's static shape, this pass records under
+    its `lamina.codegen` the `#lamina.cpu_loop_tiles` that
+    `lamina-cpu-tile-and-vectorize` applies (a layer's packed matmul and its
+    epilogue follow their `#lamina.cpu_matmul` instead):
+
+    - element-wise ops (residual adds, a bias add or activation that was
+      not fused, the epilogue of an unpacked matmul, a gather) and
+      transposes: tiles of rows of 16 lanes (8 × 8 for a transpose), the
+      last one partial and masked where 16 does not divide the dim;
+    - float reductions along the last dimension whose combiner is an
+      addition or a maximum: rows, each split into 16 lanes;
+    - float sums over every dim but the last: tiles of the kept dim;
+    - transposes that move whole rows of 16 or 8: `row_transpose`;
+    - `linalg.matmul` and `linalg.batch_matmul` (attention's): register
+      tiles of 4 × 16 (8 × 32 with `vector-bits=512`), K in steps of 4.
+
+    Ops whose shapes allow no clean schedule (dynamic, integer
+    reductions, bodies reading `linalg.index`, booleans) get none and stay
+    loop nests.
+
+    ```mlir
+    %0 = linalg.generic ... {lamina.codegen = #lamina.cpu_loop_tiles<
+        elementwise tiles = [1, 16] vector_sizes = [1, 16]>}
+    ```
+  }];
+  let options = [
+    Option<"vectorBits", "vector-bits", "unsigned", /*default=*/"256",
+           "vector width of the target in bits (256: AVX2, 512: AVX-512)">,
+  ];
+  let dependentDialects = ["::mlir::lamina::LaminaDialect"];
+}
+
 def LaminaCpuTileAndVectorize : Pass<"lamina-cpu-tile-and-vectorize",
                                       "::mlir::ModuleOp"> {
   let summary = "Tile each packed matmul with its epilogue for caches and "
@@ -144,30 +182,23 @@ def LaminaCpuTileAndVectorize : Pass<"lamina-cpu-tile-and-vectorize",
        registers and the epilogue (bias, GELU, dropout) is applied to it
        before the output tile is written once.
 
-    A packed matmul whose layout has no tiles stays a loop nest.
+    A packed matmul whose layout has no tiles stays a loop nest. The ops
+    between the layers get the schedule of their `#lamina.cpu_loop_tiles`
+    (`lamina-select-cpu-loop-tiles`):
 
-    Other element-wise ops (residual adds, a bias add or activation that was
-    not fused, the epilogue of an unpacked matmul) are tiled into rows of 16
-    lanes and vectorized; where 16 does not divide the last dimension, the
-    last tile is partial and vectorized with masks at 16 lanes (so are the
-    last tiles of the reductions, column sums and 8 × 8 transposes below).
-    Transposes that move only dims of size 1 become the reshapes they are. Float
-    reductions along the last dimension whose combiner is an addition or a
-    maximum (a loss's or a softmax's row statistics, a norm's mean and
-    variance) are tiled into rows, and each row's reduction is split into
-    16 lanes accumulated in registers and combined once at the row's end
-    (`tile_reduction_using_for`): the row's element-wise work is vectorized
-    and the sum is reordered as PyTorch's vectorized kernels reorder it.
-    Integer reductions (LNS codes, whose additions do not reassociate) and
-    bodies reading `linalg.index` keep their loops. Ops whose shapes do not
-    allow a clean schedule (dynamic, or a large odd K) are left to the loop
-    lowering.
+    element-wise ops in tiles, vectorized (a partial last tile with
+    masks); transposes that move only dims of size 1 become the reshapes
+    they are; float row reductions tiled into rows, each row's reduction
+    split into 16 lanes accumulated in registers and combined once at the
+    row's end (`tile_reduction_using_for`), so that the row's element-wise
+    work is vectorized and the sum is reordered as PyTorch's vectorized
+    kernels reorder it; column sums, row transposes and the matmuls
+    between layers in their tiles. Ops without a schedule are left to the
+    loop lowering.
 
-    `vector-bits` is the target's vector width: 256 (AVX2: 16 registers,
-    register tiles of 4 rows × 16 features, 8 accumulators) or 512
-    (AVX-512: 32 registers of 16 lanes, register tiles of 8 rows × 32
-    features, 16 accumulators, and the matmuls between layers in 8 × 32
-    tiles). With 512 every function gets the LLVM attribute
+    `vector-bits` is the target's vector width, 256 (AVX2) or 512
+    (AVX-512), which the strategies' tiles were chosen for. With 512
+    every function gets the LLVM attribute
     `min-legal-vector-width=512`, without which the x86 back end splits
     512-bit vectors in two on CPUs that prefer 256-bit ones.
   }];

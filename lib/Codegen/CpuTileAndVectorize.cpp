@@ -86,8 +86,7 @@ static void reshapeUnitDimTransposes(ModuleOp module) {
 
 /// The schedule script of every op of `function` it applies to, each op
 /// tagged with its schedule's number; empty where no op has one.
-static std::string buildFunctionSchedule(func::FuncOp function,
-                                         unsigned vectorBits) {
+static std::string buildFunctionSchedule(func::FuncOp function) {
   MLIRContext *context = function.getContext();
   // Every op's steps, then one cleanup, then what follows it.
   std::string steps, afterCleanup;
@@ -105,50 +104,53 @@ static std::string buildFunctionSchedule(func::FuncOp function,
     op->setAttr(kTargetAttr, tag);
     return tag;
   };
-  function.walk([&](linalg::TransposeOp op) {
-    if (isRowTranspose(op)) {
-      markTarget(op);
-      add(buildRowTransposeSchedule(index++));
-    } else if (std::optional<Tiles> tiles = planTranspose(op)) {
-      markTarget(op);
-      add(buildElementwiseSchedule(index++, *tiles));
+  // The schedule of an op between layers, from its #lamina.cpu_loop_tiles.
+  auto addLoopSchedule = [&](Operation *op, CpuLoopTilesAttr tiles) {
+    markTarget(op);
+    Tiles sizes{llvm::to_vector(tiles.getTileSizes()),
+                llvm::to_vector(tiles.getVectorSizes())};
+    switch (tiles.getSchedule()) {
+    case LoopSchedule::elementwise:
+      return add(buildElementwiseSchedule(index++, sizes, hasExtract(op)));
+    case LoopSchedule::row_reduction:
+      return add(buildRowReductionSchedule(index++, sizes));
+    case LoopSchedule::column_sum:
+      return add(buildColumnSumSchedule(index++, sizes));
+    case LoopSchedule::row_transpose:
+      return add(buildRowTransposeSchedule(index++));
+    case LoopSchedule::matmul:
+      return add(buildBetweenLayersMatmulSchedule(index++, sizes.sizes));
     }
-  });
-  // A rotary epilogue's pair partners are scheduled with its matmul.
-  auto fusedIntoEpilogue = [](Operation *op) {
-    return hasLoweredStage(op, LoweredStage::pair_partners);
   };
-  function.walk([&](linalg::LinalgOp op) {
-    if (fusedIntoEpilogue(op))
-      return;
-    if (std::optional<Tiles> tiles = planColumnSum(op)) {
-      markTarget(op);
-      add(buildColumnSumSchedule(index++, *tiles));
-    }
+  auto loopTilesOf = [](Operation *op) {
+    return op->getAttrOfType<CpuLoopTilesAttr>(
+        LaminaDialect::kCodegenAttrName);
+  };
+  // Transposes first, then column sums, the matmuls between layers, and
+  // the generics (layers' matmuls, element-wise ops, row reductions) in
+  // their order.
+  function.walk([&](linalg::TransposeOp op) {
+    if (CpuLoopTilesAttr tiles = loopTilesOf(op))
+      addLoopSchedule(op, tiles);
   });
-  function.walk([&](linalg::LinalgOp op) {
-    if (fusedIntoEpilogue(op))
-      return;
-    if (std::optional<SmallVector<int64_t>> sizes =
-            planBetweenLayersMatmul(op, vectorBits == 512)) {
-      markTarget(op);
-      add(buildBetweenLayersMatmulSchedule(index++, *sizes));
-    }
-  });
+  for (LoopSchedule schedule : {LoopSchedule::column_sum,
+                                LoopSchedule::matmul})
+    function.walk([&](linalg::LinalgOp op) {
+      CpuLoopTilesAttr tiles = loopTilesOf(op);
+      if (tiles && tiles.getSchedule() == schedule &&
+          !isa<linalg::TransposeOp>(*op))
+        addLoopSchedule(op, tiles);
+    });
   function.walk([&](linalg::GenericOp op) {
-    if (fusedIntoEpilogue(op))
-      return;
-    std::optional<LayerMatmul> target = getLayerMatmul(op);
-    if (!target) {
-      if (std::optional<Tiles> tiles = planElementwise(op)) {
-        markTarget(op);
-        add(buildElementwiseSchedule(index++, *tiles, hasExtract(op)));
-      } else if (std::optional<Tiles> lanes = planRowReduction(op)) {
-        markTarget(op);
-        add(buildRowReductionSchedule(index++, *lanes));
-      }
+    if (CpuLoopTilesAttr tiles = loopTilesOf(op)) {
+      if (tiles.getSchedule() == LoopSchedule::elementwise ||
+          tiles.getSchedule() == LoopSchedule::row_reduction)
+        addLoopSchedule(op, tiles);
       return;
     }
+    std::optional<LayerMatmul> target = getLayerMatmul(op);
+    if (!target)
+      return;
     std::optional<OpSchedule> schedule =
         buildLayerMatmulSchedule(index, *target);
     if (!schedule)
@@ -211,7 +213,7 @@ struct LaminaCpuTileAndVectorizePass
       allowWideVectors(module);
     reshapeUnitDimTransposes(module);
     for (auto function : module.getOps<func::FuncOp>()) {
-      std::string script = buildFunctionSchedule(function, vectorBits);
+      std::string script = buildFunctionSchedule(function);
       if (script.empty())
         continue;
       if (failed(applyTransformScript(function, script, "schedule")))

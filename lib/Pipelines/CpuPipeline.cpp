@@ -78,6 +78,9 @@ void mlir::lamina::buildLaminaCpuPipeline(OpPassManager &pm,
     pm.addPass(createLaminaOutlineRepeatedBlocks());
 
   // Cache and register tiles of each matmul with its epilogue, vectorized.
+  LaminaSelectCpuLoopTilesOptions loopTiles;
+  loopTiles.vectorBits = vectorBits;
+  pm.addPass(createLaminaSelectCpuLoopTiles(loopTiles));
   LaminaCpuTileAndVectorizeOptions schedule;
   schedule.vectorBits = vectorBits;
   pm.addPass(createLaminaCpuTileAndVectorize(schedule));

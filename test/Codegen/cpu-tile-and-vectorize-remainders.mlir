@@ -1,4 +1,4 @@
-// RUN: lamina-opt %s --lamina-cpu-tile-and-vectorize --split-input-file | FileCheck %s
+// RUN: lamina-opt %s --lamina-select-cpu-loop-tiles --lamina-cpu-tile-and-vectorize --split-input-file | FileCheck %s
 
 // Sizes that are not multiples of the tiles (a vocabulary of 76): every op
 // still gets its tiles, the last one partial and vectorized with masks at

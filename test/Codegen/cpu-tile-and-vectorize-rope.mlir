@@ -1,4 +1,4 @@
-// RUN: lamina-opt %s --lamina-select-cpu-strategy --convert-lamina-to-linalg --lamina-hoist-weight-packing --lamina-cpu-tile-and-vectorize --split-input-file | FileCheck %s
+// RUN: lamina-opt %s --lamina-select-cpu-strategy --convert-lamina-to-linalg --lamina-hoist-weight-packing --lamina-select-cpu-loop-tiles --lamina-cpu-tile-and-vectorize --split-input-file | FileCheck %s
 
 // A projection with the rope epilogue, 256 rows in cache tiles: in each
 // register tile of 4 rows × 16 features the matmul is computed once (the

@@ -1,5 +1,5 @@
-// RUN: lamina-opt %s --lamina-select-cpu-strategy --convert-lamina-to-linalg --lamina-hoist-weight-packing --lamina-cpu-tile-and-vectorize --split-input-file | FileCheck %s
-// RUN: lamina-opt %s --lamina-select-cpu-strategy=vector-bits=512 --convert-lamina-to-linalg --lamina-hoist-weight-packing --lamina-cpu-tile-and-vectorize=vector-bits=512 --split-input-file | FileCheck %s --check-prefix=WIDE
+// RUN: lamina-opt %s --lamina-select-cpu-strategy --convert-lamina-to-linalg --lamina-hoist-weight-packing --lamina-select-cpu-loop-tiles --lamina-cpu-tile-and-vectorize --split-input-file | FileCheck %s
+// RUN: lamina-opt %s --lamina-select-cpu-strategy=vector-bits=512 --convert-lamina-to-linalg --lamina-hoist-weight-packing --lamina-select-cpu-loop-tiles=vector-bits=512 --lamina-cpu-tile-and-vectorize=vector-bits=512 --split-input-file | FileCheck %s --check-prefix=WIDE
 
 // M = 512, K = 1024: cache tiles of 128 rows × 8 blocks (blocks outer; the
 // tile's 512 KiB of x rows stay in L2 for 8 blocks of W), register tiles of
@@ -195,7 +195,7 @@ func.func @large_odd_k(%x: tensor<8x4099xf32>, %w: tensor<32x4099xf32>) -> tenso
 
 // -----
 
-// RUN: lamina-opt %s --lamina-select-cpu-strategy=threads=2 --convert-lamina-to-linalg --lamina-hoist-weight-packing --lamina-cpu-tile-and-vectorize --split-input-file | FileCheck %s --check-prefix=THREADS
+// RUN: lamina-opt %s --lamina-select-cpu-strategy=threads=2 --convert-lamina-to-linalg --lamina-hoist-weight-packing --lamina-select-cpu-loop-tiles --lamina-cpu-tile-and-vectorize --split-input-file | FileCheck %s --check-prefix=THREADS
 
 // With threads, the blocks are shared out: an scf.forall of one part per
 // thread holding the fill, the matmul's tile loops (cache tiles of 8 blocks,
@@ -490,8 +490,8 @@ func.func @ordered_reductions(%c: tensor<8x512xi64>, %x: tensor<8x512xf32>) -> (
 
 // -----
 
-// RUN: lamina-opt %s --lamina-select-cpu-strategy=vector-bits=512 --convert-lamina-to-linalg --lamina-hoist-weight-packing --lamina-cpu-tile-and-vectorize=vector-bits=512 --split-input-file | FileCheck %s --check-prefix=PANEL
-// RUN: lamina-opt %s --lamina-select-cpu-strategy --convert-lamina-to-linalg --lamina-hoist-weight-packing --lamina-cpu-tile-and-vectorize --split-input-file | FileCheck %s --check-prefix=PANEL4
+// RUN: lamina-opt %s --lamina-select-cpu-strategy=vector-bits=512 --convert-lamina-to-linalg --lamina-hoist-weight-packing --lamina-select-cpu-loop-tiles=vector-bits=512 --lamina-cpu-tile-and-vectorize=vector-bits=512 --split-input-file | FileCheck %s --check-prefix=PANEL
+// RUN: lamina-opt %s --lamina-select-cpu-strategy --convert-lamina-to-linalg --lamina-hoist-weight-packing --lamina-select-cpu-loop-tiles --lamina-cpu-tile-and-vectorize --split-input-file | FileCheck %s --check-prefix=PANEL4
 
 // The backward's dW = dyᵀ·x with dy packed in panels of the register
 // tile's rows ([M/P, K, P], hoisted with x's packing): cache tiles of 16

@@ -3,7 +3,7 @@
 // Layouts that do not fit their op, and malformed layouts.
 
 func.func @not_a_layout(%x: tensor<4x8xf32>, %w: tensor<32x8xf32>) -> tensor<4x32xf32> {
-  // expected-error @+1 {{'lamina.codegen' must be a #lamina.cpu_matmul}}
+  // expected-error @+1 {{'lamina.codegen' must be a #lamina.cpu_matmul or a #lamina.cpu_loop_tiles}}
   %0 = lamina.matmul "fc" %x, %w {lamina.codegen = 16 : i64} : (tensor<4x8xf32>, tensor<32x8xf32>) -> tensor<4x32xf32>
   return %0 : tensor<4x32xf32>
 }
@@ -93,3 +93,23 @@ func.func private @rows_only() attributes {tiles = #lamina.cpu_tiles<cache_rows 
 
 // expected-error @+1 {{k_chunk 6 must be a multiple of k_step 4}}
 func.func private @ragged_chunks() attributes {tiles = #lamina.cpu_tiles<k_step = 4, k_chunk = 6>}
+
+// -----
+
+// expected-error @+1 {{tile sizes are 0 (not tiled) or positive}}
+func.func private @negative_loop_tile() attributes {tiles = #lamina.cpu_loop_tiles<elementwise tiles = [1, -16]>}
+
+// -----
+
+// expected-error @+1 {{vector_sizes give one size per tiled dim: 1 for 2 dims}}
+func.func private @short_vector_sizes() attributes {tiles = #lamina.cpu_loop_tiles<elementwise tiles = [1, 16] vector_sizes = [16]>}
+
+// -----
+
+// expected-error @+1 {{a row_transpose schedule takes no tiles}}
+func.func private @tiled_row_transpose() attributes {tiles = #lamina.cpu_loop_tiles<row_transpose tiles = [1, 8, 0]>}
+
+// -----
+
+// expected-error @+1 {{a matmul schedule needs tile sizes}}
+func.func private @untiled_matmul() attributes {tiles = #lamina.cpu_loop_tiles<matmul>}

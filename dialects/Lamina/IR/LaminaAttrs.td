@@ -94,6 +94,19 @@ def Lamina_LoweredStageAttr
                 "fuse into one loop nest";
 }
 
+def Lamina_LoopElementwise : I32EnumAttrCase<"elementwise", 0>;
+def Lamina_LoopRowReduction : I32EnumAttrCase<"row_reduction", 1>;
+def Lamina_LoopColumnSum : I32EnumAttrCase<"column_sum", 2>;
+def Lamina_LoopRowTranspose : I32EnumAttrCase<"row_transpose", 3>;
+def Lamina_LoopMatmul : I32EnumAttrCase<"matmul", 4>;
+def Lamina_LoopScheduleEnum : I32EnumAttr<"LoopSchedule",
+    "the CPU schedule of an op between layers",
+    [Lamina_LoopElementwise, Lamina_LoopRowReduction, Lamina_LoopColumnSum,
+     Lamina_LoopRowTranspose, Lamina_LoopMatmul]> {
+  let genSpecializedAttr = 0;
+  let cppNamespace = "::mlir::lamina";
+}
+
 //===----------------------------------------------------------------------===//
 // Attributes
 //===----------------------------------------------------------------------===//
@@ -312,6 +325,39 @@ def Lamina_CpuTilesAttr : Lamina_Attr<"CpuTiles", "cpu_tiles"> {
                     DefaultValuedParameter<"int64_t", "0">:$k_chunk,
                     DefaultValuedParameter<"int64_t", "0">:$thread_blocks);
   let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
+def Lamina_CpuLoopTilesAttr : Lamina_Attr<"CpuLoopTiles", "cpu_loop_tiles"> {
+  let summary = "the CPU schedule of an op between layers and its tiles";
+  let description = [{
+    What `lamina-select-cpu-loop-tiles` chooses for a linalg op between
+    the layers (under its `lamina.codegen`), from its static shape, and
+    `lamina-cpu-tile-and-vectorize` applies:
+
+    - `elementwise`: tiles of `tile_sizes` (0: the dim is not tiled),
+      vectorized; where a tile does not divide its extent, the last tile is
+      partial and vectorized with masks at `vector_sizes`;
+    - `row_reduction`: rows of `tile_sizes`, each row's reduction split
+      into lanes accumulated in registers (`vector_sizes` as above);
+    - `column_sum`: float sums over every dim but the last, in tiles;
+    - `row_transpose`: a transpose moving whole rows of 16 or 8;
+    - `matmul`: a `linalg.matmul` or `linalg.batch_matmul` in register
+      tiles of `tile_sizes`.
+
+    ```mlir
+    #lamina.cpu_loop_tiles<elementwise tiles = [1, 16]
+                           vector_sizes = [1, 16]>
+    ```
+  }];
+  let parameters = (ins
+      EnumParameter<Lamina_LoopScheduleEnum>:$schedule,
+      OptionalArrayRefParameter<"int64_t">:$tile_sizes,
+      OptionalArrayRefParameter<"int64_t">:$vector_sizes);
+  let assemblyFormat = [{
+    `<` $schedule (`tiles` `=` `[` $tile_sizes^ `]`)?
+        (`vector_sizes` `=` `[` $vector_sizes^ `]`)? `>`
+  }];
   let genVerifyDecl = 1;
 }
 

@@ -114,7 +114,9 @@ def Lamina_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kPrefetchRowsAttrName =
         "lamina.prefetch_rows";
     /// Attribute on a layer's matmul: the #lamina.cpu_matmul layout its
-    /// lowering follows (lamina-select-cpu-strategy).
+    /// lowering follows (lamina-select-cpu-strategy); on a linalg op
+    /// between layers: its #lamina.cpu_loop_tiles
+    /// (lamina-select-cpu-loop-tiles).
     static constexpr ::llvm::StringLiteral kCodegenAttrName =
         "lamina.codegen";
     /// Module attribute mapping each function with hoisted weight packing

@@ -32,6 +32,24 @@ CpuTilesAttr::verify(function_ref<InFlightDiagnostic()> emitError,
 }
 
 LogicalResult
+CpuLoopTilesAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                         LoopSchedule schedule, ArrayRef<int64_t> tileSizes,
+                         ArrayRef<int64_t> vectorSizes) {
+  if (llvm::any_of(tileSizes, [](int64_t size) { return size < 0; }))
+    return emitError() << "tile sizes are 0 (not tiled) or positive";
+  if (!vectorSizes.empty() && vectorSizes.size() != tileSizes.size())
+    return emitError() << "vector_sizes give one size per tiled dim: "
+                       << vectorSizes.size() << " for " << tileSizes.size()
+                       << " dims";
+  bool sized = schedule != LoopSchedule::row_transpose;
+  if (sized == tileSizes.empty())
+    return emitError() << "a " << stringifyLoopSchedule(schedule)
+                       << " schedule "
+                       << (sized ? "needs tile sizes" : "takes no tiles");
+  return success();
+}
+
+LogicalResult
 CpuMatmulAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                       int64_t weightBlock, int64_t rowPanel, int64_t kGroup,
                       Type accumulator, CpuTilesAttr tiles) {

@@ -816,10 +816,13 @@ LogicalResult LaminaDialect::verifyOperationAttribute(Operation *op,
     return success();
   }
   if (attr.getName() == kCodegenAttrName) {
+    if (isa<CpuLoopTilesAttr>(attr.getValue()))
+      return success();
     auto config = dyn_cast<CpuMatmulAttr>(attr.getValue());
     if (!config)
       return op->emitError() << "'" << kCodegenAttrName
-                             << "' must be a #lamina.cpu_matmul";
+                             << "' must be a #lamina.cpu_matmul or a "
+                                "#lamina.cpu_loop_tiles";
     return verifyCpuMatmul(op, config);
   }
   if (attr.getName() == kPrefetchRowsAttrName) {
