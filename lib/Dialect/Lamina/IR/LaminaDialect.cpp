@@ -676,173 +676,177 @@ LayoutAttr mlir::lamina::getDeclaredLayout(Value value, StringRef axis) {
       axis);
 }
 
+namespace {
+/// Where a discardable lamina attribute may sit and what it may hold:
+/// whether `value` fits on `op`, and, for the error "'<name>' <expected>",
+/// what it is. An attribute with several rules must pass each in turn.
+struct AttributeRule {
+  StringRef name;
+  bool (*fits)(Operation *op, Attribute value);
+  StringRef expected;
+};
+} // namespace
+
+template <typename AttrT>
+static bool isDictionaryOf(Attribute value) {
+  auto dictionary = dyn_cast<DictionaryAttr>(value);
+  return dictionary && llvm::all_of(dictionary, [](NamedAttribute entry) {
+           return isa<AttrT>(entry.getValue());
+         });
+}
+
+static bool isIntegerAtLeast(Attribute value, int64_t least) {
+  auto integer = dyn_cast<IntegerAttr>(value);
+  return integer && integer.getInt() >= least;
+}
+
+static ArrayRef<AttributeRule> getAttributeRules() {
+  using D = LaminaDialect;
+  static const AttributeRule rules[] = {
+      {D::kWorldSizeAttrName,
+       [](Operation *op, Attribute) { return isa<ModuleOp>(op); },
+       "belongs on a builtin.module"},
+      {D::kWorldSizeAttrName,
+       [](Operation *, Attribute value) { return isIntegerAtLeast(value, 1); },
+       "must be a positive integer"},
+      {D::kGridAttrName,
+       [](Operation *op, Attribute value) {
+         auto grid = dyn_cast<DictionaryAttr>(value);
+         return isa<ModuleOp>(op) && grid && !grid.empty() &&
+                llvm::all_of(grid, [](NamedAttribute axis) {
+                  return isIntegerAtLeast(axis.getValue(), 1);
+                });
+       },
+       "is a module attribute naming grid axes and their positive sizes"},
+      {D::kWeightPackingAttrName,
+       [](Operation *op, Attribute value) {
+         return isa<ModuleOp>(op) && isDictionaryOf<PackedWeightsAttr>(value);
+       },
+       "must be a module attribute mapping function names to "
+       "#lamina.packed_weights"},
+      {D::kTrainingAttrName,
+       [](Operation *op, Attribute value) {
+         return isa<ModuleOp>(op) && isDictionaryOf<TrainingPairAttr>(value);
+       },
+       "is a module attribute mapping function names to "
+       "#lamina.training_pair"},
+      {D::kPartitionedAttrName,
+       [](Operation *op, Attribute value) {
+         return isa<UnitAttr>(value) && isa<ModuleOp>(op) &&
+                (op->hasAttr(D::kWorldSizeAttrName) ||
+                 op->hasAttr(D::kGridAttrName));
+       },
+       "is a unit attribute of a module with 'lamina.world_size' or "
+       "'lamina.grid'"},
+      {D::kModuleAttrName,
+       [](Operation *, Attribute value) { return isa<StringAttr>(value); },
+       "must be a module path string"},
+      {D::kCheckpointModulesAttrName,
+       [](Operation *op, Attribute value) {
+         auto paths = dyn_cast<ArrayAttr>(value);
+         return isa<FunctionOpInterface>(op) && paths &&
+                llvm::all_of(paths, llvm::IsaPred<StringAttr>);
+       },
+       "is an array of module paths on a function"},
+      {D::kCheckpointAttrName,
+       [](Operation *op, Attribute value) {
+         return isa<UnitAttr>(value) && isa<LaminaDialect>(op->getDialect());
+       },
+       "is a unit attribute of lamina layers"},
+      // A stage ends after a layer, a layer's last piece, or (in a
+      // generated backward) the last op differentiating a forward stage.
+      {D::kPipelineCutAttrName,
+       [](Operation *op, Attribute value) {
+         return isa<UnitAttr>(value) &&
+                isa_and_nonnull<FunctionOpInterface>(op->getParentOp());
+       },
+       "is a unit attribute of an op in a function"},
+      {D::kPipelineReversedAttrName,
+       [](Operation *op, Attribute value) {
+         return isa<UnitAttr>(value) && isa<FunctionOpInterface>(op);
+       },
+       "is a unit attribute of a function"},
+      {D::kPipelineStageAttrName,
+       [](Operation *op, Attribute value) {
+         return isIntegerAtLeast(value, 0) && isa<FunctionOpInterface>(op);
+       },
+       "is a non-negative stage index on a function"},
+      {D::kAsWrittenAttrName,
+       [](Operation *op, Attribute value) {
+         return isa<UnitAttr>(value) && isa<SyncOp>(op);
+       },
+       "is a unit attribute of lamina.sync"},
+      {D::kFromSyncAttrName,
+       [](Operation *, Attribute value) { return isa<SyncAttr>(value); },
+       "must be a #lamina.sync"},
+      {D::kResultLayoutsAttrName,
+       [](Operation *op, Attribute value) {
+         auto layouts = dyn_cast<ArrayAttr>(value);
+         return layouts && layouts.size() == op->getNumResults() &&
+                llvm::all_of(layouts,
+                             llvm::IsaPred<LayoutAttr, GridLayoutAttr>);
+       },
+       "must hold one #lamina.layout per result"},
+      {D::kBackwardAttrName,
+       [](Operation *, Attribute value) { return isa<StringAttr>(value); },
+       "must be a string"},
+      // The gradient of a vocabulary-parallel embedding's weight: its
+      // result is the weight's blocks, which nothing else in the backward
+      // implies.
+      {D::kLayoutAttrName,
+       [](Operation *op, Attribute value) {
+         return isa<LayoutAttr>(value) && isa<EmbeddingGradOp>(op);
+       },
+       "on an op is the layout of a lamina.embedding_grad's result"},
+      {D::kStageAttrName,
+       [](Operation *, Attribute value) {
+         return isa<LoweredStageAttr>(value);
+       },
+       "must be a #lamina<stage ...>"},
+      {D::kCodegenAttrName,
+       [](Operation *, Attribute value) {
+         return isa<CpuMatmulAttr, CpuLoopTilesAttr>(value);
+       },
+       "must be a #lamina.cpu_matmul or a #lamina.cpu_loop_tiles"},
+      {D::kPrefetchRowsAttrName,
+       [](Operation *op, Attribute value) {
+         return isIntegerAtLeast(value, 1) && isa<LoopLikeOpInterface>(op);
+       },
+       "is a positive distance in bytes on a loop"},
+  };
+  return rules;
+}
+
 LogicalResult LaminaDialect::verifyOperationAttribute(Operation *op,
                                                       NamedAttribute attr) {
-  if (attr.getName() == kWorldSizeAttrName) {
-    auto size = dyn_cast<IntegerAttr>(attr.getValue());
-    if (!isa<ModuleOp>(op))
-      return op->emitError() << "'" << kWorldSizeAttrName
-                             << "' belongs on a builtin.module";
-    if (!size || size.getInt() < 1)
-      return op->emitError() << "'" << kWorldSizeAttrName
-                             << "' must be a positive integer";
-    return success();
+  StringRef name = attr.getName().getValue();
+  Attribute value = attr.getValue();
+  bool known = false;
+  for (const AttributeRule &rule : getAttributeRules()) {
+    if (rule.name != name)
+      continue;
+    known = true;
+    if (!rule.fits(op, value))
+      return op->emitError() << "'" << name << "' " << rule.expected;
   }
-  if (attr.getName() == kGridAttrName) {
-    auto grid = dyn_cast<DictionaryAttr>(attr.getValue());
-    if (!isa<ModuleOp>(op) || !grid || grid.empty() ||
-        !llvm::all_of(grid, [](NamedAttribute axis) {
-          auto size = dyn_cast<IntegerAttr>(axis.getValue());
-          return size && size.getInt() >= 1;
-        }))
-      return op->emitError() << "'" << kGridAttrName
-                             << "' is a module attribute naming grid axes "
-                                "and their positive sizes";
+  if (!known)
+    return op->emitError() << "unknown lamina attribute '" << name << "'";
+  // What a rule on one attribute cannot see: the grid's ranks against the
+  // world size, a layout against the matmul it lays out.
+  if (name == kGridAttrName) {
     int64_t ranks = 1;
-    for (NamedAttribute axis : grid)
+    for (NamedAttribute axis : cast<DictionaryAttr>(value))
       ranks *= cast<IntegerAttr>(axis.getValue()).getInt();
     auto worldSize = op->getAttrOfType<IntegerAttr>(kWorldSizeAttrName);
     if (worldSize && ranks != worldSize.getInt())
-      return op->emitError() << "'" << kGridAttrName << "' " << grid
+      return op->emitError() << "'" << kGridAttrName << "' " << value
                              << " has " << ranks << " ranks, but '"
                              << kWorldSizeAttrName << "' is "
                              << worldSize.getInt();
-    return success();
   }
-  if (attr.getName() == kWeightPackingAttrName) {
-    auto plan = dyn_cast<DictionaryAttr>(attr.getValue());
-    if (!plan || !isa<ModuleOp>(op) ||
-        !llvm::all_of(plan, [](NamedAttribute entry) {
-          return isa<PackedWeightsAttr>(entry.getValue());
-        }))
-      return op->emitError() << "'" << kWeightPackingAttrName
-                             << "' must be a module attribute mapping "
-                                "function names to #lamina.packed_weights";
-    return success();
-  }
-  if (attr.getName() == kModuleAttrName) {
-    if (!isa<StringAttr>(attr.getValue()))
-      return op->emitError() << "'" << kModuleAttrName
-                             << "' must be a module path string";
-    return success();
-  }
-  if (attr.getName() == kCheckpointModulesAttrName) {
-    auto paths = dyn_cast<ArrayAttr>(attr.getValue());
-    if (!paths || !isa<FunctionOpInterface>(op) ||
-        !llvm::all_of(paths, llvm::IsaPred<StringAttr>))
-      return op->emitError() << "'" << kCheckpointModulesAttrName
-                             << "' is an array of module paths on a function";
-    return success();
-  }
-  if (attr.getName() == kCheckpointAttrName) {
-    if (!isa<UnitAttr>(attr.getValue()) || !isa<LaminaDialect>(op->getDialect()))
-      return op->emitError() << "'" << attr.getName().getValue()
-                             << "' is a unit attribute of lamina layers";
-    return success();
-  }
-  // A stage ends after a layer, a layer's last piece, or (in a generated
-  // backward) the last op differentiating a forward stage.
-  if (attr.getName() == kPipelineCutAttrName) {
-    if (!isa<UnitAttr>(attr.getValue()) ||
-        !isa_and_nonnull<FunctionOpInterface>(op->getParentOp()))
-      return op->emitError() << "'" << attr.getName().getValue()
-                             << "' is a unit attribute of an op in a function";
-    return success();
-  }
-  if (attr.getName() == kPipelineReversedAttrName) {
-    if (!isa<UnitAttr>(attr.getValue()) || !isa<FunctionOpInterface>(op))
-      return op->emitError() << "'" << kPipelineReversedAttrName
-                             << "' is a unit attribute of a function";
-    return success();
-  }
-  if (attr.getName() == kAsWrittenAttrName) {
-    if (!isa<UnitAttr>(attr.getValue()) || !isa<SyncOp>(op))
-      return op->emitError() << "'" << kAsWrittenAttrName
-                             << "' is a unit attribute of lamina.sync";
-    return success();
-  }
-  if (attr.getName() == kFromSyncAttrName) {
-    if (!isa<SyncAttr>(attr.getValue()))
-      return op->emitError() << "'" << kFromSyncAttrName
-                             << "' must be a #lamina.sync";
-    return success();
-  }
-  if (attr.getName() == kResultLayoutsAttrName) {
-    auto layouts = dyn_cast<ArrayAttr>(attr.getValue());
-    if (!layouts || layouts.size() != op->getNumResults() ||
-        !llvm::all_of(layouts, llvm::IsaPred<LayoutAttr, GridLayoutAttr>))
-      return op->emitError() << "'" << kResultLayoutsAttrName
-                             << "' must hold one #lamina.layout per result";
-    return success();
-  }
-  if (attr.getName() == kTrainingAttrName) {
-    auto pairs = dyn_cast<DictionaryAttr>(attr.getValue());
-    if (!isa<ModuleOp>(op) || !pairs ||
-        !llvm::all_of(pairs, [](NamedAttribute pair) {
-          return isa<TrainingPairAttr>(pair.getValue());
-        }))
-      return op->emitError() << "'" << kTrainingAttrName
-                             << "' is a module attribute mapping function "
-                                "names to #lamina.training_pair";
-    return success();
-  }
-  if (attr.getName() == kBackwardAttrName) {
-    if (!isa<StringAttr>(attr.getValue()))
-      return op->emitError() << "'" << kBackwardAttrName
-                             << "' must be a string";
-    return success();
-  }
-  if (attr.getName() == kPartitionedAttrName) {
-    if (!isa<UnitAttr>(attr.getValue()) || !isa<ModuleOp>(op) ||
-        !(op->hasAttr(kWorldSizeAttrName) || op->hasAttr(kGridAttrName)))
-      return op->emitError() << "'" << kPartitionedAttrName
-                             << "' is a unit attribute of a module with '"
-                             << kWorldSizeAttrName << "' or '"
-                             << kGridAttrName << "'";
-    return success();
-  }
-  if (attr.getName() == kPipelineStageAttrName) {
-    auto stage = dyn_cast<IntegerAttr>(attr.getValue());
-    if (!stage || stage.getInt() < 0 || !isa<FunctionOpInterface>(op))
-      return op->emitError() << "'" << kPipelineStageAttrName
-                             << "' is a non-negative stage index on a "
-                                "function";
-    return success();
-  }
-  if (attr.getName() == kStageAttrName) {
-    if (!isa<LoweredStageAttr>(attr.getValue()))
-      return op->emitError() << "'" << kStageAttrName
-                             << "' must be a #lamina<stage ...>";
-    return success();
-  }
-  if (attr.getName() == kCodegenAttrName) {
-    if (isa<CpuLoopTilesAttr>(attr.getValue()))
-      return success();
-    auto config = dyn_cast<CpuMatmulAttr>(attr.getValue());
-    if (!config)
-      return op->emitError() << "'" << kCodegenAttrName
-                             << "' must be a #lamina.cpu_matmul or a "
-                                "#lamina.cpu_loop_tiles";
-    return verifyCpuMatmul(op, config);
-  }
-  if (attr.getName() == kPrefetchRowsAttrName) {
-    auto distance = dyn_cast<IntegerAttr>(attr.getValue());
-    if (!distance || distance.getInt() < 1 || !isa<LoopLikeOpInterface>(op))
-      return op->emitError() << "'" << kPrefetchRowsAttrName
-                             << "' is a positive distance in bytes on a loop";
-    return success();
-  }
-  if (attr.getName() == kLayoutAttrName) {
-    // The gradient of a vocabulary-parallel embedding's weight: its result
-    // is the weight's blocks, which nothing else in the backward implies.
-    if (!isa<LayoutAttr>(attr.getValue()) || !isa<EmbeddingGradOp>(op))
-      return op->emitError() << "'" << kLayoutAttrName
-                             << "' on an op is the layout of a "
-                                "lamina.embedding_grad's result";
-    return success();
-  }
-  return op->emitError() << "unknown lamina attribute '"
-                         << attr.getName().getValue() << "'";
+  if (auto layout = dyn_cast<CpuMatmulAttr>(value))
+    return verifyCpuMatmul(op, layout);
+  return success();
 }
 
 LogicalResult LaminaDialect::verifyRegionArgAttribute(Operation *op, unsigned,
