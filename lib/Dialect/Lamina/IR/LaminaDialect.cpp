@@ -687,10 +687,24 @@ struct AttributeRule {
 };
 } // namespace
 
+/// An attribute of type AttrT anywhere.
 template <typename AttrT>
-static bool isDictionaryOf(Attribute value) {
+static bool holds(Operation *, Attribute value) {
+  return isa<AttrT>(value);
+}
+
+/// A unit attribute of an OpT.
+template <typename OpT>
+static bool unitOn(Operation *op, Attribute value) {
+  return isa<UnitAttr>(value) && isa<OpT>(op);
+}
+
+/// A module attribute mapping function names to AttrT.
+template <typename AttrT>
+static bool functionsMappedTo(Operation *op, Attribute value) {
   auto dictionary = dyn_cast<DictionaryAttr>(value);
-  return dictionary && llvm::all_of(dictionary, [](NamedAttribute entry) {
+  return isa<ModuleOp>(op) && dictionary &&
+         llvm::all_of(dictionary, [](NamedAttribute entry) {
            return isa<AttrT>(entry.getValue());
          });
 }
@@ -718,16 +732,10 @@ static ArrayRef<AttributeRule> getAttributeRules() {
                 });
        },
        "is a module attribute naming grid axes and their positive sizes"},
-      {D::kWeightPackingAttrName,
-       [](Operation *op, Attribute value) {
-         return isa<ModuleOp>(op) && isDictionaryOf<PackedWeightsAttr>(value);
-       },
+      {D::kWeightPackingAttrName, functionsMappedTo<PackedWeightsAttr>,
        "must be a module attribute mapping function names to "
        "#lamina.packed_weights"},
-      {D::kTrainingAttrName,
-       [](Operation *op, Attribute value) {
-         return isa<ModuleOp>(op) && isDictionaryOf<TrainingPairAttr>(value);
-       },
+      {D::kTrainingAttrName, functionsMappedTo<TrainingPairAttr>,
        "is a module attribute mapping function names to "
        "#lamina.training_pair"},
       {D::kPartitionedAttrName,
@@ -738,9 +746,7 @@ static ArrayRef<AttributeRule> getAttributeRules() {
        },
        "is a unit attribute of a module with 'lamina.world_size' or "
        "'lamina.grid'"},
-      {D::kModuleAttrName,
-       [](Operation *, Attribute value) { return isa<StringAttr>(value); },
-       "must be a module path string"},
+      {D::kModuleAttrName, holds<StringAttr>, "must be a module path string"},
       {D::kCheckpointModulesAttrName,
        [](Operation *op, Attribute value) {
          auto paths = dyn_cast<ArrayAttr>(value);
@@ -761,24 +767,16 @@ static ArrayRef<AttributeRule> getAttributeRules() {
                 isa_and_nonnull<FunctionOpInterface>(op->getParentOp());
        },
        "is a unit attribute of an op in a function"},
-      {D::kPipelineReversedAttrName,
-       [](Operation *op, Attribute value) {
-         return isa<UnitAttr>(value) && isa<FunctionOpInterface>(op);
-       },
+      {D::kPipelineReversedAttrName, unitOn<FunctionOpInterface>,
        "is a unit attribute of a function"},
       {D::kPipelineStageAttrName,
        [](Operation *op, Attribute value) {
          return isIntegerAtLeast(value, 0) && isa<FunctionOpInterface>(op);
        },
        "is a non-negative stage index on a function"},
-      {D::kAsWrittenAttrName,
-       [](Operation *op, Attribute value) {
-         return isa<UnitAttr>(value) && isa<SyncOp>(op);
-       },
+      {D::kAsWrittenAttrName, unitOn<SyncOp>,
        "is a unit attribute of lamina.sync"},
-      {D::kFromSyncAttrName,
-       [](Operation *, Attribute value) { return isa<SyncAttr>(value); },
-       "must be a #lamina.sync"},
+      {D::kFromSyncAttrName, holds<SyncAttr>, "must be a #lamina.sync"},
       {D::kResultLayoutsAttrName,
        [](Operation *op, Attribute value) {
          auto layouts = dyn_cast<ArrayAttr>(value);
@@ -787,9 +785,7 @@ static ArrayRef<AttributeRule> getAttributeRules() {
                              llvm::IsaPred<LayoutAttr, GridLayoutAttr>);
        },
        "must hold one #lamina.layout per result"},
-      {D::kBackwardAttrName,
-       [](Operation *, Attribute value) { return isa<StringAttr>(value); },
-       "must be a string"},
+      {D::kBackwardAttrName, holds<StringAttr>, "must be a string"},
       // The gradient of a vocabulary-parallel embedding's weight: its
       // result is the weight's blocks, which nothing else in the backward
       // implies.
@@ -798,10 +794,7 @@ static ArrayRef<AttributeRule> getAttributeRules() {
          return isa<LayoutAttr>(value) && isa<EmbeddingGradOp>(op);
        },
        "on an op is the layout of a lamina.embedding_grad's result"},
-      {D::kStageAttrName,
-       [](Operation *, Attribute value) {
-         return isa<LoweredStageAttr>(value);
-       },
+      {D::kStageAttrName, holds<LoweredStageAttr>,
        "must be a #lamina<stage ...>"},
       {D::kCodegenAttrName,
        [](Operation *, Attribute value) {
