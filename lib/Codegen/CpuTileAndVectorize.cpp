@@ -122,27 +122,23 @@ static std::string buildFunctionSchedule(func::FuncOp function) {
       return add(buildBetweenLayersMatmulSchedule(index++, sizes.sizes));
     }
   };
-  auto loopTilesOf = [](Operation *op) {
-    return op->getAttrOfType<CpuLoopTilesAttr>(
-        LaminaDialect::kCodegenAttrName);
-  };
   // Transposes first, then column sums, the matmuls between layers, and
   // the generics (layers' matmuls, element-wise ops, row reductions) in
   // their order.
   function.walk([&](linalg::TransposeOp op) {
-    if (CpuLoopTilesAttr tiles = loopTilesOf(op))
+    if (CpuLoopTilesAttr tiles = getCpuLoopTiles(op))
       addLoopSchedule(op, tiles);
   });
   for (LoopSchedule schedule : {LoopSchedule::column_sum,
                                 LoopSchedule::matmul})
     function.walk([&](linalg::LinalgOp op) {
-      CpuLoopTilesAttr tiles = loopTilesOf(op);
+      CpuLoopTilesAttr tiles = getCpuLoopTiles(op);
       if (tiles && tiles.getSchedule() == schedule &&
           !isa<linalg::TransposeOp>(*op))
         addLoopSchedule(op, tiles);
     });
   function.walk([&](linalg::GenericOp op) {
-    if (CpuLoopTilesAttr tiles = loopTilesOf(op)) {
+    if (CpuLoopTilesAttr tiles = getCpuLoopTiles(op)) {
       if (tiles.getSchedule() == LoopSchedule::elementwise ||
           tiles.getSchedule() == LoopSchedule::row_reduction)
         addLoopSchedule(op, tiles);

@@ -135,8 +135,7 @@ static SmallVector<func::CallOp> getStageCalls(func::FuncOp function) {
     auto callee = call ? SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
                              call, call.getCalleeAttr())
                        : func::FuncOp();
-    if (!callee ||
-        !callee->hasAttr(LaminaDialect::kPipelineStageAttrName))
+    if (!callee || !getPipelineStage(callee))
       return {};
     calls.push_back(call);
   }
@@ -308,9 +307,7 @@ llvm::Error Program::describePipelineStages(func::FuncOp function) {
         call, call.getCalleeAttr());
     StageCall stage;
     stage.function = callee.getSymName().str();
-    stage.rank =
-        callee->getAttrOfType<IntegerAttr>(LaminaDialect::kPipelineStageAttrName)
-            .getInt();
+    stage.rank = *getPipelineStage(callee);
     for (Value operand : call.getOperands())
       stage.operands.push_back(sources.lookup(operand));
     for (auto [i, type] : llvm::enumerate(callee.getArgumentTypes()))

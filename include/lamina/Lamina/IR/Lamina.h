@@ -107,6 +107,15 @@ bool hasMatmulEpilogue(Operation *op);
 /// (`lamina.codegen`), or null.
 CpuMatmulAttr getCpuMatmul(Operation *op);
 
+/// The schedule lamina-select-cpu-loop-tiles chose for an op between
+/// layers (`lamina.codegen`), or null.
+CpuLoopTilesAttr getCpuLoopTiles(Operation *op);
+
+/// The rank that runs pipeline stage function `function`
+/// (`lamina.pipeline_stage`), if it is one.
+std::optional<int64_t> getPipelineStage(Operation *function);
+void setPipelineStage(Operation *function, int64_t rank);
+
 /// Checks that `config` fits the matmul of `op`: the block divides N, pairs
 /// of k have bf16 operands and an even K.
 LogicalResult verifyCpuMatmul(Operation *op, CpuMatmulAttr config);

@@ -89,6 +89,10 @@ bool mlir::lamina::hasMatmulEpilogue(Operation *op) {
          (dropout && dropout.isActive()) || (fused && fused.getRopeCos());
 }
 
+CpuLoopTilesAttr mlir::lamina::getCpuLoopTiles(Operation *op) {
+  return op->getAttrOfType<CpuLoopTilesAttr>(LaminaDialect::kCodegenAttrName);
+}
+
 CpuMatmulAttr mlir::lamina::getCpuMatmul(Operation *op) {
   return op->getAttrOfType<CpuMatmulAttr>(LaminaDialect::kCodegenAttrName);
 }

@@ -540,6 +540,19 @@ void mlir::lamina::setTrainingPair(ModuleOp module, StringRef entry,
                   pairs.getDictionary(module.getContext()));
 }
 
+std::optional<int64_t> mlir::lamina::getPipelineStage(Operation *function) {
+  if (auto rank = function->getAttrOfType<IntegerAttr>(
+          LaminaDialect::kPipelineStageAttrName))
+    return rank.getInt();
+  return std::nullopt;
+}
+
+void mlir::lamina::setPipelineStage(Operation *function, int64_t rank) {
+  function->setAttr(
+      LaminaDialect::kPipelineStageAttrName,
+      IntegerAttr::get(IntegerType::get(function->getContext(), 64), rank));
+}
+
 //===----------------------------------------------------------------------===//
 // PackedWeightsAttr
 //===----------------------------------------------------------------------===//

@@ -95,9 +95,7 @@ static LogicalResult splitFunction(func::FuncOp function) {
         (function.getSymName() + "_stage" + Twine(index)).str(),
         builder.getFunctionType(argumentTypes, resultTypes));
     bool reversed = function->hasAttr(LaminaDialect::kPipelineReversedAttrName);
-    stage->setAttr(LaminaDialect::kPipelineStageAttrName,
-                   builder.getI64IntegerAttr(reversed ? count - 1 - index
-                                                      : index));
+    setPipelineStage(stage, reversed ? count - 1 - index : index);
     Block *stageBody = stage.addEntryBlock();
     IRMapping mapping;
     mapping.map(inputs[index].getArrayRef(), stageBody->getArguments());
