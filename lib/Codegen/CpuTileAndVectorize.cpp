@@ -133,6 +133,7 @@ static std::string buildFunctionSchedule(func::FuncOp function) {
                                 LoopSchedule::matmul})
     function.walk([&](linalg::LinalgOp op) {
       CpuLoopTilesAttr tiles = getCpuLoopTiles(op);
+      // Transposes had theirs above, whatever their kind.
       if (tiles && tiles.getSchedule() == schedule &&
           !isa<linalg::TransposeOp>(*op))
         addLoopSchedule(op, tiles);

@@ -25,16 +25,6 @@ using namespace mlir::lamina;
 /// Output features per packed weight block: two AVX2 registers of f32.
 static constexpr int64_t kWeightBlock = 16;
 
-/// Whether convert-lamina-to-linalg fuses the activation derivative that
-/// is `matmul`'s one user into its epilogue (the backward's dH).
-static bool feedsActivationGrad(Operation *matmul) {
-  if (!isa<MatmulOp>(matmul) || !matmul->hasOneUse())
-    return false;
-  auto grad = dyn_cast<ActivationGradOp>(*matmul->user_begin());
-  return grad && grad.getCotangent() == matmul->getResult(0) &&
-         grad.getType() == matmul->getResult(0).getType();
-}
-
 /// Whether `input` is a 2-D transpose whose static rows `panel` divides.
 static bool isTransposeInPanels(Value input, int64_t panel) {
   auto transpose = input.getDefiningOp<linalg::TransposeOp>();
@@ -89,7 +79,7 @@ static CpuMatmulAttr chooseLayout(Operation *op, Value input, Value weight,
   // The register tile's rows.
   int64_t panel = vectorBits == 512 ? 8 : 4;
   Type result = getElementTypeOrSelf(op->getResult(0).getType());
-  bool panels = !hasMatmulEpilogue(op) && !feedsActivationGrad(op) &&
+  bool panels = !hasMatmulEpilogue(op) && !getFusedActivationGrad(op) &&
                 result == accumulator && isTransposeInPanels(input, panel);
   int64_t rowPanel = panels ? panel : 0, kGroup = pairs ? 2 : 1;
   return CpuMatmulAttr::get(

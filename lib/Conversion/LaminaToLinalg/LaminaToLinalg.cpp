@@ -80,8 +80,8 @@ static Value restoreRows(OpBuilder &b, Location loc, Value value,
       ArrayRef<ReassociationIndices>{rows, {rank - 1}}, shape);
 }
 
-static Value emptyLike(OpBuilder &b, Location loc, Value shapeSource,
-                       Type elementType) {
+Value mlir::lamina::emptyLike(OpBuilder &b, Location loc, Value shapeSource,
+                             Type elementType) {
   return tensor::EmptyOp::create(
       b, loc, tensor::getMixedSizes(b, loc, shapeSource), elementType);
 }
@@ -780,8 +780,8 @@ struct FuseActivationGradIntoMatmul : OpRewritePattern<ActivationGradOp> {
                                 PatternRewriter &rewriter) const override {
     auto matmul = op.getCotangent().getDefiningOp<MatmulOp>();
     CpuMatmulAttr layout = matmul ? getCpuMatmul(matmul) : CpuMatmulAttr();
-    if (!matmul || !matmul->hasOneUse() || !holdsFloats(matmul.getInput()) ||
-        matmul.getType() != op.getType() || (layout && layout.getRowPanel()))
+    if (!matmul || getFusedActivationGrad(matmul) != op ||
+        !holdsFloats(matmul.getInput()) || (layout && layout.getRowPanel()))
       return failure();
     EpilogueSteps steps;
     steps.derivative = op.getKindAttr();

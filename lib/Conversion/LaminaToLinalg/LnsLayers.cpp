@@ -12,7 +12,6 @@
 #include "lamina/Lns/IR/Lns.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
-#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/PatternMatch.h"
 
 using namespace mlir;
@@ -57,9 +56,7 @@ struct BiasAddToLnsAdd : OpRewritePattern<BiasAddOp> {
     Location loc = op.getLoc();
     auto type = cast<RankedTensorType>(op.getType());
     Type biasElt = getElementTypeOrSelf(op.getBias().getType());
-    Value init = tensor::EmptyOp::create(
-        rewriter, loc, tensor::getMixedSizes(rewriter, loc, op.getInput()),
-        biasElt);
+    Value init = emptyLike(rewriter, loc, op.getInput(), biasElt);
     auto leading = llvm::to_vector(llvm::seq<int64_t>(0, type.getRank() - 1));
     Value bias = linalg::BroadcastOp::create(rewriter, loc, op.getBias(), init,
                                              leading)

@@ -14,6 +14,10 @@ namespace mlir {
 class RewritePatternSet;
 namespace lamina {
 
+/// An empty tensor of `shapeSource`'s sizes and `elementType`.
+Value emptyLike(OpBuilder &b, Location loc, Value shapeSource,
+                Type elementType);
+
 /// A zero-filled accumulator of `shape`.
 Value buildZeroAccumulator(OpBuilder &b, Location loc,
                            ArrayRef<OpFoldResult> shape, Type accElt);

@@ -103,6 +103,11 @@ std::pair<Value, Value> getMatmulOperands(Operation *op);
 /// dropout or a rotation.
 bool hasMatmulEpilogue(Operation *op);
 
+/// The activation_grad that convert-lamina-to-linalg computes in the
+/// epilogue of `matmul` (the backward's dH = (dY·W)·act′(x)): its one user,
+/// taking its result as the cotangent, of the same type; or null.
+ActivationGradOp getFusedActivationGrad(Operation *matmul);
+
 /// The CPU layout lamina-select-cpu-strategy chose for `op`'s matmul
 /// (`lamina.codegen`), or null.
 CpuMatmulAttr getCpuMatmul(Operation *op);

@@ -89,6 +89,17 @@ bool mlir::lamina::hasMatmulEpilogue(Operation *op) {
          (dropout && dropout.isActive()) || (fused && fused.getRopeCos());
 }
 
+ActivationGradOp mlir::lamina::getFusedActivationGrad(Operation *matmul) {
+  if (!isa<MatmulOp>(matmul) || !matmul->hasOneUse())
+    return {};
+  auto grad = dyn_cast<ActivationGradOp>(*matmul->user_begin());
+  Value product = matmul->getResult(0);
+  if (!grad || grad.getCotangent() != product ||
+      grad.getType() != product.getType())
+    return {};
+  return grad;
+}
+
 CpuLoopTilesAttr mlir::lamina::getCpuLoopTiles(Operation *op) {
   return op->getAttrOfType<CpuLoopTilesAttr>(LaminaDialect::kCodegenAttrName);
 }
