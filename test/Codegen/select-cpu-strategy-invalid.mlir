@@ -113,3 +113,16 @@ func.func private @tiled_row_transpose() attributes {tiles = #lamina.cpu_loop_ti
 
 // expected-error @+1 {{a matmul schedule needs tile sizes}}
 func.func private @untiled_matmul() attributes {tiles = #lamina.cpu_loop_tiles<matmul>}
+
+// -----
+
+func.func @lns_layout(%x: tensor<4x8x!lns.num<f = 10>>, %w: tensor<16x8x!lns.num<f = 10>>) -> tensor<4x16x!lns.num<f = 10>> {
+  // expected-error @+1 {{'lamina.codegen' lays out float matmuls, not '!lns.num<f = 10>'}}
+  %0 = lamina.matmul "fc" %x, %w {lamina.codegen = #lamina.cpu_matmul<weight_block = 16, accumulator = f32>} : (tensor<4x8x!lns.num<f = 10>>, tensor<16x8x!lns.num<f = 10>>) -> tensor<4x16x!lns.num<f = 10>>
+  return %0 : tensor<4x16x!lns.num<f = 10>>
+}
+
+// -----
+
+// expected-error @+1 {{row_panel must be 0 (none) or positive, got -4}}
+func.func private @negative_panel() attributes {config = #lamina.cpu_matmul<weight_block = 16, row_panel = -4, accumulator = f32>}
