@@ -443,6 +443,79 @@ def LaminaInternalizeFunctions
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }
 
+def LaminaDescriptorsByPointer
+    : Pass<"lamina-descriptors-by-pointer", "::mlir::ModuleOp"> {
+  let summary = "Let the entries behind the C interfaces take the "
+                "descriptor pointers and read each field where it is used";
+  let description = [{
+    A C interface (`_mlir_ciface_<entry>`) takes a pointer to each memref
+    descriptor, loads every descriptor and calls its entry with all of their
+    fields: pointers, offset, sizes and strides. A whole model's training
+    step has hundreds of tensors, so that call passed thousands of
+    arguments, and LLVM's instruction selection and scheduling of the
+    one-block entry that received them grew faster than the model's depth.
+    This pass gives such an entry the interface's own arguments instead:
+    each use of a field becomes an invariant load from the descriptor,
+    placed right before its user (the host never changes a descriptor
+    during a call). The interface then passes its arguments through, and
+    its loads are erased.
+
+    An entry is rewritten only when it is internal (after
+    `lamina-internalize-functions`), nothing but its interface calls it,
+    and every argument that call passes is an interface argument or a field
+    of a descriptor loaded from one.
+
+    ```mlir
+    llvm.func internal @f(%alloc: !llvm.ptr, %data: !llvm.ptr, %offset: i64,
+                          ...) { ... use %data ... }
+    llvm.func @_mlir_ciface_f(%d: !llvm.ptr) {
+      %desc = llvm.load %d : !llvm.ptr -> !llvm.struct<(ptr, ptr, i64, ...)>
+      %data = llvm.extractvalue %desc[1] : !llvm.struct<(ptr, ptr, i64, ...)>
+      ...
+      llvm.call @f(%alloc, %data, %offset, ...)
+    }
+    // becomes
+    llvm.func internal @f(%d: !llvm.ptr) {
+      %field = llvm.getelementptr %d[0, 1] : (!llvm.ptr) -> !llvm.ptr, ...
+      %data = llvm.load %field invariant : !llvm.ptr -> !llvm.ptr
+      ... use %data ...
+    }
+    llvm.func @_mlir_ciface_f(%d: !llvm.ptr) {
+      llvm.call @f(%d) : (!llvm.ptr) -> ()
+    }
+    ```
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
+def LaminaDropUnusedArguments
+    : Pass<"lamina-drop-unused-arguments", "::mlir::ModuleOp"> {
+  let summary = "Drop the arguments an internal function never reads, at "
+                "the function and at its calls";
+  let description = [{
+    func-to-llvm passes each memref as every field of its descriptor, but a
+    function whose shapes are static reads only the aligned pointer: the
+    sizes, strides, offset and allocated pointer are arguments nobody reads.
+    A model's repeated block takes hundreds of them, and the entry that
+    calls it once per layer loaded and passed them all, which LLVM's passes
+    carried until its own dead-argument elimination. This pass drops them in
+    MLIR, from internal and private functions that are only ever called
+    directly (never an address taken); run after the canonicalizer has
+    folded the descriptors the callee rebuilds from its arguments, and
+    before one that erases what the callers computed for them.
+
+    ```mlir
+    llvm.func internal @block(%alloc: !llvm.ptr, %data: !llvm.ptr,
+                              %offset: i64) { ... only %data used ... }
+    llvm.call @block(%a, %d, %o) : (!llvm.ptr, !llvm.ptr, i64) -> ()
+    // becomes
+    llvm.func internal @block(%data: !llvm.ptr) { ... }
+    llvm.call @block(%d) : (!llvm.ptr) -> ()
+    ```
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
 def LaminaExpandCopies : Pass<"lamina-expand-copies"> {
   let summary = "Turn memref.copy into linalg.copy";
   let description = [{

@@ -49,6 +49,26 @@ mpiRuntimeSymbols(llvm::orc::MangleAndInterner interner) {
   return symbols;
 }
 
+/// Inlines each C interface into the packed wrapper ExecutionEngine made for
+/// it, the JIT's way in: the wrapper then calls the internal entry, whose
+/// unused arguments LLVM drops. Left as a call to the exported interface,
+/// those arguments became poison values passed on the stack, hundreds of
+/// them for a whole model's step, and instruction selection of that one
+/// call took longer than the rest of the program.
+static void inlineInterfacesIntoWrappers(llvm::Module &module) {
+  llvm::StringRef packedPrefix = "_mlir_";
+  for (llvm::Function &wrapper : module) {
+    llvm::StringRef name = wrapper.getName();
+    if (wrapper.isDeclaration() || !name.starts_with(packedPrefix))
+      continue;
+    llvm::Function *interface =
+        module.getFunction(name.drop_front(packedPrefix.size()));
+    if (interface && !interface->isDeclaration() &&
+        interface->getName().starts_with("_mlir_ciface_"))
+      interface->addFnAttr(llvm::Attribute::AlwaysInline);
+  }
+}
+
 /// LLVM's -O3 pipeline on `module` for `machine` (upstream's
 /// makeOptimizingTransformer, with vectorization and unrolling on) without
 /// CalledValuePropagation: it annotates indirect calls, which Lamina's
@@ -77,6 +97,7 @@ static llvm::Error optimize(llvm::Module &module, llvm::TargetMachine *machine) 
   builder.registerFunctionAnalyses(functions);
   builder.registerLoopAnalyses(loops);
   builder.crossRegisterProxies(loops, functions, sccs, modules);
+  inlineInterfacesIntoWrappers(module);
   llvm::ModulePassManager passes =
       builder.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
   passes.run(module, modules);

@@ -166,7 +166,16 @@ void mlir::lamina::buildLaminaCpuPipeline(OpPassManager &pm,
   pm.addPass(createConvertControlFlowToLLVMPass());
   pm.addPass(createUBToLLVMConversionPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
-  if (options.internalizeFunctions)
+  if (options.internalizeFunctions) {
     pm.addPass(createLaminaInternalizeFunctions());
+    if (options.descriptorsByPointer)
+      pm.addPass(createLaminaDescriptorsByPointer());
+    // The descriptors a callee rebuilds from its arguments folded first:
+    // what is left unread was never needed.
+    if (options.dropUnusedArguments) {
+      pm.addPass(createCanonicalizerPass());
+      pm.addPass(createLaminaDropUnusedArguments());
+    }
+  }
   pm.addPass(createCanonicalizerPass());
 }

@@ -80,6 +80,19 @@ struct CpuPipelineOptions : public PassPipelineOptions<CpuPipelineOptions> {
                      "interfaces and the private functions (false: LLVM "
                      "sees every function as exported, for comparison)"),
       llvm::cl::init(true)};
+  Option<bool> descriptorsByPointer{
+      *this, "descriptors-by-pointer",
+      llvm::cl::desc("the internal entries take their C interface's "
+                     "descriptor pointers and load each field where it is "
+                     "used (false: every field passed as an argument, for "
+                     "comparison)"),
+      llvm::cl::init(true)};
+  Option<bool> dropUnusedArguments{
+      *this, "drop-unused-arguments",
+      llvm::cl::desc("the internal functions lose the arguments they never "
+                     "read, such as the sizes and strides of static "
+                     "memrefs (false: LLVM sees them all, for comparison)"),
+      llvm::cl::init(true)};
 };
 
 /// lamina (+ upstream tensor IR) → LLVM dialect for the host CPU: epilogue
