@@ -21,7 +21,7 @@ first ones' programs in the cache. The `LAMINA_TIMING=1` report of the
 deepest training pair's cold compile (MLIR pipelines, translation, LLVM)
 closes the table.
 
-usage: bench/compile_time.py [--depths 1,2,4,8,12] [--steps 5]
+usage: bench/compile_time.py [--depths 1,2,4,8,12] [--steps 5] [--repeats 1]
                              [--pipeline lamina-cpu-pipeline{...}]
                              [--output bench/results/compile_time.md]
 """
@@ -30,6 +30,7 @@ import argparse
 import datetime
 import os
 import pathlib
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -112,10 +113,30 @@ def run(depth, what, steps, env, pipeline, timing=False, cache=None):
     return [float(v) for v in completed.stdout.split()], completed.stderr
 
 
+def measure_depth(depth, steps, pipeline, blas):
+    """One sample of each column at `depth`: forward and training pair cold
+    (an empty cache), then warm, then eager's step."""
+    with tempfile.TemporaryDirectory() as cache:
+        (forward,), _ = run(depth, "forward", 0, os.environ, pipeline,
+                            cache=cache)
+        (pair, _, step), report = run(depth, "train", steps, os.environ,
+                                      pipeline, timing=True, cache=cache)
+        compiles = compile_seconds(report)
+        (warm_forward,), _ = run(depth, "forward", 0, os.environ, pipeline,
+                                 cache=cache)
+        (warm_pair, ready, _), _ = run(depth, "train", 1, os.environ,
+                                       pipeline, cache=cache)
+    (_, _, eager), _ = run(depth, "eager", steps, blas, pipeline)
+    return (forward, pair, compiles, warm_forward, warm_pair, ready, step,
+            eager)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--depths", default="1,2,4,8,12")
     parser.add_argument("--steps", type=int, default=5)
+    parser.add_argument("--repeats", type=int, default=1,
+                        help="samples of each cell (medians reported)")
     parser.add_argument("--pipeline", default="lamina-cpu-pipeline",
                         help="the CPU pipeline Lamina builds with")
     parser.add_argument("--output",
@@ -126,20 +147,13 @@ def main():
     blas = openblas_env(os.environ)
     rows = []
     for depth in depths:
-        with tempfile.TemporaryDirectory() as cache:
-            (forward,), _ = run(depth, "forward", 0, os.environ, pipeline,
-                                cache=cache)
-            (pair, _, step), report = run(depth, "train", args.steps,
-                                          os.environ, pipeline, timing=True,
-                                          cache=cache)
-            compiles = compile_seconds(report)
-            (warm_forward,), _ = run(depth, "forward", 0, os.environ,
-                                     pipeline, cache=cache)
-            (warm_pair, ready, _), _ = run(depth, "train", 1, os.environ,
-                                           pipeline, cache=cache)
-        (_, _, eager), _ = run(depth, "eager", args.steps, blas, pipeline)
-        rows.append((depth, forward, pair, compiles, warm_forward, warm_pair,
-                     ready, step, eager))
+        samples = [measure_depth(depth, args.steps, pipeline, blas)
+                   for _ in range(args.repeats)]
+        row = (depth,) + tuple(statistics.median(column)
+                               for column in zip(*samples))
+        rows.append(row)
+        (_, forward, pair, compiles, warm_forward, warm_pair, ready, step,
+         eager) = row
         print(f"depth {depth}: forward {forward:.1f} s (warm "
               f"{warm_forward:.2f} s), training pair {pair:.1f} s "
               f"({compiles:.2f} s compiling; warm "
@@ -155,7 +169,8 @@ def main():
         f"`{' '.join(['bench/compile_time.py'] + sys.argv[1:])}` on "
         f"{datetime.date.today()}: TiedGPT at GPT-2-small width (n_embd "
         f"{HIDDEN}, {HEADS} heads, vocabulary {VOCAB}), input (1, {BLOCK}), "
-        "fp32, one thread pinned to one core, each cell a fresh process. "
+        "fp32, one thread pinned to one core, each cell a fresh process "
+        f"(the median of {args.repeats}). "
         "Cold: an empty compile cache; warm: a new process finding the "
         "cold one's programs in the cache (build, load, first call; "
         "and to the first step's start: when the last program is loaded "

@@ -11,10 +11,7 @@ namespace mlir::lamina {
 } // namespace mlir::lamina
 
 using namespace mlir;
-
-/// The prefix of the C interfaces func-to-llvm writes for
-/// `llvm.emit_c_interface` functions.
-static constexpr llvm::StringLiteral kCInterfacePrefix = "_mlir_ciface_";
+using namespace mlir::lamina;
 
 namespace {
 

@@ -13,9 +13,11 @@ rounding), so both lie within that first-order bound of the exact f32
 computation, and each other within twice it."""
 
 import copy
+import math
 
 import pytest
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 import lamina
@@ -152,6 +154,56 @@ def test_adamw_steps_under_autocast_follow_eager_autocast():
     for ours, eager in zip(*runs):
         assert abs(ours - eager) <= 16 * U * eager
     assert all(p.dtype == torch.float32 for p in built.parameters())
+
+
+class AttentionCore(nn.Module):
+    """nanoGPT's attention between its projections."""
+
+    def forward(self, q, k, v):
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
+        return F.softmax(att, dim=-1) @ v
+
+
+def autocast_by_hand(q, k, v):
+    """The attention core with autocast's roundings written out: bf16
+    operands, f32 sums, bf16 results, at both matmuls; softmax in f32. Its
+    autograd rounds each matmul's cotangents the same way (through the
+    casts' backward)."""
+    def rounded(t):
+        return t.bfloat16().float()
+    att = rounded(rounded(q) @ rounded(k).transpose(-2, -1))
+    att = att * (1.0 / math.sqrt(k.size(-1)))
+    return rounded(rounded(F.softmax(att, dim=-1)) @ rounded(v))
+
+
+def test_attention_matmuls_round_as_autocast():
+    """Under autocast, attention's matmuls (`torch.matmul`) compute in bf16
+    as well: the compiled core equals autocast's roundings written out by
+    hand, forward and gradients. Only a value whose f32 sums differ in their
+    last bits (their order) may round to a neighbouring bf16: at most one
+    unit in the last place of the largest value, and a small fraction of
+    bf16's own error overall."""
+    torch.manual_seed(0)
+    inputs = [torch.randn(2, 4, 16, 16, requires_grad=True)
+              for _ in range(3)]
+    twins = [x.detach().clone().requires_grad_() for x in inputs]
+    built = lamina.build(lamina.create_schedule(AttentionCore(),
+                                                example_inputs=inputs))
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        ours = built(*inputs)
+    by_hand = autocast_by_hand(*twins)
+    exact = AttentionCore()(*[x.detach() for x in inputs])
+    bf16_error = (by_hand - exact).norm()
+    assert bf16_error > U * exact.norm() / 8  # bf16 really moved it
+    pairs = [(ours, by_hand)]
+    ours.pow(2).sum().backward()
+    by_hand.pow(2).sum().backward()
+    pairs += [(x.grad, twin.grad) for x, twin in zip(inputs, twins)]
+    for got, want in pairs:
+        assert got.dtype == torch.float32
+        assert (got - want).abs().max() <= 2 * U * want.abs().max()
+        assert (got - want).norm() <= 0.05 * bf16_error / exact.norm() * \
+            want.norm()
 
 
 @pytest.mark.parametrize("kwargs,message", [

@@ -142,10 +142,23 @@ def LaminaAutocast : Pass<"lamina-autocast"> {
     %y = arith.extf %yb : tensor<4x16xbf16> to tensor<4x16xf32>
     ```
 
+    Attention's plain matmuls (`linalg.batch_matmul`, and `linalg.matmul`
+    in 2-D: eager's `torch.matmul`, also a lower-precision op) take
+    truncated operands the same way, accumulate in their f32 init and have
+    their results rounded to `element` and widened back.
+
+    ```mlir
+    %s = linalg.batch_matmul ins(%q, %kt : tensor<2x2x4xf32>, tensor<2x4x2xf32>) outs(%zeros : tensor<2x2x2xf32>) -> tensor<2x2x2xf32>
+    // becomes
+    %s = linalg.batch_matmul ins(%qb, %ktb : tensor<2x2x4xbf16>, tensor<2x4x2xbf16>) outs(%zeros : tensor<2x2x2xf32>) -> tensor<2x2x2xf32>
+    %sb = arith.truncf %s : tensor<2x2x2xf32> to tensor<2x2x2xbf16>
+    %sf = arith.extf %sb : tensor<2x2x2xbf16> to tensor<2x2x2xf32>
+    ```
+
     Reverse-mode differentiation of the result (lamina-generate-backward)
-    runs the backward's matmuls in bf16 too and gives f32 gradients to the
-    f32 parameters through the casts' rules, as eager autocast does.
-    Attention's batched matmuls (`linalg.batch_matmul`) stay f32.
+    runs the backward's matmuls in bf16 too, summing in f32 and rounding
+    each cotangent once, and gives f32 gradients to the f32 parameters
+    through the casts' rules, as eager autocast does.
   }];
   let options = [
     Option<"element", "element", "std::string", /*default=*/"\"bf16\"",

@@ -8,6 +8,11 @@
 
 namespace mlir::lamina {
 
+/// The prefix of the C interfaces func-to-llvm writes for
+/// `llvm.emit_c_interface` functions: `_mlir_ciface_<function>`, the
+/// host's way into a compiled program.
+inline constexpr llvm::StringLiteral kCInterfacePrefix = "_mlir_ciface_";
+
 #define GEN_PASS_DECL
 #include "lamina/Codegen/Passes.h.inc"
 

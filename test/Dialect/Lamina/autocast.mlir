@@ -52,6 +52,43 @@ func.func @attention_projections(%x: tensor<2x8xf32>, %w: tensor<24x8xf32>, %b: 
 
 // -----
 
+// Attention's plain matmuls (torch.matmul: linalg.batch_matmul, and
+// linalg.matmul in 2-D) are lower-precision ops too: bf16 operands (the
+// widened projections fold back to them), accumulation in their f32 init,
+// the result rounded to bf16 and widened for the softmax after it.
+// CHECK-LABEL: func.func @attention_scores
+// CHECK-SAME: (%[[X:.+]]: tensor<2x8xf32>, %[[W:.+]]: tensor<24x8xf32>, %[[BIAS:.+]]: tensor<24xf32>, %[[A:.+]]: tensor<4x8xf32>, %[[B:.+]]: tensor<8x3xf32>)
+// CHECK-DAG: %[[AB:.+]] = arith.truncf %[[A]] : tensor<4x8xf32> to tensor<4x8xbf16>
+// CHECK-DAG: %[[BB:.+]] = arith.truncf %[[B]] : tensor<8x3xf32> to tensor<8x3xbf16>
+// CHECK: %[[Q:[^,]+]], %[[K:[^,]+]], %{{[^ ]+}} = lamina.fused_qkv "qkv" {{.*}} -> (tensor<2x2x4xbf16>, tensor<2x2x4xbf16>, tensor<2x2x4xbf16>)
+// CHECK: %[[KT:.+]] = linalg.transpose ins(%{{.+}} : tensor<2x2x4xf32>)
+// CHECK: %[[KTB:.+]] = arith.truncf %[[KT]] : tensor<2x4x2xf32> to tensor<2x4x2xbf16>
+// CHECK: %[[S:.+]] = linalg.batch_matmul ins(%[[Q]], %[[KTB]] : tensor<2x2x4xbf16>, tensor<2x4x2xbf16>) outs(%{{.+}} : tensor<2x2x2xf32>) -> tensor<2x2x2xf32>
+// CHECK: %[[SB:.+]] = arith.truncf %[[S]] : tensor<2x2x2xf32> to tensor<2x2x2xbf16>
+// CHECK: %[[SF:.+]] = arith.extf %[[SB]] : tensor<2x2x2xbf16> to tensor<2x2x2xf32>
+// CHECK: lamina.softmax %[[SF]]
+// CHECK: %[[M:.+]] = linalg.matmul ins(%[[AB]], %[[BB]] : tensor<4x8xbf16>, tensor<8x3xbf16>) outs(%{{.+}} : tensor<4x3xf32>)
+// CHECK: %[[MB:.+]] = arith.truncf %[[M]] : tensor<4x3xf32> to tensor<4x3xbf16>
+// CHECK: %[[MF:.+]] = arith.extf %[[MB]] : tensor<4x3xbf16> to tensor<4x3xf32>
+// CHECK: return %{{.+}}, %[[MF]]
+func.func @attention_scores(%x: tensor<2x8xf32>, %w: tensor<24x8xf32>, %bias: tensor<24xf32>, %a: tensor<4x8xf32>, %b: tensor<8x3xf32>) -> (tensor<2x2x2xf32>, tensor<4x3xf32>) {
+  %q, %k, %v = lamina.fused_qkv "qkv" %x, %w bias %bias num_heads 2 world_size 1
+      : (tensor<2x8xf32>, tensor<24x8xf32>, tensor<24xf32>) -> (tensor<2x2x4xf32>, tensor<2x2x4xf32>, tensor<2x2x4xf32>)
+  %empty = tensor.empty() : tensor<2x4x2xf32>
+  %kt = linalg.transpose ins(%k : tensor<2x2x4xf32>) outs(%empty : tensor<2x4x2xf32>) permutation = [0, 2, 1]
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<2x2x2xf32>
+  %init = linalg.fill ins(%zero : f32) outs(%e : tensor<2x2x2xf32>) -> tensor<2x2x2xf32>
+  %s = linalg.batch_matmul ins(%q, %kt : tensor<2x2x4xf32>, tensor<2x4x2xf32>) outs(%init : tensor<2x2x2xf32>) -> tensor<2x2x2xf32>
+  %p = lamina.softmax %s dim 2 : tensor<2x2x2xf32>
+  %e2 = tensor.empty() : tensor<4x3xf32>
+  %init2 = linalg.fill ins(%zero : f32) outs(%e2 : tensor<4x3xf32>) -> tensor<4x3xf32>
+  %m = linalg.matmul ins(%a, %b : tensor<4x8xf32>, tensor<8x3xf32>) outs(%init2 : tensor<4x3xf32>) -> tensor<4x3xf32>
+  return %p, %m : tensor<2x2x2xf32>, tensor<4x3xf32>
+}
+
+// -----
+
 // Layers already in bf16 and LNS layers are left as they are.
 // CHECK-LABEL: func.func @untouched
 // CHECK-NOT: arith.truncf

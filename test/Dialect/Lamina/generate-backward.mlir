@@ -316,6 +316,31 @@ func.func @main(%a: tensor<4x8xf32>, %b: tensor<8x3xf32>) -> tensor<4x3xf32> {
 
 // -----
 
+// A batch_matmul on bf16 operands accumulating in f32 (torch.autocast's
+// attention, lamina-autocast): each operand's cotangent is summed in f32,
+// then rounded once to bf16.
+
+// CHECK-LABEL: func.func @main_backward(
+// CHECK-SAME: %[[A:[a-z0-9]+]]: tensor<2x4x8xbf16>, %[[B:[a-z0-9]+]]: tensor<2x8x3xbf16>, %[[DC:[a-z0-9]+]]: tensor<2x4x3xf32>) -> (tensor<2x4x8xbf16>, tensor<2x8x3xbf16>)
+// CHECK: %[[BT:.+]] = linalg.transpose ins(%[[B]] : tensor<2x8x3xbf16>)
+// CHECK: %[[I0:.+]] = linalg.fill ins(%{{.+}} : f32) outs(%{{.+}} : tensor<2x4x8xf32>)
+// CHECK: %[[SA:.+]] = linalg.batch_matmul ins(%[[DC]], %[[BT]] : tensor<2x4x3xf32>, tensor<2x3x8xbf16>) outs(%[[I0]] : tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+// CHECK: %[[DA:.+]] = arith.truncf %[[SA]] : tensor<2x4x8xf32> to tensor<2x4x8xbf16>
+// CHECK: %[[AT:.+]] = linalg.transpose ins(%[[A]] : tensor<2x4x8xbf16>)
+// CHECK: %[[I1:.+]] = linalg.fill ins(%{{.+}} : f32) outs(%{{.+}} : tensor<2x8x3xf32>)
+// CHECK: %[[SB:.+]] = linalg.batch_matmul ins(%[[AT]], %[[DC]] : tensor<2x8x4xbf16>, tensor<2x4x3xf32>) outs(%[[I1]] : tensor<2x8x3xf32>) -> tensor<2x8x3xf32>
+// CHECK: %[[DB:.+]] = arith.truncf %[[SB]] : tensor<2x8x3xf32> to tensor<2x8x3xbf16>
+// CHECK: return %[[DA]], %[[DB]]
+func.func @main(%a: tensor<2x4x8xbf16>, %b: tensor<2x8x3xbf16>) -> tensor<2x4x3xf32> {
+  %zero = arith.constant 0.0 : f32
+  %empty = tensor.empty() : tensor<2x4x3xf32>
+  %init = linalg.fill ins(%zero : f32) outs(%empty : tensor<2x4x3xf32>) -> tensor<2x4x3xf32>
+  %c = linalg.batch_matmul ins(%a, %b : tensor<2x4x8xbf16>, tensor<2x8x3xbf16>) outs(%init : tensor<2x4x3xf32>) -> tensor<2x4x3xf32>
+  return %c : tensor<2x4x3xf32>
+}
+
+// -----
+
 // fused_qkv: output feature f = (h·hd + d)·3 + t holds q (t = 0), k (t = 1)
 // or v (t = 2) of head h, element d. The cotangent of the projection is
 // therefore dq, dk, dv interleaved on a new last dim of size 3

@@ -174,13 +174,22 @@ struct MatmulLikeRule : Rule<MatmulLikeRule<Op, Batched>, Op> {
     // The last two dims swapped (behind the batch dim, if any).
     SmallVector<int64_t> swap = Batched ? SmallVector<int64_t>{0, 2, 1}
                                         : SmallVector<int64_t>{1, 0};
-    // lhs·rhs into zeros shaped like `like` (the operand it is the
-    // cotangent of).
+    // lhs·rhs shaped like `like` (the operand it is the cotangent of),
+    // accumulated in the forward's accumulator type: a bf16 operand's
+    // cotangent (torch.autocast's matmuls) is summed in f32, then rounded
+    // once, as eager's bf16 matmul backward does.
+    Type accumulator =
+        getElementTypeOrSelf(matmul.getDpsInits()[0].getType());
     auto product = [&](Value lhs, Value rhs, Value like) -> Value {
-      return Op::create(b, loc, TypeRange{like.getType()},
-                        ValueRange{lhs, rhs},
-                        ValueRange{buildZerosLike(b, loc, like)})
-          .getResult(0);
+      auto type = cast<RankedTensorType>(like.getType());
+      Value zeros = buildZeros(b, loc, tensor::getMixedSizes(b, loc, like),
+                               accumulator);
+      Value sum = Op::create(b, loc, TypeRange{zeros.getType()},
+                             ValueRange{lhs, rhs}, ValueRange{zeros})
+                      .getResult(0);
+      if (type.getElementType() == accumulator)
+        return sum;
+      return arith::TruncFOp::create(b, loc, type, sum);
     };
     Value dc = dys[0];
     dxs[0] = product(dc, buildTranspose(b, loc, bm, swap), a);

@@ -8,7 +8,9 @@
 // to bf16, as the eager op does; the result is widened back to f32 for the
 // ops after it, which therefore compute in f32 (PyTorch's "fp32" ops, and
 // at least the precision of the others). Between two layers the widening
-// and the next truncation fold away.
+// and the next truncation fold away. Attention's plain matmuls (linalg.matmul
+// and batch_matmul, eager's torch.matmul) take truncf'd operands too and
+// accumulate in their f32 init, their results rounded to bf16.
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,6 +18,7 @@
 #include "lamina/Lamina/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/IR/Builders.h"
 
 namespace mlir::lamina {
@@ -54,6 +57,23 @@ static bool isAllF32(Operation *op) {
   return llvm::all_of(op->getOperandTypes(), isF32OrNotFloat) &&
          llvm::all_of(op->getResultTypes(), isF32OrNotFloat) &&
          llvm::any_of(op->getResultTypes(), isFloatTensor);
+}
+
+/// Whether `op` is a plain matmul of tensors (linalg.matmul or
+/// batch_matmul, default maps) on f32: attention's `q @ k.T` and `att @ v`,
+/// which torch.autocast also runs in lower precision.
+static bool isTensorMatmul(Operation *op) {
+  auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
+  if (!linalgOp || !isa<linalg::MatmulOp, linalg::BatchMatmulOp>(op) ||
+      !linalgOp.hasPureTensorSemantics() || linalgOp.getNumDpsInputs() != 2)
+    return false;
+  if (auto matmul = dyn_cast<linalg::MatmulOp>(op);
+      matmul && matmul.hasUserDefinedMaps())
+    return false;
+  if (auto matmul = dyn_cast<linalg::BatchMatmulOp>(op);
+      matmul && matmul.hasUserDefinedMaps())
+    return false;
+  return isAllF32(op);
 }
 
 /// `value` truncated to `type`, once: right after its definition, where
@@ -99,6 +119,34 @@ static void castOp(Operation *op, Type element,
   op->erase();
 }
 
+/// `matmul` on `element` operands, accumulating in its f32 init as eager's
+/// lower-precision matmul does; its result rounded to `element` (what the
+/// eager op returns) and widened back to f32 for the ops after it. Named
+/// ops are made anew: their bodies cast the operands they are built on.
+static void castTensorMatmul(linalg::LinalgOp matmul, Type element,
+                             DenseMap<Value, Value> &truncated) {
+  OpBuilder builder(matmul);
+  Location loc = matmul.getLoc();
+  SmallVector<Value> inputs;
+  for (Value input : matmul.getDpsInputs())
+    inputs.push_back(
+        truncateOnce(input, narrowed(input.getType(), element), truncated));
+  Value init = matmul.getDpsInits()[0];
+  Type resultType = init.getType();
+  Operation *narrow =
+      isa<linalg::BatchMatmulOp>(matmul)
+          ? linalg::BatchMatmulOp::create(builder, loc, resultType, inputs,
+                                          init)
+                .getOperation()
+          : linalg::MatmulOp::create(builder, loc, resultType, inputs, init)
+                .getOperation();
+  Value rounded = arith::TruncFOp::create(
+      builder, loc, narrowed(resultType, element), narrow->getResult(0));
+  Value widened = arith::ExtFOp::create(builder, loc, resultType, rounded);
+  matmul->getResult(0).replaceAllUsesWith(widened);
+  matmul->erase();
+}
+
 /// truncf(extf(x)) back to the type x had: x.
 static void foldRoundTrips(Operation *root) {
   root->walk([](arith::TruncFOp trunc) {
@@ -131,13 +179,18 @@ struct LaminaAutocastPass
       return signalPassFailure();
     }
     SmallVector<Operation *> ops;
+    SmallVector<linalg::LinalgOp> matmuls;
     getOperation()->walk([&](Operation *op) {
       if (isLowerPrecisionOp(op) && isAllF32(op))
         ops.push_back(op);
+      else if (isTensorMatmul(op))
+        matmuls.push_back(cast<linalg::LinalgOp>(op));
     });
     DenseMap<Value, Value> truncated;
     for (Operation *op : ops)
       castOp(op, target, truncated);
+    for (linalg::LinalgOp matmul : matmuls)
+      castTensorMatmul(matmul, target, truncated);
     foldRoundTrips(getOperation());
   }
 };
