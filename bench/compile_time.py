@@ -10,14 +10,16 @@ processes:
 - training pair: the same in train mode, the first call with targets and
   `loss.backward()`: seconds to the first step's gradients;
 - step: the median time of a training step (forward, loss, backward) after
-  that, against eager PyTorch's in another process (OpenBLAS, as
-  bench/machine.py sets it up).
+  that and two more untimed steps (the first steps of a process touch its
+  memory for the first time, which on a virtual machine costs up to
+  seconds), against eager PyTorch's in another process timed the same way
+  (OpenBLAS, as bench/machine.py sets it up).
 
 Each depth runs cold (an empty compile cache, LAMINA_CACHE_DIR a fresh
 directory; LAMINA_TIMING=1, whose reports' totals give the seconds spent
 in the training pair's compiles, MLIR pipelines and LLVM, apart from
-tracing, differentiation and the first step's run), then warm: the same builds in new processes that find the
-first ones' programs in the cache. The `LAMINA_TIMING=1` report of the
+tracing, differentiation and the first step's run), then warm: the same
+builds in new processes that find the first ones' programs in the cache. The `LAMINA_TIMING=1` report of the
 deepest training pair's cold compile (MLIR pipelines, translation, LLVM)
 closes the table.
 
@@ -83,6 +85,8 @@ first = time.perf_counter() - start
 # With a warm cache the last record is the last program's load: the first
 # step starts right after it.
 ready = (stages[-1] if stages else start) - start
+for _ in range(2 if steps else 0):
+    step()
 times = []
 for _ in range(steps):
     begin = time.perf_counter()

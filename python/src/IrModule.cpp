@@ -8,7 +8,10 @@
 #include "lamina/Support/ParseModule.h"
 #include "lamina/Support/TransformScript.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/IR/Verifier.h"
@@ -177,6 +180,41 @@ argumentShards(const IrModule &module, const std::string &entry) {
   return shards;
 }
 
+/// The narrower float type `value` holds exactly, if it is a lower-precision
+/// op's rounded result (lamina-autocast's widening of it), moved but not
+/// computed on since (reshaped, transposed, sliced); else null.
+FloatType roundedElement(Value value) {
+  while (Operation *op = value.getDefiningOp()) {
+    if (auto extend = dyn_cast<arith::ExtFOp>(op))
+      return dyn_cast<FloatType>(getElementTypeOrSelf(extend.getIn()));
+    if (auto transpose = dyn_cast<linalg::TransposeOp>(op)) {
+      value = transpose.getInput();
+      continue;
+    }
+    if (!isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp,
+             tensor::ReshapeOp, tensor::ExtractSliceOp, tensor::CastOp>(op))
+      return {};
+    value = op->getOperand(0);
+  }
+  return {};
+}
+
+/// For each result of `entry`: the narrower float type it holds exactly
+/// ("bf16", "f16"), or None.
+std::vector<std::optional<std::string>>
+roundedResults(const IrModule &module, const std::string &entry) {
+  func::FuncOp function = lookupFunction(module, entry);
+  std::vector<std::optional<std::string>> elements(
+      function.getNumResults());
+  if (!function.getBody().hasOneBlock())
+    return elements;
+  Operation *terminator = function.getBody().front().getTerminator();
+  for (auto [index, value] : llvm::enumerate(terminator->getOperands()))
+    if (FloatType element = roundedElement(value))
+      elements[index] = typeText(element);
+  return elements;
+}
+
 std::vector<std::string> resultTypes(const IrModule &module,
                                      const std::string &name) {
   std::vector<std::string> types;
@@ -216,7 +254,11 @@ void mlir::lamina::python::populateIrModuleBindings(py::module_ &m) {
       .def("argument_shards", &argumentShards, py::arg("entry"),
            "(shard axis or None, groups) of every argument")
       .def("result_types", &resultTypes, py::arg("function"),
-           "the result types of a function, as MLIR writes them");
+           "the result types of a function, as MLIR writes them")
+      .def("rounded_results", &roundedResults, py::arg("entry"),
+           "for each result of `entry`, the narrower float type it holds "
+           "exactly (a lower-precision op's rounded result, moved since: "
+           "'bf16', 'f16') or None");
   m.def(
       "transform_ir",
       [](const std::string &source, const std::string &schedule,

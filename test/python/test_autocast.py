@@ -68,12 +68,54 @@ def test_forward_matches_eager_autocast_and_f32():
         with torch.autocast("cpu", dtype=torch.bfloat16):
             got = built(x)
             eager = twin(x)
-    assert got.dtype == torch.float32   # bf16 values, returned widened
-    assert torch.equal(got, got.to(torch.bfloat16).float())
+    assert got.dtype == eager.dtype == torch.bfloat16
+    got = got.float()
     assert ((got - exact).abs() <= bound).all()
     assert ((got - eager.float()).abs() <= 2 * bound).all()
     # The bound is not vacuous: bf16 really moved the result.
     assert (got != exact).any()
+
+
+class Outputs(nn.Module):
+    """Results of each kind: a layer's, a view of one, a residual add on
+    the f32 input, and a loss (autocast's fp32 list)."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(32, 32)
+
+    def forward(self, x, target):
+        y = self.fc(x)
+        return (y, y.view(4, 2, 32).transpose(0, 1), x + y,
+                F.cross_entropy(x + y, target))
+
+
+def test_results_come_back_in_eager_autocast_dtypes():
+    """A result that is a lower-precision op's (moved by views since) comes
+    back in bf16 as eager's, an exact cast of the value computed; results
+    computed on in f32 after it stay f32, as eager's residual add and loss
+    are. Gradients pass back through the cast to the f32 parameters."""
+    torch.manual_seed(4)
+    model = Outputs()
+    twin = copy.deepcopy(model)
+    x, target = torch.randn(8, 32), torch.randint(0, 32, (8,))
+    built = lamina.build(lamina.create_schedule(model,
+                                                example_inputs=(x, target)))
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        ours = built(x, target)
+        eager = twin(x, target)
+    assert [r.dtype for r in ours] == [r.dtype for r in eager] == \
+        [torch.bfloat16, torch.bfloat16, torch.float32, torch.float32]
+    always = lamina.build(lamina.create_schedule(copy.deepcopy(twin),
+                                                 example_inputs=(x, target)),
+                          precision="bf16")
+    widened = always(x, target)
+    assert all(r.dtype == torch.float32 for r in widened)
+    for got, values in zip(ours, widened):
+        assert torch.equal(got.float(), values)
+    (ours[0].float().sum() + ours[3]).backward()
+    assert model.fc.weight.grad.dtype == torch.float32
+    assert model.fc.weight.grad.abs().sum() > 0
 
 
 def test_precision_bf16_is_the_autocast_program_and_f32_opts_out():
@@ -84,7 +126,12 @@ def test_precision_bf16_is_the_autocast_program_and_f32_opts_out():
         plain = lamina.build(lamina.create_schedule(twin))
         with torch.autocast("cpu", dtype=torch.bfloat16):
             inside = plain(x)
-        assert torch.equal(always(x), inside)
+        # The same program; outside an autocast region its bf16 values come
+        # back widened (a loss against f32 targets computes as written).
+        outside = always(x)
+        assert outside.dtype == torch.float32
+        assert inside.dtype == torch.bfloat16
+        assert torch.equal(outside, inside.float())
         never = lamina.build(lamina.create_schedule(copy.deepcopy(twin)),
                              precision="f32")
         with torch.autocast("cpu", dtype=torch.bfloat16):
@@ -119,7 +166,7 @@ def test_gradients_reach_the_f32_parameters_within_bf16_bounds():
     x = torch.randn(64, 128)
     built = lamina.build(lamina.create_schedule(model))
     with torch.autocast("cpu", dtype=torch.bfloat16):
-        built(x).pow(2).mean().backward()
+        built(x).float().pow(2).mean().backward()
         twin(x).float().pow(2).mean().backward()
     bounds = {name: b.detach() for name, b in
               gradient_bounds(copy.deepcopy(model), x).items()}
@@ -191,6 +238,8 @@ def test_attention_matmuls_round_as_autocast():
                                                 example_inputs=inputs))
     with torch.autocast("cpu", dtype=torch.bfloat16):
         ours = built(*inputs)
+    assert ours.dtype == torch.bfloat16  # a matmul's result, as eager's
+    ours = ours.float()
     by_hand = autocast_by_hand(*twins)
     exact = AttentionCore()(*[x.detach() for x in inputs])
     bf16_error = (by_hand - exact).norm()

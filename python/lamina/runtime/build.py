@@ -2,6 +2,7 @@
 ranks."""
 
 import contextlib
+import functools
 
 import numpy as np
 import torch
@@ -76,6 +77,13 @@ class _Compiled:
         """The ranks the program runs on: its shards' or its pipeline
         stages' (compiles it if no call has yet)."""
         return self.program.world_size
+
+    @functools.cached_property
+    def rounded_results(self):
+        """For each result, the narrower float type it holds exactly ("bf16",
+        "f16": a lower-precision op's rounded result under autocast) or
+        None."""
+        return self.scheduled.rounded_results(self.imported.entry)
 
     def result_shard_axes(self):
         return [axis for _, _, axis in self.program.results]
@@ -439,6 +447,10 @@ class CompiledModule(Face, nn.Module):
             results = compiled.call([torch.as_tensor(x) for x in inputs],
                                     dropout_key, keep=self.training)
         results = list(results)
+        if self.target == "cpu" and torch.is_autocast_cpu_enabled() and \
+                precision_module.of_call(self._precision) is not None:
+            results = precision_module.as_autocast_results(
+                results, compiled.rounded_results)
         compiled.imported.apply_side_effects(self.schedule.model, results)
         return compiled.imported.restructure(results)
 

@@ -9,6 +9,7 @@ import torch
 # build's `precision`: None follows torch.autocast at each call.
 CHOICES = (None, "bf16", "f32")
 _ELEMENTS = {torch.bfloat16: "bf16", torch.float16: "f16"}
+_DTYPES = {element: dtype for dtype, element in _ELEMENTS.items()}
 
 
 def check(precision, target):
@@ -46,3 +47,17 @@ def lowered(scheduled, element):
     """`scheduled` (a ``_lamina.Module``) with its f32 layer matmuls in
     `element`."""
     return scheduled.transform(pipeline=f"lamina-autocast{{element={element}}}")
+
+
+def as_autocast_results(results, rounded):
+    """`results` of a call in a torch.autocast region as eager autocast
+    returns them: each that is a lower-precision op's rounded result
+    (`rounded[i]`: "bf16" or "f16", else None; `rounded_results` of the
+    scheduled module) in that dtype, an exact cast that autograd follows
+    back to f32; the others as computed, in f32."""
+    if len(results) != len(rounded):
+        return results
+    return [result.to(_DTYPES[element])
+            if element in _DTYPES and isinstance(result, torch.Tensor)
+            and result.dtype == torch.float32 else result
+            for result, element in zip(results, rounded)]
