@@ -516,6 +516,29 @@ def LaminaDropUnusedArguments
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }
 
+def LaminaHalfFloatMasksAsIntegers
+    : Pass<"lamina-half-float-masks-as-integers", "::mlir::ModuleOp"> {
+  let summary = "Masked loads and stores of 16-bit floats as loads and "
+                "stores of i16";
+  let description = [{
+    A partial tile of bf16 (or f16) values is read and written by LLVM's
+    masked load and store intrinsics. An x86 CPU has no masked move of
+    16-bit lanes before AVX-512, so LLVM splits them into one move per lane,
+    and moves each bf16 lane out of its vector through f32 and back: a call
+    to compiler-rt's `__truncsfbf2`, which the JIT's process does not have
+    (a LLaMA layer under autocast on an AVX2 CPU did not link). The same
+    bits moved as i16 lanes need no conversion.
+
+    ```mlir
+    llvm.intr.masked.store %v, %p, %mask {alignment = 2 : i32} : vector<16xbf16>, vector<16xi1> into !llvm.ptr
+    // becomes
+    %bits = llvm.bitcast %v : vector<16xbf16> to vector<16xi16>
+    llvm.intr.masked.store %bits, %p, %mask {alignment = 2 : i32} : vector<16xi16>, vector<16xi1> into !llvm.ptr
+    ```
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
 def LaminaExpandCopies : Pass<"lamina-expand-copies"> {
   let summary = "Turn memref.copy into linalg.copy";
   let description = [{

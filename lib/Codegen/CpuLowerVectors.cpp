@@ -5,6 +5,8 @@
 
 #include "mlir/Dialect/Transform/IR/TransformDialect.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 namespace mlir::lamina {
 #define GEN_PASS_DEF_LAMINACPULOWERVECTORS
@@ -51,13 +53,50 @@ transform.named_sequence @lower_vectors(%root: !transform.any_op {transform.read
 }
 )mlir";
 
+/// A transpose of 16-bit floats (a bf16 weight's tiles, packed) only moves
+/// bits: it is done on i16, so that the element shuffles it lowers to are
+/// integer ones. LLVM's x86 back end moves a bf16 vector element through
+/// f32 and back on a CPU without AVX512-BF16, by a compiler-rt call
+/// (__truncsfbf2) that the JIT's process does not have.
+struct TransposeHalfFloatsAsIntegers
+    : OpRewritePattern<vector::TransposeOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(vector::TransposeOp transpose,
+                                PatternRewriter &rewriter) const override {
+    VectorType type = transpose.getSourceVectorType();
+    auto element = dyn_cast<FloatType>(type.getElementType());
+    if (!element || element.getWidth() != 16)
+      return failure();
+    Location loc = transpose.getLoc();
+    Value bits = vector::BitCastOp::create(
+        rewriter, loc, type.clone(rewriter.getI16Type()),
+        transpose.getVector());
+    Value moved = vector::TransposeOp::create(rewriter, loc, bits,
+                                              transpose.getPermutation());
+    rewriter.replaceOpWithNewOp<vector::BitCastOp>(
+        transpose, transpose.getResultVectorType(), moved);
+    return success();
+  }
+};
+
 struct LaminaCpuLowerVectorsPass
     : mlir::lamina::impl::LaminaCpuLowerVectorsBase<
           LaminaCpuLowerVectorsPass> {
   void runOnOperation() override {
-    if (failed(mlir::lamina::applyTransformScript(getOperation(), kLowerVectorsScript,
-                           "lower_vectors")))
+    // Before the script and after it: its permuted transfers make
+    // transposes of their own, which the LLVM lowering then expands.
+    if (failed(transposeHalfFloatsAsIntegers()) ||
+        failed(mlir::lamina::applyTransformScript(
+            getOperation(), kLowerVectorsScript, "lower_vectors")) ||
+        failed(transposeHalfFloatsAsIntegers()))
       signalPassFailure();
+  }
+
+  LogicalResult transposeHalfFloatsAsIntegers() {
+    RewritePatternSet patterns(&getContext());
+    patterns.add<TransposeHalfFloatsAsIntegers>(&getContext());
+    return applyPatternsGreedily(getOperation(), std::move(patterns));
   }
 };
 } // namespace

@@ -166,6 +166,7 @@ void mlir::lamina::buildLaminaCpuPipeline(OpPassManager &pm,
   pm.addPass(createConvertControlFlowToLLVMPass());
   pm.addPass(createUBToLLVMConversionPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
+  pm.addPass(createLaminaHalfFloatMasksAsIntegers());
   if (options.internalizeFunctions) {
     pm.addPass(createLaminaInternalizeFunctions());
     if (options.descriptorsByPointer)

@@ -37,3 +37,17 @@ func.func @unit_dim_transpose(%m: memref<32x3xf32>, %o: memref<1x32xf32>, %i: in
   vector.transfer_write %t, %o[%c0, %c0] {in_bounds = [true, true]} : vector<1x32xf32>, memref<1x32xf32>
   return
 }
+
+// -----
+
+// A transpose of bf16 tiles (a bf16 weight's, packed) moves bits only: it
+// is done on i16, so that no bf16 lane is moved through f32 by LLVM's x86
+// back end (a compiler-rt call on CPUs without AVX512-BF16).
+// CHECK-LABEL: func.func @bf16_transpose
+// CHECK: %[[BITS:.+]] = vector.bitcast %arg0 : vector<1x8x8xbf16> to vector<1x8x8xi16>
+// CHECK-NOT: bf16
+// CHECK: vector.bitcast %{{.+}} : vector<1x8x8xi16> to vector<1x8x8xbf16>
+func.func @bf16_transpose(%tile: vector<1x8x8xbf16>) -> vector<1x8x8xbf16> {
+  %t = vector.transpose %tile, [0, 2, 1] : vector<1x8x8xbf16> to vector<1x8x8xbf16>
+  return %t : vector<1x8x8xbf16>
+}

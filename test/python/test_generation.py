@@ -51,6 +51,33 @@ def test_llama_greedy_tokens_and_logits_match_eager():
         assert compiled.last_loss is None
 
 
+def test_llama_decode_steps_under_autocast_compute_in_bf16():
+    """In an autocast region the prefill and decode steps are the autocast
+    program's too (a decoder and cache of their own): each step's logits
+    equal those of the whole sequence compiled under autocast (generation
+    off: max_seq_len=0), come back in bf16 as eager's, and differ from the
+    f32 program's by bf16's rounding: more than nothing, a few units of
+    bf16's roundoff of the logits' scale at most."""
+    model, _ = llama()
+    compiled = lamina.build(lamina.create_schedule(model)).eval()
+    whole = lamina.build(lamina.create_schedule(copy.deepcopy(model)),
+                         max_seq_len=0).eval()
+    tokens = torch.randint(0, LlamaArgs.vocab_size, (2, 8),
+                           generator=torch.Generator().manual_seed(3))
+    with torch.no_grad():
+        exact = whole(tokens)
+        for length in range(4, tokens.shape[1] + 1):
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                ours = compiled(tokens[:, :length])
+                theirs = whole(tokens[:, :length])
+            assert ours.dtype == theirs.dtype == torch.bfloat16
+            assert torch.equal(ours, theirs)
+        assert compiled.generation.steps == {"decode": 3, "prefill": 1}
+        # bf16's unit roundoff u = 2^-8, through two layers' roundings.
+        error = (ours.float() - exact).abs().max()
+        assert 0 < error <= 8 * 2.0 ** -8 * exact.abs().max()
+
+
 def test_llama_generation_past_the_maximum_length_crops_as_eager():
     model, eager = llama()
     compiled = lamina.build(lamina.create_schedule(model)).eval()

@@ -143,14 +143,19 @@ def LaminaAutocast : Pass<"lamina-autocast"> {
     ```
 
     Attention's plain matmuls (`linalg.batch_matmul`, and `linalg.matmul`
-    in 2-D: eager's `torch.matmul`, also a lower-precision op) take
-    truncated operands the same way, accumulate in their f32 init and have
-    their results rounded to `element` and widened back.
+    in 2-D: eager's `torch.matmul`, also a lower-precision op) compute in
+    f32 on operands rounded to `element` and widened back, and their
+    results are rounded likewise: the numbers of a bf16 matmul with f32
+    sums (products of bf16 values are exact in f32), with no narrow vectors
+    in the loops between the layers.
 
     ```mlir
     %s = linalg.batch_matmul ins(%q, %kt : tensor<2x2x4xf32>, tensor<2x4x2xf32>) outs(%zeros : tensor<2x2x2xf32>) -> tensor<2x2x2xf32>
     // becomes
-    %s = linalg.batch_matmul ins(%qb, %ktb : tensor<2x2x4xbf16>, tensor<2x4x2xbf16>) outs(%zeros : tensor<2x2x2xf32>) -> tensor<2x2x2xf32>
+    %ktb = arith.truncf %kt : tensor<2x4x2xf32> to tensor<2x4x2xbf16>
+    %ktr = arith.extf %ktb : tensor<2x4x2xbf16> to tensor<2x4x2xf32>
+    ... %qr likewise ...
+    %s = linalg.batch_matmul ins(%qr, %ktr : tensor<2x2x4xf32>, tensor<2x4x2xf32>) outs(%zeros : tensor<2x2x2xf32>) -> tensor<2x2x2xf32>
     %sb = arith.truncf %s : tensor<2x2x2xf32> to tensor<2x2x2xbf16>
     %sf = arith.extf %sb : tensor<2x2x2xbf16> to tensor<2x2x2xf32>
     ```

@@ -409,7 +409,8 @@ class CompiledModule(Face, nn.Module):
             if not length:
                 return None
             self._state["generation"] = Generation(
-                model, length, self._eval_mode, self._compile_imported)
+                model, length, self._eval_mode, self._compile_imported,
+                lambda: precision_module.of_call(self._precision))
         return self._state["generation"]
 
     def _eval_mode(self):
@@ -419,11 +420,14 @@ class CompiledModule(Face, nn.Module):
         return _training_flags(model, self._flags.get(False) or {
             name: False for name, _ in model.named_modules()})
 
-    def _compile_imported(self, imported):
+    def _compile_imported(self, imported, element=None):
         """A program for `imported` (a function of the model traced apart
-        from its calls) with the schedule applied."""
-        return _Compiled(imported, self._apply_schedule(imported),
-                         self.pipeline,
+        from its calls) with the schedule applied, its layer matmuls in
+        `element` (autocast's "bf16", "f16") if given."""
+        scheduled = self._apply_schedule(imported)
+        if element is not None:
+            scheduled = precision_module.lowered(scheduled, element)
+        return _Compiled(imported, scheduled, self.pipeline,
                          lambda module: self._parameters_for(module,
                                                              imported),
                          self.grid, self._replica_mean)

@@ -35,6 +35,7 @@ from ..errors import ScheduleError, UnsupportedOperationError
 from ..importer.kv_cache import (Analysis, evaluate, row_at, unsupported,
                                  with_results)
 from ..importer.model import import_graph, result_tensors, trace_model
+from .precision import as_autocast_results, tracing_in_f32
 
 # The attributes where models keep their maximum sequence length.
 _LENGTH_ATTRIBUTES = ("max_seq_len", "block_size", "n_positions",
@@ -65,13 +66,19 @@ class Generation:
 
     `eval_mode()`: a context in which `model`'s modules are as in the
     compiled module's eval mode (tracing, importing and checking happen in
-    it); `compile(imported)`: a compiled program for an imported function
-    (the compiled module's schedule applied)."""
+    it); `compile(imported, element=None)`: a compiled program for an
+    imported function (the compiled module's schedule applied, its layer
+    matmuls in `element`); `element()`: the lower precision the current
+    call computes in (autocast's "bf16"), or None.
 
-    def __init__(self, model, length, eval_mode, compile):
+    Each batch size and precision has its own decoder and cache; a
+    decoder's step is checked in f32, then compiled in its precision."""
+
+    def __init__(self, model, length, eval_mode, compile, element):
         self.model = model
         self.length = length
         self._eval_mode, self._compile = eval_mode, compile
+        self._element = element
         self.reason = None
         self._decoders = {}
         self._previous = None  # the tokens of the last call served or not
@@ -92,15 +99,17 @@ class Generation:
         decode step does not fit (the reason, the first time, as a
         GenerationWarning)."""
         previous, self._previous = self._previous, tokens.clone()
-        decoder = self._decoders.get(tokens.shape[0])
+        element = self._element()
+        key = (tokens.shape[0], element)
+        decoder = self._decoders.get(key)
         if decoder is not None and decoder.extends(tokens):
-            imported, results = decoder.decode(tokens)
+            program, results = decoder.decode(tokens)
         elif previous is not None and _extends(tokens, previous):
             try:
                 if decoder is None:
-                    decoder = _Decoder(self, tokens)
-                    self._decoders[tokens.shape[0]] = decoder
-                imported, results = decoder.prefill(tokens)
+                    decoder = _Decoder(self, tokens, element)
+                    self._decoders[key] = decoder
+                program, results = decoder.prefill(tokens)
             except (UnsupportedOperationError, ScheduleError) as error:
                 self.reason = str(error)
                 warnings.warn(f"{self.reason}; calls run on the whole "
@@ -108,24 +117,26 @@ class Generation:
                 return None
         else:
             return None
-        imported.apply_side_effects(self.model, results)
-        return imported.restructure(results)
+        if element is not None and torch.is_autocast_cpu_enabled():
+            results = as_autocast_results(results, program.rounded_results)
+        program.imported.apply_side_effects(self.model, results)
+        return program.imported.restructure(results)
 
     def _trace(self, tokens):
-        with self._eval_mode():
+        with self._eval_mode(), tracing_in_f32():
             return trace_model(self.model, (tokens,))
 
-    def _import(self, graph, effects, entry, inputs=None):
-        """The compiled program of `graph`; its nodes' values recorded on
-        `inputs` first when given."""
-        with self._eval_mode():
+    def _import(self, graph, effects, entry, inputs=None, element=None):
+        """The compiled program of `graph` in `element`; its nodes' values
+        recorded on `inputs` first when given."""
+        with self._eval_mode(), tracing_in_f32():
             if inputs is not None:
                 evaluate(graph, self.model, inputs)
             imported = import_graph(self.model, graph, effects, entry=entry)
-        return self._compile(imported)
+        return self._compile(imported, element)
 
     def _reference(self, tokens):
-        with self._eval_mode(), torch.no_grad():
+        with self._eval_mode(), torch.no_grad(), tracing_in_f32():
             return self.model(tokens)
 
     @property
@@ -139,8 +150,9 @@ class Generation:
 class _Decoder:
     """The decode step and prefills for one batch size, and the cache."""
 
-    def __init__(self, generation, tokens):
+    def __init__(self, generation, tokens, element):
         self.generation = generation
+        self.element = element
         length = generation.length
         longest = tokens.repeat(1, math.ceil(length / tokens.shape[1]))
         longest = longest[:, :length].contiguous()
@@ -160,6 +172,9 @@ class _Decoder:
         self.steps = self.prefills = 0
         self.program = self._compile_step(longest[:, :1])
         self._check(tokens)
+        if element is not None:
+            self.program = generation._compile(self.program.imported,
+                                               element)
 
     # -- programs -------------------------------------------------------
 
@@ -181,7 +196,8 @@ class _Decoder:
             index = {node: i for i, node in enumerate(analysed)}
             extra = [nodes[index[o]] for o in self.analysis.cached_operands()]
             program = self._prefills[length] = self.generation._import(
-                with_results(graph, extra), effects, "prefill")
+                with_results(graph, extra), effects, "prefill",
+                element=self.element)
         return program
 
     # -- inputs ---------------------------------------------------------
@@ -208,7 +224,7 @@ class _Decoder:
 
     def decode(self, tokens):
         """One decode step per position of `tokens` after the cache's; the
-        last one's (imported, results)."""
+        last one's (program, results)."""
         for position in range(self.tokens.shape[1], tokens.shape[1]):
             results = self._decode(tokens[:, position:position + 1],
                                    position)
@@ -216,7 +232,7 @@ class _Decoder:
         return results
 
     def prefill(self, tokens):
-        """The prefill of `tokens`, filling the cache: (imported,
+        """The prefill of `tokens`, filling the cache: (program,
         results)."""
         results = self._prefill(tokens)
         self.tokens = tokens.clone()
@@ -227,10 +243,9 @@ class _Decoder:
         inputs = [token] + self._rows(position) + self._cache_inputs(
             self.caches, position)
         results = list(program.call(inputs, None, keep=False))
-        imported = program.imported
-        self.caches = [results[i] for i in imported.extra_results]
+        self.caches = [results[i] for i in program.imported.extra_results]
         self.steps += 1
-        return imported, results
+        return program, results
 
     def _prefill(self, tokens):
         length = tokens.shape[1]
@@ -242,7 +257,7 @@ class _Decoder:
                 self.caches, self.step.caches, imported.extra_results):
             cache.narrow(axis, 0, length).copy_(results[index])
         self.prefills += 1
-        return imported, results
+        return program, results
 
     def _check(self, tokens):
         """Runs the step from an empty cache over the first positions of
@@ -250,9 +265,9 @@ class _Decoder:
         count = min(tokens.shape[1], self.generation.length, 4)
         self.caches = self._empty_caches(tokens.shape[0])
         for position in range(count):
-            imported, results = self._decode(
+            program, results = self._decode(
                 tokens[:, position:position + 1], position)
-        ours = imported.restructure(results)
+        ours = program.imported.restructure(results)
         theirs = self.generation._reference(tokens[:, :count])
         flat_ours, flat_theirs = result_tensors(ours), result_tensors(theirs)
         if len(flat_ours) != len(flat_theirs) or not all(

@@ -53,21 +53,27 @@ func.func @attention_projections(%x: tensor<2x8xf32>, %w: tensor<24x8xf32>, %b: 
 // -----
 
 // Attention's plain matmuls (torch.matmul: linalg.batch_matmul, and
-// linalg.matmul in 2-D) are lower-precision ops too: bf16 operands (the
-// widened projections fold back to them), accumulation in their f32 init,
-// the result rounded to bf16 and widened for the softmax after it.
+// linalg.matmul in 2-D) are lower-precision ops too: they compute in f32 on
+// operands rounded to bf16 and widened back (the projections' results
+// already are), and their results are rounded to bf16 and widened for the
+// softmax after them.
 // CHECK-LABEL: func.func @attention_scores
 // CHECK-SAME: (%[[X:.+]]: tensor<2x8xf32>, %[[W:.+]]: tensor<24x8xf32>, %[[BIAS:.+]]: tensor<24xf32>, %[[A:.+]]: tensor<4x8xf32>, %[[B:.+]]: tensor<8x3xf32>)
 // CHECK-DAG: %[[AB:.+]] = arith.truncf %[[A]] : tensor<4x8xf32> to tensor<4x8xbf16>
+// CHECK-DAG: %[[AR:.+]] = arith.extf %[[AB]] : tensor<4x8xbf16> to tensor<4x8xf32>
 // CHECK-DAG: %[[BB:.+]] = arith.truncf %[[B]] : tensor<8x3xf32> to tensor<8x3xbf16>
+// CHECK-DAG: %[[BR:.+]] = arith.extf %[[BB]] : tensor<8x3xbf16> to tensor<8x3xf32>
 // CHECK: %[[Q:[^,]+]], %[[K:[^,]+]], %{{[^ ]+}} = lamina.fused_qkv "qkv" {{.*}} -> (tensor<2x2x4xbf16>, tensor<2x2x4xbf16>, tensor<2x2x4xbf16>)
-// CHECK: %[[KT:.+]] = linalg.transpose ins(%{{.+}} : tensor<2x2x4xf32>)
+// CHECK-DAG: %[[QR:.+]] = arith.extf %[[Q]] : tensor<2x2x4xbf16> to tensor<2x2x4xf32>
+// CHECK-DAG: %[[KR:.+]] = arith.extf %[[K]] : tensor<2x2x4xbf16> to tensor<2x2x4xf32>
+// CHECK: %[[KT:.+]] = linalg.transpose ins(%[[KR]] : tensor<2x2x4xf32>)
 // CHECK: %[[KTB:.+]] = arith.truncf %[[KT]] : tensor<2x4x2xf32> to tensor<2x4x2xbf16>
-// CHECK: %[[S:.+]] = linalg.batch_matmul ins(%[[Q]], %[[KTB]] : tensor<2x2x4xbf16>, tensor<2x4x2xbf16>) outs(%{{.+}} : tensor<2x2x2xf32>) -> tensor<2x2x2xf32>
+// CHECK: %[[KTR:.+]] = arith.extf %[[KTB]] : tensor<2x4x2xbf16> to tensor<2x4x2xf32>
+// CHECK: %[[S:.+]] = linalg.batch_matmul ins(%[[QR]], %[[KTR]] : tensor<2x2x4xf32>, tensor<2x4x2xf32>) outs(%{{.+}} : tensor<2x2x2xf32>) -> tensor<2x2x2xf32>
 // CHECK: %[[SB:.+]] = arith.truncf %[[S]] : tensor<2x2x2xf32> to tensor<2x2x2xbf16>
 // CHECK: %[[SF:.+]] = arith.extf %[[SB]] : tensor<2x2x2xbf16> to tensor<2x2x2xf32>
 // CHECK: lamina.softmax %[[SF]]
-// CHECK: %[[M:.+]] = linalg.matmul ins(%[[AB]], %[[BB]] : tensor<4x8xbf16>, tensor<8x3xbf16>) outs(%{{.+}} : tensor<4x3xf32>)
+// CHECK: %[[M:.+]] = linalg.matmul ins(%[[AR]], %[[BR]] : tensor<4x8xf32>, tensor<8x3xf32>) outs(%{{.+}} : tensor<4x3xf32>)
 // CHECK: %[[MB:.+]] = arith.truncf %[[M]] : tensor<4x3xf32> to tensor<4x3xbf16>
 // CHECK: %[[MF:.+]] = arith.extf %[[MB]] : tensor<4x3xbf16> to tensor<4x3xf32>
 // CHECK: return %{{.+}}, %[[MF]]

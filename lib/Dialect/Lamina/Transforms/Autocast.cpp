@@ -9,8 +9,8 @@
 // ops after it, which therefore compute in f32 (PyTorch's "fp32" ops, and
 // at least the precision of the others). Between two layers the widening
 // and the next truncation fold away. Attention's plain matmuls (linalg.matmul
-// and batch_matmul, eager's torch.matmul) take truncf'd operands too and
-// accumulate in their f32 init, their results rounded to bf16.
+// and batch_matmul, eager's torch.matmul) compute on operands rounded to
+// bf16 and widened back, their results rounded to bf16 likewise.
 //
 //===----------------------------------------------------------------------===//
 
@@ -119,32 +119,41 @@ static void castOp(Operation *op, Type element,
   op->erase();
 }
 
-/// `matmul` on `element` operands, accumulating in its f32 init as eager's
-/// lower-precision matmul does; its result rounded to `element` (what the
-/// eager op returns) and widened back to f32 for the ops after it. Named
-/// ops are made anew: their bodies cast the operands they are built on.
-static void castTensorMatmul(linalg::LinalgOp matmul, Type element,
-                             DenseMap<Value, Value> &truncated) {
+/// `value` rounded to `element` and widened back to f32, once per value.
+static Value roundOnce(Value value, Type element,
+                       DenseMap<Value, Value> &truncated,
+                       DenseMap<Value, Value> &rounded) {
+  Value &widened = rounded[value];
+  if (!widened) {
+    Value narrow =
+        truncateOnce(value, narrowed(value.getType(), element), truncated);
+    OpBuilder builder(value.getContext());
+    builder.setInsertionPointAfterValue(narrow);
+    widened = arith::ExtFOp::create(builder, value.getLoc(), value.getType(),
+                                    narrow);
+  }
+  return widened;
+}
+
+/// `matmul` on its operands rounded to `element`, summing in f32 as
+/// eager's lower-precision matmul does (products of bf16 values are exact
+/// in f32), and its result rounded to `element` (what the eager op
+/// returns), widened back for the ops after it. The matmul itself stays
+/// f32: no narrow vectors reach the loops between the layers.
+static void roundTensorMatmul(linalg::LinalgOp matmul, Type element,
+                              DenseMap<Value, Value> &truncated,
+                              DenseMap<Value, Value> &rounded) {
+  for (OpOperand *input : matmul.getDpsInputOperands())
+    input->set(roundOnce(input->get(), element, truncated, rounded));
+  Value result = matmul->getResult(0);
   OpBuilder builder(matmul);
+  builder.setInsertionPointAfter(matmul);
   Location loc = matmul.getLoc();
-  SmallVector<Value> inputs;
-  for (Value input : matmul.getDpsInputs())
-    inputs.push_back(
-        truncateOnce(input, narrowed(input.getType(), element), truncated));
-  Value init = matmul.getDpsInits()[0];
-  Type resultType = init.getType();
-  Operation *narrow =
-      isa<linalg::BatchMatmulOp>(matmul)
-          ? linalg::BatchMatmulOp::create(builder, loc, resultType, inputs,
-                                          init)
-                .getOperation()
-          : linalg::MatmulOp::create(builder, loc, resultType, inputs, init)
-                .getOperation();
-  Value rounded = arith::TruncFOp::create(
-      builder, loc, narrowed(resultType, element), narrow->getResult(0));
-  Value widened = arith::ExtFOp::create(builder, loc, resultType, rounded);
-  matmul->getResult(0).replaceAllUsesWith(widened);
-  matmul->erase();
+  Value narrow = arith::TruncFOp::create(
+      builder, loc, narrowed(result.getType(), element), result);
+  Value widened = arith::ExtFOp::create(builder, loc, result.getType(),
+                                        narrow);
+  result.replaceAllUsesExcept(widened, narrow.getDefiningOp());
 }
 
 /// truncf(extf(x)) back to the type x had: x.
@@ -186,11 +195,11 @@ struct LaminaAutocastPass
       else if (isTensorMatmul(op))
         matmuls.push_back(cast<linalg::LinalgOp>(op));
     });
-    DenseMap<Value, Value> truncated;
+    DenseMap<Value, Value> truncated, rounded;
     for (Operation *op : ops)
       castOp(op, target, truncated);
     for (linalg::LinalgOp matmul : matmuls)
-      castTensorMatmul(matmul, target, truncated);
+      roundTensorMatmul(matmul, target, truncated, rounded);
     foldRoundTrips(getOperation());
   }
 };
