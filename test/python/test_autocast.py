@@ -78,16 +78,18 @@ def test_forward_matches_eager_autocast_and_f32():
 
 class Outputs(nn.Module):
     """Results of each kind: a layer's, a view of one, a residual add on
-    the f32 input, and a loss (autocast's fp32 list)."""
+    the f32 input, a loss (autocast's fp32 list), and a layer's cast to f32
+    by the model (LLaMA's `self.output(h).float()`)."""
 
     def __init__(self):
         super().__init__()
         self.fc = nn.Linear(32, 32)
+        self.head = nn.Linear(32, 16)
 
     def forward(self, x, target):
         y = self.fc(x)
         return (y, y.view(4, 2, 32).transpose(0, 1), x + y,
-                F.cross_entropy(x + y, target))
+                F.cross_entropy(x + y, target), self.head(x).float())
 
 
 def test_results_come_back_in_eager_autocast_dtypes():
@@ -105,7 +107,8 @@ def test_results_come_back_in_eager_autocast_dtypes():
         ours = built(x, target)
         eager = twin(x, target)
     assert [r.dtype for r in ours] == [r.dtype for r in eager] == \
-        [torch.bfloat16, torch.bfloat16, torch.float32, torch.float32]
+        [torch.bfloat16, torch.bfloat16, torch.float32, torch.float32,
+         torch.float32]
     always = lamina.build(lamina.create_schedule(copy.deepcopy(twin),
                                                  example_inputs=(x, target)),
                           precision="bf16")

@@ -216,6 +216,8 @@ class Emitter:
         result in that list, nested in the model's tuples and lists, None
         where the model returns None (`(logits, None)`)."""
         results = []
+        # The graph node each result comes from.
+        self.result_nodes = []
 
         def visit(item):
             if item is None:
@@ -226,6 +228,7 @@ class Emitter:
                 else None
             if isinstance(value, list):
                 results.extend(value)
+                self.result_nodes.extend([item] * len(value))
                 return tuple(range(len(results) - len(value), len(results)))
             if value is None:
                 self.fail(output, f"a result that is not a tensor ({item!r})")
@@ -233,6 +236,7 @@ class Emitter:
                 if seen is value:
                     return index  # returned twice: one result
             results.append(value)
+            self.result_nodes.append(item)
             return len(results) - 1
 
         return results, visit(output.args[0])

@@ -138,7 +138,25 @@ def import_graph(model, graph, effects=(), world_size=1, entry="forward"):
                              emitter.index_bounds, located, effects)
     # The indices of the results the graph returns after the effects'.
     imported.extra_results = extra[0] if extra else ()
+    imported.explicit_casts = [cast_last(node)
+                               for node in emitter.result_nodes]
     return imported
+
+
+# Tensor methods that only move or view elements, and those that cast them.
+_MOVES = {"view", "reshape", "transpose", "permute", "contiguous", "squeeze",
+          "unsqueeze", "flatten", "expand", "t"}
+_CASTS = {"float", "double", "half", "bfloat16", "to", "type", "type_as"}
+
+
+def cast_last(node):
+    """Whether `node` is an explicit dtype cast (`.float()`, `.to(...)`,
+    `.type_as(...)`), moved or viewed since: the dtype a result has under
+    torch.autocast is then the one it names, which a cast to the traced
+    dtype leaves out of the IR."""
+    while node.op == "call_method" and node.target in _MOVES:
+        node = node.args[0]
+    return node.op == "call_method" and node.target in _CASTS
 
 
 def import_model(model, example_inputs, world_size=1):

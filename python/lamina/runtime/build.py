@@ -454,7 +454,8 @@ class CompiledModule(Face, nn.Module):
         if self.target == "cpu" and torch.is_autocast_cpu_enabled() and \
                 precision_module.of_call(self._precision) is not None:
             results = precision_module.as_autocast_results(
-                results, compiled.rounded_results)
+                results, compiled.rounded_results,
+                compiled.imported.explicit_casts)
         compiled.imported.apply_side_effects(self.schedule.model, results)
         return compiled.imported.restructure(results)
 
