@@ -80,11 +80,18 @@ struct LaminaDropUnusedArgumentsPass
            llvm::enumerate(function.getFunctionType().getParams()))
         if (!dropped.test(index))
           kept.push_back(type);
-      // Argument attributes would no longer line up.
+      // The kept arguments keep their attributes (noalias, alignment).
+      SmallVector<DictionaryAttr> keptAttrs;
+      if (ArrayAttr attrs = function.getArgAttrsAttr())
+        for (auto [index, attr] : llvm::enumerate(attrs))
+          if (!dropped.test(index))
+            keptAttrs.push_back(cast<DictionaryAttr>(attr));
       function.removeArgAttrsAttr();
       entry.eraseArguments(dropped);
       function.setFunctionType(LLVM::LLVMFunctionType::get(
           function.getFunctionType().getReturnType(), kept));
+      if (!keptAttrs.empty())
+        function.setAllArgAttrs(keptAttrs);
       for (LLVM::CallOp call : called->second)
         dropCallArguments(call, function, dropped);
     }

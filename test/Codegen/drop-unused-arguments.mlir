@@ -2,13 +2,14 @@
 
 // An internal function that reads only the data pointer of its descriptor
 // loses the other fields, at its definition and at each of its calls; the
-// values the callers computed for them stay (the canonicalizer erases them).
+// arguments it keeps keep their attributes; the values the callers computed
+// for the others stay (the canonicalizer erases them).
 
 // CHECK-LABEL: llvm.func internal @block(
-// CHECK-SAME: %[[DATA:.*]]: !llvm.ptr, %[[N:.*]]: i64)
+// CHECK-SAME: %[[DATA:.*]]: !llvm.ptr {llvm.noalias}, %[[N:.*]]: i64)
 // CHECK-SAME: passthrough = ["noinline"]
 // CHECK-NEXT: llvm.call @use(%[[DATA]], %[[N]])
-llvm.func internal @block(%alloc: !llvm.ptr, %data: !llvm.ptr, %offset: i64,
+llvm.func internal @block(%alloc: !llvm.ptr {llvm.noalias}, %data: !llvm.ptr {llvm.noalias}, %offset: i64,
                           %size: i64, %stride: i64, %n: i64)
     attributes {passthrough = ["noinline"]} {
   llvm.call @use(%data, %n) : (!llvm.ptr, i64) -> ()
