@@ -17,11 +17,12 @@ namespace {
 
 /// Where the C interface takes one argument of the entry from: its own
 /// argument `interfaceArgument`, as it is (`field` empty), or the field at
-/// `field` of the descriptor that argument points to.
+/// `field` (of type `fieldType`) of the descriptor that argument points to.
 struct ArgumentSource {
   unsigned interfaceArgument;
   LLVM::LLVMStructType descriptor;
   SmallVector<int64_t> field;
+  Type fieldType;
 };
 
 /// The one call of `interface` to `entry`, if every argument it passes is an
@@ -49,7 +50,7 @@ matchInterfaceCall(LLVM::LLVMFuncOp interface, LLVM::LLVMFuncOp entry) {
   SmallVector<ArgumentSource> sources;
   for (Value operand : call.getArgOperands()) {
     if (std::optional<unsigned> index = interfaceArgument(operand)) {
-      sources.push_back({*index, {}, {}});
+      sources.push_back({*index, {}, {}, {}});
       continue;
     }
     auto extract = operand.getDefiningOp<LLVM::ExtractValueOp>();
@@ -62,7 +63,8 @@ matchInterfaceCall(LLVM::LLVMFuncOp interface, LLVM::LLVMFuncOp entry) {
     if (!descriptor || !index)
       return std::nullopt;
     sources.push_back({*index, descriptor,
-                       SmallVector<int64_t>(extract.getPosition())});
+                       SmallVector<int64_t>(extract.getPosition()),
+                       extract.getType()});
   }
   return std::make_pair(call, std::move(sources));
 }
@@ -78,20 +80,14 @@ Value readSource(OpBuilder &builder, Operation *user, ValueRange arguments,
   builder.setInsertionPoint(user);
   Location loc = user->getLoc();
   SmallVector<LLVM::GEPArg> indices = {0};
-  Type fieldType = source.descriptor;
-  for (int64_t position : source.field) {
+  for (int64_t position : source.field)
     indices.push_back(static_cast<int32_t>(position));
-    if (auto structType = dyn_cast<LLVM::LLVMStructType>(fieldType))
-      fieldType = structType.getBody()[position];
-    else
-      fieldType = cast<LLVM::LLVMArrayType>(fieldType).getElementType();
-  }
   auto pointerType = LLVM::LLVMPointerType::get(builder.getContext());
   Value address = LLVM::GEPOp::create(builder, loc, pointerType,
                                       source.descriptor, argument, indices);
   // The host owns the descriptors and never changes them during a call:
   // LLVM may merge and move these loads freely.
-  return LLVM::LoadOp::create(builder, loc, fieldType, address,
+  return LLVM::LoadOp::create(builder, loc, source.fieldType, address,
                               /*alignment=*/0, /*isVolatile=*/false,
                               /*isNonTemporal=*/false, /*isInvariant=*/true);
 }

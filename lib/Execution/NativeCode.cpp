@@ -49,24 +49,18 @@ mpiRuntimeSymbols(llvm::orc::MangleAndInterner interner) {
   return symbols;
 }
 
-/// Inlines each C interface into the packed wrapper ExecutionEngine made for
-/// it, the JIT's way in: the wrapper then calls the internal entry, whose
-/// unused arguments LLVM drops. Left as a call to the exported interface,
-/// those arguments became poison values passed on the stack, hundreds of
-/// them for a whole model's step, and instruction selection of that one
-/// call took longer than the rest of the program.
-static void inlineInterfacesIntoWrappers(llvm::Module &module) {
-  llvm::StringRef packedPrefix = "_mlir_";
-  for (llvm::Function &wrapper : module) {
-    llvm::StringRef name = wrapper.getName();
-    if (wrapper.isDeclaration() || !name.starts_with(packedPrefix))
-      continue;
-    llvm::Function *interface =
-        module.getFunction(name.drop_front(packedPrefix.size()));
-    if (interface && !interface->isDeclaration() &&
-        interface->getName().starts_with("_mlir_ciface_"))
-      interface->addFnAttr(llvm::Attribute::AlwaysInline);
-  }
+/// Inlines the C interface of each of `entries` into the packed wrapper
+/// ExecutionEngine made for it, the JIT's way in: the wrapper then calls
+/// the internal entry, whose unused arguments LLVM drops. Left as a call to
+/// the exported interface, those arguments became poison values passed on
+/// the stack, hundreds of them for a whole model's step, and instruction
+/// selection of that one call took longer than the rest of the program.
+static void inlineInterfacesIntoWrappers(llvm::Module &module,
+                                         llvm::ArrayRef<std::string> entries) {
+  for (const std::string &name : entries)
+    if (llvm::Function *interface = module.getFunction(interfaceName(name)))
+      if (!interface->isDeclaration())
+        interface->addFnAttr(llvm::Attribute::AlwaysInline);
 }
 
 /// LLVM's -O3 pipeline on `module` for `machine` (upstream's
@@ -75,8 +69,9 @@ static void inlineInterfacesIntoWrappers(llvm::Module &module) {
 /// programs never make, and its propagation over every pointer argument
 /// of the internal functions grew with the number of calls; it took half
 /// of a 12-layer GPT-2-width backward's compile once the layers were
-/// outlined.
-static llvm::Error optimize(llvm::Module &module, llvm::TargetMachine *machine) {
+/// outlined. `entries`: the functions the host calls.
+static llvm::Error optimize(llvm::Module &module, llvm::TargetMachine *machine,
+                            llvm::ArrayRef<std::string> entries) {
   llvm::LoopAnalysisManager loops;
   llvm::FunctionAnalysisManager functions;
   llvm::CGSCCAnalysisManager sccs;
@@ -97,7 +92,7 @@ static llvm::Error optimize(llvm::Module &module, llvm::TargetMachine *machine) 
   builder.registerFunctionAnalyses(functions);
   builder.registerLoopAnalyses(loops);
   builder.crossRegisterProxies(loops, functions, sccs, modules);
-  inlineInterfacesIntoWrappers(module);
+  inlineInterfacesIntoWrappers(module, entries);
   llvm::ModulePassManager passes =
       builder.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
   passes.run(module, modules);
@@ -147,7 +142,7 @@ NativeCode::compile(ModuleOp module, llvm::ArrayRef<std::string> functions,
   std::function<llvm::Error(llvm::Module *)> transformer =
       [&](llvm::Module *llvmModule) {
         TimingScope scope = timing.nest("LLVM: optimize (O3)");
-        return optimize(*llvmModule, machine->get());
+        return optimize(*llvmModule, machine->get(), functions);
       };
   SmallVector<StringRef> libraries;
   if (usesOpenMP(module))

@@ -79,11 +79,13 @@ class _Compiled:
         return self.program.world_size
 
     @functools.cached_property
-    def rounded_results(self):
-        """For each result, the narrower float type it holds exactly ("bf16",
-        "f16": a lower-precision op's rounded result under autocast) or
-        None."""
-        return self.scheduled.rounded_results(self.imported.entry)
+    def autocast_elements(self):
+        """For each result, the narrower float type eager autocast returns
+        it in ("bf16", "f16": a lower-precision op's rounded result, which
+        the model does not cast explicitly last), or None."""
+        rounded = self.scheduled.rounded_results(self.imported.entry)
+        return [None if cast else element for element, cast in
+                zip(rounded, self.imported.explicit_casts)]
 
     def result_shard_axes(self):
         return [axis for _, _, axis in self.program.results]
@@ -454,8 +456,7 @@ class CompiledModule(Face, nn.Module):
         if self.target == "cpu" and torch.is_autocast_cpu_enabled() and \
                 precision_module.of_call(self._precision) is not None:
             results = precision_module.as_autocast_results(
-                results, compiled.rounded_results,
-                compiled.imported.explicit_casts)
+                results, compiled.autocast_elements)
         compiled.imported.apply_side_effects(self.schedule.model, results)
         return compiled.imported.restructure(results)
 

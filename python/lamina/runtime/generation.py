@@ -118,8 +118,8 @@ class Generation:
         else:
             return None
         if element is not None and torch.is_autocast_cpu_enabled():
-            results = as_autocast_results(results, program.rounded_results,
-                                          program.imported.explicit_casts)
+            results = as_autocast_results(results,
+                                          program.autocast_elements)
         program.imported.apply_side_effects(self.model, results)
         return program.imported.restructure(results)
 

@@ -49,19 +49,15 @@ def lowered(scheduled, element):
     return scheduled.transform(pipeline=f"lamina-autocast{{element={element}}}")
 
 
-def as_autocast_results(results, rounded, explicit_casts):
+def as_autocast_results(results, elements):
     """`results` of a call in a torch.autocast region as eager autocast
-    returns them: each that is a lower-precision op's rounded result
-    (`rounded[i]`: "bf16" or "f16", else None; `rounded_results` of the
-    scheduled module) in that dtype, an exact cast that autograd follows
-    back to f32, unless the model casts it explicitly last
-    (`explicit_casts[i]`: `logits.float()`); the others as computed, in
+    returns them: each with an element in `elements` ("bf16", "f16";
+    `autocast_elements` of the compiled program) in that dtype, an exact
+    cast that autograd follows back to f32; the others as computed, in
     f32."""
-    if not len(results) == len(rounded) == len(explicit_casts):
+    if len(results) != len(elements):
         return results
     return [result.to(_DTYPES[element])
-            if element in _DTYPES and not cast and
-            isinstance(result, torch.Tensor) and
+            if element in _DTYPES and isinstance(result, torch.Tensor) and
             result.dtype == torch.float32 else result
-            for result, element, cast in zip(results, rounded,
-                                             explicit_casts)]
+            for result, element in zip(results, elements)]

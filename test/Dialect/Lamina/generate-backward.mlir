@@ -316,9 +316,8 @@ func.func @main(%a: tensor<4x8xf32>, %b: tensor<8x3xf32>) -> tensor<4x3xf32> {
 
 // -----
 
-// A batch_matmul on bf16 operands accumulating in f32 (torch.autocast's
-// attention, lamina-autocast): each operand's cotangent is summed in f32,
-// then rounded once to bf16.
+// A batch_matmul on bf16 operands accumulating in f32 (mixed precision):
+// each operand's cotangent is summed in f32, then rounded once to bf16.
 
 // CHECK-LABEL: func.func @main_backward(
 // CHECK-SAME: %[[A:[a-z0-9]+]]: tensor<2x4x8xbf16>, %[[B:[a-z0-9]+]]: tensor<2x8x3xbf16>, %[[DC:[a-z0-9]+]]: tensor<2x4x3xf32>) -> (tensor<2x4x8xbf16>, tensor<2x8x3xbf16>)

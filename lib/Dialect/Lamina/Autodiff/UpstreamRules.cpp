@@ -175,9 +175,9 @@ struct MatmulLikeRule : Rule<MatmulLikeRule<Op, Batched>, Op> {
     SmallVector<int64_t> swap = Batched ? SmallVector<int64_t>{0, 2, 1}
                                         : SmallVector<int64_t>{1, 0};
     // lhs·rhs shaped like `like` (the operand it is the cotangent of),
-    // accumulated in the forward's accumulator type: a bf16 operand's
-    // cotangent (torch.autocast's matmuls) is summed in f32, then rounded
-    // once, as eager's bf16 matmul backward does.
+    // accumulated in the forward's accumulator type: the cotangent of a
+    // bf16 operand of a matmul into f32 is summed in f32, then rounded
+    // once, as a bf16 matmul's backward with f32 sums does.
     Type accumulator =
         getElementTypeOrSelf(matmul.getDpsInits()[0].getType());
     auto product = [&](Value lhs, Value rhs, Value like) -> Value {

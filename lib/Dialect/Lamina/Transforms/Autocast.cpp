@@ -63,15 +63,14 @@ static bool isAllF32(Operation *op) {
 /// batch_matmul, default maps) on f32: attention's `q @ k.T` and `att @ v`,
 /// which torch.autocast also runs in lower precision.
 static bool isTensorMatmul(Operation *op) {
+  auto hasUserDefinedMaps = [](auto matmul) {
+    return matmul && matmul.hasUserDefinedMaps();
+  };
   auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
   if (!linalgOp || !isa<linalg::MatmulOp, linalg::BatchMatmulOp>(op) ||
-      !linalgOp.hasPureTensorSemantics() || linalgOp.getNumDpsInputs() != 2)
-    return false;
-  if (auto matmul = dyn_cast<linalg::MatmulOp>(op);
-      matmul && matmul.hasUserDefinedMaps())
-    return false;
-  if (auto matmul = dyn_cast<linalg::BatchMatmulOp>(op);
-      matmul && matmul.hasUserDefinedMaps())
+      !linalgOp.hasPureTensorSemantics() || linalgOp.getNumDpsInputs() != 2 ||
+      hasUserDefinedMaps(dyn_cast<linalg::MatmulOp>(op)) ||
+      hasUserDefinedMaps(dyn_cast<linalg::BatchMatmulOp>(op)))
     return false;
   return isAllF32(op);
 }
