@@ -82,7 +82,8 @@ TrainingPair::compile(ModuleOp module, llvm::StringRef entry,
   if (options.onStep)
     options.onStep("differentiating (lamina-generate-backward)");
   OwningOpRef<ModuleOp> differentiated(module.clone());
-  std::string generate = "lamina-generate-backward{function=" + entry.str();
+  std::string generate = options.outlineBlocks ? "lamina-outline-blocks," : "";
+  generate += "lamina-generate-backward{function=" + entry.str();
   if (!options.constants.empty())
     generate += " constants=" + join(options.constants);
   generate += "}";

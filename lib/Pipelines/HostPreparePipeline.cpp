@@ -8,6 +8,7 @@
 using namespace mlir;
 
 void mlir::lamina::buildLaminaHostPreparePipeline(OpPassManager &pm) {
+  pm.addPass(createLaminaInlineBlocks());
   pm.addPass(createLaminaMaterializeLazyWeights());
   pm.addPass(createLaminaSplitPipelineStages());
   pm.addPass(createLaminaRecordResultLayouts());

@@ -367,11 +367,13 @@ public:
                  const std::vector<int64_t> &constants,
                  const std::optional<std::tuple<int64_t, std::vector<int64_t>,
                                                 bool, bool>> &replicas,
-                 const std::optional<py::function> &onStep)
+                 const std::optional<py::function> &onStep,
+                 bool outlineBlocks)
       : context(module.getContext()) {
     std::unique_ptr<ProgramTarget> compileTarget = makeTarget(target, pipeline);
     TrainingPairOptions options;
     options.constants.assign(constants.begin(), constants.end());
+    options.outlineBlocks = outlineBlocks;
     if (replicas) {
       auto &[first, owners, mean, overlap] = *replicas;
       options.replicas = ReplicaReduction{
@@ -512,12 +514,13 @@ PYBIND11_MODULE(_lamina, m) {
                     const std::vector<int64_t> &,
                     const std::optional<std::tuple<
                         int64_t, std::vector<int64_t>, bool, bool>> &,
-                    const std::optional<py::function> &>(),
+                    const std::optional<py::function> &, bool>(),
            py::arg("module"), py::arg("entry"),
            py::arg("pipeline") = "lamina-cpu-pipeline",
            py::arg("target") = "cpu",
            py::arg("constants") = std::vector<int64_t>(),
-           py::arg("replicas") = py::none(), py::arg("on_step") = py::none())
+           py::arg("replicas") = py::none(), py::arg("on_step") = py::none(),
+           py::arg("outline_blocks") = true)
       .def_property_readonly("forward", &PyTrainingPair::forward,
                              "the entry's results, then the saved values")
       .def_property_readonly("backward", &PyTrainingPair::backward,

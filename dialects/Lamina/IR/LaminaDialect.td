@@ -51,6 +51,10 @@ def Lamina_Dialect : Dialect {
     /// (transform.lamina.checkpoint_module).
     static constexpr ::llvm::StringLiteral kCheckpointModulesAttrName =
         "lamina.checkpoint_modules";
+    /// Function attribute: the function is one block of a model's block
+    /// list (its path, "transformer.h"), called once per instance
+    /// (lamina-outline-blocks).
+    static constexpr ::llvm::StringLiteral kBlockAttrName = "lamina.block";
     /// Unit attribute on a layer: a pipeline stage ends after it.
     static constexpr ::llvm::StringLiteral kPipelineCutAttrName =
         "lamina.pipeline_cut";

@@ -290,19 +290,32 @@ def Lamina_DropoutOp : Lamina_Op<"dropout", [AllTypesMatch<["input", "result"]>,
     dropout is sharded (`shard_axis`), and keys the stream under `fork_rng`;
     a program without it is rank 0 of a world of one.
 
+    `offset_base` (an i64 operand, active dropouts only) is added to the
+    attribute's `offset`: a block function called once per layer
+    (lamina-outline-blocks) takes each instance's base as an argument, so
+    that every instance draws the mask it drew inline. lamina-inline-blocks
+    folds a constant base back into the attribute.
+
     ```mlir
     %y = lamina.dropout %x <p = 0.1, training> seed %s : tensor<8x256xf32>
     %z = lamina.dropout %x <p = 0.1, training, shard_axis = 1, shards = 2>
            seed %s rank %r : tensor<8x128xf32>
+    %w = lamina.dropout %x <p = 0.1, training, offset = 1> seed %s
+           offset_base %base : tensor<8x256xf32>
     ```
   }];
   let arguments = (ins Lamina_FloatTensor:$input, Lamina_DropoutAttr:$config,
                    Optional<I64>:$seed, Optional<Index>:$rank,
-                   OptionalAttr<StrAttr>:$path);
+                   Optional<I64>:$offset_base, OptionalAttr<StrAttr>:$path);
   let results = (outs Lamina_FloatTensor:$result);
   let assemblyFormat = [{
-    ($path^)? $input $config (`seed` $seed^)? (`rank` $rank^)? attr-dict `:`
-    type($input)
+    ($path^)? $input $config (`seed` $seed^)? (`rank` $rank^)?
+    (`offset_base` $offset_base^)? attr-dict `:` type($input)
+  }];
+  let extraClassDeclaration = [{
+    /// Adds a constant offset_base to the attribute's offset and drops the
+    /// operand; fails (changing nothing) without a constant one.
+    ::llvm::LogicalResult foldConstantOffsetBase();
   }];
   let hasVerifier = 1;
   let hasFolder = 1;

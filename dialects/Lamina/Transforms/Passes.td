@@ -211,6 +211,63 @@ def LaminaReduceReplicaGradients
   ];
 }
 
+def LaminaOutlineBlocks : Pass<"lamina-outline-blocks", "::mlir::ModuleOp"> {
+  let summary = "One function per distinct block of a model's block list, "
+                "called once per instance";
+  let description = [{
+    Runs on the scheduled program, before differentiation. The importer
+    names each op by the PyTorch module computing it (`path`,
+    `lamina.module`); an op's instance is its path up to the first numbered
+    component (`transformer.h.3` of `transformer.h.3.attn.c_attn`, LLaMA's
+    `layers.7`). Each instance's ops, contiguous in the body, are compared
+    with the first instance of the same list, op by op and operand by
+    operand: paths compared below the instance, active dropouts' offsets
+    relative to the instance's first, the schedule's attributes
+    (checkpoints, layouts) as they are. Equal instances, two or more, move
+    into one private function `@<list>_block` (`lamina.block = "<list>"`),
+    called once per instance (`lamina.module` = the instance) with that
+    instance's values and parameters as arguments; the weights stay per
+    instance. An instance with active dropouts passes its first dropout's
+    offset as a last i64 argument, the block's dropouts their offset from
+    it (`offset_base`): every instance draws the masks it drew inline. A
+    pipeline cut after an instance's last op moves to its call; modules
+    checkpointed whole (the caller's `lamina.checkpoint_modules`) are named
+    on the block function, in its first instance.
+
+    Programs that shard values (a sharded argument, a sync point on more
+    than one rank) are left inline: partitioning takes one function.
+
+    ```mlir
+    // before: three equal instances h.0, h.1, h.2 in @forward
+    %1 = lamina.linear "h.0.fc" %x, %w0 : ... {lamina.module = "h.0.fc"}
+    ...
+    // after
+    %1 = func.call @h_block(%x, %w0) {lamina.module = "h.0"} : ...
+    %2 = func.call @h_block(%1, %w1) {lamina.module = "h.1"} : ...
+    %3 = func.call @h_block(%2, %w2) {lamina.module = "h.2"} : ...
+    func.func private @h_block(...) attributes {lamina.block = "h"}
+    ```
+  }];
+  let dependentDialects = ["::mlir::lamina::LaminaDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::func::FuncDialect"];
+}
+
+def LaminaInlineBlocks : Pass<"lamina-inline-blocks", "::mlir::ModuleOp"> {
+  let summary = "Inline the calls of lamina-outline-blocks' block functions "
+                "before code generation";
+  let description = [{
+    Replaces each call of a `lamina.block` function by the function's body,
+    folds the call's constant dropout offset bases into the dropouts'
+    offsets, and erases the block functions left uncalled. Code generation
+    takes one function per program: partitioning, epilogue fusion and
+    weight packing see every layer, and the CPU pipeline's
+    `lamina-outline-repeated-blocks` shares the repeated layers again. The
+    first pass of `lamina-host-prepare`.
+  }];
+  let dependentDialects = ["::mlir::lamina::LaminaDialect"];
+}
+
 def LaminaGenerateBackward : Pass<"lamina-generate-backward",
                                    "::mlir::ModuleOp"> {
   let summary = "Reverse-mode differentiation: a forward that keeps what the "

@@ -35,6 +35,10 @@ struct TrainingPairOptions {
   /// The arguments that get no gradient (inputs that do not require one).
   llvm::SmallVector<int64_t> constants;
   std::optional<ReplicaReduction> replicas;
+  /// Differentiate each distinct block of the model's block lists once
+  /// (lamina-outline-blocks before lamina-generate-backward); false
+  /// differentiates the program with every layer inline.
+  bool outlineBlocks = true;
   /// Called as each step starts ("differentiating (…)", "compiling @f
   /// (…)"): what a long compile reports.
   std::function<void(llvm::StringRef)> onStep;

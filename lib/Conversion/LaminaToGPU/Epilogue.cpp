@@ -38,7 +38,7 @@ static Value applyEpilogue(OpBuilder &b, Location loc, const GpuLinear &layer,
     Value index64 = arith::IndexCastUIOp::create(b, loc, b.getI64Type(), flat);
     double p = dropout.getProbability();
     Value keep = buildDropoutKeep(
-        b, loc, index64, layer.seed, dropout.getOffset(),
+        b, loc, index64, layer.seed, dropout.getOffset(), /*offsetBase=*/Value(),
         buildDropoutStream(b, loc, dropout, /*rank=*/Value()), p);
     value = buildDropoutApply(b, loc, value, keep, p);
   }

@@ -71,7 +71,7 @@ static Value buildGroupedKeepMask(OpBuilder &b, Location loc, OpFoldResult rows,
             arith::IndexCastUIOp::create(nb, nloc, nb.getI64Type(), group),
             draw, /*unit=*/4);
         std::array<Value, 4> keep = buildDropoutKeepGroup(
-            nb, nloc, group64, draw.seed, draw.dropout.getOffset(),
+            nb, nloc, group64, draw.seed, draw.dropout.getOffset(), draw.offsetBase,
             buildDropoutStream(nb, nloc, draw.dropout, draw.rank),
             draw.dropout.getProbability());
         SmallVector<Value> bytes;

@@ -18,11 +18,12 @@
 namespace mlir::lamina {
 
 /// What a dropout's mask is drawn from: its attribute, its seed (i64), the
-/// process of a partitioned program (index, or null) and the dropped
-/// value's per-rank type.
+/// base added to its offset (i64, or null), the process of a partitioned
+/// program (index, or null) and the dropped value's per-rank type.
 struct DropoutDraw {
   DropoutAttr dropout;
   Value seed;
+  Value offsetBase;
   Value rank;
   RankedTensorType valueType;
 };

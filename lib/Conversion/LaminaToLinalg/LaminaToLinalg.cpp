@@ -97,6 +97,7 @@ struct EpilogueSteps {
   ActivationKindAttr activation;
   DropoutAttr dropout;           // only active dropouts are applied
   Value seed;
+  Value offsetBase;              // i64 added to the dropout's offset, or null
   Value rank;                    // index: the process (partitioned programs)
   RankedTensorType valueType;    // the dropped value's (per-rank) type
   Value keepMask;                // i8, the source's shape: precomputed mask
@@ -111,7 +112,9 @@ struct EpilogueSteps {
     return !bias && !activation && !(dropout && dropout.isActive()) &&
            !derivative && !ropeCos;
   }
-  DropoutDraw draw() const { return {dropout, seed, rank, valueType}; }
+  DropoutDraw draw() const {
+    return {dropout, seed, offsetBase, rank, valueType};
+  }
 };
 } // namespace
 
@@ -217,7 +220,7 @@ static Value buildEpilogue(OpBuilder &b, Location loc, Value source,
                 arith::IndexCastUIOp::create(nb, nloc, nb.getI64Type(), index),
                 steps.draw(), /*unit=*/1);
             keep = buildDropoutKeep(nb, nloc, index64, steps.seed,
-                                    steps.dropout.getOffset(),
+                                    steps.dropout.getOffset(), steps.offsetBase,
                                     buildDropoutStream(nb, nloc, steps.dropout, steps.rank), p);
           }
           value = buildDropoutApply(nb, nloc, value, keep, p);
@@ -625,6 +628,7 @@ struct DropoutToLinalg : OpRewritePattern<DropoutOp> {
     EpilogueSteps steps;
     steps.dropout = op.getConfig();
     steps.seed = op.getSeed();
+    steps.offsetBase = op.getOffsetBase();
     steps.rank = op.getRank();
     steps.valueType = op.getType();
     rewriter.replaceOp(op, buildEpilogue(rewriter, op.getLoc(), op.getInput(),

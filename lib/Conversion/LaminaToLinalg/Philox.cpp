@@ -69,7 +69,7 @@ mlir::lamina::buildPhilox4x32(OpBuilder &b, Location loc,
 
 std::array<Value, 4> mlir::lamina::buildDropoutKeepGroup(
     OpBuilder &b, Location loc, Value group, Value seed, uint64_t offset,
-    Value stream, double p) {
+    Value offsetBase, Value stream, double p) {
   Type i32 = b.getI32Type();
   Type i64 = b.getI64Type();
   Value shift = arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(32));
@@ -78,9 +78,11 @@ std::array<Value, 4> mlir::lamina::buildDropoutKeepGroup(
     return arith::TruncIOp::create(b, loc, i32,
                                    arith::ShRUIOp::create(b, loc, v, shift));
   };
-  std::array<Value, 4> counter = {
-      low(group), high(group),
-      constantI32(b, loc, static_cast<uint32_t>(offset)), stream};
+  Value offsetWord = constantI32(b, loc, static_cast<uint32_t>(offset));
+  if (offsetBase)
+    offsetWord =
+        arith::AddIOp::create(b, loc, offsetWord, low(offsetBase));
+  std::array<Value, 4> counter = {low(group), high(group), offsetWord, stream};
   std::array<Value, 2> key = {low(seed), high(seed)};
   std::array<Value, 4> words = buildPhilox4x32(b, loc, counter, key);
 
@@ -98,13 +100,14 @@ std::array<Value, 4> mlir::lamina::buildDropoutKeepGroup(
 
 Value mlir::lamina::buildDropoutKeep(OpBuilder &b, Location loc, Value index,
                                      Value seed, uint64_t offset,
-                                     Value stream, double p) {
+                                     Value offsetBase, Value stream,
+                                     double p) {
   Value two = arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(2));
   Value three = arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(3));
   Value group = arith::ShRUIOp::create(b, loc, index, two);
   Value lane = arith::AndIOp::create(b, loc, index, three);
   std::array<Value, 4> keep =
-      buildDropoutKeepGroup(b, loc, group, seed, offset, stream, p);
+      buildDropoutKeepGroup(b, loc, group, seed, offset, offsetBase, stream, p);
   Value chosen = keep[3];
   for (int w = 2; w >= 0; --w) {
     Value isLane = arith::CmpIOp::create(

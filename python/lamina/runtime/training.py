@@ -19,6 +19,8 @@ runs the scheduled program. Otherwise its results come from
 docs/training.md describes the contract.
 """
 
+import os
+
 import numpy as np
 import torch
 from torch import nn
@@ -300,6 +302,13 @@ def generate_backward(scheduled, entry, constants=()):
                             f"{str(error).strip()}") from None
 
 
+def _outline_blocks():
+    """Whether each distinct block is differentiated once (the default);
+    LAMINA_OUTLINE_BLOCKS=0 differentiates every layer inline, for
+    comparison."""
+    return os.environ.get("LAMINA_OUTLINE_BLOCKS", "1") != "0"
+
+
 class TrainingPair:
     """`@f_forward` and `@f_backward` of the scheduled program, compiled
     (``_lamina.TrainingPair``: differentiated, reduced over the replicas
@@ -323,7 +332,7 @@ class TrainingPair:
                 pair = _lamina.TrainingPair(
                     scheduled, entry, pipeline=pipeline,
                     constants=list(constants), replicas=reduction,
-                    on_step=begin)
+                    on_step=begin, outline_blocks=_outline_blocks())
         except ValueError as error:
             raise ScheduleError(str(error).strip()) from None
         self.module = pair.module

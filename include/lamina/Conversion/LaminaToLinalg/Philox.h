@@ -25,16 +25,18 @@ std::array<Value, 4> buildPhilox4x32(OpBuilder &builder, Location loc,
 /// whole tensor) is kept iff word `index & 3` of Philox with key = `seed`
 /// (i64) and counter = (index >> 2, offset, stream) is at least
 /// round(p · 2^32): one Philox call draws four consecutive elements.
+/// `offset` is the attribute's plus `offsetBase` (i64, or null: none).
 /// `stream` (i32) is 0, or 1 + rank under fork_rng. Returns an i1.
 Value buildDropoutKeep(OpBuilder &builder, Location loc, Value index,
-                       Value seed, uint64_t offset, Value stream, double p);
+                       Value seed, uint64_t offset, Value offsetBase,
+                       Value stream, double p);
 
 /// The keep decisions (i1) of the four elements 4·group .. 4·group + 3 of
 /// the same stream, from one Philox call.
 std::array<Value, 4> buildDropoutKeepGroup(OpBuilder &builder, Location loc,
                                            Value group, Value seed,
-                                           uint64_t offset, Value stream,
-                                           double p);
+                                           uint64_t offset, Value offsetBase,
+                                           Value stream, double p);
 
 } // namespace mlir::lamina
 

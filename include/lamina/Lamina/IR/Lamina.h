@@ -33,6 +33,10 @@
 #define GET_OP_CLASSES
 #include "lamina/Lamina/IR/LaminaOps.h.inc"
 
+namespace mlir {
+class FunctionOpInterface;
+} // namespace mlir
+
 namespace mlir::lamina {
 
 /// The world size declared by the module holding `op` (`lamina.world_size`,
@@ -145,6 +149,11 @@ void dropModulePaths(Operation *root);
 /// `path`, or the module the importer recorded for it (`lamina.module`), is
 /// `module` or one of its submodules' paths.
 bool isInModule(Operation *op, StringRef module);
+
+/// Whether `function` shards a value: a sharded argument or a sync point.
+/// Without one, a program of several ranks computes the same on each (as a
+/// pipeline of stages does).
+bool shardsValues(FunctionOpInterface function);
 
 } // namespace mlir::lamina
 

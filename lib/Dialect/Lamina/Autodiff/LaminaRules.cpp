@@ -107,8 +107,11 @@ struct DropoutRule : Rule<DropoutRule, DropoutOp> {
     auto dropout = cast<DropoutOp>(op);
     Value seed = dropout.getSeed() ? state.getPrimal(dropout.getSeed()) : Value();
     Value rank = dropout.getRank() ? state.getPrimal(dropout.getRank()) : Value();
+    Value offsetBase = dropout.getOffsetBase()
+                           ? state.getPrimal(dropout.getOffsetBase())
+                           : Value();
     dxs[0] = DropoutOp::create(b, op->getLoc(), dropout.getType(), dys[0],
-                               dropout.getConfig(), seed, rank,
+                               dropout.getConfig(), seed, rank, offsetBase,
                                dropout.getPathAttr());
     return success();
   }

@@ -670,6 +670,20 @@ bool mlir::lamina::isInModule(Operation *op, StringRef module) {
   return false;
 }
 
+bool mlir::lamina::shardsValues(FunctionOpInterface function) {
+  for (BlockArgument argument : function.getArguments())
+    if (LayoutAttr layout = getDeclaredLayout(argument);
+        layout && layout.getKind() == LayoutKind::sharded)
+      return true;
+  WalkResult found = function.walk([](Operation *op) {
+    auto layer = dyn_cast<LinearLayerOpInterface>(op);
+    return isa<SyncOp>(op) || (layer && layer.getLayerSync())
+               ? WalkResult::interrupt()
+               : WalkResult::advance();
+  });
+  return found.wasInterrupted();
+}
+
 bool mlir::lamina::isPartitioned(Operation *op) {
   for (Operation *parent = op; parent; parent = parent->getParentOp())
     if (parent->hasAttr(LaminaDialect::kPartitionedAttrName))
@@ -760,6 +774,11 @@ static ArrayRef<AttributeRule> getAttributeRules() {
        "is a unit attribute of a module with 'lamina.world_size' or "
        "'lamina.grid'"},
       {D::kModuleAttrName, holds<StringAttr>, "must be a module path string"},
+      {D::kBlockAttrName,
+       [](Operation *op, Attribute value) {
+         return isa<StringAttr>(value) && isa<FunctionOpInterface>(op);
+       },
+       "is the path of a block list on a function"},
       {D::kCheckpointModulesAttrName,
        [](Operation *op, Attribute value) {
          auto paths = dyn_cast<ArrayAttr>(value);

@@ -6,6 +6,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"
 
 using namespace mlir;
@@ -362,6 +363,9 @@ OpFoldResult ActivationOp::fold(FoldAdaptor) {
 LogicalResult DropoutOp::verify() {
   if (failed(verifyDropoutSeed(*this, getConfig(), getSeed())))
     return failure();
+  if (getOffsetBase() && !getSeed())
+    return emitOpError("an offset_base needs a seed operand: only an active "
+                       "dropout draws a mask");
   return verifyDropoutRank(*this, getConfig(), getRank(), getType());
 }
 
@@ -390,9 +394,40 @@ struct DropoutAllToZeros : OpRewritePattern<DropoutOp> {
 };
 } // namespace
 
+LogicalResult DropoutOp::foldConstantOffsetBase() {
+  APInt base;
+  if (!getOffsetBase() || !matchPattern(getOffsetBase(), m_ConstantInt(&base)))
+    return failure();
+  DropoutAttr config = getConfig();
+  setConfigAttr(DropoutAttr::get(getContext(), config.getP(),
+                                 config.getTraining(),
+                                 config.getOffset() + base.getZExtValue(),
+                                 config.getForkRng(), config.getShardAxis(),
+                                 config.getShards()));
+  getOffsetBaseMutable().clear();
+  return success();
+}
+
+namespace {
+/// A constant offset_base (a block's call inlined) joins the attribute's
+/// offset: the form every lowering and fusion takes.
+struct DropoutConstantOffsetBase : OpRewritePattern<DropoutOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(DropoutOp op,
+                                PatternRewriter &rewriter) const override {
+    if (!op.getOffsetBase() || !matchPattern(op.getOffsetBase(), m_Constant()))
+      return failure();
+    LogicalResult folded = failure();
+    rewriter.modifyOpInPlace(op,
+                             [&] { folded = op.foldConstantOffsetBase(); });
+    return folded;
+  }
+};
+} // namespace
+
 void DropoutOp::getCanonicalizationPatterns(RewritePatternSet &results,
                                             MLIRContext *context) {
-  results.add<DropoutAllToZeros>(context);
+  results.add<DropoutAllToZeros, DropoutConstantOffsetBase>(context);
 }
 
 LogicalResult SoftmaxOp::verify() {

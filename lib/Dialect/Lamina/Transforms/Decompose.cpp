@@ -45,7 +45,8 @@ struct DecomposeLinearLayer
                                    value, parts.path);
     if (parts.dropout)
       value = DropoutOp::create(rewriter, loc, type, value, parts.dropout,
-                                parts.seed, parts.rank, parts.path);
+                                parts.seed, parts.rank,
+                                /*offsetBase=*/Value(), parts.path);
     // A pipeline stage that ended after the layer ends after its last piece.
     if (op->hasAttr(LaminaDialect::kPipelineCutAttrName))
       value.getDefiningOp()->setAttr(LaminaDialect::kPipelineCutAttrName,

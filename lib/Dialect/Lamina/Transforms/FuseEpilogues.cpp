@@ -99,7 +99,10 @@ mlir::lamina::fuseMatmulEpilogue(RewriterBase &rewriter, MatmulOp matmul,
     absorbed.push_back(activation);
     next = getSoleUser(tail);
   }
-  if (auto dropout = dyn_cast_or_null<DropoutOp>(next); dropout && !lnsData) {
+  // A dropout whose offset is an operand (a block function's) stays apart:
+  // a layer's dropout epilogue takes a fixed offset.
+  if (auto dropout = dyn_cast_or_null<DropoutOp>(next);
+      dropout && !lnsData && !dropout.getOffsetBase()) {
     parts.dropout = dropout.getConfig();
     parts.seed = dropout.getSeed();
     parts.rank = dropout.getRank();

@@ -72,15 +72,26 @@ static bool isMask(Value value) {
 }
 
 namespace {
+/// A block function (lamina-outline-blocks) differentiated once for all its
+/// calls: `forward` returns its results, then what `backward` needs of it;
+/// `backward` takes the block's arguments, those saved values and one
+/// cotangent per result, and returns the gradients of `gradients`' arguments.
+struct BlockPair {
+  func::FuncOp forward, backward;
+  unsigned numResults = 0;
+  SmallVector<unsigned> gradients;
+};
+
 /// Builds `@f_backward` while the forward `@f` is read.
 class BackwardBuilder : public ReverseState {
 public:
   BackwardBuilder(func::FuncOp forward, func::FuncOp backward,
-                  llvm::StringSet<> checkpointed,
-                  llvm::SmallDenseSet<unsigned> constants)
-      : forward(forward), backward(backward),
-        checkpointed(std::move(checkpointed)),
-        constants(std::move(constants)), builder(backward.getContext()) {
+                  const llvm::StringSet<> &checkpointed,
+                  llvm::SmallDenseSet<unsigned> constants,
+                  const llvm::StringMap<BlockPair> &blocks)
+      : forward(forward), backward(backward), checkpointed(checkpointed),
+        constants(std::move(constants)), blocks(blocks),
+        builder(backward.getContext()) {
     if (auto modules = forward->getAttrOfType<ArrayAttr>(
             LaminaDialect::kCheckpointModulesAttrName))
       llvm::append_range(checkpointedModules,
@@ -109,6 +120,8 @@ private:
   /// Zeros of the type of the forward value `value`.
   Value zerosLike(Value value);
   LogicalResult differentiate(Operation *op);
+  /// The backward of a call of a block's forward: a call of its backward.
+  LogicalResult differentiateCall(func::CallOp call, const BlockPair &pair);
 
   /// Whether `value` depends on a differentiable argument: only such values
   /// carry gradients back (masks and constants built in the program do not).
@@ -121,11 +134,13 @@ private:
   }
 
   func::FuncOp forward, backward;
-  llvm::StringSet<> checkpointed;
+  const llvm::StringSet<> &checkpointed;
   /// Modules checkpointed whole (`lamina.checkpoint_modules`).
   SmallVector<StringRef> checkpointedModules;
   /// Arguments held constant: no gradient, nothing computed for one.
   llvm::SmallDenseSet<unsigned> constants;
+  /// Block forwards by name → their pairs.
+  const llvm::StringMap<BlockPair> &blocks;
   llvm::SmallPtrSet<Value, 32> active;
   OpBuilder builder;
   /// Forward values → their primal in the backward function.
@@ -208,6 +223,9 @@ LogicalResult BackwardBuilder::differentiate(Operation *op) {
   if (llvm::none_of(op->getOperands(),
                     [&](Value operand) { return isActive(operand); }))
     return success(); // constants, masks, empty tensors: no gradient path
+  if (auto call = dyn_cast<func::CallOp>(op))
+    if (auto pair = blocks.find(call.getCallee()); pair != blocks.end())
+      return differentiateCall(call, pair->second);
   auto rule = dyn_cast<ReverseDifferentiableOpInterface>(op);
   if (!rule)
     return op->emitOpError(
@@ -229,6 +247,34 @@ LogicalResult BackwardBuilder::differentiate(Operation *op) {
     if (cotangent && isDifferentiable(operand) && isActive(operand) &&
         failed(accumulate(operand, cotangent)))
       return failure();
+  return success();
+}
+
+LogicalResult BackwardBuilder::differentiateCall(func::CallOp call,
+                                                 const BlockPair &pair) {
+  // The block's arguments, its saved values, one cotangent per result.
+  SmallVector<Value> operands;
+  for (Value operand : call.getOperands())
+    operands.push_back(getPrimal(operand));
+  for (Value saved : call.getResults().drop_front(pair.numResults))
+    operands.push_back(getPrimal(saved));
+  for (Value result : call.getResults().take_front(pair.numResults)) {
+    Value cotangent = cotangents.lookup(result);
+    if (!cotangent)
+      cotangent = isDifferentiable(result) ? zerosLike(result)
+                                           : getPrimal(result);
+    operands.push_back(cotangent);
+  }
+  auto backwardCall =
+      func::CallOp::create(builder, call.getLoc(), pair.backward, operands);
+  if (Attribute instance = call->getAttr(LaminaDialect::kModuleAttrName))
+    backwardCall->setAttr(LaminaDialect::kModuleAttrName, instance);
+  for (auto [argument, gradient] :
+       llvm::zip_equal(pair.gradients, backwardCall.getResults())) {
+    Value operand = call.getOperand(argument);
+    if (isActive(operand) && failed(accumulate(operand, gradient)))
+      return failure();
+  }
   return success();
 }
 
@@ -324,23 +370,6 @@ static func::FuncOp buildForward(func::FuncOp function, ArrayRef<Value> saved,
                                     function.getArgumentTypes(),
                                     ValueRange(results).getTypes()));
   return forward;
-}
-
-/// Whether `function` shards a value: a sharded argument or a sync point.
-/// Without one, a program of several ranks computes the same on each (as a
-/// pipeline of stages does) and is differentiated as a program of one.
-static bool shardsValues(func::FuncOp function) {
-  for (BlockArgument argument : function.getArguments())
-    if (LayoutAttr layout = getDeclaredLayout(argument);
-        layout && layout.getKind() == LayoutKind::sharded)
-      return true;
-  WalkResult found = function.walk([](Operation *op) {
-    auto layer = dyn_cast<LinearLayerOpInterface>(op);
-    return isa<SyncOp>(op) || (layer && layer.getLayerSync())
-               ? WalkResult::interrupt()
-               : WalkResult::advance();
-  });
-  return found.wasInterrupted();
 }
 
 namespace {
@@ -445,6 +474,85 @@ static void dropBackwardSyncs(ModuleOp module) {
   });
 }
 
+/// The block functions (lamina-outline-blocks) `function` calls, once each.
+static SmallVector<func::FuncOp> getCalledBlocks(func::FuncOp function) {
+  llvm::SetVector<func::FuncOp> blocks;
+  function.walk([&](func::CallOp call) {
+    auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
+        call, call.getCalleeAttr());
+    if (callee && callee->hasAttr(LaminaDialect::kBlockAttrName))
+      blocks.insert(callee);
+  });
+  return blocks.takeVector();
+}
+
+/// Differentiates each of `blocks` once, into `@<block>_forward` and
+/// `@<block>_backward` (private blocks too), and makes `target`'s calls call
+/// the forwards, which also return what the backward needs; `pairs` gets
+/// each forward's pair. Erases the blocks once uncalled.
+static LogicalResult differentiateBlocks(func::FuncOp target,
+                                         ArrayRef<func::FuncOp> blocks,
+                                         const llvm::StringSet<> &checkpointed,
+                                         llvm::StringMap<BlockPair> &pairs) {
+  auto module = target->getParentOfType<ModuleOp>();
+  const llvm::StringMap<BlockPair> noBlocks;
+  DenseMap<StringRef, const BlockPair *> pairOf;
+  for (func::FuncOp block : blocks) {
+    for (StringRef suffix : {"_forward", "_backward"})
+      if (SymbolTable::lookupSymbolIn(module,
+                                      (block.getSymName() + suffix).str()))
+        return block.emitOpError("cannot be differentiated: the module "
+                                 "already defines @")
+               << block.getSymName() << suffix;
+    if (!block.getBody().hasOneBlock())
+      return block.emitOpError("has control flow; backward generation takes "
+                               "functions of one block");
+    OpBuilder builder(module.getContext());
+    builder.setInsertionPointAfter(block);
+    SmallVector<Type> backwardInputs(block.getArgumentTypes());
+    llvm::append_range(backwardInputs, block.getResultTypes());
+    auto backward = func::FuncOp::create(
+        builder, block.getLoc(), (block.getSymName() + "_backward").str(),
+        builder.getFunctionType(backwardInputs, {}));
+    BackwardBuilder generator(block, backward, checkpointed,
+                              /*constants=*/{}, noBlocks);
+    if (failed(generator.run())) {
+      backward.erase();
+      return failure();
+    }
+    builder.setInsertionPoint(backward);
+    func::FuncOp forward = buildForward(block, generator.getSaved(), builder);
+    for (func::FuncOp function : {forward, backward}) {
+      function.setPrivate();
+      function->setAttr(LaminaDialect::kBlockAttrName,
+                        block->getAttr(LaminaDialect::kBlockAttrName));
+    }
+    BlockPair &pair = pairs[forward.getSymName()];
+    pair = {forward, backward, block.getNumResults(),
+            llvm::to_vector(generator.getGradientArguments())};
+    pairOf[block.getSymName()] = &pair;
+  }
+  SmallVector<func::CallOp> calls;
+  target.walk([&](func::CallOp call) {
+    if (pairOf.count(call.getCallee()))
+      calls.push_back(call);
+  });
+  for (func::CallOp call : calls) {
+    const BlockPair &pair = *pairOf.lookup(call.getCallee());
+    OpBuilder builder(call);
+    auto forwardCall = func::CallOp::create(builder, call.getLoc(),
+                                            pair.forward, call.getOperands());
+    forwardCall->setDiscardableAttrs(call->getDiscardableAttrDictionary());
+    call.replaceAllUsesWith(
+        forwardCall.getResults().take_front(pair.numResults));
+    call.erase();
+  }
+  for (func::FuncOp block : blocks)
+    if (block.isPrivate() && SymbolTable::symbolKnownUseEmpty(block, module))
+      block.erase();
+  return success();
+}
+
 namespace {
 struct LaminaGenerateBackwardPass
     : mlir::lamina::impl::LaminaGenerateBackwardBase<
@@ -490,16 +598,32 @@ struct LaminaGenerateBackwardPass
         return signalPassFailure();
       sharded = std::move(*analysis);
     }
+    SmallVector<func::FuncOp> blocks = getCalledBlocks(target);
+    if (sharded && !blocks.empty()) {
+      target.emitOpError("shards values and calls block function @")
+          << blocks.front().getSymName()
+          << "; a sharded program is partitioned whole: leave its blocks "
+             "inline (lamina-outline-blocks does)";
+      return signalPassFailure();
+    }
     // Layers marked for recomputation, by path: their pieces keep it.
     llvm::StringSet<> checkpointed;
-    target.walk([&](LayerOpInterface layer) {
-      if (layer->hasAttr(LaminaDialect::kCheckpointAttrName))
-        checkpointed.insert(layer.getLayerPath().getValue());
-    });
+    SmallVector<func::FuncOp> functions = {target};
+    llvm::append_range(functions, blocks);
+    for (func::FuncOp function : functions)
+      function.walk([&](LayerOpInterface layer) {
+        if (layer->hasAttr(LaminaDialect::kCheckpointAttrName))
+          checkpointed.insert(layer.getLayerPath().getValue());
+      });
     // Differentiate the pieces of each layer.
     RewritePatternSet patterns(&getContext());
     populateLaminaDecomposePatterns(patterns);
-    if (failed(applyPatternsGreedily(target, std::move(patterns))))
+    FrozenRewritePatternSet frozen(std::move(patterns));
+    for (func::FuncOp function : functions)
+      if (failed(applyPatternsGreedily(function, frozen)))
+        return signalPassFailure();
+    llvm::StringMap<BlockPair> blockPairs;
+    if (failed(differentiateBlocks(target, blocks, checkpointed, blockPairs)))
       return signalPassFailure();
     if (sharded && failed(partitionModule(module, /*keepBackwardSyncs=*/true)))
       return signalPassFailure();
@@ -522,8 +646,8 @@ struct LaminaGenerateBackwardPass
       }
       constantSet.insert(index);
     }
-    BackwardBuilder generator(target, backward, std::move(checkpointed),
-                              std::move(constantSet));
+    BackwardBuilder generator(target, backward, checkpointed,
+                              std::move(constantSet), blockPairs);
     if (failed(generator.run()) ||
         (sharded && failed(finishShardedGradients(
                         backward, target, generator.getGradientArguments(),
