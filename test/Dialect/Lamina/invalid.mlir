@@ -169,6 +169,23 @@ func.func @active_dropout_without_seed(%x: tensor<4x16xf32>) -> tensor<4x16xf32>
 
 // -----
 
+// An eval-mode dropout draws no mask: no offset to add a base to.
+func.func @offset_base_without_seed(%x: tensor<4x16xf32>, %base: i64) -> tensor<4x16xf32> {
+  // expected-error @+1 {{an offset_base needs a seed operand: only an active dropout draws a mask}}
+  %0 = lamina.dropout %x <p = 0.1> offset_base %base : tensor<4x16xf32>
+  return %0 : tensor<4x16xf32>
+}
+
+// -----
+
+// lamina.block names the block list of a function.
+// expected-error @+1 {{'lamina.block' is the path of a block list on a function}}
+func.func @block_not_a_path(%x: tensor<4x16xf32>) -> tensor<4x16xf32> attributes {lamina.block = 3} {
+  return %x : tensor<4x16xf32>
+}
+
+// -----
+
 func.func @layer_dropout_without_seed(%x: tensor<4x8xf32>, %w: tensor<16x8xf32>, %b: tensor<16xf32>) -> tensor<4x16xf32> {
   // expected-error @+1 {{an active dropout (training, p > 0) needs a seed operand}}
   %0 = lamina.linear_dropout "l" %x, %w bias %b dropout <p = 0.5, training> : (tensor<4x8xf32>, tensor<16x8xf32>, tensor<16xf32>) -> tensor<4x16xf32>

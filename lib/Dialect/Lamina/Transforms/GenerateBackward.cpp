@@ -583,8 +583,17 @@ struct LaminaGenerateBackwardPass
     // rank by rank: each rule sees per-rank values and the collectives the
     // partitioner made, which it transposes.
     std::optional<ShardedArguments> sharded;
-    if (std::optional<int64_t> worldSize = getWorldSize(module);
-        worldSize && *worldSize > 1 && shardsValues(target)) {
+    std::optional<int64_t> worldSize = getWorldSize(module);
+    SmallVector<func::FuncOp> blocks = getCalledBlocks(target);
+    if (worldSize && *worldSize > 1 && shardsValues(target) &&
+        !blocks.empty()) {
+      target.emitOpError("shards values and calls block function @")
+          << blocks.front().getSymName()
+          << "; a sharded program is partitioned whole: leave its blocks "
+             "inline (lamina-outline-blocks does)";
+      return signalPassFailure();
+    }
+    if (worldSize && *worldSize > 1 && shardsValues(target)) {
       if (isPartitioned(module)) {
         target.emitOpError("is already partitioned; lamina-generate-backward "
                            "takes the sharded program before lamina-partition "
@@ -597,14 +606,6 @@ struct LaminaGenerateBackwardPass
       if (failed(analysis))
         return signalPassFailure();
       sharded = std::move(*analysis);
-    }
-    SmallVector<func::FuncOp> blocks = getCalledBlocks(target);
-    if (sharded && !blocks.empty()) {
-      target.emitOpError("shards values and calls block function @")
-          << blocks.front().getSymName()
-          << "; a sharded program is partitioned whole: leave its blocks "
-             "inline (lamina-outline-blocks does)";
-      return signalPassFailure();
     }
     // Layers marked for recomputation, by path: their pieces keep it.
     llvm::StringSet<> checkpointed;

@@ -256,21 +256,27 @@ static SmallVector<Run> findRuns(Block &body) {
   return runs;
 }
 
-/// The checkpointed modules as the block's body names them: those inside
-/// an instance of `group`, in its first instance.
+/// Whether `path` is `module` or inside it.
+static bool isWithin(StringRef path, StringRef module) {
+  return path.consume_front(module) && (path.empty() || path.starts_with("."));
+}
+
+/// The checkpointed modules that name ops of `group`'s block, as its body
+/// (its first instance) names them: those inside an instance, and those
+/// holding the whole block.
 static SmallVector<Attribute>
 getBlockCheckpoints(ArrayRef<Run *> group, ArrayRef<StringRef> checkpointed,
                     MLIRContext *context) {
+  StringRef first = group.front()->instance;
   llvm::SetVector<Attribute> modules;
   for (StringRef module : checkpointed) {
-    std::string translated = module.str();
-    for (const Run *run : group) {
-      StringRef rest = module;
-      if (rest.consume_front(run->instance) &&
-          (rest.empty() || rest.starts_with(".")))
-        translated = (group.front()->instance + rest).str();
-    }
-    modules.insert(StringAttr::get(context, translated));
+    if (isWithin(first, module))
+      modules.insert(StringAttr::get(context, module));
+    for (const Run *run : group)
+      if (StringRef rest = module; isWithin(rest, run->instance)) {
+        rest.consume_front(run->instance);
+        modules.insert(StringAttr::get(context, first + rest));
+      }
   }
   return modules.takeVector();
 }
@@ -297,10 +303,11 @@ static func::FuncOp createBlockFunction(ArrayRef<Run *> group,
   function->setAttr(LaminaDialect::kBlockAttrName,
                     builder.getStringAttr(first.getList()));
   // Checkpoints of modules: the backward reads them on the function.
-  if (!checkpointed.empty())
+  if (SmallVector<Attribute> modules =
+          getBlockCheckpoints(group, checkpointed, context);
+      !modules.empty())
     function->setAttr(LaminaDialect::kCheckpointModulesAttrName,
-                      builder.getArrayAttr(
-                          getBlockCheckpoints(group, checkpointed, context)));
+                      builder.getArrayAttr(modules));
   symbols.insert(function);
 
   Block *entry = function.addEntryBlock();

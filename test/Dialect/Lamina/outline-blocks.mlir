@@ -1,0 +1,144 @@
+// RUN: lamina-opt %s --split-input-file --lamina-outline-blocks | FileCheck %s
+
+// Three equal blocks h.0, h.1, h.2 (a layer norm, a linear layer with its
+// dropout, a residual add): one function of one block, taking the block's
+// input, its four parameters, the seed and the offset base, and three calls
+// with each instance's parameters. Each instance's dropout had offset
+// 1 + 2i and 2 + 2i; the block's are 0 and 1 from its call's base (1, 3, 5).
+// The lm_head and the embedding are no instance: they stay in @main.
+
+// CHECK-LABEL: func.func @main(
+// CHECK-SAME: %[[X:[a-z0-9]+]]: tensor<4x8xf32>, %[[G0:[a-z0-9]+]]: tensor<8xf32>, %[[B0:[a-z0-9]+]]: tensor<8xf32>, %[[W0:[a-z0-9]+]]: tensor<8x8xf32>, %[[C0:[a-z0-9]+]]: tensor<8xf32>, %[[G1:[a-z0-9]+]]: tensor<8xf32>, %[[B1:[a-z0-9]+]]: tensor<8xf32>, %[[W1:[a-z0-9]+]]: tensor<8x8xf32>, %[[C1:[a-z0-9]+]]: tensor<8xf32>, %[[G2:[a-z0-9]+]]: tensor<8xf32>, %[[B2:[a-z0-9]+]]: tensor<8xf32>, %[[W2:[a-z0-9]+]]: tensor<8x8xf32>, %[[C2:[a-z0-9]+]]: tensor<8xf32>, %[[HEAD:[a-z0-9]+]]: tensor<16x8xf32>, %[[SEED:[a-z0-9]+]]: i64)
+// CHECK: %[[E:.+]] = lamina.dropout "drop" %[[X]] <p = 0.1, training> seed %[[SEED]]
+// CHECK: %[[BASE0:.+]] = arith.constant 1 : i64
+// CHECK: %[[H0:.+]] = call @h_block(%[[E]], %[[G0]], %[[B0]], %[[W0]], %[[C0]], %[[SEED]], %[[BASE0]]) {lamina.module = "h.0"}
+// CHECK: %[[BASE1:.+]] = arith.constant 3 : i64
+// CHECK: %[[H1:.+]] = call @h_block(%[[H0]], %[[G1]], %[[B1]], %[[W1]], %[[C1]], %[[SEED]], %[[BASE1]]) {lamina.module = "h.1"}
+// CHECK: %[[BASE2:.+]] = arith.constant 5 : i64
+// CHECK: %[[H2:.+]] = call @h_block(%[[H1]], %[[G2]], %[[B2]], %[[W2]], %[[C2]], %[[SEED]], %[[BASE2]]) {lamina.module = "h.2"}
+// CHECK: %[[Y:.+]] = lamina.linear "lm_head" %[[H2]], %[[HEAD]]
+// CHECK: return %[[Y]]
+// CHECK-LABEL: func.func private @h_block(
+// CHECK-SAME: %[[BX:[a-z0-9]+]]: tensor<4x8xf32>, %[[BG:[a-z0-9]+]]: tensor<8xf32>, %[[BB:[a-z0-9]+]]: tensor<8xf32>, %[[BW:[a-z0-9]+]]: tensor<8x8xf32>, %[[BC:[a-z0-9]+]]: tensor<8xf32>, %[[BSEED:[a-z0-9]+]]: i64, %[[BBASE:[a-z0-9]+]]: i64) -> tensor<4x8xf32> attributes {lamina.block = "h"}
+// CHECK: %[[N:.+]] = lamina.layer_norm "h.0.ln" %[[BX]] weight %[[BG]] bias %[[BB]]
+// CHECK: %[[L:.+]] = lamina.linear "h.0.fc" %[[N]], %[[BW]] bias %[[BC]]
+// CHECK: %[[D1:.+]] = lamina.dropout "h.0.drop1" %[[L]] <p = 0.1, training> seed %[[BSEED]] offset_base %[[BBASE]]
+// CHECK: %[[D2:.+]] = lamina.dropout "h.0.drop2" %[[D1]] <p = 0.1, training, offset = 1> seed %[[BSEED]] offset_base %[[BBASE]]
+// CHECK: %[[R:.+]] = arith.addf %[[BX]], %[[D2]] {lamina.module = "h.0"}
+// CHECK: return %[[R]]
+// CHECK-NOT: func.func
+func.func @main(%x: tensor<4x8xf32>,
+    %g0: tensor<8xf32>, %b0: tensor<8xf32>, %w0: tensor<8x8xf32>, %c0: tensor<8xf32>,
+    %g1: tensor<8xf32>, %b1: tensor<8xf32>, %w1: tensor<8x8xf32>, %c1: tensor<8xf32>,
+    %g2: tensor<8xf32>, %b2: tensor<8xf32>, %w2: tensor<8x8xf32>, %c2: tensor<8xf32>,
+    %head: tensor<16x8xf32>, %seed: i64) -> tensor<4x16xf32> {
+  %e = lamina.dropout "drop" %x <p = 0.1, training> seed %seed : tensor<4x8xf32>
+  %n0 = lamina.layer_norm "h.0.ln" %e weight %g0 bias %b0 eps 1.0e-05 : (tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+  %l0 = lamina.linear "h.0.fc" %n0, %w0 bias %c0 : (tensor<4x8xf32>, tensor<8x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+  %p0 = lamina.dropout "h.0.drop1" %l0 <p = 0.1, training, offset = 1> seed %seed : tensor<4x8xf32>
+  %q0 = lamina.dropout "h.0.drop2" %p0 <p = 0.1, training, offset = 2> seed %seed : tensor<4x8xf32>
+  %h0 = arith.addf %e, %q0 {lamina.module = "h.0"} : tensor<4x8xf32>
+  %n1 = lamina.layer_norm "h.1.ln" %h0 weight %g1 bias %b1 eps 1.0e-05 : (tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+  %l1 = lamina.linear "h.1.fc" %n1, %w1 bias %c1 : (tensor<4x8xf32>, tensor<8x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+  %p1 = lamina.dropout "h.1.drop1" %l1 <p = 0.1, training, offset = 3> seed %seed : tensor<4x8xf32>
+  %q1 = lamina.dropout "h.1.drop2" %p1 <p = 0.1, training, offset = 4> seed %seed : tensor<4x8xf32>
+  %h1 = arith.addf %h0, %q1 {lamina.module = "h.1"} : tensor<4x8xf32>
+  %n2 = lamina.layer_norm "h.2.ln" %h1 weight %g2 bias %b2 eps 1.0e-05 : (tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+  %l2 = lamina.linear "h.2.fc" %n2, %w2 bias %c2 : (tensor<4x8xf32>, tensor<8x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+  %p2 = lamina.dropout "h.2.drop1" %l2 <p = 0.1, training, offset = 5> seed %seed : tensor<4x8xf32>
+  %q2 = lamina.dropout "h.2.drop2" %p2 <p = 0.1, training, offset = 6> seed %seed : tensor<4x8xf32>
+  %h2 = arith.addf %h1, %q2 {lamina.module = "h.2"} : tensor<4x8xf32>
+  %y = lamina.linear "lm_head" %h2, %head : (tensor<4x8xf32>, tensor<16x8xf32>) -> tensor<4x16xf32>
+  return %y : tensor<4x16xf32>
+}
+
+// -----
+
+// What makes instances differ: h.1's layer is checkpointed, h.3's hidden
+// size differs. h.0 and h.2 share a block; h.1 and h.3 stay inline. A
+// pipeline cut after h.2's last op moves to its call. Ops that name no
+// module between two of an instance's ops (the constant) are the
+// instance's; layers of a list of lists (`h.0.experts.1`) are h.0's.
+
+// CHECK-LABEL: func.func @differ(
+// CHECK-SAME: %[[X:[a-z0-9]+]]: tensor<4x8xf32>
+// CHECK: %[[H0:.+]] = call @h_block(%[[X]], %{{.+}}) {lamina.module = "h.0"}
+// CHECK: lamina.linear "h.1.experts.0" {{.+}} {lamina.checkpoint}
+// CHECK: %[[H2:.+]] = call @h_block(%{{.+}}, %{{.+}}) {lamina.module = "h.2", lamina.pipeline_cut}
+// CHECK: lamina.linear "h.3.experts.0" %[[H2]]
+// CHECK-LABEL: func.func private @h_block(
+// CHECK: lamina.linear "h.0.experts.0"
+// CHECK: arith.constant
+// CHECK: arith.mulf
+// CHECK-NOT: lamina.pipeline_cut
+// CHECK: return
+func.func @differ(%x: tensor<4x8xf32>, %w0: tensor<8x8xf32>, %w1: tensor<8x8xf32>,
+                  %w2: tensor<8x8xf32>, %w3: tensor<16x8xf32>) -> tensor<4x16xf32> {
+  %l0 = lamina.linear "h.0.experts.0" %x, %w0 : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  %two0 = arith.constant dense<2.0> : tensor<4x8xf32>
+  %h0 = arith.mulf %l0, %two0 {lamina.module = "h.0"} : tensor<4x8xf32>
+  %l1 = lamina.linear "h.1.experts.0" %h0, %w1 {lamina.checkpoint} : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  %two1 = arith.constant dense<2.0> : tensor<4x8xf32>
+  %h1 = arith.mulf %l1, %two1 {lamina.module = "h.1"} : tensor<4x8xf32>
+  %l2 = lamina.linear "h.2.experts.0" %h1, %w2 : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  %two2 = arith.constant dense<2.0> : tensor<4x8xf32>
+  %h2 = arith.mulf %l2, %two2 {lamina.module = "h.2", lamina.pipeline_cut} : tensor<4x8xf32>
+  %l3 = lamina.linear "h.3.experts.0" %h2, %w3 : (tensor<4x8xf32>, tensor<16x8xf32>) -> tensor<4x16xf32>
+  %two3 = arith.constant dense<2.0> : tensor<4x16xf32>
+  %h3 = arith.mulf %l3, %two3 {lamina.module = "h.3"} : tensor<4x16xf32>
+  return %h3 : tensor<4x16xf32>
+}
+
+// -----
+
+// Modules checkpointed whole are named on the block, in its first instance
+// (h.1.mlp → h.0.mlp; the whole list stays as it is); others name none of
+// its ops.
+
+// CHECK-LABEL: func.func @checkpointed(
+// CHECK-COUNT-2: call @h_block
+// CHECK-LABEL: func.func private @h_block(
+// CHECK-SAME: attributes {lamina.block = "h", lamina.checkpoint_modules = ["h.0.mlp", "h"]}
+func.func @checkpointed(%x: tensor<4x8xf32>, %w0: tensor<8x8xf32>, %w1: tensor<8x8xf32>) -> tensor<4x8xf32>
+    attributes {lamina.checkpoint_modules = ["h.0.mlp", "h.1.mlp", "h", "layers"]} {
+  %l0 = lamina.linear "h.0.mlp.fc" %x, %w0 : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  %l1 = lamina.linear "h.1.mlp.fc" %l0, %w1 : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  return %l1 : tensor<4x8xf32>
+}
+
+// -----
+
+// Only h.1 of a list checkpointed as a module: h.0 and h.2 share a block,
+// h.1 stays inline (its recomputation is not theirs).
+
+// CHECK-LABEL: func.func @one_checkpointed(
+// CHECK: call @h_block(%{{.+}}) {lamina.module = "h.0"}
+// CHECK: lamina.linear "h.1.fc"
+// CHECK: call @h_block(%{{.+}}) {lamina.module = "h.2"}
+// CHECK-LABEL: func.func private @h_block(
+// CHECK-SAME: attributes {lamina.block = "h"} {
+func.func @one_checkpointed(%x: tensor<4x8xf32>, %w0: tensor<8x8xf32>, %w1: tensor<8x8xf32>, %w2: tensor<8x8xf32>) -> tensor<4x8xf32>
+    attributes {lamina.checkpoint_modules = ["h.1"]} {
+  %l0 = lamina.linear "h.0.fc" %x, %w0 : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  %l1 = lamina.linear "h.1.fc" %l0, %w1 : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  %l2 = lamina.linear "h.2.fc" %l1, %w2 : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  return %l2 : tensor<4x8xf32>
+}
+
+// -----
+
+// A program that shards values on two ranks is partitioned whole: left as
+// it is.
+
+// CHECK-LABEL: func.func @sharded(
+// CHECK-NOT: call
+// CHECK-NOT: func.func private
+module attributes {lamina.world_size = 2 : i64} {
+  func.func @sharded(%x: tensor<4x8xf32>,
+                     %w0: tensor<8x8xf32> {lamina.layout = #lamina.layout<S(0)>},
+                     %w1: tensor<8x8xf32> {lamina.layout = #lamina.layout<S(0)>}) -> tensor<4x8xf32> {
+    %l0 = lamina.linear "h.0.fc" %x, %w0 : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+    %l1 = lamina.linear "h.1.fc" %l0, %w1 : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+    return %l1 : tensor<4x8xf32>
+  }
+}
