@@ -288,15 +288,17 @@ def parameter_arguments(module, model, imported):
 
 def generate_backward(scheduled, entry, constants=()):
     """The `scheduled` module with `@f_forward` and `@f_backward` added
-    (lamina-generate-backward), a new module; `constants`: the argument
-    indices that get no gradient."""
+    (lamina-generate-backward, its repeated blocks outlined first as the
+    compiled pair's are), a new module; `constants`: the argument indices
+    that get no gradient."""
     options = f"function={entry}"
     if constants:
         options += f" constants={','.join(map(str, constants))}"
+    outline = "lamina-outline-blocks," if _outline_blocks() else ""
     try:
         with progress.stage("differentiating (lamina-generate-backward)"):
             return scheduled.transform(
-                pipeline=f"lamina-generate-backward{{{options}}}")
+                pipeline=f"{outline}lamina-generate-backward{{{options}}}")
     except ValueError as error:
         raise ScheduleError(f"the program cannot be differentiated: "
                             f"{str(error).strip()}") from None
