@@ -474,6 +474,17 @@ static void dropBackwardSyncs(ModuleOp module) {
   });
 }
 
+/// An empty `@<function>_backward` after `function`, taking its arguments
+/// and one cotangent per result (the generator inserts the saved values).
+static func::FuncOp createBackward(func::FuncOp function, OpBuilder &builder) {
+  builder.setInsertionPointAfter(function);
+  SmallVector<Type> inputs(function.getArgumentTypes());
+  llvm::append_range(inputs, function.getResultTypes());
+  return func::FuncOp::create(builder, function.getLoc(),
+                              (function.getSymName() + "_backward").str(),
+                              builder.getFunctionType(inputs, {}));
+}
+
 /// The block functions (lamina-outline-blocks) `function` calls, once each.
 static SmallVector<func::FuncOp> getCalledBlocks(func::FuncOp function) {
   llvm::SetVector<func::FuncOp> blocks;
@@ -508,12 +519,7 @@ static LogicalResult differentiateBlocks(func::FuncOp target,
       return block.emitOpError("has control flow; backward generation takes "
                                "functions of one block");
     OpBuilder builder(module.getContext());
-    builder.setInsertionPointAfter(block);
-    SmallVector<Type> backwardInputs(block.getArgumentTypes());
-    llvm::append_range(backwardInputs, block.getResultTypes());
-    auto backward = func::FuncOp::create(
-        builder, block.getLoc(), (block.getSymName() + "_backward").str(),
-        builder.getFunctionType(backwardInputs, {}));
+    func::FuncOp backward = createBackward(block, builder);
     BackwardBuilder generator(block, backward, checkpointed,
                               /*constants=*/{}, noBlocks);
     if (failed(generator.run())) {
@@ -630,12 +636,7 @@ struct LaminaGenerateBackwardPass
       return signalPassFailure();
 
     OpBuilder builder(module.getContext());
-    builder.setInsertionPointAfter(target);
-    SmallVector<Type> backwardInputs(target.getArgumentTypes());
-    llvm::append_range(backwardInputs, target.getResultTypes());
-    auto backward = func::FuncOp::create(
-        builder, target.getLoc(), (target.getSymName() + "_backward").str(),
-        builder.getFunctionType(backwardInputs, {}));
+    func::FuncOp backward = createBackward(target, builder);
     llvm::SmallDenseSet<unsigned> constantSet;
     for (int64_t index : constants) {
       if (index < 0 || index >= int64_t(target.getNumArguments())) {
