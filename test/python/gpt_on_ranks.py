@@ -173,7 +173,22 @@ def train(built, twin):
                                    msg=lambda m: f"step {step}: {m}")
         if step == 0:
             check_gradient_blocks(built, twin)
+            check_blocks_differentiated_once(built)
         ours.step(), theirs.step()
+
+
+def check_blocks_differentiated_once(built):
+    """The partitioned pair's blocks: one forward and one backward function
+    for the block list, called once per block."""
+    pairs = [pair for pair in built._last.call._pairs.values()
+             if not isinstance(pair, str)]
+    assert pairs
+    for pair in pairs:
+        module = str(pair.module)
+        assert module.count("func.func private "
+                            "@transformer_h_block_backward(") == 1
+        assert module.count("call @transformer_h_block_backward(") == \
+            CONFIG.n_layer
 
 
 def check_gradient_blocks(built, twin):

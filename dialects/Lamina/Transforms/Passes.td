@@ -321,6 +321,17 @@ def LaminaGenerateBackward : Pass<"lamina-generate-backward",
     program with cuts (tensor parallelism inside the stages) is partitioned
     with its cuts first, and each rank's backward gets the same stages.
 
+    Blocks: a call of a block function (`lamina.block`, made by
+    lamina-outline-blocks) is differentiated through the block's own pair,
+    made once for all its calls: `@<block>_forward` (its results, then what
+    its backward needs) and `@<block>_backward` (its arguments, those
+    values and one cotangent per result → the gradients of its float
+    arguments). The program's forward calls the first and saves what it
+    returns; its backward calls the second, in reverse. A sharded program
+    is partitioned whole; with `outline-sharded-blocks`, its repeated blocks
+    are outlined after partitioning, one rank's ops with their collectives
+    in each block.
+
     ```mlir
     func.func @f(%x: tensor<4x8xf32>, %w: tensor<16x8xf32>) -> tensor<4x16xf32> {
       %y = lamina.linear "fc" %x, %w : ...
@@ -340,6 +351,10 @@ def LaminaGenerateBackward : Pass<"lamina-generate-backward",
     ListOption<"constants", "constants", "int64_t",
                "arguments held constant (indices): no gradient is returned "
                "for one, and nothing is computed for it">,
+    Option<"outlineShardedBlocks", "outline-sharded-blocks", "bool",
+           /*default=*/"false",
+           "outline the repeated blocks of a sharded program once it is "
+           "partitioned, and differentiate each once">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::func::FuncDialect",

@@ -294,7 +294,10 @@ def generate_backward(scheduled, entry, constants=()):
     options = f"function={entry}"
     if constants:
         options += f" constants={','.join(map(str, constants))}"
-    outline = "lamina-outline-blocks," if _outline_blocks() else ""
+    outline = ""
+    if _outline_blocks():
+        outline = "lamina-outline-blocks,"
+        options += " outline-sharded-blocks=true"
     try:
         with progress.stage("differentiating (lamina-generate-backward)"):
             return scheduled.transform(

@@ -629,10 +629,15 @@ struct LaminaGenerateBackwardPass
     for (func::FuncOp function : functions)
       if (failed(applyPatternsGreedily(function, frozen)))
         return signalPassFailure();
+    if (sharded && failed(partitionModule(module, /*keepBackwardSyncs=*/true)))
+      return signalPassFailure();
+    // One rank's blocks, with their collectives.
+    if (sharded && outlineShardedBlocks) {
+      outlineBlockInstances(target, &checkpointed);
+      blocks = getCalledBlocks(target);
+    }
     llvm::StringMap<BlockPair> blockPairs;
     if (failed(differentiateBlocks(target, blocks, checkpointed, blockPairs)))
-      return signalPassFailure();
-    if (sharded && failed(partitionModule(module, /*keepBackwardSyncs=*/true)))
       return signalPassFailure();
 
     OpBuilder builder(module.getContext());

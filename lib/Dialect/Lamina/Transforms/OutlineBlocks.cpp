@@ -14,9 +14,11 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSet.h"
 
 namespace mlir::lamina {
 #define GEN_PASS_DEF_LAMINAOUTLINEBLOCKS
@@ -66,6 +68,22 @@ static DropoutAttr withOffset(DropoutAttr config, uint64_t offset) {
 }
 
 namespace {
+/// What the backward recomputes: modules checkpointed whole, and the paths
+/// of checkpointed layers whose pieces no longer carry the attribute (a
+/// program decomposed before it is outlined).
+struct Checkpoints {
+  SmallVector<StringRef> modules;
+  const llvm::StringSet<> *layerPaths = nullptr;
+
+  bool contains(Operation *op) const {
+    auto path = op->getAttrOfType<StringAttr>(kPathAttrName);
+    if (layerPaths && path && layerPaths->contains(path.getValue()))
+      return true;
+    return llvm::any_of(
+        modules, [&](StringRef module) { return isInModule(op, module); });
+  }
+};
+
 /// One instance's ops, contiguous in the body, and its boundary.
 struct Run {
   StringRef instance;
@@ -85,8 +103,8 @@ struct Run {
 class RunComparison {
 public:
   RunComparison(const Run &first, const Run &other,
-                ArrayRef<StringRef> checkpointedModules)
-      : first(first), other(other), checkpointedModules(checkpointedModules) {}
+                const Checkpoints &checkpoints)
+      : first(first), other(other), checkpoints(checkpoints) {}
 
   bool isEqual();
 
@@ -95,7 +113,7 @@ private:
   bool valuesCorrespond(Value a, Value b) const;
 
   const Run &first, &other;
-  ArrayRef<StringRef> checkpointedModules;
+  const Checkpoints &checkpoints;
   /// Values of `first` → the corresponding values of `other`.
   DenseMap<Value, Value> internal;
 };
@@ -103,11 +121,11 @@ private:
 
 /// `op`'s attributes as every instance of its block has them: paths below
 /// the instance, a dropout's offset from the run's base, a pipeline cut
-/// after the run's last op left to the call, checkpointed modules as the
-/// op's own checkpoint.
+/// after the run's last op left to the call, a checkpoint of its module or
+/// layer as the op's own.
 static DictionaryAttr normalizedAttributes(Operation *op, const Run &run,
                                            bool isLast,
-                                           ArrayRef<StringRef> checkpointed) {
+                                           const Checkpoints &checkpoints) {
   MLIRContext *context = op->getContext();
   NamedAttrList attrs;
   for (NamedAttribute attr : op->getAttrDictionary()) {
@@ -125,8 +143,7 @@ static DictionaryAttr normalizedAttributes(Operation *op, const Run &run,
                                                : 0);
     attrs.append(attr.getName(), value);
   }
-  if (llvm::any_of(checkpointed,
-                   [&](StringRef module) { return isInModule(op, module); }))
+  if (checkpoints.contains(op))
     attrs.set(LaminaDialect::kCheckpointAttrName, UnitAttr::get(context));
   return attrs.getDictionary(context);
 }
@@ -146,8 +163,8 @@ bool RunComparison::opsEqual(Operation *a, Operation *b, bool isLast) {
       a->getNumOperands() != b->getNumOperands() ||
       a->getNumRegions() != b->getNumRegions() ||
       a->getResultTypes() != b->getResultTypes() ||
-      normalizedAttributes(a, first, isLast, checkpointedModules) !=
-          normalizedAttributes(b, other, isLast, checkpointedModules))
+      normalizedAttributes(a, first, isLast, checkpoints) !=
+          normalizedAttributes(b, other, isLast, checkpoints))
     return false;
   for (auto [operandA, operandB] :
        llvm::zip_equal(a->getOperands(), b->getOperands()))
@@ -219,15 +236,37 @@ static void describeRun(Run &run, Block &body) {
   }
 }
 
-/// The runs of `body`: maximal spans of ops of one instance. Ops that name
-/// no module join the run around them; an instance in two runs has none.
-static SmallVector<Run> findRuns(Block &body) {
-  SmallVector<Operation *> ops;
-  for (Operation &op : body.without_terminator())
-    ops.push_back(&op);
+namespace {
+/// Whether an op computes its values from constants alone, without side
+/// effects: an empty tensor, its fill, a constant.
+class Rematerializable {
+public:
+  bool operator()(Operation *op) {
+    auto [it, inserted] = known.try_emplace(op, false);
+    if (!inserted)
+      return it->second;
+    bool result = isMemoryEffectFree(op);
+    op->walk([&](Operation *nested) {
+      for (Value operand : nested->getOperands()) {
+        Operation *def = operand.getDefiningOp();
+        if (!def || (!op->isAncestor(def) && !(*this)(def)))
+          result = false;
+      }
+    });
+    known[op] = result;
+    return result;
+  }
+
+private:
+  DenseMap<Operation *, bool> known;
+};
+} // namespace
+
+/// The instance of each of `ops` (a body's, in order): its own, or, for
+/// an op that names no module between two ops of one instance, theirs.
+static SmallVector<StringRef> assignInstances(ArrayRef<Operation *> ops) {
   SmallVector<StringRef> instances = llvm::map_to_vector(
       ops, [](Operation *op) { return getInstance(op); });
-  // An unnamed op between two ops of one instance is that instance's.
   SmallVector<StringRef> next(ops.size() + 1);
   for (size_t i = ops.size(); i-- > 0;)
     next[i] = instances[i].empty() ? next[i + 1] : instances[i];
@@ -238,6 +277,67 @@ static SmallVector<Run> findRuns(Block &body) {
     if (!instance.empty())
       previous = instance;
   }
+  return instances;
+}
+
+/// Gives each instance its own copy of the values it builds from constants
+/// alone, unnamed, right before their first use in it: a folder or the
+/// partitioner makes one such value for several layers, where the layers'
+/// ops would otherwise differ. Originals left unused, and values nothing
+/// reads, are erased.
+static void privatizeRematerializable(Block &body) {
+  // Values nothing reads (the partitioner's whole-tensor constants) first.
+  SmallVector<Operation *> ops = llvm::map_to_vector(
+      body.without_terminator(), [](Operation &op) { return &op; });
+  for (Operation *op : llvm::reverse(ops))
+    if (isOpTriviallyDead(op))
+      op->erase();
+  ops = llvm::map_to_vector(body.without_terminator(),
+                            [](Operation &op) { return &op; });
+  SmallVector<StringRef> instances = assignInstances(ops);
+  Rematerializable rematerializable;
+  DenseMap<std::pair<StringRef, Value>, Value> copies;
+  SmallVector<Operation *> originals;
+  for (auto [op, instance] : llvm::zip_equal(ops, instances)) {
+    if (instance.empty() || rematerializable(op))
+      continue;
+    OpBuilder builder(op);
+    std::function<Value(Value)> copyOf = [&](Value value) -> Value {
+      Operation *def = value.getDefiningOp();
+      if (!def || def->getBlock() != &body || !rematerializable(def))
+        return value;
+      Value &copy = copies[{instance, value}];
+      if (copy)
+        return copy;
+      IRMapping mapping;
+      for (Value operand : def->getOperands())
+        mapping.map(operand, copyOf(operand));
+      Operation *clone = builder.clone(*def, mapping);
+      clone->removeAttr(LaminaDialect::kModuleAttrName);
+      originals.push_back(def);
+      for (auto [old, cloned] :
+           llvm::zip_equal(def->getResults(), clone->getResults()))
+        copies[{instance, old}] = cloned;
+      return copies[{instance, value}];
+    };
+    op->walk([&](Operation *nested) {
+      for (OpOperand &operand : nested->getOpOperands())
+        if (Value copy = copyOf(operand.get()); copy != operand.get())
+          operand.set(copy);
+    });
+  }
+  for (Operation *original : llvm::reverse(originals))
+    if (original->use_empty())
+      original->erase();
+}
+
+/// The runs of `body`: maximal spans of ops of one instance. Ops that name
+/// no module join the run around them; an instance in two runs has none.
+static SmallVector<Run> findRuns(Block &body) {
+  SmallVector<Operation *> ops;
+  for (Operation &op : body.without_terminator())
+    ops.push_back(&op);
+  SmallVector<StringRef> instances = assignInstances(ops);
   SmallVector<Run> runs;
   llvm::StringMap<unsigned> runsOf;
   for (auto [op, instance] : llvm::zip_equal(ops, instances)) {
@@ -358,20 +458,24 @@ static void replaceByCall(Run &run, func::FuncOp function,
     op->erase();
 }
 
-/// Outlines the repeated blocks of `function`'s body.
-static void outlineBlocks(func::FuncOp function, ModuleOp module,
-                          SymbolTable &symbols) {
-  SmallVector<StringRef> checkpointed;
+void mlir::lamina::outlineBlockInstances(
+    func::FuncOp function, const llvm::StringSet<> *checkpointedLayers) {
+  auto module = function->getParentOfType<ModuleOp>();
+  SymbolTable symbols(module);
+  Checkpoints checkpoints;
+  checkpoints.layerPaths = checkpointedLayers;
   if (auto modules = function->getAttrOfType<ArrayAttr>(
           LaminaDialect::kCheckpointModulesAttrName))
-    llvm::append_range(checkpointed, modules.getAsValueRange<StringAttr>());
+    llvm::append_range(checkpoints.modules,
+                       modules.getAsValueRange<StringAttr>());
+  privatizeRematerializable(function.getBody().front());
   SmallVector<Run> runs = findRuns(function.getBody().front());
   // Each list's runs, grouped by equality with the group's first.
   llvm::MapVector<StringRef, SmallVector<SmallVector<Run *>>> groups;
   for (Run &run : runs) {
     SmallVector<SmallVector<Run *>> &listGroups = groups[run.getList()];
     auto group = llvm::find_if(listGroups, [&](ArrayRef<Run *> group) {
-      return RunComparison(*group.front(), run, checkpointed).isEqual();
+      return RunComparison(*group.front(), run, checkpoints).isEqual();
     });
     if (group == listGroups.end())
       listGroups.push_back({&run});
@@ -384,7 +488,7 @@ static void outlineBlocks(func::FuncOp function, ModuleOp module,
       if (group.size() < 2)
         continue;
       func::FuncOp block =
-          createBlockFunction(group, module, symbols, checkpointed);
+          createBlockFunction(group, module, symbols, checkpoints.modules);
       for (Run *run : group)
         replaceByCall(*run, block, replaced);
     }
@@ -395,7 +499,6 @@ struct LaminaOutlineBlocksPass
     : mlir::lamina::impl::LaminaOutlineBlocksBase<LaminaOutlineBlocksPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    SymbolTable symbols(module);
     bool manyRanks = getWorldSize(module).value_or(1) > 1;
     SmallVector<func::FuncOp> functions;
     for (auto function : module.getOps<func::FuncOp>())
@@ -404,7 +507,7 @@ struct LaminaOutlineBlocksPass
           !(manyRanks && shardsValues(function)))
         functions.push_back(function);
     for (func::FuncOp function : functions)
-      outlineBlocks(function, module, symbols);
+      outlineBlockInstances(function);
   }
 };
 } // namespace
