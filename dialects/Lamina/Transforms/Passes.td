@@ -232,10 +232,14 @@ def LaminaOutlineBlocks : Pass<"lamina-outline-blocks", "::mlir::ModuleOp"> {
     it (`offset_base`): every instance draws the masks it drew inline. A
     pipeline cut after an instance's last op moves to its call; modules
     checkpointed whole (the caller's `lamina.checkpoint_modules`) are named
-    on the block function, in its first instance.
+    on the block function, in its first instance. Values built from
+    constants alone that several instances share (a folder made them once)
+    are copied into each instance first, and values nothing reads dropped.
 
     Programs that shard values (a sharded argument, a sync point on more
-    than one rank) are left inline: partitioning takes one function.
+    than one rank) are left inline: partitioning takes one function;
+    `lamina-generate-backward{outline-sharded-blocks}` outlines their
+    blocks once partitioned.
 
     ```mlir
     // before: three equal instances h.0, h.1, h.2 in @forward
