@@ -129,3 +129,57 @@ def test_one_checkpointed_block_stays_inline():
         gpt(), idx, targets, lambda sch: sch["transformer.h.1"].checkpoint())
     assert calls(module, "forward_forward", "transformer_h_block_forward") == 2
     assert '"transformer.h.1.attn.c_attn"' in module
+
+
+class DropoutBlock(torch.nn.Module):
+    """A residual block whose layer carries its own dropout epilogue
+    (Slapo's LinearWithDropout): lamina.linear_dropout, whose offset is
+    the layer's."""
+
+    def __init__(self, width):
+        super().__init__()
+        self.fc = lamina.op.LinearWithDropout(width, width, p=0.2)
+
+    def forward(self, x):
+        return x + self.fc(torch.tanh(x))
+
+
+class DropoutStack(torch.nn.Module):
+    def __init__(self, width=16, depth=3):
+        super().__init__()
+        self.blocks = torch.nn.ModuleList(DropoutBlock(width)
+                                          for _ in range(depth))
+
+    def forward(self, x):
+        for block in self.blocks:
+            x = block(x)
+        return x
+
+
+def stack_step(monkeypatch, outline):
+    monkeypatch.setenv("LAMINA_OUTLINE_BLOCKS", "1" if outline else "0")
+    torch.manual_seed(0)
+    compiled = lamina.build(lamina.create_schedule(DropoutStack()))
+    compiled.train()
+    x = torch.randn(4, 16, generator=torch.Generator().manual_seed(1),
+                    requires_grad=True)
+    torch.manual_seed(5)  # the dropout seed
+    y = compiled(x)
+    y.square().sum().backward()
+    grads = {n: p.grad.clone() for n, p in compiled.named_parameters()}
+    return y.detach(), x.grad.clone(), grads, compiled._last.call.pair()
+
+
+def test_layer_dropout_epilogues_take_the_block_offset(monkeypatch):
+    y, dx, grads, pair = stack_step(monkeypatch, outline=True)
+    y_inline, dx_inline, grads_inline, _ = stack_step(monkeypatch,
+                                                      outline=False)
+    module = str(pair.module)
+    assert calls(module, "forward_forward", "blocks_block_forward") == 3
+    assert "offset_base" in module
+    # The masks of every block are those drawn inline.
+    assert torch.equal(y, y_inline)
+    torch.testing.assert_close(dx, dx_inline, rtol=1e-6, atol=1e-7)
+    for name, grad in grads_inline.items():
+        torch.testing.assert_close(grads[name], grad, rtol=1e-6, atol=1e-7,
+                                   msg=lambda m: f"{name}: {m}")

@@ -108,6 +108,24 @@ def Lamina_LinearLayerOpInterface
           return $_op.getSeed();
         return {};
       }]>,
+    InterfaceMethod<"The base added to the dropout's offset, or null.",
+      "::mlir::Value", "getLayerOffsetBase", (ins), [{}], [{
+        if constexpr (::mlir::lamina::detail::kHasOffsetBase<ConcreteOp>)
+          return $_op.getOffsetBase();
+        return {};
+      }]>,
+    InterfaceMethod<"Sets the base added to the dropout's offset; the op "
+                    "must have a dropout.",
+      "void", "setLayerOffsetBase", (ins "::mlir::Value":$base), [{}], [{
+        if constexpr (::mlir::lamina::detail::kHasOffsetBase<ConcreteOp>) {
+          if (base)
+            $_op.getOffsetBaseMutable().assign(base);
+          else
+            $_op.getOffsetBaseMutable().clear();
+        } else {
+          llvm_unreachable("the layer has no dropout");
+        }
+      }]>,
     InterfaceMethod<"The rank keying a partitioned dropout, or null.",
       "::mlir::Value", "getLayerRank", (ins), [{}], [{
         if constexpr (::mlir::lamina::detail::kHasRank<ConcreteOp>)
@@ -121,7 +139,8 @@ def Lamina_LinearLayerOpInterface
       return {$_op.getLayerPath(), $_op.getLayerInput(), $_op.getLayerWeight(),
               $_op.getLayerSync(), $_op.getLayerBias(),
               $_op.getLayerActivation(), $_op.getLayerDropout(),
-              $_op.getLayerSeed(), $_op.getLayerRank()};
+              $_op.getLayerSeed(), $_op.getLayerRank(),
+              $_op.getLayerOffsetBase()};
     }
   }];
 }

@@ -134,12 +134,14 @@ def Lamina_LinearWithActOp : Lamina_LinearLayerOp<"linear_act"> {
   let hasVerifier = 1;
 }
 
-def Lamina_LinearWithDropoutOp : Lamina_LinearLayerOp<"linear_dropout"> {
+def Lamina_LinearWithDropoutOp
+    : Lamina_LinearLayerOp<"linear_dropout", [AttrSizedOperandSegments]> {
   let summary = "Slapo LinearWithDropout: `y = dropout(sync(x·Wᵀ) + b)`";
   let description = [{
     Bias is required. The mask is drawn from the counter-based generator
     keyed by the `seed` operand (needed when the dropout is active), the
-    dropout's `offset` and the element's global index.
+    dropout's `offset` (plus `offset_base`, as `lamina.dropout`'s) and the
+    element's global index.
 
     ```mlir
     %y = lamina.linear_dropout "h.0.mlp.fc_out" %x, %w bias %b
@@ -151,11 +153,12 @@ def Lamina_LinearWithDropoutOp : Lamina_LinearLayerOp<"linear_dropout"> {
                    Lamina_FloatTensor:$weight,
                    OptionalAttr<Lamina_SyncAttr>:$sync,
                    Lamina_FloatTensor:$bias, Lamina_DropoutAttr:$dropout,
-                   Optional<I64>:$seed);
+                   Optional<I64>:$seed, Optional<I64>:$offset_base);
   let results = (outs Lamina_FloatTensor:$result);
   let assemblyFormat = [{
     $path $input `,` $weight (`sync` $sync^)? `bias` $bias `dropout` $dropout
-    (`seed` $seed^)? attr-dict `:` functional-type(operands, results)
+    (`seed` $seed^)? (`offset_base` $offset_base^)? attr-dict `:`
+    functional-type(operands, results)
   }];
   let hasVerifier = 1;
   let hasCanonicalizer = 1;
@@ -698,6 +701,7 @@ def Lamina_FusedLinearOp
                    OptionalAttr<Lamina_ActivationKindAttr>:$activation,
                    OptionalAttr<Lamina_DropoutAttr>:$dropout,
                    Optional<I64>:$seed, Optional<Index>:$rank,
+                   Optional<I64>:$offset_base,
                    Optional<Lamina_FloatTensor>:$rope_cos,
                    Optional<Lamina_FloatTensor>:$rope_sin);
   let results = (outs Lamina_LinearTensor:$result);
@@ -706,13 +710,15 @@ def Lamina_FusedLinearOp
                    "const ::mlir::lamina::LinearLayerParts &":$parts), [{
       build($_builder, $_state, resultType, parts.path, parts.input,
             parts.weight, parts.sync, parts.bias, parts.activation,
-            parts.dropout, parts.seed, parts.rank, Value(), Value());
+            parts.dropout, parts.seed, parts.rank, parts.offsetBase, Value(),
+            Value());
     }]>
   ];
   let assemblyFormat = [{
     $path $input `,` $weight (`sync` $sync^)? (`bias` $bias^)?
     (`activation` `` $activation^)? (`dropout` $dropout^)? (`seed` $seed^)?
-    (`rank` $rank^)? (`rope` $rope_cos^ `,` $rope_sin)? attr-dict `:`
+    (`rank` $rank^)? (`offset_base` $offset_base^)?
+    (`rope` $rope_cos^ `,` $rope_sin)? attr-dict `:`
     functional-type(operands, results)
   }];
   let extraClassDeclaration = [{

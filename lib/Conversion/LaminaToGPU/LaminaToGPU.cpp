@@ -56,8 +56,9 @@ static std::optional<LayerView> viewLayer(Operation *op) {
   LayerView view{};
   view.op = op;
   if (auto fused = dyn_cast<FusedLinearOp>(op)) {
-    // (The GPU pipeline fuses no rotary embedding into its layers.)
-    if (fused.getRopeCos())
+    // (The GPU pipeline fuses no rotary embedding into its layers, and
+    // takes blocks inline: lamina-inline-blocks folds their offset bases.)
+    if (fused.getRopeCos() || fused.getOffsetBase())
       return std::nullopt;
     LinearLayerParts parts =
         cast<LinearLayerOpInterface>(fused.getOperation()).getLayerParts();

@@ -564,6 +564,7 @@ struct FusedLinearToLinalg : OpRewritePattern<FusedLinearOp> {
     steps.activation = op.getActivationAttr();
     steps.dropout = op.getDropoutAttr();
     steps.seed = op.getSeed();
+    steps.offsetBase = op.getOffsetBase();
     steps.rank = op.getRank();
     steps.valueType = op.getType();
     steps.ropeCos = op.getRopeCos();

@@ -318,3 +318,18 @@ func.func @written_layout(%x: tensor<4x8xbf16>, %w: tensor<32x8xbf16>) -> tensor
   %0 = lamina.matmul "fc" %x, %w {lamina.codegen = #lamina.cpu_matmul<weight_block = 8, accumulator = bf16>} : (tensor<4x8xbf16>, tensor<32x8xbf16>) -> tensor<4x32xbf16>
   return %0 : tensor<4x32xbf16>
 }
+
+// -----
+
+// A dropout's offset_base joins the counter word of its offset: the
+// offset's constant plus the base's low 32 bits.
+// CHECK-LABEL: func.func @offset_base
+// CHECK-SAME: (%[[X:.+]]: tensor<4x8xf32>, %[[SEED:.+]]: i64, %[[BASE:.+]]: i64)
+// CHECK: linalg.generic
+// CHECK: %[[WORD:.+]] = arith.constant 3 : i32
+// CHECK: %[[LOW:.+]] = arith.trunci %[[BASE]] : i64 to i32
+// CHECK: arith.addi %[[WORD]], %[[LOW]] : i32
+func.func @offset_base(%x: tensor<4x8xf32>, %seed: i64, %base: i64) -> tensor<4x8xf32> {
+  %0 = lamina.dropout %x <p = 0.5, training, offset = 3> seed %seed offset_base %base : tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}

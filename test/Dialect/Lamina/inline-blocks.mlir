@@ -57,3 +57,20 @@ func.func private @d_block(%x: tensor<4x8xf32>, %seed: i64, %base: i64) -> tenso
 func.func private @helper(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
   return %x : tensor<4x8xf32>
 }
+
+// -----
+
+// A layer's dropout epilogue gets the call's base too.
+
+// CHECK-LABEL: func.func @layer(
+// CHECK: lamina.linear_dropout "h.3.fc" {{.+}} dropout <p = 0.1, training, offset = 7> seed %{{[a-z0-9]+}} :
+func.func @layer(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>, %b: tensor<8xf32>, %seed: i64) -> tensor<4x8xf32> {
+  %c5 = arith.constant 5 : i64
+  %h = func.call @h_block(%x, %w, %b, %seed, %c5) {lamina.module = "h.3"} : (tensor<4x8xf32>, tensor<8x8xf32>, tensor<8xf32>, i64, i64) -> tensor<4x8xf32>
+  return %h : tensor<4x8xf32>
+}
+func.func private @h_block(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>, %b: tensor<8xf32>, %seed: i64, %base: i64) -> tensor<4x8xf32>
+    attributes {lamina.block = "h"} {
+  %l = lamina.linear_dropout "h.0.fc" %x, %w bias %b dropout <p = 0.1, training, offset = 2> seed %seed offset_base %base : (tensor<4x8xf32>, tensor<8x8xf32>, tensor<8xf32>, i64, i64) -> tensor<4x8xf32>
+  return %l : tensor<4x8xf32>
+}

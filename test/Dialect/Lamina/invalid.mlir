@@ -176,6 +176,12 @@ func.func @offset_base_without_seed(%x: tensor<4x16xf32>, %base: i64) -> tensor<
   return %0 : tensor<4x16xf32>
 }
 
+func.func @layer_offset_base_without_seed(%x: tensor<4x8xf32>, %w: tensor<16x8xf32>, %b: tensor<16xf32>, %base: i64) -> tensor<4x16xf32> {
+  // expected-error @+1 {{an offset_base needs a seed operand: only an active dropout draws a mask}}
+  %0 = lamina.linear_dropout "l" %x, %w bias %b dropout <p = 0.5> offset_base %base : (tensor<4x8xf32>, tensor<16x8xf32>, tensor<16xf32>, i64) -> tensor<4x16xf32>
+  return %0 : tensor<4x16xf32>
+}
+
 // -----
 
 // lamina.block names the block list of a function.
@@ -777,7 +783,7 @@ module attributes {lamina.weight_packing = {main = #lamina.packed_weights<[f32] 
 
 func.func @rope_one_table(%x: tensor<16x128xf32>, %w: tensor<128x128xf32>, %cos: tensor<16x1x16xf32>) -> tensor<16x128xf32> {
   // expected-error @+1 {{a rope epilogue takes both tables, cos and sin}}
-  %0 = "lamina.fused_linear"(%x, %w, %cos) <{path = "wq", operandSegmentSizes = array<i32: 1, 1, 0, 0, 0, 1, 0>}> : (tensor<16x128xf32>, tensor<128x128xf32>, tensor<16x1x16xf32>) -> tensor<16x128xf32>
+  %0 = "lamina.fused_linear"(%x, %w, %cos) <{path = "wq", operandSegmentSizes = array<i32: 1, 1, 0, 0, 0, 0, 1, 0>}> : (tensor<16x128xf32>, tensor<128x128xf32>, tensor<16x1x16xf32>) -> tensor<16x128xf32>
   return %0 : tensor<16x128xf32>
 }
 

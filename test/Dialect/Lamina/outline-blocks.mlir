@@ -167,3 +167,23 @@ func.func @shared_constant(%x: tensor<4x8xf32>, %w0: tensor<8x8xf32>, %w1: tenso
   %h1 = arith.mulf %l1, %two {lamina.module = "h.1"} : tensor<4x8xf32>
   return %h1 : tensor<4x8xf32>
 }
+
+// -----
+
+// Layers with their own dropout epilogue (a schedule fused bias and
+// dropout): their offsets too are taken from the call's base.
+
+// CHECK-LABEL: func.func @fused_dropouts(
+// CHECK: %[[B0:.+]] = arith.constant 4 : i64
+// CHECK: call @h_block(%{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %[[B0]]) {lamina.module = "h.0"}
+// CHECK: %[[B1:.+]] = arith.constant 9 : i64
+// CHECK: call @h_block(%{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %[[B1]]) {lamina.module = "h.1"}
+// CHECK-LABEL: func.func private @h_block(
+// CHECK-SAME: %{{[a-z0-9]+}}: tensor<4x8xf32>, %{{[a-z0-9]+}}: tensor<8x8xf32>, %{{[a-z0-9]+}}: tensor<8xf32>, %[[SEED:[a-z0-9]+]]: i64, %[[BASE:[a-z0-9]+]]: i64)
+// CHECK: lamina.linear_dropout "h.0.fc" {{.+}} dropout <p = 0.1, training> seed %[[SEED]] offset_base %[[BASE]]
+func.func @fused_dropouts(%x: tensor<4x8xf32>, %w0: tensor<8x8xf32>, %b0: tensor<8xf32>,
+                          %w1: tensor<8x8xf32>, %b1: tensor<8xf32>, %seed: i64) -> tensor<4x8xf32> {
+  %l0 = lamina.linear_dropout "h.0.fc" %x, %w0 bias %b0 dropout <p = 0.1, training, offset = 4> seed %seed : (tensor<4x8xf32>, tensor<8x8xf32>, tensor<8xf32>, i64) -> tensor<4x8xf32>
+  %l1 = lamina.linear_dropout "h.1.fc" %l0, %w1 bias %b1 dropout <p = 0.1, training, offset = 9> seed %seed : (tensor<4x8xf32>, tensor<8x8xf32>, tensor<8xf32>, i64) -> tensor<4x8xf32>
+  return %l1 : tensor<4x8xf32>
+}

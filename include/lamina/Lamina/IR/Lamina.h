@@ -150,6 +150,10 @@ void dropModulePaths(Operation *root);
 /// `module` or one of its submodules' paths.
 bool isInModule(Operation *op, StringRef module);
 
+/// Adds the constant offset base of `layer`'s dropout to its offset and
+/// drops the operand; fails (changing nothing) without a constant one.
+LogicalResult foldConstantLayerOffsetBase(LinearLayerOpInterface layer);
+
 /// Whether `function` shards a value: a sharded argument or a sync point.
 /// Without one, a program of several ranks computes the same on each (as a
 /// pipeline of stages does).

@@ -27,6 +27,8 @@ struct LinearLayerParts {
   DropoutAttr dropout;           // null: no dropout
   Value seed;                    // null unless the dropout is active
   Value rank;                    // null unless the program is partitioned
+  Value offsetBase;              // null unless a block's (i64, added to the
+                                 // dropout's offset)
 };
 
 namespace detail {
@@ -42,6 +44,8 @@ template <typename Op>
 using SeedGetter = decltype(std::declval<Op &>().getSeed());
 template <typename Op>
 using RankGetter = decltype(std::declval<Op &>().getRank());
+template <typename Op>
+using OffsetBaseGetter = decltype(std::declval<Op &>().getOffsetBase());
 
 template <typename Op>
 constexpr bool kHasSyncSlot = llvm::is_detected<SyncSlotGetter, Op>::value;
@@ -53,6 +57,8 @@ template <typename Op>
 constexpr bool kHasSeed = llvm::is_detected<SeedGetter, Op>::value;
 template <typename Op>
 constexpr bool kHasRank = llvm::is_detected<RankGetter, Op>::value;
+template <typename Op>
+constexpr bool kHasOffsetBase = llvm::is_detected<OffsetBaseGetter, Op>::value;
 } // namespace detail
 
 } // namespace mlir::lamina

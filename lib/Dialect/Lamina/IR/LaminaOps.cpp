@@ -139,6 +139,16 @@ static LogicalResult verifyDropoutSeed(Operation *op, DropoutAttr dropout,
   return success();
 }
 
+/// An offset base moves the offset of a mask that is drawn: one needs a
+/// seed.
+static LogicalResult verifyOffsetBase(Operation *op, Value seed,
+                                      Value offsetBase) {
+  if (offsetBase && !seed)
+    return op->emitOpError("an offset_base needs a seed operand: only an "
+                           "active dropout draws a mask");
+  return success();
+}
+
 /// A sharded dropout needs the rank that locates its block, on an axis of
 /// the value it drops.
 static LogicalResult verifyDropoutRank(Operation *op, DropoutAttr dropout,
@@ -188,7 +198,9 @@ LogicalResult LinearWithDropoutOp::verify() {
                           getResult())) ||
       failed(verifyLayerSync(*this, getSyncAttr(), getResult())))
     return failure();
-  return verifyDropoutSeed(*this, getDropout(), getSeed());
+  if (failed(verifyDropoutSeed(*this, getDropout(), getSeed())))
+    return failure();
+  return verifyOffsetBase(*this, getSeed(), getOffsetBase());
 }
 
 LogicalResult FusedLinearOp::verify() {
@@ -201,7 +213,8 @@ LogicalResult FusedLinearOp::verify() {
     return emitOpError("activation and dropout epilogues need float data, "
                        "not LNS numbers");
   if (failed(verifyDropoutSeed(*this, getDropoutAttr(), getSeed())) ||
-      failed(verifyDropoutRank(*this, getDropoutAttr(), getRank(), getType())))
+      failed(verifyDropoutRank(*this, getDropoutAttr(), getRank(), getType())) ||
+      failed(verifyOffsetBase(*this, getSeed(), getOffsetBase())))
     return failure();
   return verifyRopeEpilogue();
 }
@@ -363,9 +376,8 @@ OpFoldResult ActivationOp::fold(FoldAdaptor) {
 LogicalResult DropoutOp::verify() {
   if (failed(verifyDropoutSeed(*this, getConfig(), getSeed())))
     return failure();
-  if (getOffsetBase() && !getSeed())
-    return emitOpError("an offset_base needs a seed operand: only an active "
-                       "dropout draws a mask");
+  if (failed(verifyOffsetBase(*this, getSeed(), getOffsetBase())))
+    return failure();
   return verifyDropoutRank(*this, getConfig(), getRank(), getType());
 }
 
@@ -394,17 +406,32 @@ struct DropoutAllToZeros : OpRewritePattern<DropoutOp> {
 };
 } // namespace
 
+/// `config` with `base` added to its offset.
+static DropoutAttr addToOffset(DropoutAttr config, const APInt &base) {
+  return DropoutAttr::get(config.getContext(), config.getP(),
+                          config.getTraining(),
+                          config.getOffset() + base.getZExtValue(),
+                          config.getForkRng(), config.getShardAxis(),
+                          config.getShards());
+}
+
 LogicalResult DropoutOp::foldConstantOffsetBase() {
   APInt base;
   if (!getOffsetBase() || !matchPattern(getOffsetBase(), m_ConstantInt(&base)))
     return failure();
-  DropoutAttr config = getConfig();
-  setConfigAttr(DropoutAttr::get(getContext(), config.getP(),
-                                 config.getTraining(),
-                                 config.getOffset() + base.getZExtValue(),
-                                 config.getForkRng(), config.getShardAxis(),
-                                 config.getShards()));
+  setConfigAttr(addToOffset(getConfig(), base));
   getOffsetBaseMutable().clear();
+  return success();
+}
+
+LogicalResult
+mlir::lamina::foldConstantLayerOffsetBase(LinearLayerOpInterface layer) {
+  APInt base;
+  Value offsetBase = layer.getLayerOffsetBase();
+  if (!offsetBase || !matchPattern(offsetBase, m_ConstantInt(&base)))
+    return failure();
+  layer.setLayerDropout(addToOffset(layer.getLayerDropout(), base));
+  layer.setLayerOffsetBase(Value());
   return success();
 }
 
@@ -521,7 +548,7 @@ struct FusedLinearInactiveDropout : OpRewritePattern<FusedLinearOp> {
         op, op.getType(), op.getPathAttr(), op.getInput(), op.getWeight(),
         op.getSyncAttr(), op.getBias(), op.getActivationAttr(),
         /*dropout=*/DropoutAttr(), /*seed=*/Value(), /*rank=*/Value(),
-        op.getRopeCos(), op.getRopeSin());
+        /*offsetBase=*/Value(), op.getRopeCos(), op.getRopeSin());
     return success();
   }
 };

@@ -46,7 +46,7 @@ struct DecomposeLinearLayer
     if (parts.dropout)
       value = DropoutOp::create(rewriter, loc, type, value, parts.dropout,
                                 parts.seed, parts.rank,
-                                /*offsetBase=*/Value(), parts.path);
+                                parts.offsetBase, parts.path);
     // A pipeline stage that ended after the layer ends after its last piece.
     if (op->hasAttr(LaminaDialect::kPipelineCutAttrName))
       value.getDefiningOp()->setAttr(LaminaDialect::kPipelineCutAttrName,

@@ -99,13 +99,11 @@ mlir::lamina::fuseMatmulEpilogue(RewriterBase &rewriter, MatmulOp matmul,
     absorbed.push_back(activation);
     next = getSoleUser(tail);
   }
-  // A dropout whose offset is an operand (a block function's) stays apart:
-  // a layer's dropout epilogue takes a fixed offset.
-  if (auto dropout = dyn_cast_or_null<DropoutOp>(next);
-      dropout && !lnsData && !dropout.getOffsetBase()) {
+  if (auto dropout = dyn_cast_or_null<DropoutOp>(next); dropout && !lnsData) {
     parts.dropout = dropout.getConfig();
     parts.seed = dropout.getSeed();
     parts.rank = dropout.getRank();
+    parts.offsetBase = dropout.getOffsetBase();
     tail = dropout.getResult();
     absorbed.push_back(dropout);
   }

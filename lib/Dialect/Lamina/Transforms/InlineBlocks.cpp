@@ -53,6 +53,8 @@ static void inlineCall(func::CallOp call, func::FuncOp callee) {
       renameInstance(clone, instance.getValue());
     if (auto dropout = dyn_cast<DropoutOp>(clone))
       (void)dropout.foldConstantOffsetBase();
+    if (auto layer = dyn_cast<LinearLayerOpInterface>(clone))
+      (void)foldConstantLayerOffsetBase(layer);
   }
   // A pipeline stage that ended after the call ends after its last op.
   if (clone && call->hasAttr(LaminaDialect::kPipelineCutAttrName))

@@ -54,10 +54,32 @@ static StringRef getInstance(Operation *op) {
   return {};
 }
 
-/// Whether `dropout` draws a mask (and so takes an offset base).
-static bool drawsMask(Operation *op) {
-  auto dropout = dyn_cast<DropoutOp>(op);
-  return dropout && dropout.getSeed() && dropout.getConfig().isActive();
+/// The dropout of `op` that draws a mask (an active lamina.dropout, or a
+/// layer's dropout epilogue, with its seed), or null: what takes an offset
+/// base.
+static DropoutAttr getMaskDropout(Operation *op) {
+  DropoutAttr config;
+  Value seed;
+  if (auto dropout = dyn_cast<DropoutOp>(op)) {
+    config = dropout.getConfig();
+    seed = dropout.getSeed();
+  } else if (auto layer = dyn_cast<LinearLayerOpInterface>(op)) {
+    config = layer.getLayerDropout();
+    seed = layer.getLayerSeed();
+  }
+  return config && config.isActive() && seed ? config : DropoutAttr();
+}
+
+/// Gives `op`'s mask-drawing dropout `config` and offset base `base`.
+static void setMaskDropout(Operation *op, DropoutAttr config, Value base) {
+  if (auto dropout = dyn_cast<DropoutOp>(op)) {
+    dropout.setConfigAttr(config);
+    dropout.getOffsetBaseMutable().assign(base);
+    return;
+  }
+  auto layer = cast<LinearLayerOpInterface>(op);
+  layer.setLayerDropout(config);
+  layer.setLayerOffsetBase(base);
 }
 
 /// `config` with offset `offset`.
@@ -137,10 +159,11 @@ static DictionaryAttr normalizedAttributes(Operation *op, const Run &run,
     if (path && (name == kPathAttrName || name == LaminaDialect::kModuleAttrName))
       if (StringRef rest = path.getValue(); rest.consume_front(run.instance))
         value = StringAttr::get(context, "*" + rest);
-    if (auto config = dyn_cast<DropoutAttr>(value); config && isa<DropoutOp>(op))
-      value = withOffset(config, drawsMask(op) ? config.getOffset() -
-                                                     *run.offsetBase
-                                               : 0);
+    // A mask's offset from the run's base; no mask, no offset.
+    if (auto config = dyn_cast<DropoutAttr>(value))
+      value = withOffset(config, getMaskDropout(op)
+                                     ? config.getOffset() - *run.offsetBase
+                                     : 0);
     attrs.append(attr.getName(), value);
   }
   if (checkpoints.contains(op))
@@ -229,8 +252,8 @@ static void describeRun(Run &run, Block &body) {
             return !inRun.contains(body.findAncestorOpInBlock(*user));
           }))
         run.outputs.push_back(result);
-    if (drawsMask(op)) {
-      uint64_t offset = cast<DropoutOp>(op).getConfig().getOffset();
+    if (DropoutAttr dropout = getMaskDropout(op)) {
+      uint64_t offset = dropout.getOffset();
       run.offsetBase = std::min(run.offsetBase.value_or(offset), offset);
     }
   }
@@ -420,13 +443,10 @@ static func::FuncOp createBlockFunction(ArrayRef<Run *> group,
     Operation *clone = builder.clone(*op, mapping);
     if (op == first.getLast())
       clone->removeAttr(LaminaDialect::kPipelineCutAttrName);
-    if (drawsMask(op)) {
-      auto dropout = cast<DropoutOp>(clone);
-      dropout.setConfigAttr(withOffset(
-          dropout.getConfig(), dropout.getConfig().getOffset() -
-                                   *first.offsetBase));
-      dropout.getOffsetBaseMutable().assign(entry->getArguments().back());
-    }
+    if (DropoutAttr dropout = getMaskDropout(op))
+      setMaskDropout(clone,
+                     withOffset(dropout, dropout.getOffset() - *first.offsetBase),
+                     entry->getArguments().back());
   }
   SmallVector<Value> results = llvm::map_to_vector(
       first.outputs, [&](Value output) { return mapping.lookup(output); });
