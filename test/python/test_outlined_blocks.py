@@ -9,7 +9,6 @@ import re
 import sys
 import pathlib
 
-import pytest
 import torch
 
 import lamina

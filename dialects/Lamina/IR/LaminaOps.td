@@ -673,8 +673,9 @@ def Lamina_FusedLinearOp
     What epilogue fusion produces: one op, one loop nest writing the output
     once. The epilogue steps, each optional, always apply in the order in
     which they are printed: a `fwd_post` sync on the matmul result, the bias
-    add, the activation, the dropout. A sync splits the generated kernel:
-    matmul, collective, then the rest of the epilogue.
+    add, the activation, the dropout (`offset_base` added to its offset, as
+    `lamina.dropout`'s). A sync splits the generated kernel: matmul,
+    collective, then the rest of the epilogue.
 
     ```mlir
     %y = lamina.fused_linear "h.0.mlp.fc_in" %x, %w bias %b activation gelu_tanh
