@@ -25,6 +25,7 @@ closes the table.
 
 usage: bench/compile_time.py [--depths 1,2,4,8,12] [--steps 5] [--repeats 1]
                              [--pipeline lamina-cpu-pipeline{...}]
+                             [--inline-blocks]
                              [--output bench/results/compile_time.md]
 """
 
@@ -143,9 +144,14 @@ def main():
                         help="samples of each cell (medians reported)")
     parser.add_argument("--pipeline", default="lamina-cpu-pipeline",
                         help="the CPU pipeline Lamina builds with")
+    parser.add_argument("--inline-blocks", action="store_true",
+                        help="differentiate every layer inline "
+                             "(LAMINA_OUTLINE_BLOCKS=0), for comparison")
     parser.add_argument("--output",
                         default=str(ROOT / "bench/results/compile_time.md"))
     args = parser.parse_args()
+    if args.inline_blocks:
+        os.environ["LAMINA_OUTLINE_BLOCKS"] = "0"
     pipeline = args.pipeline
     depths = [int(d) for d in args.depths.split(",")]
     blas = openblas_env(os.environ)
