@@ -145,10 +145,10 @@ module attributes {lamina.world_size = 2 : i64} {
 
 // -----
 
-// A value built from constants alone that a folder made once for several
-// layers (h.1 reads h.0's constant) and a value nothing reads: each
-// instance gets its own copy, unnamed, right before its first use, and
-// the dead one goes. The instances are then equal.
+// Values built from constants alone that a folder made once for several
+// layers (h.1 reads h.0's constant, and its filled tensor) and a value
+// nothing reads: each instance gets its own copy, unnamed, right before
+// its first use, and the dead one goes. The instances are then equal.
 
 // CHECK-LABEL: func.func @shared_constant(
 // CHECK-NOT: dense<3.0
@@ -157,14 +157,22 @@ module attributes {lamina.world_size = 2 : i64} {
 // CHECK-LABEL: func.func private @h_block(
 // CHECK: lamina.linear "h.0.fc"
 // CHECK: %[[C:.+]] = arith.constant dense<2.000000e+00> : tensor<4x8xf32>
-// CHECK: arith.mulf %{{.+}}, %[[C]] {lamina.module = "h.0"}
+// CHECK: %[[M:.+]] = arith.mulf %{{.+}}, %[[C]] {lamina.module = "h.0"}
+// CHECK: %[[E:.+]] = tensor.empty() : tensor<4x8xf32>
+// CHECK: %[[F:.+]] = linalg.fill ins(%{{.+}} : f32) outs(%[[E]] : tensor<4x8xf32>)
+// CHECK: arith.addf %[[M]], %[[F]] {lamina.module = "h.0"}
 func.func @shared_constant(%x: tensor<4x8xf32>, %w0: tensor<8x8xf32>, %w1: tensor<8x8xf32>) -> tensor<4x8xf32> {
   %two = arith.constant {lamina.module = "h.0"} dense<2.0> : tensor<4x8xf32>
   %dead = arith.constant {lamina.module = "h.0"} dense<3.0> : tensor<4x8xf32>
+  %one = arith.constant {lamina.module = "h.0"} 1.0 : f32
+  %empty = tensor.empty() {lamina.module = "h.0"} : tensor<4x8xf32>
+  %ones = linalg.fill {lamina.module = "h.0"} ins(%one : f32) outs(%empty : tensor<4x8xf32>) -> tensor<4x8xf32>
   %l0 = lamina.linear "h.0.fc" %x, %w0 : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
-  %h0 = arith.mulf %l0, %two {lamina.module = "h.0"} : tensor<4x8xf32>
+  %m0 = arith.mulf %l0, %two {lamina.module = "h.0"} : tensor<4x8xf32>
+  %h0 = arith.addf %m0, %ones {lamina.module = "h.0"} : tensor<4x8xf32>
   %l1 = lamina.linear "h.1.fc" %h0, %w1 : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
-  %h1 = arith.mulf %l1, %two {lamina.module = "h.1"} : tensor<4x8xf32>
+  %m1 = arith.mulf %l1, %two {lamina.module = "h.1"} : tensor<4x8xf32>
+  %h1 = arith.addf %m1, %ones {lamina.module = "h.1"} : tensor<4x8xf32>
   return %h1 : tensor<4x8xf32>
 }
 

@@ -271,8 +271,11 @@ public:
     bool result = isMemoryEffectFree(op);
     op->walk([&](Operation *nested) {
       for (Value operand : nested->getOperands()) {
+        // Values of the op's own regions (a fill's block arguments).
+        if (op->isAncestor(operand.getParentRegion()->getParentOp()))
+          continue;
         Operation *def = operand.getDefiningOp();
-        if (!def || (!op->isAncestor(def) && !(*this)(def)))
+        if (!def || !(*this)(def))
           result = false;
       }
     });
