@@ -12,16 +12,14 @@
 #include "lamina/Codegen/Passes.h"
 
 #include "lamina/Lamina/IR/Lamina.h"
+#include "lamina/Support/Rematerializable.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/OperationSupport.h"
 #include "mlir/IR/SymbolTable.h"
-#include "mlir/Interfaces/SideEffectInterfaces.h"
-#include "mlir/Transforms/RegionUtils.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/MapVector.h"
-#include "llvm/ADT/SetVector.h"
 
 namespace mlir::lamina {
 #define GEN_PASS_DEF_LAMINAOUTLINEREPEATEDBLOCKS
@@ -33,56 +31,13 @@ using namespace mlir::lamina;
 
 namespace {
 
-/// The values `op` reads from outside itself: its operands and the values
-/// its regions capture.
-SmallVector<Value> valuesReadBy(Operation *op) {
-  llvm::SetVector<Value> values(op->operand_begin(), op->operand_end());
-  for (Region &region : op->getRegions())
-    getUsedValuesDefinedAbove(region, values);
-  return values.takeVector();
-}
-
-/// Values any function can rebuild: constants, and what side-effect-free
-/// ops compute from them alone (empty tensors, their fills, a mask built
-/// from constants). They stay out of the segments; a segment's function
-/// rebuilds them when every repetition reads the same, else takes them.
-/// (CSE leaves one such value for the whole function, in the first layer
-/// that needs it: without this, the first layer would differ from the
-/// others.)
-class Rematerializable {
-public:
-  bool operator()(Operation *op) {
-    auto [it, inserted] = known.try_emplace(op, false);
-    if (!inserted)
-      return it->second;
-    bool result;
-    if (op->hasTrait<OpTrait::ConstantLike>())
-      result = op->getNumOperands() == 0;
-    else
-      result = op->getNumResults() > 0 && isMemoryEffectFree(op) &&
-               llvm::all_of(valuesReadBy(op), [&](Value value) {
-                 Operation *def = value.getDefiningOp();
-                 return def && (*this)(def);
-               });
-    known[op] = result;
-    return result;
-  }
-  bool operator()(Value value) {
-    Operation *def = value.getDefiningOp();
-    return def && (*this)(def);
-  }
-
-private:
-  DenseMap<Operation *, bool> known;
-};
-
 /// `value`, rebuilt at `builder`'s insertion point with what it is made
 /// of (once: `mapping` remembers).
 Value rematerialize(OpBuilder &builder, Value value, IRMapping &mapping) {
   if (Value known = mapping.lookupOrNull(value))
     return known;
   Operation *op = value.getDefiningOp();
-  for (Value read : valuesReadBy(op))
+  for (Value read : getValuesReadBy(op))
     rematerialize(builder, read, mapping);
   builder.clone(*op, mapping);
   return mapping.lookup(value);
@@ -379,6 +334,9 @@ void outlineRepeatedBlocks(func::FuncOp function, size_t minOps,
   if (!function.getBody().hasOneBlock())
     return;
   Block &body = function.getBody().front();
+  // Values built from constants alone stay out of the segments: a
+  // segment's function rebuilds them when every repetition reads the same,
+  // else takes them.
   Rematerializable rematerializable;
   SmallVector<Operation *> ops;
   SmallVector<llvm::hash_code> hashes;

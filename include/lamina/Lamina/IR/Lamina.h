@@ -150,6 +150,9 @@ void dropModulePaths(Operation *root);
 /// `module` or one of its submodules' paths.
 bool isInModule(Operation *op, StringRef module);
 
+/// Whether the module path `path` is `module` or one of its submodules'.
+bool isWithinModule(StringRef path, StringRef module);
+
 /// Adds the constant offset base of `layer`'s dropout to its offset and
 /// drops the operand; fails (changing nothing) without a constant one.
 LogicalResult foldConstantLayerOffsetBase(LinearLayerOpInterface layer);

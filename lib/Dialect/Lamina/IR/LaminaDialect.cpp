@@ -661,13 +661,14 @@ bool mlir::lamina::isInModule(Operation *op, StringRef module) {
   for (StringRef name :
        {StringRef("path"), StringRef(LaminaDialect::kModuleAttrName)}) {
     auto path = op->getAttrOfType<StringAttr>(name);
-    if (!path)
-      continue;
-    StringRef rest = path.getValue();
-    if (rest.consume_front(module) && (rest.empty() || rest.starts_with(".")))
+    if (path && isWithinModule(path.getValue(), module))
       return true;
   }
   return false;
+}
+
+bool mlir::lamina::isWithinModule(StringRef path, StringRef module) {
+  return path.consume_front(module) && (path.empty() || path.starts_with("."));
 }
 
 bool mlir::lamina::shardsValues(FunctionOpInterface function) {

@@ -474,6 +474,22 @@ static void dropBackwardSyncs(ModuleOp module) {
   });
 }
 
+/// Whether `function` can get its `@<function>_forward` and
+/// `@<function>_backward`: one block, and neither name taken.
+static LogicalResult checkDifferentiable(func::FuncOp function) {
+  auto module = function->getParentOfType<ModuleOp>();
+  for (StringRef suffix : {"_forward", "_backward"})
+    if (SymbolTable::lookupSymbolIn(module,
+                                    (function.getSymName() + suffix).str()))
+      return function.emitOpError("cannot be differentiated: the module "
+                                  "already defines @")
+             << function.getSymName() << suffix;
+  if (!function.getBody().hasOneBlock())
+    return function.emitOpError("has control flow; backward generation takes "
+                                "functions of one block");
+  return success();
+}
+
 /// An empty `@<function>_backward` after `function`, taking its arguments
 /// and one cotangent per result (the generator inserts the saved values).
 static func::FuncOp createBackward(func::FuncOp function, OpBuilder &builder) {
@@ -509,15 +525,8 @@ static LogicalResult differentiateBlocks(func::FuncOp target,
   const llvm::StringMap<BlockPair> noBlocks;
   DenseMap<StringRef, const BlockPair *> pairOf;
   for (func::FuncOp block : blocks) {
-    for (StringRef suffix : {"_forward", "_backward"})
-      if (SymbolTable::lookupSymbolIn(module,
-                                      (block.getSymName() + suffix).str()))
-        return block.emitOpError("cannot be differentiated: the module "
-                                 "already defines @")
-               << block.getSymName() << suffix;
-    if (!block.getBody().hasOneBlock())
-      return block.emitOpError("has control flow; backward generation takes "
-                               "functions of one block");
+    if (failed(checkDifferentiable(block)))
+      return failure();
     OpBuilder builder(module.getContext());
     func::FuncOp backward = createBackward(block, builder);
     BackwardBuilder generator(block, backward, checkpointed,
@@ -573,33 +582,23 @@ struct LaminaGenerateBackwardPass
                          << function << " to differentiate";
       return signalPassFailure();
     }
-    for (StringRef suffix : {"_forward", "_backward"})
-      if (SymbolTable::lookupSymbolIn(module, (function + suffix).str())) {
-        target.emitOpError("cannot be differentiated: the module already "
-                           "defines @")
-            << function << suffix;
-        return signalPassFailure();
-      }
-    if (!target.getBody().hasOneBlock()) {
-      target.emitOpError("has control flow; backward generation takes "
-                         "functions of one block");
+    if (failed(checkDifferentiable(target)))
       return signalPassFailure();
-    }
     // A sharded program is checked, then partitioned, then differentiated
     // rank by rank: each rule sees per-rank values and the collectives the
     // partitioner made, which it transposes.
     std::optional<ShardedArguments> sharded;
     std::optional<int64_t> worldSize = getWorldSize(module);
+    bool shardsOnRanks = worldSize && *worldSize > 1 && shardsValues(target);
     SmallVector<func::FuncOp> blocks = getCalledBlocks(target);
-    if (worldSize && *worldSize > 1 && shardsValues(target) &&
-        !blocks.empty()) {
+    if (shardsOnRanks && !blocks.empty()) {
       target.emitOpError("shards values and calls block function @")
           << blocks.front().getSymName()
           << "; a sharded program is partitioned whole: leave its blocks "
              "inline (lamina-outline-blocks does)";
       return signalPassFailure();
     }
-    if (worldSize && *worldSize > 1 && shardsValues(target)) {
+    if (shardsOnRanks) {
       if (isPartitioned(module)) {
         target.emitOpError("is already partitioned; lamina-generate-backward "
                            "takes the sharded program before lamina-partition "

@@ -9,6 +9,7 @@
 
 #include "lamina/Lamina/IR/Lamina.h"
 #include "lamina/Lamina/Transforms/Passes.h"
+#include "lamina/Support/Rematerializable.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -259,35 +260,6 @@ static void describeRun(Run &run, Block &body) {
   }
 }
 
-namespace {
-/// Whether an op computes its values from constants alone, without side
-/// effects: an empty tensor, its fill, a constant.
-class Rematerializable {
-public:
-  bool operator()(Operation *op) {
-    auto [it, inserted] = known.try_emplace(op, false);
-    if (!inserted)
-      return it->second;
-    bool result = isMemoryEffectFree(op);
-    op->walk([&](Operation *nested) {
-      for (Value operand : nested->getOperands()) {
-        // Values of the op's own regions (a fill's block arguments).
-        if (op->isAncestor(operand.getParentRegion()->getParentOp()))
-          continue;
-        Operation *def = operand.getDefiningOp();
-        if (!def || !(*this)(def))
-          result = false;
-      }
-    });
-    known[op] = result;
-    return result;
-  }
-
-private:
-  DenseMap<Operation *, bool> known;
-};
-} // namespace
-
 /// The instance of each of `ops` (a body's, in order): its own, or, for
 /// an op that names no module between two ops of one instance, theirs.
 static SmallVector<StringRef> assignInstances(ArrayRef<Operation *> ops) {
@@ -382,11 +354,6 @@ static SmallVector<Run> findRuns(Block &body) {
   return runs;
 }
 
-/// Whether `path` is `module` or inside it.
-static bool isWithin(StringRef path, StringRef module) {
-  return path.consume_front(module) && (path.empty() || path.starts_with("."));
-}
-
 /// The checkpointed modules that name ops of `group`'s block, as its body
 /// (its first instance) names them: those inside an instance, and those
 /// holding the whole block.
@@ -396,10 +363,10 @@ getBlockCheckpoints(ArrayRef<Run *> group, ArrayRef<StringRef> checkpointed,
   StringRef first = group.front()->instance;
   llvm::SetVector<Attribute> modules;
   for (StringRef module : checkpointed) {
-    if (isWithin(first, module))
+    if (isWithinModule(first, module))
       modules.insert(StringAttr::get(context, module));
     for (const Run *run : group)
-      if (StringRef rest = module; isWithin(rest, run->instance)) {
+      if (StringRef rest = module; isWithinModule(rest, run->instance)) {
         rest.consume_front(run->instance);
         modules.insert(StringAttr::get(context, first + rest));
       }
