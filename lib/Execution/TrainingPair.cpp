@@ -84,8 +84,6 @@ TrainingPair::compile(ModuleOp module, llvm::StringRef entry,
   OwningOpRef<ModuleOp> differentiated(module.clone());
   std::string generate = options.outlineBlocks ? "lamina-outline-blocks," : "";
   generate += "lamina-generate-backward{function=" + entry.str();
-  if (options.outlineBlocks)
-    generate += " outline-sharded-blocks=true";
   if (!options.constants.empty())
     generate += " constants=" + join(options.constants);
   generate += "}";

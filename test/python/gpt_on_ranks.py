@@ -16,6 +16,7 @@ import lamina.slapo as slapo
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] /
                        "examples"))
 from gpt_models import GPTConfig, HandWrittenGPT, TiedGPT  # noqa: E402
+from block_checks import assert_blocks_differentiated_once  # noqa: E402
 
 RANK, RANKS = lamina.rank(), lamina.world_size()
 CONFIG = GPTConfig(block_size=16, vocab_size=96, n_layer=2, n_head=4,
@@ -173,22 +174,9 @@ def train(built, twin):
                                    msg=lambda m: f"step {step}: {m}")
         if step == 0:
             check_gradient_blocks(built, twin)
-            check_blocks_differentiated_once(built)
+            assert_blocks_differentiated_once(built, "transformer.h",
+                                              CONFIG.n_layer)
         ours.step(), theirs.step()
-
-
-def check_blocks_differentiated_once(built):
-    """The partitioned pair's blocks: one forward and one backward function
-    for the block list, called once per block."""
-    pairs = [pair for pair in built._last.call._pairs.values()
-             if not isinstance(pair, str)]
-    assert pairs
-    for pair in pairs:
-        module = str(pair.module)
-        assert module.count("func.func private "
-                            "@transformer_h_block_backward(") == 1
-        assert module.count("call @transformer_h_block_backward(") == \
-            CONFIG.n_layer
 
 
 def check_gradient_blocks(built, twin):

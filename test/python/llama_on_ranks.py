@@ -13,10 +13,11 @@ import sys
 import torch
 
 import lamina
+from block_checks import assert_blocks_differentiated_once
 from llama_model import Llama, LlamaArgs
 
 RANK, RANKS = lamina.rank(), lamina.world_size()
-ARGS = LlamaArgs(dim=64, n_layers=1, n_heads=4, n_kv_heads=2, vocab_size=68,
+ARGS = LlamaArgs(dim=64, n_layers=2, n_heads=4, n_kv_heads=2, vocab_size=68,
                  hidden_dim=96, max_seq_len=16)
 
 
@@ -75,7 +76,7 @@ def forward():
 
 def training(vocabulary_parallel=False):
     """The loss the model stores, every gradient block and five AdamW steps
-    equal eager's."""
+    equal eager's; the blocks are differentiated once, partitioned."""
     model, twin = twins()
     tokens, targets = batch(1)
     built = lamina.build(megatron(model, vocabulary_parallel),
@@ -93,6 +94,7 @@ def training(vocabulary_parallel=False):
                                    msg=lambda m: f"step {step}: {m}")
         if step == 0:
             check_gradient_blocks(built, twin)
+            assert_blocks_differentiated_once(built, "layers", ARGS.n_layers)
         ours.step(), theirs.step()
         ours.zero_grad(), theirs.zero_grad()
 

@@ -236,10 +236,12 @@ def LaminaOutlineBlocks : Pass<"lamina-outline-blocks", "::mlir::ModuleOp"> {
     constants alone that several instances share (a folder made them once)
     are copied into each instance first, and values nothing reads dropped.
 
-    Programs that shard values (a sharded argument, a sync point on more
-    than one rank) are left inline: partitioning takes one function;
-    `lamina-generate-backward{outline-sharded-blocks}` outlines their
-    blocks once partitioned.
+    In a program that shards values (a sharded argument, a sync point on
+    more than one rank), instances are equal only where their inputs have
+    the same layouts on every grid axis: layout inference, the gradient
+    layout checks and `lamina-partition` take each block function once,
+    for the layouts its calls pass. A layout error is reported here as
+    `lamina-check-layouts` would report it.
 
     ```mlir
     // before: three equal instances h.0, h.1, h.2 in @forward
@@ -331,10 +333,10 @@ def LaminaGenerateBackward : Pass<"lamina-generate-backward",
     its backward needs) and `@<block>_backward` (its arguments, those
     values and one cotangent per result → the gradients of its float
     arguments). The program's forward calls the first and saves what it
-    returns; its backward calls the second, in reverse. A sharded program
-    is partitioned whole; with `outline-sharded-blocks`, its repeated blocks
-    are outlined after partitioning, one rank's ops with their collectives
-    in each block.
+    returns; its backward calls the second, in reverse. In a sharded
+    program each block is checked and partitioned once, for the layouts its
+    calls pass (the same at every call), and its pair is one rank's, with
+    the collectives partitioning made.
 
     ```mlir
     func.func @f(%x: tensor<4x8xf32>, %w: tensor<16x8xf32>) -> tensor<4x16xf32> {
@@ -355,10 +357,6 @@ def LaminaGenerateBackward : Pass<"lamina-generate-backward",
     ListOption<"constants", "constants", "int64_t",
                "arguments held constant (indices): no gradient is returned "
                "for one, and nothing is computed for it">,
-    Option<"outlineShardedBlocks", "outline-sharded-blocks", "bool",
-           /*default=*/"false",
-           "outline the repeated blocks of a sharded program once it is "
-           "partitioned, and differentiate each once">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::func::FuncDialect",
@@ -406,7 +404,10 @@ def LaminaCheckLayouts : Pass<"lamina-check-layouts", "::mlir::ModuleOp"> {
       reduce_scatter need P, all_gather needs S on its axis, scatter R);
     - a column-parallel layer whose bias is not sharded with its weight, a
       row-parallel layer whose input is not sharded on its last axis;
-    - fork_rng on a replicated value.
+    - fork_rng on a replicated value;
+    - a call passing a function other layouts than its earlier calls (the
+      function is inferred and partitioned once, for the layouts its calls
+      pass; what it returns takes the layouts it computes).
 
     ```mlir
     // fc2 is row parallel; without `sync <fwd_post, all_reduce>` its bias
@@ -451,6 +452,12 @@ def LaminaCheckGradientLayouts
     LayerNorm under sequence parallelism): they are all-reduced as
     parameter gradients. Forward layouts come from the same inference as
     lamina-check-layouts, whose errors come first.
+
+    A call is walked through the function it calls, from the gradients of
+    its results there, once per call; its arguments' gradients join the
+    call's operands'. Calls whose gradients would transpose a sync of the
+    function differently (an all_gather left open) are an error: the
+    function is partitioned once.
 
     ```mlir
     // Megatron MLP without fc1's bwd_post sync:
@@ -537,7 +544,12 @@ def LaminaPartition : Pass<"lamina-partition", "::mlir::ModuleOp"> {
       whole tensor (`shard_axis`, `shards` and the process's rank), so each
       rank's mask is its block of the unsharded mask; a `fork_rng` dropout
       gets the rank that keys its stream;
-    - a fused QKV sharded by heads produces `num_heads / N` heads.
+    - a fused QKV sharded by heads produces `num_heads / N` heads;
+    - a function the program calls (a `lamina.block` of
+      lamina-outline-blocks) is partitioned once, for the layouts its calls
+      pass into its arguments, which must be the same at every call (a call
+      passing others is an error naming the earlier call); the calls take
+      its results at their per-rank shapes.
 
     The module is marked `lamina.partitioned`; a module of one rank is left
     alone.

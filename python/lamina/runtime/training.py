@@ -297,7 +297,6 @@ def generate_backward(scheduled, entry, constants=()):
     outline = ""
     if _outline_blocks():
         outline = "lamina-outline-blocks,"
-        options += " outline-sharded-blocks=true"
     try:
         with progress.stage("differentiating (lamina-generate-backward)"):
             return scheduled.transform(

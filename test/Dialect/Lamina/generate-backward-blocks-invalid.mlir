@@ -1,12 +1,14 @@
 // RUN: lamina-opt %s --lamina-generate-backward -split-input-file -verify-diagnostics
 
-// A sharded program is partitioned whole before it is differentiated: it
-// cannot call block functions (lamina-outline-blocks leaves it inline).
+// A sharded program's block is partitioned once, for the layouts its calls
+// pass: h.1 passes the S(1) value h.0's column-parallel layer returns where
+// h.0 was passed a replicated one.
 module attributes {lamina.world_size = 2 : i64} {
-  // expected-error @+1 {{'func.func' op shards values and calls block function @h_block; a sharded program is partitioned whole: leave its blocks inline (lamina-outline-blocks does)}}
   func.func @main(%x: tensor<4x8xf32>, %w0: tensor<8x8xf32> {lamina.layout = #lamina.layout<S(0)>},
                   %w1: tensor<8x8xf32> {lamina.layout = #lamina.layout<S(0)>}) -> tensor<4x8xf32> {
+    // expected-note @+1 {{the earlier call}}
     %h0 = func.call @h_block(%x, %w0) : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+    // expected-error @+1 {{'func.call' op passes argument 0 with layout #lamina.layout<S(1)> to @h_block, which an earlier call passes with #lamina.layout<R>; a called function is partitioned once, for one layout of its arguments}}
     %h1 = func.call @h_block(%h0, %w1) : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
     return %h1 : tensor<4x8xf32>
   }

@@ -1,12 +1,13 @@
-// RUN: lamina-opt %s --lamina-outline-blocks --lamina-generate-backward=outline-sharded-blocks=true | FileCheck %s
-// RUN: lamina-opt %s --lamina-outline-blocks --lamina-generate-backward | FileCheck %s --check-prefix=INLINE
+// RUN: lamina-opt %s --lamina-outline-blocks --lamina-generate-backward | FileCheck %s
+// RUN: lamina-opt %s --lamina-generate-backward | FileCheck %s --check-prefix=INLINE
 
 // Three Megatron MLP blocks on two ranks (fc1 column-parallel after a
 // bwd_post all-reduce of its input, fc2 row-parallel with a fwd_post
-// all-reduce, a residual add). lamina-outline-blocks leaves the sharded
-// program inline; lamina-generate-backward partitions it whole, then
-// outlines one rank's blocks, collectives included, and differentiates
-// each once. The block's forward computes the per-rank fc1 (8 of its 16
+// all-reduce, a residual add). lamina-outline-blocks outlines the sharded
+// program's blocks (their inputs have the same layouts);
+// lamina-generate-backward checks and partitions the block once, for the
+// layouts its calls pass, collectives inside, and differentiates it once.
+// The block's forward computes the per-rank fc1 (8 of its 16
 // rows) and all-reduces fc2's partial sums; its backward transposes them:
 // fc2's fwd_post all-reduce is the identity on dy, fc1's bwd_post sync an
 // all-reduce of dx's partial sums, added to the residual's dy.
@@ -35,7 +36,7 @@
 // CHECK: %[[DX:.+]] = arith.addf %[[DY]], %[[DXR]]
 // CHECK: return %[[DX]],
 
-// Without the option the partitioned program stays one function.
+// Not outlined, the partitioned program stays one function.
 // INLINE-NOT: call @
 // INLINE-NOT: _block
 module attributes {lamina.world_size = 2 : i64} {

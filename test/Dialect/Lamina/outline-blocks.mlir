@@ -127,19 +127,29 @@ func.func @one_checkpointed(%x: tensor<4x8xf32>, %w0: tensor<8x8xf32>, %w1: tens
 
 // -----
 
-// A program that shards values on two ranks is partitioned whole: left as
-// it is.
+// A program that shards values on two ranks: instances are equal only
+// where their inputs have the same layouts (a block is partitioned once).
+// h.0 and h.2 square an S(0) argument, h.1 a replicated one: h.0 and h.2
+// call one function, h.1 stays inline.
 
 // CHECK-LABEL: func.func @sharded(
-// CHECK-NOT: call
+// CHECK-SAME: %[[A:[a-z0-9]+]]: tensor<4x8xf32> {lamina.layout = #lamina.layout<S(0)>}, %[[B:[a-z0-9]+]]: tensor<4x8xf32>, %[[C:[a-z0-9]+]]: tensor<4x8xf32> {lamina.layout = #lamina.layout<S(0)>}
+// CHECK: %[[H0:.+]] = call @h_block(%[[A]]) {lamina.module = "h.0"}
+// CHECK: %[[H1:.+]] = arith.mulf %[[B]], %[[B]] {lamina.module = "h.1"}
+// CHECK: %[[H2:.+]] = call @h_block(%[[C]]) {lamina.module = "h.2"}
+// CHECK: return %[[H0]], %[[H1]], %[[H2]]
+// CHECK-LABEL: func.func private @h_block(
+// CHECK: arith.mulf
 // CHECK-NOT: func.func private
 module attributes {lamina.world_size = 2 : i64} {
-  func.func @sharded(%x: tensor<4x8xf32>,
-                     %w0: tensor<8x8xf32> {lamina.layout = #lamina.layout<S(0)>},
-                     %w1: tensor<8x8xf32> {lamina.layout = #lamina.layout<S(0)>}) -> tensor<4x8xf32> {
-    %l0 = lamina.linear "h.0.fc" %x, %w0 : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
-    %l1 = lamina.linear "h.1.fc" %l0, %w1 : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
-    return %l1 : tensor<4x8xf32>
+  func.func @sharded(%a: tensor<4x8xf32> {lamina.layout = #lamina.layout<S(0)>},
+                     %b: tensor<4x8xf32>,
+                     %c: tensor<4x8xf32> {lamina.layout = #lamina.layout<S(0)>})
+      -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>) {
+    %0 = arith.mulf %a, %a {lamina.module = "h.0"} : tensor<4x8xf32>
+    %1 = arith.mulf %b, %b {lamina.module = "h.1"} : tensor<4x8xf32>
+    %2 = arith.mulf %c, %c {lamina.module = "h.2"} : tensor<4x8xf32>
+    return %0, %1, %2 : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>
   }
 }
 

@@ -46,3 +46,37 @@ func.func @gradients(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>) -> (tensor<4x8xf3
   %g1 = lamina.linear "b" %g0, %w : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
   return %g0, %g1 : tensor<4x8xf32>, tensor<4x8xf32>
 }
+
+// Blocks outlined by lamina-outline-blocks: the cut after h.1 is on its
+// call. Stage 0 calls the block twice, stage 1 once; the block function
+// itself has no cut and stays one function, called from both stages.
+// CHECK-LABEL: func.func @outlined_stage0
+// CHECK-SAME: (%[[X:.+]]: tensor<4x8xf32>, %[[W0:.+]]: tensor<8x8xf32>, %[[W1:.+]]: tensor<8x8xf32>) -> tensor<4x8xf32>
+// CHECK-SAME: lamina.pipeline_stage = 0
+// CHECK: %[[H0:.+]] = call @h_block(%[[X]], %[[W0]]) {lamina.module = "h.0"}
+// CHECK: %[[H1:.+]] = call @h_block(%[[H0]], %[[W1]]) {lamina.module = "h.1", lamina.pipeline_cut}
+// CHECK: return %[[H1]]
+// CHECK-LABEL: func.func @outlined_stage1
+// CHECK-SAME: (%[[H:.+]]: tensor<4x8xf32>, %[[W2:.+]]: tensor<8x8xf32>) -> tensor<4x8xf32>
+// CHECK-SAME: lamina.pipeline_stage = 1
+// CHECK: %[[H2:.+]] = call @h_block(%[[H]], %[[W2]]) {lamina.module = "h.2"}
+// CHECK: return %[[H2]]
+// CHECK-LABEL: func.func @outlined(
+// CHECK: %[[S0:.+]] = call @outlined_stage0(
+// CHECK: %[[S1:.+]] = call @outlined_stage1(%[[S0]],
+// CHECK: return %[[S1]]
+// CHECK-LABEL: func.func private @h_block(
+// CHECK-NOT: lamina.pipeline_stage
+// CHECK: lamina.linear "h.0.fc"
+// CHECK-NEXT: return
+func.func @outlined(%x: tensor<4x8xf32>, %w0: tensor<8x8xf32>, %w1: tensor<8x8xf32>, %w2: tensor<8x8xf32>) -> tensor<4x8xf32> {
+  %h0 = func.call @h_block(%x, %w0) {lamina.module = "h.0"} : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  %h1 = func.call @h_block(%h0, %w1) {lamina.module = "h.1", lamina.pipeline_cut} : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  %h2 = func.call @h_block(%h1, %w2) {lamina.module = "h.2"} : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  return %h2 : tensor<4x8xf32>
+}
+func.func private @h_block(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>) -> tensor<4x8xf32>
+    attributes {lamina.block = "h"} {
+  %0 = lamina.linear "h.0.fc" %x, %w : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}

@@ -26,9 +26,9 @@
 namespace mlir::lamina {
 
 /// The arguments of `function` that are layer parameters (weights and
-/// biases of layer ops and of their matmul and bias_add pieces): their
-/// gradients may be partial sums, which are all-reduced as parameter
-/// gradients.
+/// biases of layer ops and of their matmul and bias_add pieces, also in the
+/// functions it calls): their gradients may be partial sums, which are
+/// all-reduced as parameter gradients.
 llvm::SmallPtrSet<Value, 8> getLayerParameters(func::FuncOp function);
 
 /// An all_gather sync written without tensor_parallel_output_grad, on `op`
@@ -42,7 +42,7 @@ struct DerivedSync {
 
 /// The layout on grid axis `axis` of the gradient of every value of
 /// `function` that receives one, given the forward layouts `layouts` on that
-/// axis (from inferLayouts), or failure
+/// axis of it and the functions it calls (from inferLayouts), or failure
 /// after reporting the first gradient the backward would leave wrong. The
 /// choices made for all_gather syncs that leave them open go to `derived`.
 /// The arguments numbered in `constants` get no gradient (inputs that do

@@ -18,16 +18,19 @@
 
 namespace mlir::lamina {
 
-/// The layout on grid axis `axis` of every value in `function` (values
-/// absent from the map are replicated), or failure after emitting the first
-/// error. On a grid of several axes, the error names the axis.
+/// The layout on grid axis `axis` of every value in `function` and in the
+/// functions it calls (values absent from the map are replicated), or
+/// failure after emitting the first error. On a grid of several axes, the
+/// error names the axis. A called function's layouts follow from those its
+/// calls pass, which must be the same at every call: it is partitioned once.
 FailureOr<llvm::DenseMap<Value, LayoutAttr>>
 inferLayouts(func::FuncOp function,
              StringRef axis = LaminaDialect::kTensorAxisName);
 
 /// The layouts on `axis` of every function defined in `module`, inferred
 /// before any is used (a pass rejecting one function leaves them all as
-/// they were).
+/// they were). Functions the module calls take theirs from their calls
+/// (each map holds its own function's values).
 using FunctionLayouts =
     SmallVector<std::pair<func::FuncOp, llvm::DenseMap<Value, LayoutAttr>>>;
 FailureOr<FunctionLayouts>
@@ -39,6 +42,9 @@ inferLayouts(ModuleOp module, StringRef axis = LaminaDialect::kTensorAxisName);
 /// would have one dim sharded on two axes.
 using GridLayouts = SmallVector<std::pair<StringAttr, FunctionLayouts>>;
 FailureOr<GridLayouts> inferGridLayouts(ModuleOp module);
+
+/// Whether a function of `function`'s module calls it.
+bool isCalledInModule(func::FuncOp function);
 
 /// The layouts of `function` on each axis of `layouts`.
 using LayoutsPerAxis = SmallVector<

@@ -7,7 +7,6 @@
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
-#include "llvm/ADT/StringSet.h"
 
 namespace mlir {
 namespace func {
@@ -46,15 +45,6 @@ FailureOr<FusedLinearOp> fuseMatmulEpilogue(RewriterBase &rewriter,
 /// types) and each collective records the sync it implements
 /// (kFromSyncAttrName): what lamina-generate-backward transposes.
 LogicalResult partitionModule(ModuleOp module, bool keepBackwardSyncs = false);
-
-/// Moves each group of equal instances of `function`'s block lists into one
-/// function called once per instance, as lamina-outline-blocks does (which
-/// leaves programs that shard values alone). Layers at
-/// `checkpointedLayers` (paths) count as checkpointed: a decomposed layer's
-/// pieces keep its path, not its attribute.
-void outlineBlockInstances(func::FuncOp function,
-                           const llvm::StringSet<> *checkpointedLayers =
-                               nullptr);
 
 #define GEN_PASS_REGISTRATION
 #include "lamina/Lamina/Transforms/Passes.h.inc"

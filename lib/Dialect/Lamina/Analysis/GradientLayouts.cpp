@@ -2,7 +2,8 @@
 //
 // Walks a function in reverse and asks each op's LayoutOpInterface model
 // for the gradient layouts of its operands; ops without one are
-// element-wise.
+// element-wise. A call walks the function it calls in reverse, from the
+// gradients of its results.
 //
 //===----------------------------------------------------------------------===//
 
@@ -10,6 +11,9 @@
 #include "lamina/Lamina/Analysis/GradientRules.h"
 #include "lamina/Lamina/Analysis/LayoutAnalysis.h"
 #include "lamina/Lamina/Analysis/LayoutRules.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/SymbolTable.h"
 
 using namespace mlir;
 using namespace mlir::lamina;
@@ -25,7 +29,10 @@ public:
         context(function.getContext()), axis(axis),
         constants(constants.begin(), constants.end()) {}
 
+  /// Walks a program: its results' gradients are laid out as its results.
   LogicalResult run();
+  /// Walks a called function from the gradients of its call's results.
+  LogicalResult runCallee(ArrayRef<GradientLayout> resultGradients);
   SmallVector<DerivedSync> derivedSyncs;
 
   DenseMap<Value, LayoutAttr> takeLayouts() {
@@ -52,6 +59,11 @@ public:
 
 private:
   LogicalResult visit(Operation *op);
+  LogicalResult visitCall(func::CallOp call, func::FuncOp callee);
+  /// Finds the parameters and the values that get gradients.
+  void markActive();
+  /// Visits the body's ops in reverse.
+  LogicalResult walkBackward();
   /// What sums the partial gradients from layer `origin` on this axis.
   std::string describeFix(StringRef origin) {
     if (syncsActOn(axis))
@@ -104,6 +116,11 @@ LogicalResult GradientChecker::visit(Operation *op) {
         return gradients.count(result);
       }))
     return success();
+  if (auto call = dyn_cast<func::CallOp>(op))
+    if (auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
+            call, call.getCalleeAttr());
+        callee && !callee.isDeclaration())
+      return visitCall(call, callee);
   if (auto rules = dyn_cast<LayoutOpInterface>(op))
     return rules.inferOperandGradientLayouts(*this);
   return addElementwiseGradients(op);
@@ -146,8 +163,49 @@ LogicalResult GradientChecker::addElementwiseGradients(Operation *op) {
   return success();
 }
 
-LogicalResult GradientChecker::run() {
-  NameGridAxisInErrors naming(function, axis);
+/// Every instance of a called function walks it with its own gradients;
+/// they must transpose its syncs alike (the function is partitioned once).
+LogicalResult GradientChecker::visitCall(func::CallOp call,
+                                         func::FuncOp callee) {
+  SmallVector<int64_t> inactive;
+  for (auto [index, operand] : llvm::enumerate(call.getOperands()))
+    if (!active.contains(operand))
+      inactive.push_back(index);
+  GradientChecker inner(callee, forward, inactive, axis);
+  SmallVector<GradientLayout> resultGradients = llvm::map_to_vector(
+      call.getResults(), [&](Value result) { return getGradient(result); });
+  if (failed(inner.runCallee(resultGradients)))
+    return failure();
+  for (const DerivedSync &sync : inner.derivedSyncs) {
+    auto earlier = llvm::find_if(derivedSyncs, [&](const DerivedSync &other) {
+      return other.op == sync.op;
+    });
+    if (earlier == derivedSyncs.end()) {
+      derivedSyncs.push_back(sync);
+      continue;
+    }
+    if (earlier->resolved != sync.resolved) {
+      InFlightDiagnostic diag =
+          call.emitOpError("needs a sync of @")
+          << callee.getSymName() << " to transpose as " << sync.resolved
+          << ", but another call needs " << earlier->resolved
+          << "; a called function is partitioned once: write the sync's "
+             "tensor_parallel_output_grad";
+      diag.attachNote(sync.op->getLoc()) << "the sync";
+      return diag;
+    }
+  }
+  for (auto [operand, argument] :
+       llvm::zip_equal(call.getOperands(), callee.getArguments())) {
+    auto it = inner.gradients.find(argument);
+    if (it != inner.gradients.end() &&
+        failed(addGradient(call, operand, it->second)))
+      return failure();
+  }
+  return success();
+}
+
+void GradientChecker::markActive() {
   Block &body = function.getBody().front();
   parameters = getLayerParameters(function);
   for (BlockArgument argument : body.getArguments())
@@ -157,14 +215,41 @@ LogicalResult GradientChecker::run() {
     if (llvm::any_of(op.getOperands(),
                      [&](Value operand) { return active.contains(operand); }))
       active.insert(op.result_begin(), op.result_end());
+}
+
+LogicalResult GradientChecker::walkBackward() {
+  for (Operation &op : llvm::reverse(function.getBody().front()
+                                         .without_terminator()))
+    if (failed(visit(&op)))
+      return failure();
+  return success();
+}
+
+LogicalResult GradientChecker::runCallee(
+    ArrayRef<GradientLayout> resultGradients) {
+  markActive();
+  Operation *terminator = function.getBody().front().getTerminator();
+  for (auto [result, gradient] :
+       llvm::zip_equal(terminator->getOperands(), resultGradients))
+    if (isa<RankedTensorType>(result.getType()) &&
+        failed(addGradient(terminator, result, gradient)))
+      return failure();
+  // Partial gradients of its arguments go back to the caller, which sums
+  // them or reports them.
+  return walkBackward();
+}
+
+LogicalResult GradientChecker::run() {
+  NameGridAxisInErrors naming(function, axis);
+  markActive();
+  Block &body = function.getBody().front();
   Operation *terminator = body.getTerminator();
   for (Value result : terminator->getOperands())
     if (isa<RankedTensorType>(result.getType()) &&
         failed(addGradient(terminator, result, {getForwardLayout(result), ""})))
       return failure();
-  for (Operation &op : llvm::reverse(body.without_terminator()))
-    if (failed(visit(&op)))
-      return failure();
+  if (failed(walkBackward()))
+    return failure();
   // A program input's gradient must be whole or blocks; a parameter's may be
   // partial (it is all-reduced with the other parameter gradients).
   for (BlockArgument argument : body.getArguments()) {
@@ -182,13 +267,16 @@ LogicalResult GradientChecker::run() {
   return success();
 }
 
-llvm::SmallPtrSet<Value, 8>
-mlir::lamina::getLayerParameters(func::FuncOp function) {
-  llvm::SmallPtrSet<Value, 8> parameters;
+/// Adds to `parameters` the arguments of `function` that its layers (and
+/// the functions it calls, not yet in `visiting`) take as parameters.
+static void addLayerParameters(func::FuncOp function,
+                               llvm::SmallPtrSetImpl<Value> &parameters,
+                               llvm::SmallPtrSetImpl<Operation *> &visiting) {
   auto add = [&](Value value) {
     if (value && isa<BlockArgument>(value))
       parameters.insert(value);
   };
+  visiting.insert(function);
   function.walk([&](Operation *op) {
     if (auto layer = dyn_cast<LayerOpInterface>(op)) {
       for (StringRef name : {"weight", "bias"})
@@ -197,8 +285,27 @@ mlir::lamina::getLayerParameters(func::FuncOp function) {
       add(matmul.getWeight()); // a decomposed layer's pieces
     } else if (auto biasAdd = dyn_cast<BiasAddOp>(op)) {
       add(biasAdd.getBias());
+    } else if (auto call = dyn_cast<func::CallOp>(op)) {
+      auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
+          call, call.getCalleeAttr());
+      if (!callee || callee.isDeclaration() || visiting.contains(callee))
+        return;
+      llvm::SmallPtrSet<Value, 8> inner;
+      addLayerParameters(callee, inner, visiting);
+      for (auto [operand, argument] :
+           llvm::zip_equal(call.getOperands(), callee.getArguments()))
+        if (inner.contains(argument))
+          add(operand);
     }
   });
+  visiting.erase(function);
+}
+
+llvm::SmallPtrSet<Value, 8>
+mlir::lamina::getLayerParameters(func::FuncOp function) {
+  llvm::SmallPtrSet<Value, 8> parameters;
+  llvm::SmallPtrSet<Operation *, 4> visiting;
+  addLayerParameters(function, parameters, visiting);
   return parameters;
 }
 

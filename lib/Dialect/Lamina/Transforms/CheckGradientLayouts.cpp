@@ -29,11 +29,18 @@ struct LaminaCheckGradientLayoutsPass
     FailureOr<GridLayouts> layouts = inferGridLayouts(module);
     if (failed(layouts))
       return signalPassFailure();
-    for (auto &[axis, functions] : *layouts)
-      for (auto &[function, forward] : functions)
-        if (failed(inferGradientLayouts(function, forward, nullptr,
+    // A called function is walked from each call, with the gradients of
+    // its results there.
+    for (auto &[axis, functions] : *layouts) {
+      DenseMap<Value, LayoutAttr> forward;
+      for (auto &onFunction : llvm::make_second_range(functions))
+        forward.insert(onFunction.begin(), onFunction.end());
+      for (func::FuncOp function : llvm::make_first_range(functions))
+        if (!isCalledInModule(function) &&
+            failed(inferGradientLayouts(function, forward, nullptr,
                                         llvm::to_vector(constants), axis)))
           return signalPassFailure();
+    }
   }
 };
 } // namespace

@@ -591,13 +591,6 @@ struct LaminaGenerateBackwardPass
     std::optional<int64_t> worldSize = getWorldSize(module);
     bool shardsOnRanks = worldSize && *worldSize > 1 && shardsValues(target);
     SmallVector<func::FuncOp> blocks = getCalledBlocks(target);
-    if (shardsOnRanks && !blocks.empty()) {
-      target.emitOpError("shards values and calls block function @")
-          << blocks.front().getSymName()
-          << "; a sharded program is partitioned whole: leave its blocks "
-             "inline (lamina-outline-blocks does)";
-      return signalPassFailure();
-    }
     if (shardsOnRanks) {
       if (isPartitioned(module)) {
         target.emitOpError("is already partitioned; lamina-generate-backward "
@@ -628,13 +621,9 @@ struct LaminaGenerateBackwardPass
     for (func::FuncOp function : functions)
       if (failed(applyPatternsGreedily(function, frozen)))
         return signalPassFailure();
+    // Each block is partitioned once, for the layouts its calls pass.
     if (sharded && failed(partitionModule(module, /*keepBackwardSyncs=*/true)))
       return signalPassFailure();
-    // One rank's blocks, with their collectives.
-    if (sharded && outlineShardedBlocks) {
-      outlineBlockInstances(target, &checkpointed);
-      blocks = getCalledBlocks(target);
-    }
     llvm::StringMap<BlockPair> blockPairs;
     if (failed(differentiateBlocks(target, blocks, checkpointed, blockPairs)))
       return signalPassFailure();

@@ -3,10 +3,13 @@
 // The importer names each op by the module computing it. The instances of
 // a block list (`transformer.h.0` … `h.11`) are runs of ops in a function's
 // body; a run equal to its list's first (op by op, operand by operand,
-// paths below the instance) becomes a call of one function.
+// paths below the instance, inputs of equal layouts on every grid axis)
+// becomes a call of one function.
 //
 //===----------------------------------------------------------------------===//
 
+#include "lamina/Lamina/Analysis/LayoutAnalysis.h"
+#include "lamina/Lamina/Analysis/LayoutRules.h"
 #include "lamina/Lamina/IR/Lamina.h"
 #include "lamina/Lamina/Transforms/Passes.h"
 #include "lamina/Support/Rematerializable.h"
@@ -19,7 +22,6 @@
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/StringExtras.h"
-#include "llvm/ADT/StringSet.h"
 
 namespace mlir::lamina {
 #define GEN_PASS_DEF_LAMINAOUTLINEBLOCKS
@@ -96,12 +98,8 @@ namespace {
 /// program decomposed before it is outlined).
 struct Checkpoints {
   SmallVector<StringRef> modules;
-  const llvm::StringSet<> *layerPaths = nullptr;
 
   bool contains(Operation *op) const {
-    auto path = op->getAttrOfType<StringAttr>(kPathAttrName);
-    if (layerPaths && path && layerPaths->contains(path.getValue()))
-      return true;
     return llvm::any_of(
         modules, [&](StringRef module) { return isInModule(op, module); });
   }
@@ -122,12 +120,33 @@ struct Run {
   Operation *getLast() const { return ops.back(); }
 };
 
+/// The layouts of a sharded program's values on each axis of its grid: a
+/// block function is partitioned once, so its instances' inputs must have
+/// the same.
+struct ValueLayouts {
+  SmallVector<DenseMap<Value, LayoutAttr>> perAxis;
+
+  bool equal(Value a, Value b) const {
+    return llvm::all_of(perAxis, [&](const DenseMap<Value, LayoutAttr> &on) {
+      return getLayout(on, a) == getLayout(on, b);
+    });
+  }
+
+private:
+  static LayoutAttr getLayout(const DenseMap<Value, LayoutAttr> &on,
+                              Value value) {
+    LayoutAttr layout = on.lookup(value);
+    return layout ? layout : layout::replicated(value.getContext());
+  }
+};
+
 /// Whether two runs compute the same with their own values.
 class RunComparison {
 public:
   RunComparison(const Run &first, const Run &other,
-                const Checkpoints &checkpoints)
-      : first(first), other(other), checkpoints(checkpoints) {}
+                const Checkpoints &checkpoints, const ValueLayouts &layouts)
+      : first(first), other(other), checkpoints(checkpoints),
+        layouts(layouts) {}
 
   bool isEqual();
 
@@ -137,6 +156,7 @@ private:
 
   const Run &first, &other;
   const Checkpoints &checkpoints;
+  const ValueLayouts &layouts;
   /// Values of `first` → the corresponding values of `other`.
   DenseMap<Value, Value> internal;
 };
@@ -223,7 +243,7 @@ bool RunComparison::isEqual() {
       first.offsetBase.has_value() != other.offsetBase.has_value())
     return false;
   for (auto [a, b] : llvm::zip_equal(first.inputs, other.inputs))
-    if (a.getType() != b.getType())
+    if (a.getType() != b.getType() || !layouts.equal(a, b))
       return false;
   for (auto [index, a] : llvm::enumerate(first.ops))
     if (!opsEqual(a, other.ops[index], a == first.getLast()))
@@ -448,24 +468,49 @@ static void replaceByCall(Run &run, func::FuncOp function,
     op->erase();
 }
 
-void mlir::lamina::outlineBlockInstances(
-    func::FuncOp function, const llvm::StringSet<> *checkpointedLayers) {
+/// The layouts of `function`'s values when it shards them on several
+/// ranks (none otherwise), or failure after reporting a layout error.
+static FailureOr<ValueLayouts> inferValueLayouts(func::FuncOp function) {
+  ValueLayouts layouts;
+  if (getWorldSize(function).value_or(1) == 1 || !shardsValues(function))
+    return layouts;
+  SmallVector<StringRef> axes = llvm::map_to_vector(
+      getGridAxes(function),
+      [](const GridAxis &axis) { return axis.name.getValue(); });
+  if (axes.empty())
+    axes.push_back(LaminaDialect::kTensorAxisName);
+  for (StringRef axis : axes) {
+    FailureOr<DenseMap<Value, LayoutAttr>> onAxis =
+        inferLayouts(function, axis);
+    if (failed(onAxis))
+      return failure();
+    layouts.perAxis.push_back(std::move(*onAxis));
+  }
+  return layouts;
+}
+
+/// Moves each group of equal instances of `function`'s block lists into one
+/// function called once per instance.
+static LogicalResult outlineBlockInstances(func::FuncOp function) {
   auto module = function->getParentOfType<ModuleOp>();
   SymbolTable symbols(module);
   Checkpoints checkpoints;
-  checkpoints.layerPaths = checkpointedLayers;
   if (auto modules = function->getAttrOfType<ArrayAttr>(
           LaminaDialect::kCheckpointModulesAttrName))
     llvm::append_range(checkpoints.modules,
                        modules.getAsValueRange<StringAttr>());
   privatizeRematerializable(function.getBody().front());
+  FailureOr<ValueLayouts> layouts = inferValueLayouts(function);
+  if (failed(layouts))
+    return failure();
   SmallVector<Run> runs = findRuns(function.getBody().front());
   // Each list's runs, grouped by equality with the group's first.
   llvm::MapVector<StringRef, SmallVector<SmallVector<Run *>>> groups;
   for (Run &run : runs) {
     SmallVector<SmallVector<Run *>> &listGroups = groups[run.getList()];
     auto group = llvm::find_if(listGroups, [&](ArrayRef<Run *> group) {
-      return RunComparison(*group.front(), run, checkpoints).isEqual();
+      return RunComparison(*group.front(), run, checkpoints, *layouts)
+          .isEqual();
     });
     if (group == listGroups.end())
       listGroups.push_back({&run});
@@ -482,6 +527,7 @@ void mlir::lamina::outlineBlockInstances(
       for (Run *run : group)
         replaceByCall(*run, block, replaced);
     }
+  return success();
 }
 
 namespace {
@@ -489,15 +535,14 @@ struct LaminaOutlineBlocksPass
     : mlir::lamina::impl::LaminaOutlineBlocksBase<LaminaOutlineBlocksPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    bool manyRanks = getWorldSize(module).value_or(1) > 1;
     SmallVector<func::FuncOp> functions;
     for (auto function : module.getOps<func::FuncOp>())
       if (!function.isDeclaration() && function.getBody().hasOneBlock() &&
-          !function->hasAttr(LaminaDialect::kBlockAttrName) &&
-          !(manyRanks && shardsValues(function)))
+          !function->hasAttr(LaminaDialect::kBlockAttrName))
         functions.push_back(function);
     for (func::FuncOp function : functions)
-      outlineBlockInstances(function);
+      if (failed(outlineBlockInstances(function)))
+        return signalPassFailure();
   }
 };
 } // namespace

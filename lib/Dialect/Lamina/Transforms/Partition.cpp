@@ -2,7 +2,8 @@
 //
 // Rewrites each function of a sharded program into what one rank computes:
 // every op by its LayoutOpInterface model (lib/Dialect/Lamina/Layouts),
-// element-wise ops without one.
+// element-wise ops without one. A called function is partitioned once, for
+// the layouts its calls pass.
 //
 //===----------------------------------------------------------------------===//
 
@@ -33,6 +34,13 @@ using layout::isSharded;
 using layout::isSplatConstant;
 
 static constexpr llvm::StringLiteral kGridName = LaminaDialect::kGridName;
+
+/// Whether `call` calls a function the module defines.
+static bool isDefinedFunction(func::CallOp call) {
+  auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
+      call, call.getCalleeAttr());
+  return callee && !callee.isDeclaration();
+}
 
 namespace {
 /// Rewrites one function into what one of `worldSize` ranks computes, each
@@ -263,6 +271,15 @@ LogicalResult FunctionPartitioner::run() {
     if (auto rules = dyn_cast<LayoutOpInterface>(op)) {
       if (failed(rules.partition(*this)))
         return failure();
+      continue;
+    }
+    // A call of a function partitioned for its operands' layouts: its
+    // results come back at their per-rank shapes.
+    if (auto call = dyn_cast<func::CallOp>(op);
+        call && isDefinedFunction(call)) {
+      for (OpResult result : call->getResults())
+        if (isa<RankedTensorType>(result.getType()))
+          result.setType(getLocalType(result.getType(), getLayout(result)));
       continue;
     }
     // An element-wise op: replicated operands joining sharded ones take
