@@ -351,6 +351,12 @@ def LaminaOutlineRepeatedBlocks
     any repetition's outside reads. Everything after it (schedules,
     bufferization, LLVM) then handles one block, whatever the depth.
 
+    Repetitions a buffer leaves (read after them: the result of a
+    data-parallel gradient reduction started inside and waited on at the
+    end) stay inline: a call would return the buffer, and deallocation
+    would give the caller a copy while the reduction still writes the
+    original.
+
     ```mlir
     func.func @f(%x: tensor<4xf32>, %w0: tensor<4xf32>, %w1: tensor<4xf32>)
         -> tensor<4xf32> {

@@ -233,6 +233,18 @@ escapingOfAny(ArrayRef<Segment> segments) {
   return escaping;
 }
 
+/// Whether a value of `segment` read after it is a buffer. A call would
+/// return it, and deallocation would hand the caller a copy while what was
+/// started inside (a lamina.reduce_replicas' reduction) still writes or
+/// reads the original.
+bool escapesBuffer(const Segment &segment) {
+  return llvm::any_of(segment.escaping, [&](auto escaping) {
+    auto [op, result] = escaping;
+    return isa<BaseMemRefType>(
+        segment.ops[op]->getResult(result).getType());
+  });
+}
+
 /// Moves `segments` (repetitions of the first) into one new function
 /// next to `function`, and calls it in their place. Its arguments: the
 /// segments' inputs, then the rebuildable values that differ between
@@ -361,7 +373,7 @@ void outlineRepeatedBlocks(func::FuncOp function, size_t minOps,
     if (repeats(segments.front(), other, region))
       segments.push_back(std::move(other));
   }
-  if (segments.size() >= 2)
+  if (segments.size() >= 2 && llvm::none_of(segments, escapesBuffer))
     outline(function, segments, symbols);
 }
 

@@ -148,3 +148,37 @@ func.func @k(%x: tensor<4xf32>, %w0: tensor<4xf32>, %w1: tensor<4xf32>, %w2: ten
   %d2 = math.tanh %c2 : tensor<4xf32>
   return %d2 : tensor<4xf32>
 }
+
+// -----
+
+// Repetitions whose buffer is read after them (an asynchronous reduction's
+// result, waited on at the end) stay inline: a call would return the
+// buffer, and deallocation would give the caller a copy of it while the
+// reduction still writes the original.
+// CHECK-LABEL: func.func @buffer_read_after(
+// CHECK-NOT: call @buffer_read_after_block
+// CHECK-COUNT-3: bufferization.to_buffer
+// CHECK-COUNT-3: call @wait(
+// SHORT-LABEL: func.func @buffer_read_after(
+func.func @buffer_read_after(%x: tensor<4xf32>, %w0: tensor<4xf32>, %w1: tensor<4xf32>, %w2: tensor<4xf32>) -> tensor<4xf32> {
+  %m0 = arith.mulf %x, %w0 : tensor<4xf32>
+  %a0 = arith.addf %m0, %w0 : tensor<4xf32>
+  %t0 = math.tanh %a0 : tensor<4xf32>
+  %b0 = bufferization.to_buffer %t0 : tensor<4xf32> to memref<4xf32>
+  %u0 = memref.cast %b0 : memref<4xf32> to memref<*xf32>
+  %m1 = arith.mulf %t0, %w1 : tensor<4xf32>
+  %a1 = arith.addf %m1, %w1 : tensor<4xf32>
+  %t1 = math.tanh %a1 : tensor<4xf32>
+  %b1 = bufferization.to_buffer %t1 : tensor<4xf32> to memref<4xf32>
+  %u1 = memref.cast %b1 : memref<4xf32> to memref<*xf32>
+  %m2 = arith.mulf %t1, %w2 : tensor<4xf32>
+  %a2 = arith.addf %m2, %w2 : tensor<4xf32>
+  %t2 = math.tanh %a2 : tensor<4xf32>
+  %b2 = bufferization.to_buffer %t2 : tensor<4xf32> to memref<4xf32>
+  %u2 = memref.cast %b2 : memref<4xf32> to memref<*xf32>
+  func.call @wait(%u0) : (memref<*xf32>) -> ()
+  func.call @wait(%u1) : (memref<*xf32>) -> ()
+  func.call @wait(%u2) : (memref<*xf32>) -> ()
+  return %t2 : tensor<4xf32>
+}
+func.func private @wait(memref<*xf32>)

@@ -183,6 +183,8 @@ def Lamina_DropoutAttr : Lamina_Attr<"Dropout", "dropout"> {
     /// Whether this dropout changes its input (training with p > 0).
     bool isActive() const;
     double getProbability() const { return getP().convertToDouble(); }
+    /// This dropout drawing its mask at counter offset `offset`.
+    DropoutAttr withOffset(uint64_t offset) const;
   }];
 }
 

@@ -234,6 +234,11 @@ bool DropoutAttr::isActive() const {
   return getTraining() && getProbability() > 0.0;
 }
 
+DropoutAttr DropoutAttr::withOffset(uint64_t offset) const {
+  return DropoutAttr::get(getContext(), getP(), getTraining(), offset,
+                          getForkRng(), getShardAxis(), getShards());
+}
+
 //===----------------------------------------------------------------------===//
 // LayoutAttr
 //===----------------------------------------------------------------------===//

@@ -408,11 +408,7 @@ struct DropoutAllToZeros : OpRewritePattern<DropoutOp> {
 
 /// `config` with `base` added to its offset.
 static DropoutAttr addToOffset(DropoutAttr config, const APInt &base) {
-  return DropoutAttr::get(config.getContext(), config.getP(),
-                          config.getTraining(),
-                          config.getOffset() + base.getZExtValue(),
-                          config.getForkRng(), config.getShardAxis(),
-                          config.getShards());
+  return config.withOffset(config.getOffset() + base.getZExtValue());
 }
 
 LogicalResult DropoutOp::foldConstantOffsetBase() {

@@ -85,17 +85,9 @@ static void setMaskDropout(Operation *op, DropoutAttr config, Value base) {
   layer.setLayerOffsetBase(base);
 }
 
-/// `config` with offset `offset`.
-static DropoutAttr withOffset(DropoutAttr config, uint64_t offset) {
-  return DropoutAttr::get(config.getContext(), config.getP(),
-                          config.getTraining(), offset, config.getForkRng(),
-                          config.getShardAxis(), config.getShards());
-}
-
 namespace {
-/// What the backward recomputes: modules checkpointed whole, and the paths
-/// of checkpointed layers whose pieces no longer carry the attribute (a
-/// program decomposed before it is outlined).
+/// What the backward recomputes besides checkpointed layers (which carry
+/// their attribute): modules checkpointed whole.
 struct Checkpoints {
   SmallVector<StringRef> modules;
 
@@ -182,7 +174,7 @@ static DictionaryAttr normalizedAttributes(Operation *op, const Run &run,
         value = StringAttr::get(context, "*" + rest);
     // A mask's offset from the run's base; no mask, no offset.
     if (auto config = dyn_cast<DropoutAttr>(value))
-      value = withOffset(config, getMaskDropout(op)
+      value = config.withOffset(getMaskDropout(op)
                                      ? config.getOffset() - *run.offsetBase
                                      : 0);
     attrs.append(attr.getName(), value);
@@ -435,7 +427,7 @@ static func::FuncOp createBlockFunction(ArrayRef<Run *> group,
       clone->removeAttr(LaminaDialect::kPipelineCutAttrName);
     if (DropoutAttr dropout = getMaskDropout(op))
       setMaskDropout(clone,
-                     withOffset(dropout, dropout.getOffset() - *first.offsetBase),
+                     dropout.withOffset(dropout.getOffset() - *first.offsetBase),
                      entry->getArguments().back());
   }
   SmallVector<Value> results = llvm::map_to_vector(
