@@ -351,11 +351,11 @@ def LaminaOutlineRepeatedBlocks
     any repetition's outside reads. Everything after it (schedules,
     bufferization, LLVM) then handles one block, whatever the depth.
 
-    Repetitions a buffer leaves (read after them: the result of a
-    data-parallel gradient reduction started inside and waited on at the
-    end) stay inline: a call would return the buffer, and deallocation
-    would give the caller a copy while the reduction still writes the
-    original.
+    Repetitions a buffer leaves (a memref read after them) stay inline: a
+    call would return the buffer, and deallocation would give the caller a
+    copy of what may still be written (an asynchronous runtime call
+    started inside). Lamina's own lowerings pass only handles and tensors
+    between such a start and its wait.
 
     ```mlir
     func.func @f(%x: tensor<4xf32>, %w0: tensor<4xf32>, %w1: tensor<4xf32>)

@@ -234,9 +234,8 @@ escapingOfAny(ArrayRef<Segment> segments) {
 }
 
 /// Whether a value of `segment` read after it is a buffer. A call would
-/// return it, and deallocation would hand the caller a copy while what was
-/// started inside (a lamina.reduce_replicas' reduction) still writes or
-/// reads the original.
+/// return it, and deallocation would hand the caller a copy of what may
+/// still be written (an asynchronous runtime call started inside).
 bool escapesBuffer(const Segment &segment) {
   return llvm::any_of(segment.escaping, [&](auto escaping) {
     auto [op, result] = escaping;

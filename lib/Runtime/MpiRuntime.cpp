@@ -390,57 +390,80 @@ PendingRequests &pendingRequests() {
 /// compute did not hide.
 double replicaWaitSeconds = 0;
 
-/// Starts summing `d0` over the data axis into `d1`, on every replica
-/// (`root` < 0) or on replica `root` only (the others' `d1` is zeros); a
-/// handle for waitReplicaReduce, or -1 when it completed already (f16 and
-/// bf16 are summed in f32, at once).
+/// A reduction over the data axis in flight: the operand's copy, which
+/// the reduction sums in place, and its request in pendingRequests (-1:
+/// summed at once).
+struct ReplicaReduction {
+  std::vector<char> sum;
+  int64_t request = -1;
+};
+
+/// The reductions started and not yet waited for; a handle indexes it.
+std::vector<ReplicaReduction> &replicaReductions() {
+  static std::vector<ReplicaReduction> reductions;
+  return reductions;
+}
+int64_t unwaitedReplicaReductions = 0;
+
+/// Starts summing `d0` over the data axis, on every replica (`root` < 0) or
+/// on replica `root` only; a handle for waitReplicaReduce. The sum is made
+/// in a copy of `d0` taken here: the caller's buffer is free once this
+/// returns (the compiled code may pass a block's own buffer), and only the
+/// handle travels to the wait. f16 and bf16 are summed in f32, at once.
 template <typename T>
-int64_t startReplicaReduce(int64_t r0, void *d0, int64_t r1, void *d1,
-                           int64_t root) {
+int64_t startReplicaReduce(int64_t r0, void *d0, int64_t root) {
   Buffer in(r0, d0, sizeof(typename T::Storage));
-  Buffer out(r1, d1, sizeof(typename T::Storage));
+  size_t bytes = in.numElements() * sizeof(typename T::Storage);
   MPI_Comm replicas = communicator(MpiAxis::Data);
   pendingRequests().progressWithoutThread();
   bool receives = root < 0 || root == mlir::lamina::mpiAxisRank(MpiAxis::Data);
-  if (!receives)
-    std::memset(out.data, 0, out.numElements() * sizeof(typename T::Storage));
+  ReplicaReduction reduction;
+  reduction.sum.assign(in.data, in.data + bytes);
+  void *sum = reduction.sum.data();
   if constexpr (kNative<T>) {
     MPI_Request request = MPI_REQUEST_NULL;
     if (root < 0)
-      check(MPI_Iallreduce(in.data, out.data, int(in.numElements()),
+      check(MPI_Iallreduce(MPI_IN_PLACE, sum, int(in.numElements()),
                            T::type(), MPI_SUM, replicas, &request),
             "MPI_Iallreduce");
     else
-      check(MPI_Ireduce(in.data, receives ? out.data : nullptr,
-                        int(in.numElements()), T::type(), MPI_SUM, int(root),
-                        replicas, &request),
+      check(MPI_Ireduce(receives ? MPI_IN_PLACE : sum,
+                        receives ? sum : nullptr, int(in.numElements()),
+                        T::type(), MPI_SUM, int(root), replicas, &request),
             "MPI_Ireduce");
-    return pendingRequests().add(request);
+    reduction.request = pendingRequests().add(request);
   } else {
-    // Summed in f32 by every replica; kept where it arrives.
-    std::vector<typename T::Storage> discarded(receives ? 0
-                                                         : in.numElements());
-    reduce<T>(in.data,
-              receives ? static_cast<void *>(out.data) : discarded.data(),
-              in.numElements(), 0, MPI_SUM, replicas);
-    return -1;
+    std::vector<char> summed(bytes);
+    reduce<T>(sum, summed.data(), in.numElements(), 0, MPI_SUM, replicas);
+    reduction.sum = std::move(summed);
   }
+  replicaReductions().push_back(std::move(reduction));
+  ++unwaitedReplicaReductions;
+  return int64_t(replicaReductions().size()) - 1;
 }
 
-/// Completes the reduction `handle` into `d1` (`d0`, its operand, is kept
-/// alive until here) and, with `mean`, divides the sum by the number of
+/// Completes the reduction `handle` into `d1` (zeros on a replica other
+/// than `root`) and, with `mean`, divides the sum by the number of
 /// replicas where it arrived (`root` as at the start).
 template <typename T>
-void waitReplicaReduce(int64_t handle, int64_t r0, void *d0, int64_t r1,
-                       void *d1, int64_t root, int64_t mean) {
-  (void)r0, (void)d0;
+void waitReplicaReduce(int64_t handle, int64_t r1, void *d1, int64_t root,
+                       int64_t mean) {
   Buffer out(r1, d1, sizeof(typename T::Storage));
-  if (handle >= 0) {
+  ReplicaReduction &reduction = replicaReductions()[handle];
+  if (reduction.request >= 0) {
     double start = MPI_Wtime();
-    pendingRequests().wait(handle);
+    pendingRequests().wait(reduction.request);
     replicaWaitSeconds += MPI_Wtime() - start;
   }
-  if (!mean || (root >= 0 && root != mlir::lamina::mpiAxisRank(MpiAxis::Data)))
+  bool receives = root < 0 || root == mlir::lamina::mpiAxisRank(MpiAxis::Data);
+  if (receives)
+    std::memcpy(out.data, reduction.sum.data(), reduction.sum.size());
+  else
+    std::memset(out.data, 0, reduction.sum.size());
+  reduction = ReplicaReduction();
+  if (--unwaitedReplicaReductions == 0)
+    replicaReductions().clear();
+  if (!mean || !receives)
     return;
   auto replicas =
       static_cast<float>(mlir::lamina::mpiAxisSize(MpiAxis::Data));
@@ -485,14 +508,14 @@ LAMINA_MPI_DEFINE(i64, I64)
 #undef LAMINA_MPI_DEFINE
 
 #define LAMINA_MPI_DEFINE_REPLICAS(suffix, T)                                  \
-  int64_t laminaMpiReplicaReduceStart_##suffix(                                \
-      int64_t r0, void *d0, int64_t r1, void *d1, int64_t root) {              \
-    return startReplicaReduce<T>(r0, d0, r1, d1, root);                        \
+  int64_t laminaMpiReplicaReduceStart_##suffix(int64_t r0, void *d0,          \
+                                               int64_t root) {                 \
+    return startReplicaReduce<T>(r0, d0, root);                                \
   }                                                                            \
-  void laminaMpiReplicaReduceWait_##suffix(int64_t handle, int64_t r0,         \
-                                           void *d0, int64_t r1, void *d1,     \
-                                           int64_t root, int64_t mean) {       \
-    waitReplicaReduce<T>(handle, r0, d0, r1, d1, root, mean);                  \
+  void laminaMpiReplicaReduceWait_##suffix(int64_t handle, int64_t r1,         \
+                                           void *d1, int64_t root,             \
+                                           int64_t mean) {                     \
+    waitReplicaReduce<T>(handle, r1, d1, root, mean);                          \
   }
 LAMINA_MPI_DEFINE_REPLICAS(f32, F32)
 LAMINA_MPI_DEFINE_REPLICAS(f64, F64)

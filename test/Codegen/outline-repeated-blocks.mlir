@@ -151,10 +151,10 @@ func.func @k(%x: tensor<4xf32>, %w0: tensor<4xf32>, %w1: tensor<4xf32>, %w2: ten
 
 // -----
 
-// Repetitions whose buffer is read after them (an asynchronous reduction's
-// result, waited on at the end) stay inline: a call would return the
-// buffer, and deallocation would give the caller a copy of it while the
-// reduction still writes the original.
+// Repetitions whose buffer is read after them (by a wait at the end, as
+// for an asynchronous runtime call started inside) stay inline: a call
+// would return the buffer, and deallocation would give the caller a copy
+// of what may still be written.
 // CHECK-LABEL: func.func @buffer_read_after(
 // CHECK-NOT: call @buffer_read_after_block
 // CHECK-COUNT-3: bufferization.to_buffer

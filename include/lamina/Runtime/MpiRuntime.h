@@ -41,15 +41,14 @@ LAMINA_MPI_DECLARE(i64)
 #undef LAMINA_MPI_DECLARE
 
 // Sums over the data-parallel axis, started and completed apart
-// (lamina.reduce_replicas): Start returns a handle for Wait; the sum
-// arrives on every replica (root < 0) or on replica `root` alone (the
-// others get zeros); Wait divides it by the number of replicas when `mean`
-// is set.
+// (lamina.reduce_replicas): Start copies its operand and returns a handle
+// for Wait, which writes the sum into its buffer on every replica
+// (root < 0) or on replica `root` alone (the others get zeros) and divides
+// it by the number of replicas when `mean` is set.
 #define LAMINA_MPI_DECLARE_REPLICAS(suffix)                                    \
-  int64_t laminaMpiReplicaReduceStart_##suffix(int64_t, void *, int64_t,       \
-                                               void *, int64_t);               \
+  int64_t laminaMpiReplicaReduceStart_##suffix(int64_t, void *, int64_t);      \
   void laminaMpiReplicaReduceWait_##suffix(int64_t, int64_t, void *, int64_t,  \
-                                           void *, int64_t, int64_t);
+                                           int64_t);
 LAMINA_MPI_DECLARE_REPLICAS(f32)
 LAMINA_MPI_DECLARE_REPLICAS(f64)
 LAMINA_MPI_DECLARE_REPLICAS(f16)

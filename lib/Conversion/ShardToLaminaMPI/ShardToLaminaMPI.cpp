@@ -128,8 +128,9 @@ private:
 
 /// `lamina.reduce_replicas` as a reduction over the data axis that starts
 /// where the op stands and completes right before the result's first use:
-/// the ops in between overlap it. The wait reads the operand's buffer too,
-/// so that bufferization keeps it unchanged until the reduction completes.
+/// the ops in between overlap it. The start copies the operand, and the
+/// result's buffer is allocated at the wait: only the handle travels from
+/// one to the other (no buffer leaves a repeated block the start is in).
 static LogicalResult lowerReduceReplicas(ReduceReplicasOp op,
                                          RuntimeCallBuilder &runtime) {
   auto type = cast<RankedTensorType>(op.getType());
@@ -138,14 +139,11 @@ static LogicalResult lowerReduceReplicas(ReduceReplicasOp op,
   StringRef suffix = RuntimeCallBuilder::suffix(type.getElementType());
   Location loc = op.getLoc();
   OpBuilder b(op);
-  Value result = runtime.allocate(b, loc, type);
-  Value unrankedResult = runtime.unranked(b, loc, result);
   Value root = arith::ConstantIntOp::create(
       b, loc, op.getRoot() ? int64_t(*op.getRoot()) : -1, 64);
   Value handle = runtime.call(
       b, loc, ("laminaMpiReplicaReduceStart_" + suffix).str(),
-      {runtime.readBuffer(b, loc, op.getInput()), unrankedResult, root},
-      b.getI64Type());
+      {runtime.readBuffer(b, loc, op.getInput()), root}, b.getI64Type());
   Block *block = op->getBlock();
   Operation *firstUse = block->getTerminator();
   for (Operation *user : op->getUsers())
@@ -153,9 +151,11 @@ static LogicalResult lowerReduceReplicas(ReduceReplicasOp op,
       if (inBlock->isBeforeInBlock(firstUse))
         firstUse = inBlock;
   b.setInsertionPoint(firstUse);
+  Value result = runtime.allocate(b, loc, type);
   runtime.call(b, loc, ("laminaMpiReplicaReduceWait_" + suffix).str(),
-               {handle, runtime.readBuffer(b, loc, op.getInput()),
-                unrankedResult, root,
+               {handle, runtime.unranked(b, loc, result),
+                arith::ConstantIntOp::create(
+                    b, loc, op.getRoot() ? int64_t(*op.getRoot()) : -1, 64),
                 arith::ConstantIntOp::create(b, loc, op.getMean() ? 1 : 0,
                                              64)});
   op.getResult().replaceAllUsesWith(
