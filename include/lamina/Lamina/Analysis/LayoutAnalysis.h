@@ -46,6 +46,10 @@ FailureOr<GridLayouts> inferGridLayouts(ModuleOp module);
 /// Whether a function of `function`'s module calls it.
 bool isCalledInModule(func::FuncOp function);
 
+/// The function `call` calls when the module defines it (its layouts
+/// follow from the call's), else null.
+func::FuncOp getDefinedCallee(func::CallOp call);
+
 /// The layouts of `function` on each axis of `layouts`.
 using LayoutsPerAxis = SmallVector<
     std::pair<StringAttr, const llvm::DenseMap<Value, LayoutAttr> *>>;

@@ -13,7 +13,6 @@
 #include "lamina/Lamina/Analysis/LayoutRules.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/IR/SymbolTable.h"
 
 using namespace mlir;
 using namespace mlir::lamina;
@@ -117,9 +116,7 @@ LogicalResult GradientChecker::visit(Operation *op) {
       }))
     return success();
   if (auto call = dyn_cast<func::CallOp>(op))
-    if (auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
-            call, call.getCalleeAttr());
-        callee && !callee.isDeclaration())
+    if (func::FuncOp callee = getDefinedCallee(call))
       return visitCall(call, callee);
   if (auto rules = dyn_cast<LayoutOpInterface>(op))
     return rules.inferOperandGradientLayouts(*this);
@@ -286,9 +283,8 @@ static void addLayerParameters(func::FuncOp function,
     } else if (auto biasAdd = dyn_cast<BiasAddOp>(op)) {
       add(biasAdd.getBias());
     } else if (auto call = dyn_cast<func::CallOp>(op)) {
-      auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
-          call, call.getCalleeAttr());
-      if (!callee || callee.isDeclaration() || visiting.contains(callee))
+      func::FuncOp callee = getDefinedCallee(call);
+      if (!callee || visiting.contains(callee))
         return;
       llvm::SmallPtrSet<Value, 8> inner;
       addLayerParameters(callee, inner, visiting);

@@ -63,8 +63,7 @@ private:
 };
 } // namespace
 
-/// The function `call` calls when the module defines it.
-static func::FuncOp getDefinedCallee(func::CallOp call) {
+func::FuncOp mlir::lamina::getDefinedCallee(func::CallOp call) {
   auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
       call, call.getCalleeAttr());
   return callee && !callee.isDeclaration() ? callee : func::FuncOp();

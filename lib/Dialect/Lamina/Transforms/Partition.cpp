@@ -35,13 +35,6 @@ using layout::isSplatConstant;
 
 static constexpr llvm::StringLiteral kGridName = LaminaDialect::kGridName;
 
-/// Whether `call` calls a function the module defines.
-static bool isDefinedFunction(func::CallOp call) {
-  auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
-      call, call.getCalleeAttr());
-  return callee && !callee.isDeclaration();
-}
-
 namespace {
 /// Rewrites one function into what one of `worldSize` ranks computes, each
 /// op by its LayoutOpInterface model (element-wise without one).
@@ -276,7 +269,7 @@ LogicalResult FunctionPartitioner::run() {
     // A call of a function partitioned for its operands' layouts: its
     // results come back at their per-rank shapes.
     if (auto call = dyn_cast<func::CallOp>(op);
-        call && isDefinedFunction(call)) {
+        call && getDefinedCallee(call)) {
       for (OpResult result : call->getResults())
         if (isa<RankedTensorType>(result.getType()))
           result.setType(getLocalType(result.getType(), getLayout(result)));
