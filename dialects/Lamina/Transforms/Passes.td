@@ -238,10 +238,12 @@ def LaminaOutlineBlocks : Pass<"lamina-outline-blocks", "::mlir::ModuleOp"> {
 
     In a program that shards values (a sharded argument, a sync point on
     more than one rank), instances are equal only where their inputs have
-    the same layouts on every grid axis: layout inference, the gradient
-    layout checks and `lamina-partition` take each block function once,
-    for the layouts its calls pass. A layout error is reported here as
-    `lamina-check-layouts` would report it.
+    the same layouts on every grid axis and their all_gather syncs left
+    open (no `tensor_parallel_output_grad`) would transpose alike in the
+    backward: layout inference, the gradient layout checks and
+    `lamina-partition` take each block function once, for the layouts its
+    calls pass. A layout error is reported here as `lamina-check-layouts`
+    would report it.
 
     ```mlir
     // before: three equal instances h.0, h.1, h.2 in @forward

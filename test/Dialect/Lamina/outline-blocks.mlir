@@ -155,6 +155,38 @@ module attributes {lamina.world_size = 2 : i64} {
 
 // -----
 
+// An all_gather sync left open takes the transpose its gradient needs:
+// h.0's and h.2's results are returned (whole gradients: each rank keeps
+// its block), h.1's feeds a column-parallel head (partial gradients: a
+// reduce-scatter). h.0 and h.2 call one function; h.1 stays inline.
+
+// CHECK-LABEL: func.func @open_gathers(
+// CHECK-SAME: %[[X:[a-z0-9]+]]: tensor<4x16xf32> {{.+}}, %[[Y:[a-z0-9]+]]: tensor<4x16xf32> {{.+}}, %[[Z:[a-z0-9]+]]: tensor<4x16xf32>
+// CHECK: %[[A:.+]] = call @h_block(%[[X]]) {lamina.module = "h.0"}
+// CHECK: %[[B:.+]] = lamina.sync "h.1.g" %[[Y]]
+// CHECK: %[[C:.+]] = call @h_block(%[[Z]]) {lamina.module = "h.2"}
+// CHECK: lamina.matmul "head" %[[B]]
+// CHECK-LABEL: func.func private @h_block(
+// CHECK: lamina.sync "h.0.g"
+// CHECK-NOT: func.func private
+module attributes {lamina.world_size = 2 : i64} {
+  func.func @open_gathers(
+      %x: tensor<4x16xf32> {lamina.layout = #lamina.layout<S(1)>},
+      %y: tensor<4x16xf32> {lamina.layout = #lamina.layout<S(1)>},
+      %z: tensor<4x16xf32> {lamina.layout = #lamina.layout<S(1)>},
+      %w: tensor<32x16xf32> {lamina.layout = #lamina.layout<S(0)>})
+      -> (tensor<4x16xf32>, tensor<4x16xf32>, tensor<4x32xf32>) {
+    %a = lamina.sync "h.0.g" %x <fwd_post, all_gather, axis = 1> : tensor<4x16xf32>
+    %b = lamina.sync "h.1.g" %y <fwd_post, all_gather, axis = 1> : tensor<4x16xf32>
+    %c = lamina.sync "h.2.g" %z <fwd_post, all_gather, axis = 1> : tensor<4x16xf32>
+    %m = lamina.matmul "head" %b, %w : (tensor<4x16xf32>, tensor<32x16xf32>) -> tensor<4x32xf32>
+    %g = lamina.sync "head" %m <fwd_post, all_gather, axis = 1, tensor_parallel_output_grad = false> : tensor<4x32xf32>
+    return %a, %c, %g : tensor<4x16xf32>, tensor<4x16xf32>, tensor<4x32xf32>
+  }
+}
+
+// -----
+
 // Values built from constants alone that a folder made once for several
 // layers (h.1 reads h.0's constant, and its filled tensor) and a value
 // nothing reads: each instance gets its own copy, unnamed, right before

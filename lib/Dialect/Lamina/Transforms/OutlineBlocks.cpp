@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "lamina/Lamina/Analysis/GradientLayouts.h"
 #include "lamina/Lamina/Analysis/LayoutAnalysis.h"
 #include "lamina/Lamina/Analysis/LayoutRules.h"
 #include "lamina/Lamina/IR/Lamina.h"
@@ -16,6 +17,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
@@ -112,16 +114,21 @@ struct Run {
   Operation *getLast() const { return ops.back(); }
 };
 
-/// The layouts of a sharded program's values on each axis of its grid: a
-/// block function is partitioned once, so its instances' inputs must have
-/// the same.
+/// The layouts of a sharded program's values on each axis of its grid, and
+/// the transposes its backward takes for the all_gather syncs left open: a
+/// block function is partitioned and differentiated once, so its instances'
+/// inputs must have the same layouts and their syncs the same transposes.
 struct ValueLayouts {
   SmallVector<DenseMap<Value, LayoutAttr>> perAxis;
+  DenseMap<Operation *, SmallVector<SyncAttr>> derivedSyncs;
 
   bool equal(Value a, Value b) const {
     return llvm::all_of(perAxis, [&](const DenseMap<Value, LayoutAttr> &on) {
       return getLayout(on, a) == getLayout(on, b);
     });
+  }
+  bool transposeAlike(Operation *a, Operation *b) const {
+    return derivedSyncs.lookup(a) == derivedSyncs.lookup(b);
   }
 
 private:
@@ -195,7 +202,7 @@ bool RunComparison::valuesCorrespond(Value a, Value b) const {
 }
 
 bool RunComparison::opsEqual(Operation *a, Operation *b, bool isLast) {
-  if (a->getName() != b->getName() ||
+  if (a->getName() != b->getName() || !layouts.transposeAlike(a, b) ||
       a->getNumOperands() != b->getNumOperands() ||
       a->getNumRegions() != b->getNumRegions() ||
       a->getResultTypes() != b->getResultTypes() ||
@@ -476,6 +483,16 @@ static FailureOr<ValueLayouts> inferValueLayouts(func::FuncOp function) {
         inferLayouts(function, axis);
     if (failed(onAxis))
       return failure();
+    // The transposes lamina-generate-backward will choose; a backward it
+    // will reject is reported there.
+    SmallVector<DerivedSync> derived;
+    {
+      ScopedDiagnosticHandler silence(function.getContext(),
+                                      [](Diagnostic &) { return success(); });
+      (void)inferGradientLayouts(function, *onAxis, &derived, {}, axis);
+    }
+    for (const DerivedSync &sync : derived)
+      layouts.derivedSyncs[sync.op].push_back(sync.resolved);
     layouts.perAxis.push_back(std::move(*onAxis));
   }
   return layouts;
