@@ -405,6 +405,12 @@ std::vector<ReplicaReduction> &replicaReductions() {
 }
 int64_t unwaitedReplicaReductions = 0;
 
+/// Whether the sum arrives on this replica: on every one (`root` < 0), or
+/// on `root` alone.
+bool receivesReplicaSum(int64_t root) {
+  return root < 0 || root == mlir::lamina::mpiAxisRank(MpiAxis::Data);
+}
+
 /// Starts summing `d0` over the data axis, on every replica (`root` < 0) or
 /// on replica `root` only; a handle for waitReplicaReduce. The sum is made
 /// in a copy of `d0` taken here: the caller's buffer is free once this
@@ -416,11 +422,11 @@ int64_t startReplicaReduce(int64_t r0, void *d0, int64_t root) {
   size_t bytes = in.numElements() * sizeof(typename T::Storage);
   MPI_Comm replicas = communicator(MpiAxis::Data);
   pendingRequests().progressWithoutThread();
-  bool receives = root < 0 || root == mlir::lamina::mpiAxisRank(MpiAxis::Data);
   ReplicaReduction reduction;
-  reduction.sum.assign(in.data, in.data + bytes);
-  void *sum = reduction.sum.data();
   if constexpr (kNative<T>) {
+    bool receives = receivesReplicaSum(root);
+    reduction.sum.assign(in.data, in.data + bytes);
+    void *sum = reduction.sum.data();
     MPI_Request request = MPI_REQUEST_NULL;
     if (root < 0)
       check(MPI_Iallreduce(MPI_IN_PLACE, sum, int(in.numElements()),
@@ -433,9 +439,9 @@ int64_t startReplicaReduce(int64_t r0, void *d0, int64_t root) {
             "MPI_Ireduce");
     reduction.request = pendingRequests().add(request);
   } else {
-    std::vector<char> summed(bytes);
-    reduce<T>(sum, summed.data(), in.numElements(), 0, MPI_SUM, replicas);
-    reduction.sum = std::move(summed);
+    reduction.sum.resize(bytes);
+    reduce<T>(in.data, reduction.sum.data(), in.numElements(), 0, MPI_SUM,
+              replicas);
   }
   replicaReductions().push_back(std::move(reduction));
   ++unwaitedReplicaReductions;
@@ -455,7 +461,7 @@ void waitReplicaReduce(int64_t handle, int64_t r1, void *d1, int64_t root,
     pendingRequests().wait(reduction.request);
     replicaWaitSeconds += MPI_Wtime() - start;
   }
-  bool receives = root < 0 || root == mlir::lamina::mpiAxisRank(MpiAxis::Data);
+  bool receives = receivesReplicaSum(root);
   if (receives)
     std::memcpy(out.data, reduction.sum.data(), reduction.sum.size());
   else

@@ -139,11 +139,11 @@ static LogicalResult lowerReduceReplicas(ReduceReplicasOp op,
   StringRef suffix = RuntimeCallBuilder::suffix(type.getElementType());
   Location loc = op.getLoc();
   OpBuilder b(op);
-  Value root = arith::ConstantIntOp::create(
-      b, loc, op.getRoot() ? int64_t(*op.getRoot()) : -1, 64);
+  int64_t root = op.getRoot() ? int64_t(*op.getRoot()) : -1;
+  Value startRoot = arith::ConstantIntOp::create(b, loc, root, 64);
   Value handle = runtime.call(
       b, loc, ("laminaMpiReplicaReduceStart_" + suffix).str(),
-      {runtime.readBuffer(b, loc, op.getInput()), root}, b.getI64Type());
+      {runtime.readBuffer(b, loc, op.getInput()), startRoot}, b.getI64Type());
   Block *block = op->getBlock();
   Operation *firstUse = block->getTerminator();
   for (Operation *user : op->getUsers())
@@ -154,8 +154,7 @@ static LogicalResult lowerReduceReplicas(ReduceReplicasOp op,
   Value result = runtime.allocate(b, loc, type);
   runtime.call(b, loc, ("laminaMpiReplicaReduceWait_" + suffix).str(),
                {handle, runtime.unranked(b, loc, result),
-                arith::ConstantIntOp::create(
-                    b, loc, op.getRoot() ? int64_t(*op.getRoot()) : -1, 64),
+                arith::ConstantIntOp::create(b, loc, root, 64),
                 arith::ConstantIntOp::create(b, loc, op.getMean() ? 1 : 0,
                                              64)});
   op.getResult().replaceAllUsesWith(

@@ -15,6 +15,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SmallPtrSet.h"
 
 namespace mlir::lamina {
 
@@ -43,8 +44,8 @@ inferLayouts(ModuleOp module, StringRef axis = LaminaDialect::kTensorAxisName);
 using GridLayouts = SmallVector<std::pair<StringAttr, FunctionLayouts>>;
 FailureOr<GridLayouts> inferGridLayouts(ModuleOp module);
 
-/// Whether a function of `function`'s module calls it.
-bool isCalledInModule(func::FuncOp function);
+/// The functions of `module` that its functions call.
+llvm::SmallPtrSet<Operation *, 8> getCalledFunctions(ModuleOp module);
 
 /// The function `call` calls when the module defines it (its layouts
 /// follow from the call's), else null.

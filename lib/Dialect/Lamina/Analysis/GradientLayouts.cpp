@@ -30,8 +30,8 @@ public:
 
   /// Walks a program: its results' gradients are laid out as its results.
   LogicalResult run();
-  /// Walks a called function from the gradients of its call's results.
-  LogicalResult runCallee(ArrayRef<GradientLayout> resultGradients);
+  /// Walks the function from the gradients of its results (a call's).
+  LogicalResult runFrom(ArrayRef<GradientLayout> resultGradients);
   SmallVector<DerivedSync> derivedSyncs;
 
   DenseMap<Value, LayoutAttr> takeLayouts() {
@@ -171,7 +171,7 @@ LogicalResult GradientChecker::visitCall(func::CallOp call,
   GradientChecker inner(callee, forward, inactive, axis);
   SmallVector<GradientLayout> resultGradients = llvm::map_to_vector(
       call.getResults(), [&](Value result) { return getGradient(result); });
-  if (failed(inner.runCallee(resultGradients)))
+  if (failed(inner.runFrom(resultGradients)))
     return failure();
   for (const DerivedSync &sync : inner.derivedSyncs) {
     auto earlier = llvm::find_if(derivedSyncs, [&](const DerivedSync &other) {
@@ -222,8 +222,8 @@ LogicalResult GradientChecker::walkBackward() {
   return success();
 }
 
-LogicalResult GradientChecker::runCallee(
-    ArrayRef<GradientLayout> resultGradients) {
+LogicalResult
+GradientChecker::runFrom(ArrayRef<GradientLayout> resultGradients) {
   markActive();
   Operation *terminator = function.getBody().front().getTerminator();
   for (auto [result, gradient] :
@@ -231,21 +231,19 @@ LogicalResult GradientChecker::runCallee(
     if (isa<RankedTensorType>(result.getType()) &&
         failed(addGradient(terminator, result, gradient)))
       return failure();
-  // Partial gradients of its arguments go back to the caller, which sums
-  // them or reports them.
+  // Partial gradients of a called function's arguments go back to the
+  // caller, which sums them or reports them.
   return walkBackward();
 }
 
 LogicalResult GradientChecker::run() {
   NameGridAxisInErrors naming(function, axis);
-  markActive();
   Block &body = function.getBody().front();
-  Operation *terminator = body.getTerminator();
-  for (Value result : terminator->getOperands())
-    if (isa<RankedTensorType>(result.getType()) &&
-        failed(addGradient(terminator, result, {getForwardLayout(result), ""})))
-      return failure();
-  if (failed(walkBackward()))
+  SmallVector<GradientLayout> resultGradients = llvm::map_to_vector(
+      body.getTerminator()->getOperands(), [&](Value result) {
+        return GradientLayout{getForwardLayout(result), ""};
+      });
+  if (failed(runFrom(resultGradients)))
     return failure();
   // A program input's gradient must be whole or blocks; a parameter's may be
   // partial (it is all-reduced with the other parameter gradients).

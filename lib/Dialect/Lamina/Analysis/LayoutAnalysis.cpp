@@ -246,9 +246,8 @@ NameGridAxisInErrors::~NameGridAxisInErrors() {
     context->getDiagEngine().eraseHandler(*handler);
 }
 
-/// The functions `module`'s functions call: their layouts come from their
-/// calls.
-static llvm::SmallPtrSet<Operation *, 8> getCalledFunctions(ModuleOp module) {
+llvm::SmallPtrSet<Operation *, 8>
+mlir::lamina::getCalledFunctions(ModuleOp module) {
   llvm::SmallPtrSet<Operation *, 8> called;
   module.walk([&](func::CallOp call) {
     if (func::FuncOp callee = getDefinedCallee(call))
@@ -271,6 +270,7 @@ mlir::lamina::inferLayouts(func::FuncOp function, StringRef axis) {
 
 FailureOr<FunctionLayouts> mlir::lamina::inferLayouts(ModuleOp module,
                                                       StringRef axis) {
+  // Functions called take their layouts from their calls.
   llvm::SmallPtrSet<Operation *, 8> called = getCalledFunctions(module);
   CalleeTable callees;
   FunctionLayouts result;
@@ -286,9 +286,4 @@ FailureOr<FunctionLayouts> mlir::lamina::inferLayouts(ModuleOp module,
   for (auto &[callee, record] : callees)
     result.emplace_back(cast<func::FuncOp>(callee), std::move(record->layouts));
   return result;
-}
-
-bool mlir::lamina::isCalledInModule(func::FuncOp function) {
-  auto module = function->getParentOfType<ModuleOp>();
-  return module && getCalledFunctions(module).contains(function);
 }

@@ -31,12 +31,13 @@ struct LaminaCheckGradientLayoutsPass
       return signalPassFailure();
     // A called function is walked from each call, with the gradients of
     // its results there.
+    llvm::SmallPtrSet<Operation *, 8> called = getCalledFunctions(module);
     for (auto &[axis, functions] : *layouts) {
       DenseMap<Value, LayoutAttr> forward;
       for (auto &onFunction : llvm::make_second_range(functions))
         forward.insert(onFunction.begin(), onFunction.end());
       for (func::FuncOp function : llvm::make_first_range(functions))
-        if (!isCalledInModule(function) &&
+        if (!called.contains(function) &&
             failed(inferGradientLayouts(function, forward, nullptr,
                                         llvm::to_vector(constants), axis)))
           return signalPassFailure();

@@ -315,7 +315,8 @@ static void privatizeRematerializable(Block &body) {
   Rematerializable rematerializable;
   DenseMap<std::pair<StringRef, Value>, Value> copies;
   SmallVector<Operation *> originals;
-  for (auto [op, instance] : llvm::zip_equal(ops, instances)) {
+  for (auto [index, op] : llvm::enumerate(ops)) {
+    StringRef instance = instances[index];
     if (instance.empty() || rematerializable(op))
       continue;
     OpBuilder builder(op);
